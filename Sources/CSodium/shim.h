@@ -1,0 +1,2 @@
+// libsodium, from Debian's libsodium-dev (pkg-config: libsodium).
+#include <sodium.h>

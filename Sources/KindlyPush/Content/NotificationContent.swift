@@ -1,0 +1,56 @@
+/// The content of a notification, standing in for `UNMutableNotificationContent` so that
+/// ``KindlyPushDecryption/apply(_:to:)`` has the SDK's shape.
+public struct NotificationContent: Sendable, Equatable {
+    public var title: String
+    public var subtitle: String
+    public var body: String
+    /// The sound's name (`default`, a file name), or `nil` for none.
+    public var sound: String?
+    public var badge: JSONNumber?
+    /// `aps.thread-id`.
+    public var threadIdentifier: String
+    /// `aps.category`.
+    public var categoryIdentifier: String
+    /// The whole push document.
+    public var userInfo: JSONObject
+
+    public init(
+        title: String = "", subtitle: String = "", body: String = "", sound: String? = nil, badge: JSONNumber? = nil,
+        threadIdentifier: String = "", categoryIdentifier: String = "", userInfo: JSONObject = [:]
+    ) {
+        self.title = title
+        self.subtitle = subtitle
+        self.body = body
+        self.sound = sound
+        self.badge = badge
+        self.threadIdentifier = threadIdentifier
+        self.categoryIdentifier = categoryIdentifier
+        self.userInfo = userInfo
+    }
+
+    /// The content the system builds from an APNs payload: the alert (a string is the body),
+    /// sound (a name, or a critical-alert object's `name`), badge, thread id and category.
+    public init(userInfo: JSONValue) {
+        let document = userInfo.objectValue ?? JSONObject()
+        let aps = document[APNsKey.aps]?.objectValue ?? JSONObject()
+        self.init(userInfo: document)
+        switch aps[APNsKey.alert] {
+        case let .string(text)?:
+            body = text
+        case let .object(alert)?:
+            title = alert[APNsKey.title]?.stringValue ?? ""
+            subtitle = alert[APNsKey.subtitle]?.stringValue ?? ""
+            body = alert[APNsKey.body]?.stringValue ?? ""
+        default:
+            break
+        }
+        switch aps[APNsKey.sound] {
+        case let .string(name)?: sound = name
+        case let .object(critical)?: sound = critical["name"]?.stringValue
+        default: sound = nil
+        }
+        badge = aps[APNsKey.badge]?.numberValue
+        threadIdentifier = aps[APNsKey.threadID]?.stringValue ?? ""
+        categoryIdentifier = aps[APNsKey.category]?.stringValue ?? ""
+    }
+}

@@ -1,0 +1,31 @@
+import CSodium
+
+/// Unkeyed BLAKE2b with a chosen output length (libsodium `crypto_generichash`).
+///
+/// The output length is BLAKE2b's own parameter: an 8-byte digest is not a truncated 32-byte one.
+public enum BLAKE2b {
+    /// The digest of `input` with `outputLength` bytes (16...64 for libsodium's generic hash, 8 is allowed too: 1...64).
+    public static func hash(_ input: UnsafeRawBufferPointer, outputLength: Int) -> [UInt8] {
+        _ = Sodium.ready
+        precondition((1...64).contains(outputLength), "BLAKE2b output length must be 1...64")
+        var digest = [UInt8](repeating: 0, count: outputLength)
+        digest.withUnsafeMutableBytes { out in
+            hash(input, into: out)
+        }
+        return digest
+    }
+
+    /// The digest of `input` as a secret, for derived keys.
+    public static func secretHash(_ input: UnsafeRawBufferPointer, outputLength: Int) -> SecureBytes {
+        _ = Sodium.ready
+        precondition((1...64).contains(outputLength), "BLAKE2b output length must be 1...64")
+        return SecureBytes(count: outputLength) { out in hash(input, into: out) }
+    }
+
+    private static func hash(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        _ = crypto_generichash(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+            input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
+            nil, 0)
+    }
+}

@@ -1,0 +1,73 @@
+import CSodium
+
+/// A fixed-size buffer for secret material (secret keys, shared secrets, derived keys).
+///
+/// The bytes are written once, when the buffer is made, and are reachable afterwards only
+/// inside ``withUnsafeBytes(_:)``. When the last copy goes away the storage is wiped with
+/// `sodium_memzero` before it is freed, so a secret does not outlive its use. It never
+/// becomes a `String`, and `description` never shows the bytes.
+public struct SecureBytes: Sendable {
+    // Immutable after init, so sharing it across threads is safe.
+    final class Storage: @unchecked Sendable {
+        let buffer: UnsafeMutableRawBufferPointer
+
+        init(count: Int) {
+            buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
+            buffer.initializeMemory(as: UInt8.self, repeating: 0)
+        }
+
+        deinit {
+            Sodium.wipe(buffer)
+            SecureBytes.wipeObserver?(UnsafeRawBufferPointer(buffer))
+            buffer.deallocate()
+        }
+    }
+
+    let storage: Storage
+    /// The number of secret bytes.
+    public let count: Int
+
+    /// Makes a buffer of `count` bytes and lets `initializer` write them.
+    ///
+    /// If `initializer` throws, the partly written buffer is wiped and the error rethrown.
+    public init<E: Error>(
+        count: Int,
+        initializingWith initializer: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) {
+        let storage = Storage(count: count)
+        try initializer(UnsafeMutableRawBufferPointer(rebasing: storage.buffer[0..<count]))
+        self.storage = storage
+        self.count = count
+    }
+
+    /// Copies `bytes` into a new secure buffer. The caller remains responsible for its own copy.
+    public init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(count: bytes.count) { $0.copyMemory(from: bytes) }
+    }
+
+    /// `count` bytes from the operating system's CSPRNG.
+    public static func random(count: Int) -> SecureBytes {
+        SecureBytes(count: count) { Sodium.fillRandom($0) }
+    }
+
+    /// Calls `body` with the secret bytes. Do not let the pointer escape.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<count]))
+    }
+
+    /// Test hook: called with the storage right after it was wiped, before it is freed,
+    /// so that a test can observe that the wipe happened. Set only from tests.
+    nonisolated(unsafe) static var wipeObserver: ((UnsafeRawBufferPointer) -> Void)?
+}
+
+extension SecureBytes: Equatable {
+    /// Constant-time comparison.
+    public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
+        lhs.withUnsafeBytes { l in rhs.withUnsafeBytes { r in Sodium.constantTimeEquals(l, r) } }
+    }
+}
+
+extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    public var debugDescription: String { description }
+}

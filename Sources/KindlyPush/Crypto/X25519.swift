@@ -1,0 +1,55 @@
+import CSodium
+
+/// X25519 (RFC 7748) through libsodium's `crypto_scalarmult`.
+public enum X25519 {
+    public static let keyLength = 32
+
+    /// The public key for `secretKey` (`crypto_scalarmult_base`).
+    public static func publicKey(for secretKey: SecureBytes) throws(CryptoError) -> [UInt8] {
+        _ = Sodium.ready
+        guard secretKey.count == keyLength else {
+            throw .invalidLength(what: "an X25519 secret key", expected: keyLength, actual: secretKey.count)
+        }
+        var publicKey = [UInt8](repeating: 0, count: keyLength)
+        secretKey.withUnsafeBytes { secret in
+            publicKey.withUnsafeMutableBytes { out in
+                _ = crypto_scalarmult_base(out.baseAddress!, secret.baseAddress!)
+            }
+        }
+        return publicKey
+    }
+
+    /// The shared secret `X25519(secretKey, publicKey)`.
+    ///
+    /// The top bit of `publicKey` is ignored, as RFC 7748 says. Throws
+    /// ``CryptoError/allZeroSharedSecret`` for low-order public keys (libsodium checks this).
+    public static func sharedSecret(
+        secretKey: SecureBytes,
+        publicKey: UnsafeRawBufferPointer
+    ) throws(CryptoError) -> SecureBytes {
+        _ = Sodium.ready
+        guard secretKey.count == keyLength else {
+            throw .invalidLength(what: "an X25519 secret key", expected: keyLength, actual: secretKey.count)
+        }
+        guard publicKey.count == keyLength else {
+            throw .invalidLength(what: "an X25519 public key", expected: keyLength, actual: publicKey.count)
+        }
+        return try SecureBytes(count: keyLength) { (out) throws(CryptoError) in
+            let status = secretKey.withUnsafeBytes { secret in
+                crypto_scalarmult(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    secret.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    publicKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+            guard status == 0 else { throw .allZeroSharedSecret }
+        }
+    }
+
+    /// A fresh key pair from the CSPRNG.
+    public static func generateKeyPair() -> (secretKey: SecureBytes, publicKey: [UInt8]) {
+        let secretKey = SecureBytes.random(count: keyLength)
+        // Cannot fail: the length is right by construction.
+        let publicKey = (try? publicKey(for: secretKey)) ?? []
+        return (secretKey, publicKey)
+    }
+}

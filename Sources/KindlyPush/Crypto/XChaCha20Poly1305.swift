@@ -1,0 +1,77 @@
+import CSodium
+
+/// XChaCha20-Poly1305 (IETF construction, 24-byte nonce) through libsodium's
+/// `crypto_aead_xchacha20poly1305_ietf_*`.
+///
+/// The sealed box is the ciphertext followed by the 16-byte Poly1305 tag:
+///
+///     ciphertext (same length as the message) || tag (16 bytes)
+public enum XChaCha20Poly1305 {
+    public static let keyLength = 32
+    public static let nonceLength = 24
+    public static let tagLength = 16
+
+    /// Encrypts `message` and returns ciphertext || tag.
+    public static func seal(
+        _ message: UnsafeRawBufferPointer,
+        key: SecureBytes,
+        nonce: UnsafeRawBufferPointer,
+        authenticating associatedData: UnsafeRawBufferPointer
+    ) throws(CryptoError) -> [UInt8] {
+        _ = Sodium.ready
+        try validate(key: key, nonce: nonce)
+        let sealedLength = message.count + tagLength
+        return key.withUnsafeBytes { keyBytes in
+            [UInt8](unsafeUninitializedCapacity: sealedLength) { out, initialized in
+                var written: UInt64 = 0
+                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    out.baseAddress!, &written,
+                    message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count),
+                    associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(associatedData.count),
+                    nil,
+                    nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                initialized = Int(written)
+            }
+        }
+    }
+
+    /// Verifies the tag and returns the message, or throws ``CryptoError/authenticationFailure``.
+    ///
+    /// - Parameter sealed: ciphertext || 16-byte tag.
+    public static func open(
+        _ sealed: UnsafeRawBufferPointer,
+        key: SecureBytes,
+        nonce: UnsafeRawBufferPointer,
+        authenticating associatedData: UnsafeRawBufferPointer
+    ) throws(CryptoError) -> [UInt8] {
+        _ = Sodium.ready
+        try validate(key: key, nonce: nonce)
+        guard sealed.count >= tagLength else { throw .authenticationFailure }
+        var status: Int32 = -1
+        let message = key.withUnsafeBytes { keyBytes in
+            [UInt8](unsafeUninitializedCapacity: sealed.count - tagLength) { out, initialized in
+                var written: UInt64 = 0
+                status = crypto_aead_xchacha20poly1305_ietf_decrypt(
+                    out.baseAddress, &written,
+                    nil,
+                    sealed.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(sealed.count),
+                    associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(associatedData.count),
+                    nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                initialized = status == 0 ? Int(written) : 0
+            }
+        }
+        guard status == 0 else { throw .authenticationFailure }
+        return message
+    }
+
+    private static func validate(key: SecureBytes, nonce: UnsafeRawBufferPointer) throws(CryptoError) {
+        guard key.count == keyLength else {
+            throw .invalidLength(what: "an XChaCha20-Poly1305 key", expected: keyLength, actual: key.count)
+        }
+        guard nonce.count == nonceLength else {
+            throw .invalidLength(what: "an XChaCha20-Poly1305 nonce", expected: nonceLength, actual: nonce.count)
+        }
+    }
+}

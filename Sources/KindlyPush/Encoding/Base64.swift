@@ -1,0 +1,183 @@
+/// Base64 as the wire format uses it (RFC 4648).
+///
+/// Writing is always base64url without padding. Reading accepts base64url and standard
+/// base64, padded or not, but only in the canonical form: one alphabet throughout, padding
+/// absent or exactly RFC 4648's, no whitespace, and zero trailing bits (section 3.5), so that
+/// a value has one spelling per alphabet and padding choice and two readers never disagree.
+public enum Base64 {
+    private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// The decoded length of canonical base64 text with `count` characters, or `nil` when no
+    /// canonical text has that length.
+    static func decodedLength(ofTextWithCount count: Int, padding: Int) -> Int? {
+        let dataCount = count - padding
+        switch (dataCount % 4, padding) {
+        case (0, 0): return dataCount / 4 * 3
+        case (2, 0), (2, 2): return dataCount / 4 * 3 + 1
+        case (3, 0), (3, 1): return dataCount / 4 * 3 + 2
+        default: return nil
+        }
+    }
+
+    /// base64url without padding.
+    public static func urlEncoded(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(decoding: urlEncodedBytes(bytes), as: UTF8.self)
+    }
+
+    /// base64url without padding.
+    public static func urlEncoded(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { urlEncoded($0) }
+    }
+
+    /// base64url without padding, as UTF-8 bytes.
+    public static func urlEncodedBytes(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        let length = urlEncodedLength(of: bytes.count)
+        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            urlEncode(bytes, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = length
+        }
+    }
+
+    /// The length of the unpadded base64url text of `count` bytes.
+    public static func urlEncodedLength(of count: Int) -> Int {
+        (count * 4 + 2) / 3
+    }
+
+    /// Writes the unpadded base64url text of `bytes` into `output` (``urlEncodedLength(of:)`` bytes),
+    /// so that a secret can be encoded into a secure buffer without passing through a `String`.
+    public static func urlEncode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        precondition(output.count >= urlEncodedLength(of: bytes.count))
+        var index = 0
+        var out = 0
+        func emit(_ chunk: UInt32, _ shift: UInt32) {
+            output[out] = urlAlphabet[Int(chunk >> shift & 63)]
+            out += 1
+        }
+        while index + 3 <= bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            emit(chunk, 18)
+            emit(chunk, 12)
+            emit(chunk, 6)
+            emit(chunk, 0)
+            index += 3
+        }
+        switch bytes.count - index {
+        case 1:
+            let chunk = UInt32(bytes[index]) << 16
+            emit(chunk, 18)
+            emit(chunk, 12)
+        case 2:
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            emit(chunk, 18)
+            emit(chunk, 12)
+            emit(chunk, 6)
+        default: break
+        }
+    }
+
+    /// Why a text is not canonical base64. Carries no part of the text: it may be a secret.
+    public enum DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+        case invalidCharacter(offset: Int)
+        case mixedAlphabets
+        case invalidLength
+        case invalidPadding
+        case nonZeroTrailingBits
+
+        public var description: String {
+            switch self {
+            case let .invalidCharacter(offset): return "not a base64 character at offset \(offset)"
+            case .mixedAlphabets: return "mixes the standard and URL-safe alphabets"
+            case .invalidLength: return "has a length no base64 text has"
+            case .invalidPadding: return "has wrong padding"
+            case .nonZeroTrailingBits: return "has non-zero trailing bits"
+            }
+        }
+    }
+
+    /// Decodes canonical base64 or base64url.
+    public static func decode(_ text: String) throws(DecodingError) -> [UInt8] {
+        try text.withUTF8Bytes { (utf8) throws(DecodingError) in try decode(utf8) }
+    }
+
+    /// Decodes canonical base64 or base64url from UTF-8 bytes.
+    public static func decode(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> [UInt8] {
+        let length = try validatedDecodedLength(text)
+        return try [UInt8](unsafeUninitializedCapacity: length) { (buffer, initialized) throws(DecodingError) in
+            try decode(text, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = length
+        }
+    }
+
+    /// Decodes canonical base64 straight into a secure buffer, for secret keys read from files.
+    public static func decodeSecret(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> SecureBytes {
+        let length = try validatedDecodedLength(text)
+        return try SecureBytes(count: length) { (buffer) throws(DecodingError) in try decode(text, into: buffer) }
+    }
+
+    /// The decoded length after checking length, padding and alphabet.
+    static func validatedDecodedLength(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> Int {
+        var padding = 0
+        while padding < text.count, padding < 3, text[text.count - 1 - padding] == UInt8(ascii: "=") { padding += 1 }
+        var sawStandard = false
+        var sawURL = false
+        for offset in 0..<(text.count - padding) {
+            switch text[offset] {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                continue
+            case UInt8(ascii: "+"), UInt8(ascii: "/"): sawStandard = true
+            case UInt8(ascii: "-"), UInt8(ascii: "_"): sawURL = true
+            case UInt8(ascii: "="): throw .invalidPadding
+            default: throw .invalidCharacter(offset: offset)
+            }
+        }
+        guard !(sawStandard && sawURL) else { throw .mixedAlphabets }
+        if padding > 0 {
+            guard text.count % 4 == 0 else { throw .invalidPadding }
+        }
+        guard let length = decodedLength(ofTextWithCount: text.count, padding: padding) else {
+            throw (text.count - padding) % 4 == 1 ? .invalidLength : .invalidPadding
+        }
+        return length
+    }
+
+    private static func sextet(_ byte: UInt8) -> UInt32 {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return UInt32(byte - UInt8(ascii: "A"))
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return UInt32(byte - UInt8(ascii: "a") + 26)
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt32(byte - UInt8(ascii: "0") + 52)
+        case UInt8(ascii: "+"), UInt8(ascii: "-"): return 62
+        default: return 63  // "/" or "_": the alphabet was validated already
+        }
+    }
+
+    /// Decodes validated text into `output`, which has exactly the decoded length.
+    private static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) {
+        var dataCount = text.count
+        while dataCount > 0, text[dataCount - 1] == UInt8(ascii: "=") { dataCount -= 1 }
+        var inIndex = 0
+        var outIndex = 0
+        while inIndex + 4 <= dataCount {
+            let chunk =
+                sextet(text[inIndex]) << 18 | sextet(text[inIndex + 1]) << 12 | sextet(text[inIndex + 2]) << 6
+                | sextet(text[inIndex + 3])
+            output[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
+            output[outIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+            output[outIndex + 2] = UInt8(truncatingIfNeeded: chunk)
+            inIndex += 4
+            outIndex += 3
+        }
+        switch dataCount - inIndex {
+        case 2:
+            let chunk = sextet(text[inIndex]) << 18 | sextet(text[inIndex + 1]) << 12
+            guard chunk & 0xFFFF == 0 else { throw .nonZeroTrailingBits }
+            output[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
+        case 3:
+            let chunk = sextet(text[inIndex]) << 18 | sextet(text[inIndex + 1]) << 12 | sextet(text[inIndex + 2]) << 6
+            guard chunk & 0xFF == 0 else { throw .nonZeroTrailingBits }
+            output[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
+            output[outIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+        default: break
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/// A JSON value as RFC 8259 defines it, read and written by this project's own strict reader
+/// and writer (``JSONReader``, ``JSONWriter``).
+///
+/// Objects keep their members in document order and keep duplicate names, so that the
+/// wire format's duplicate-member rule can be enforced and a rewritten document keeps
+/// everything it did not touch. Numbers keep their literal text, so that no precision is lost.
+/// Strings compare by Unicode scalars, as JSON member names do (not by canonical equivalence).
+public enum JSONValue: Sendable {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+}
+
+extension JSONValue {
+    /// The object, when this value is one.
+    public var objectValue: JSONObject? {
+        if case let .object(object) = self { return object }
+        return nil
+    }
+
+    /// The string, when this value is one.
+    public var stringValue: String? {
+        if case let .string(string) = self { return string }
+        return nil
+    }
+
+    /// The number, when this value is one.
+    public var numberValue: JSONNumber? {
+        if case let .number(number) = self { return number }
+        return nil
+    }
+
+    /// The name of the value's JSON type, for error messages.
+    public var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .number: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+
+    /// Reads one JSON document from `text` with the strict reader.
+    public init(parsing text: String) throws(JSONReadError) {
+        self = try text.withUTF8Bytes { (bytes) throws(JSONReadError) in try JSONReader.parse(bytes) }
+    }
+
+    /// The compact JSON text of this value (no whitespace, `/` and non-ASCII unescaped).
+    public var compactText: String {
+        String(decoding: JSONWriter.compactBytes(self), as: UTF8.self)
+    }
+}
+
+extension JSONValue: Equatable {
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(l), .bool(r)): return l == r
+        case let (.number(l), .number(r)): return l == r
+        case let (.string(l), .string(r)): return l.unicodeScalars.elementsEqual(r.unicodeScalars)
+        case let (.array(l), .array(r)): return l == r
+        case let (.object(l), .object(r)): return l == r
+        default: return false
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByNilLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int) { self = .number(JSONNumber(value)) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(JSONObject(elements.map { JSONObject.Member(key: $0.0, value: $0.1) }))
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    public var description: String { compactText }
+}

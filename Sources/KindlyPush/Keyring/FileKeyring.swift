@@ -1,0 +1,140 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The embedded default keyring: one key file per key in a folder only its owner can enter.
+///
+/// Each file is `KID.json` (the kid in base64url), holding the key-file object of cli.md plus
+/// `label` and `created`. Files are 0600 and written atomically (temporary file, fsync, link,
+/// fsync of the folder), so a crash never leaves a torn key, and two writers never lose one.
+/// Looser permissions on the folder or a file are refused.
+public struct FileKeyring: Keyring {
+    public let name = "file"
+    /// The folder holding the key files.
+    public let folder: String
+
+    /// A keyring in `folder`, which is created (0700) on first store.
+    public init(folder: String) {
+        self.folder = folder
+    }
+
+    /// The folder cli.md names: `$KINDLY_PUSH_KEYRING_DIR`, else `$XDG_DATA_HOME/kindly-push/keys`,
+    /// else `~/.local/share/kindly-push/keys`.
+    public static func defaultFolder(environment: [String: String]) -> String {
+        if let folder = environment["KINDLY_PUSH_KEYRING_DIR"], !folder.isEmpty { return folder }
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/kindly-push/keys" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "."
+        return home + "/.local/share/kindly-push/keys"
+    }
+
+    func path(for kid: KeyID) -> String {
+        "\(folder)/\(kid.base64URL).json"
+    }
+
+    public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
+        do throws(PrivateFileError) {
+            try PrivateFile.makePrivateFolder(folder)
+            let contents = KeyFile.serialize(
+                key,
+                extra: [
+                    .init(key: "label", value: .string(label)),
+                    .init(key: "created", value: .number(JSONNumber(Int(unixTimeNow())))),
+                ])
+            try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in
+                try PrivateFile.write(bytes, to: path(for: key.kid), replacing: false)
+            }
+        } catch .exists {
+            throw .alreadyExists(key.kid)
+        } catch {
+            throw .io(error.description)
+        }
+    }
+
+    public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
+        try load(kid).key
+    }
+
+    private func load(_ kid: KeyID) throws(KeyringError) -> (key: DeviceKey, object: JSONObject) {
+        let path = path(for: kid)
+        do throws(PrivateFileError) {
+            try checkFolder()
+            let contents = try PrivateFile.read(path)
+            let parsed = try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try KeyFile.parse(bytes, path: path) }
+            guard parsed.key.kid == kid else { throw PrivateFileError.malformed(path: path, reason: "holds another kid") }
+            return parsed
+        } catch .missing {
+            throw .notFound(kid)
+        } catch {
+            throw .io(error.description)
+        }
+    }
+
+    private func checkFolder() throws(PrivateFileError) {
+        var status = stat()
+        guard stat(folder, &status) == 0 else { throw .missing(path: folder) }
+        guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: folder, mode: UInt32(status.st_mode)) }
+    }
+
+    public func list() throws(KeyringError) -> [KeyringEntry] {
+        guard let directory = opendir(folder) else {
+            if errno == ENOENT { return [] }
+            throw .io(PrivateFileError.system(path: folder, operation: "opendir", errno: errno).description)
+        }
+        defer { closedir(directory) }
+        var kids: [KeyID] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasSuffix(".json"), !name.hasPrefix("."), let kid = KeyID(base64: String(name.dropLast(5))) else {
+                continue
+            }
+            kids.append(kid)
+        }
+        return try kids.map { (kid) throws(KeyringError) in
+            let (key, object) = try load(kid)
+            let created = object["created"]?.numberValue?.integerValue(in: 0...Int64.max) ?? 0
+            return KeyringEntry(kid: kid, publicKey: key.publicKey, label: object["label"]?.stringValue ?? "", created: created)
+        }
+        .sorted { ($0.created, $0.kid.base64URL) < ($1.created, $1.kid.base64URL) }
+    }
+
+    public func delete(_ kid: KeyID) throws(KeyringError) {
+        let path = path(for: kid)
+        guard unlink(path) == 0 else {
+            if errno == ENOENT { throw .notFound(kid) }
+            throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
+        }
+        PrivateFile.syncFolder(folder)
+    }
+}
+
+/// One key file used as a keyring (`--key-file`): it holds exactly one key.
+public struct KeyFileKeyring: Keyring {
+    public let name = "key-file"
+    public let key: DeviceKey
+    public let path: String
+
+    /// Reads the key file at `path` now, so that a missing or loose file is reported up front.
+    public init(path: String) throws(PrivateFileError) {
+        self.path = path
+        self.key = try KeyFile.read(path)
+    }
+
+    public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
+        throw .io("\(path): a key file holds one key; write a new one with keygen --key-file")
+    }
+
+    public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
+        guard kid == key.kid else { throw .notFound(kid) }
+        return key
+    }
+
+    public func list() throws(KeyringError) -> [KeyringEntry] {
+        [KeyringEntry(kid: key.kid, publicKey: key.publicKey, label: path, created: 0)]
+    }
+
+    public func delete(_ kid: KeyID) throws(KeyringError) {
+        throw .io("\(path): delete the key file itself")
+    }
+}

@@ -1,0 +1,71 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where device keys live: the Secret Service, a folder of key files, memory.
+///
+/// Several keys may coexist (rotation): ``KindlyPushDecryption`` looks up the key named by
+/// each push's `kid`. Implementations are `Sendable` and safe to call from many threads.
+public protocol Keyring: Sendable {
+    /// A short name for messages (`file`, `secret-service`, `memory`).
+    var name: String { get }
+
+    /// Stores `key` under its kid with a human-readable `label`.
+    func store(_ key: DeviceKey, label: String) throws(KeyringError)
+
+    /// The key whose kid is `kid`.
+    func key(for kid: KeyID) throws(KeyringError) -> DeviceKey
+
+    /// Every stored key's public information (never a secret).
+    func list() throws(KeyringError) -> [KeyringEntry]
+
+    /// Deletes the key whose kid is `kid`.
+    func delete(_ kid: KeyID) throws(KeyringError)
+}
+
+/// A stored key's public information.
+public struct KeyringEntry: Sendable, Equatable {
+    public let kid: KeyID
+    public let publicKey: DevicePublicKey
+    public let label: String
+    /// Unix seconds when the key was stored.
+    public let created: Int64
+
+    public init(kid: KeyID, publicKey: DevicePublicKey, label: String, created: Int64) {
+        self.kid = kid
+        self.publicKey = publicKey
+        self.label = label
+        self.created = created
+    }
+}
+
+/// Why a keyring could not do what was asked. Messages never contain key material.
+public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No key with this kid is stored.
+    case notFound(KeyID)
+    /// A key with this kid is stored already.
+    case alreadyExists(KeyID)
+    /// The keyring (or the collection holding the key) is locked.
+    case locked(String)
+    /// The keyring service could not be reached (no session bus, no Secret Service, a time-out).
+    case unreachable(String)
+    /// Storage failed: a file, a folder, permissions.
+    case io(String)
+
+    public var description: String {
+        switch self {
+        case let .notFound(kid): return "no key with kid \(kid) is stored"
+        case let .alreadyExists(kid): return "a key with kid \(kid) is stored already"
+        case let .locked(detail): return "the keyring is locked (\(detail))"
+        case let .unreachable(detail): return "the keyring cannot be reached (\(detail))"
+        case let .io(detail): return detail
+        }
+    }
+}
+
+/// The current time in Unix seconds, for `created`.
+func unixTimeNow() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec)
+}

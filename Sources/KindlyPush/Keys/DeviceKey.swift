@@ -1,0 +1,116 @@
+/// A device key's id: `BLAKE2b(pk)` with an 8-byte digest length (wire format section 1).
+public struct KeyID: Sendable, Hashable, CustomStringConvertible {
+    public static let length = 8
+
+    /// The 8 bytes.
+    public let bytes: [UInt8]
+
+    /// A key id from its 8 bytes; `nil` for any other length.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == KeyID.length else { return nil }
+        self.bytes = bytes
+    }
+
+    /// A key id from canonical base64 or base64url text.
+    public init?(base64 text: String) {
+        guard let bytes = try? Base64.decode(text) else { return nil }
+        self.init(bytes: bytes)
+    }
+
+    /// The id of `publicKey`.
+    public init(of publicKey: DevicePublicKey) {
+        self.bytes = publicKey.rawRepresentation.withUnsafeBytes { BLAKE2b.hash($0, outputLength: KeyID.length) }
+    }
+
+    /// base64url without padding, as the wire format writes it.
+    public var base64URL: String { Base64.urlEncoded(bytes) }
+
+    public var description: String { base64URL }
+}
+
+/// A device's X25519 public key (32 bytes).
+public struct DevicePublicKey: Sendable, Hashable, CustomStringConvertible {
+    /// The 32 bytes.
+    public let rawRepresentation: [UInt8]
+
+    /// A public key from its 32 bytes.
+    public init(rawRepresentation: [UInt8]) throws(CryptoError) {
+        guard rawRepresentation.count == X25519.keyLength else {
+            throw .invalidLength(what: "an X25519 public key", expected: X25519.keyLength, actual: rawRepresentation.count)
+        }
+        self.rawRepresentation = rawRepresentation
+    }
+
+    /// A public key from canonical base64 or base64url text.
+    public init(base64 text: String) throws(KeyDecodingError) {
+        guard let bytes = try? Base64.decode(text) else { throw .notBase64("public key") }
+        guard let key = try? DevicePublicKey(rawRepresentation: bytes) else { throw .wrongLength("public key") }
+        self = key
+    }
+
+    /// Its key id.
+    public var kid: KeyID { KeyID(of: self) }
+
+    /// base64url without padding.
+    public var base64URL: String { Base64.urlEncoded(rawRepresentation) }
+
+    public var description: String { base64URL }
+}
+
+/// Why text did not hold a key. Never carries the text itself.
+public enum KeyDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notBase64(String)
+    case wrongLength(String)
+
+    public var description: String {
+        switch self {
+        case let .notBase64(what): return "the \(what) is not canonical base64"
+        case let .wrongLength(what): return "the \(what) has the wrong length"
+        }
+    }
+}
+
+/// A device's X25519 secret key. Its bytes are reachable only inside ``withUnsafeBytes(_:)``,
+/// compare in constant time, and are wiped when the last copy goes away.
+public struct DeviceSecretKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    let storage: SecureBytes
+
+    /// A secret key from a secure buffer of 32 bytes.
+    public init(_ bytes: SecureBytes) throws(CryptoError) {
+        guard bytes.count == X25519.keyLength else {
+            throw .invalidLength(what: "an X25519 secret key", expected: X25519.keyLength, actual: bytes.count)
+        }
+        self.storage = bytes
+    }
+
+    /// Calls `body` with the 32 secret bytes. Do not let them escape.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try storage.withUnsafeBytes(body)
+    }
+
+    public var description: String { "DeviceSecretKey(redacted)" }
+    public var debugDescription: String { description }
+}
+
+/// A device key pair (wire format section 1) with its key id.
+public struct DeviceKey: Sendable, CustomStringConvertible {
+    public let secretKey: DeviceSecretKey
+    public let publicKey: DevicePublicKey
+    public let kid: KeyID
+
+    /// The key pair of `secretKey`; the public key is derived, so the two always match.
+    public init(secretKey: DeviceSecretKey) {
+        self.secretKey = secretKey
+        // Cannot fail: DeviceSecretKey guarantees 32 bytes.
+        let raw = (try? X25519.publicKey(for: secretKey.storage)) ?? []
+        self.publicKey = try! DevicePublicKey(rawRepresentation: raw)
+        self.kid = KeyID(of: publicKey)
+    }
+
+    /// A fresh key pair from the CSPRNG (`crypto_box_keypair`'s construction).
+    public static func generate() -> DeviceKey {
+        DeviceKey(secretKey: try! DeviceSecretKey(SecureBytes.random(count: X25519.keyLength)))
+    }
+
+    public var description: String { "DeviceKey(kid: \(kid), public key: \(publicKey))" }
+}

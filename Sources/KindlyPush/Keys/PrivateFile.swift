@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Why a private file (a key file, a keyring entry) could not be read or written.
+/// Messages name the path and the cause, never the contents.
+public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    case missing(path: String)
+    case exists(path: String)
+    case tooOpen(path: String, mode: UInt32)
+    case notRegularFile(path: String)
+    case tooLarge(path: String)
+    case malformed(path: String, reason: String)
+    case system(path: String, operation: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case let .missing(path): return "\(path): no such file"
+        case let .exists(path): return "\(path): already exists; refusing to overwrite a key"
+        case let .tooOpen(path, mode):
+            return "\(path): permissions \(String(mode & 0o777, radix: 8)) are too open; a key file must be 0600 (chmod 600 \(path))"
+        case let .notRegularFile(path): return "\(path): not a regular file"
+        case let .tooLarge(path): return "\(path): too large for a key file"
+        case let .malformed(path, reason): return "\(path): \(reason)"
+        case let .system(path, operation, code):
+            return "\(path): \(operation) failed: \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+/// Files only their owner may read: created 0600 whatever the umask, written atomically
+/// (temporary file, fsync, rename or link, fsync of the folder) so that a crash never leaves
+/// a torn or lost key, and refused when group or others can read them, as ssh does.
+enum PrivateFile {
+    static let maximumSize = 64 * 1024
+
+    /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
+    /// only its owner can access.
+    static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT { throw .missing(path: path) }
+            if code == ELOOP { throw .notRegularFile(path: path) }
+            throw .system(path: path, operation: "open", errno: code)
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile(path: path) }
+        guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: UInt32(status.st_mode)) }
+        guard status.st_size <= maximumSize else { throw .tooLarge(path: path) }
+        let size = Int(status.st_size)
+        var readError: PrivateFileError?
+        let contents = SecureBytes(count: size) { buffer in
+            var offset = 0
+            while offset < size {
+                let count = Glibc.read(descriptor, buffer.baseAddress! + offset, size - offset)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else {
+                    readError = .system(path: path, operation: "read", errno: count < 0 ? errno : EIO)
+                    return
+                }
+                offset += count
+            }
+        }
+        if let readError { throw readError }
+        return contents
+    }
+
+    /// Writes `contents` to `path` atomically with mode 0600.
+    ///
+    /// - Parameter replacing: when false, an existing file at `path` is an error and is left untouched.
+    static func write(_ contents: UnsafeRawBufferPointer, to path: String, replacing: Bool) throws(PrivateFileError) {
+        let folder = folderName(of: path)
+        var template = Array("\(folder)/.kindly-push-XXXXXX".utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { throw .system(path: path, operation: "create a temporary file", errno: errno) }
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var committed = false
+        defer {
+            if !committed { unlink(temporaryPath) }
+        }
+        do {
+            defer { close(descriptor) }
+            // mkostemp creates 0600 already; fchmod makes it so whatever the umask did.
+            guard fchmod(descriptor, 0o600) == 0 else { throw PrivateFileError.system(path: path, operation: "chmod", errno: errno) }
+            var offset = 0
+            while offset < contents.count {
+                let count = Glibc.write(descriptor, contents.baseAddress! + offset, contents.count - offset)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { throw PrivateFileError.system(path: path, operation: "write", errno: errno) }
+                offset += count
+            }
+            guard fsync(descriptor) == 0 else { throw PrivateFileError.system(path: path, operation: "fsync", errno: errno) }
+        }
+        if replacing {
+            guard rename(temporaryPath, path) == 0 else { throw .system(path: path, operation: "rename", errno: errno) }
+            committed = true
+        } else {
+            // link() fails when the target exists, so an existing key is never replaced.
+            guard link(temporaryPath, path) == 0 else {
+                let code = errno
+                if code == EEXIST { throw .exists(path: path) }
+                throw .system(path: path, operation: "link", errno: code)
+            }
+            unlink(temporaryPath)
+            committed = true
+        }
+        syncFolder(folder)
+    }
+
+    /// Makes `path` (and its parents) a folder only its owner can enter, or checks that it is one.
+    static func makePrivateFolder(_ path: String) throws(PrivateFileError) {
+        var status = stat()
+        if stat(path, &status) != 0 {
+            let parent = folderName(of: path)
+            if parent != path, stat(parent, &status) != 0 {
+                try makeFolder(parent, mode: 0o700)
+            }
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+                throw .system(path: path, operation: "mkdir", errno: errno)
+            }
+            _ = chmod(path, 0o700)
+        }
+        guard stat(path, &status) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
+        guard status.st_mode & S_IFMT == S_IFDIR else { throw .malformed(path: path, reason: "not a folder") }
+        guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: UInt32(status.st_mode)) }
+    }
+
+    private static func makeFolder(_ path: String, mode: mode_t) throws(PrivateFileError) {
+        var status = stat()
+        if stat(path, &status) == 0 { return }
+        let parent = folderName(of: path)
+        if parent != path { try makeFolder(parent, mode: 0o755) }
+        guard mkdir(path, mode) == 0 || errno == EEXIST else { throw .system(path: path, operation: "mkdir", errno: errno) }
+    }
+
+    static func folderName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// Makes a rename or link durable: the folder entry is flushed too.
+    static func syncFolder(_ folder: String) {
+        let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        close(descriptor)
+    }
+}

@@ -1,0 +1,111 @@
+/// A decrypted Kindly message (wire format section 4): the whole plaintext object, with its
+/// known keys typed and every other key kept as an extra.
+public struct DecryptedPayload: Sendable, Equatable {
+    /// The Kindly chat the message belongs to (non-empty).
+    public let chatId: String
+    /// The banner title.
+    public let title: String
+    /// The banner text.
+    public let body: String
+    /// The chat message's id, when the backend sent one.
+    public let messageId: String?
+    /// Unix seconds when the backend sent it, when present.
+    public let sentAt: Int64?
+    /// Every key of the plaintext not named above, unchanged.
+    public let extras: JSONObject
+    /// The whole plaintext object as it was sealed.
+    public let object: JSONObject
+
+    /// Checks `object` against section 4.
+    ///
+    /// - Throws: a description of the first rule it breaks.
+    public init(validating object: JSONObject) throws(PlaintextError) {
+        if let path = DecryptedPayload.firstDuplicatePath(in: .object(object), path: "") {
+            throw PlaintextError("a member name occurs twice in \(path.isEmpty ? "the object" : path)")
+        }
+        func requiredString(_ key: String) throws(PlaintextError) -> String {
+            guard let value = object[key] else { throw PlaintextError("\"\(key)\" is missing") }
+            guard case let .string(string) = value else { throw PlaintextError("\"\(key)\" is \(value.typeName), not a string") }
+            return string
+        }
+        chatId = try requiredString(KindlyKey.chatID)
+        guard !chatId.isEmpty else { throw PlaintextError("\"chat_id\" is empty") }
+        title = try requiredString(KindlyKey.title)
+        body = try requiredString(KindlyKey.body)
+        if let value = object[KindlyKey.messageID] {
+            guard case let .string(string) = value else { throw PlaintextError("\"message_id\" is \(value.typeName), not a string") }
+            messageId = string
+        } else {
+            messageId = nil
+        }
+        if let value = object[KindlyKey.sentAt] {
+            guard case let .number(number) = value, let seconds = number.integerValue(in: 0...WireFormat.maximumSentAt) else {
+                throw PlaintextError("\"sent_at\" is not a whole number from 0 to 2^53 − 1")
+            }
+            sentAt = seconds
+        } else {
+            sentAt = nil
+        }
+        let known: Set<String> = [KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt]
+        extras = JSONObject(object.members.filter { !known.contains($0.key) })
+        self.object = object
+    }
+
+    /// Reads and checks plaintext bytes: UTF-8 JSON text of one object, no byte-order mark.
+    public init(plaintext bytes: UnsafeRawBufferPointer) throws(PlaintextError) {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes)
+        } catch {
+            throw PlaintextError("not a JSON text: \(error)")
+        }
+        guard case let .object(object) = value else { throw PlaintextError("\(value.typeName), not a JSON object") }
+        try self.init(validating: object)
+    }
+
+    /// A payload with the given fields (for sealing and tests); extras follow the known keys.
+    public init(
+        chatId: String, title: String, body: String, messageId: String? = nil, sentAt: Int64? = nil,
+        extras: JSONObject = [:]
+    ) throws(PlaintextError) {
+        var members: [JSONObject.Member] = [
+            .init(key: KindlyKey.chatID, value: .string(chatId)),
+            .init(key: KindlyKey.title, value: .string(title)),
+            .init(key: KindlyKey.body, value: .string(body)),
+        ]
+        if let messageId { members.append(.init(key: KindlyKey.messageID, value: .string(messageId))) }
+        if let sentAt { members.append(.init(key: KindlyKey.sentAt, value: .number(JSONNumber(Int(sentAt))))) }
+        members.append(contentsOf: extras.members)
+        try self.init(validating: JSONObject(members))
+    }
+
+    /// The path of the first object (at any depth) that has a member name twice.
+    static func firstDuplicatePath(in value: JSONValue, path: String) -> String? {
+        switch value {
+        case let .object(object):
+            if object.hasDuplicateKeys { return path }
+            for member in object.members {
+                if let found = firstDuplicatePath(in: member.value, path: path.isEmpty ? member.key : "\(path).\(member.key)") {
+                    return found
+                }
+            }
+            return nil
+        case let .array(elements):
+            for (index, element) in elements.enumerated() {
+                if let found = firstDuplicatePath(in: element, path: "\(path)[\(index)]") { return found }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
+
+/// Why a plaintext breaks wire format section 4.
+public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}

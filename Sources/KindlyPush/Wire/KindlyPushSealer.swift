@@ -1,0 +1,123 @@
+/// The backend side of wire format v1: seals a message for one device (section 2) and
+/// writes the APNs payload (section 3).
+public enum KindlyPushSealer {
+    /// Visible pushes carry a placeholder alert and `mutable-content: 1`; silent pushes only
+    /// `content-available: 1`.
+    public enum Mode: String, Sendable, CaseIterable {
+        case visible
+        case silent
+    }
+
+    /// The generic alert of a visible push. It never contains message text.
+    public struct Placeholder: Sendable, Equatable {
+        public var title: String
+        public var body: String
+
+        public init(title: String, body: String) {
+            self.title = title
+            self.body = body
+        }
+
+        public static let `default` = Placeholder(title: "New message", body: "Open the app to read it")
+    }
+
+    /// Why a push could not be sealed.
+    public enum SealingError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The plaintext breaks wire format section 4.
+        case invalidPlaintext(String)
+        /// The compact payload would exceed APNs' 4096-byte limit.
+        case payloadTooLarge(size: Int)
+        /// The recipient's public key is a low-order point (all-zero shared secret).
+        case unusableRecipientKey
+        /// A given ephemeral key or nonce has the wrong length.
+        case invalidParameter(String)
+
+        public var description: String {
+            switch self {
+            case let .invalidPlaintext(reason): return "the plaintext is not a Kindly message: \(reason)"
+            case let .payloadTooLarge(size):
+                return "the sealed payload would be \(size) bytes, over APNs' limit of \(WireFormat.maximumPayloadSize)"
+            case .unusableRecipientKey: return "the device public key gives an all-zero shared secret"
+            case let .invalidParameter(reason): return reason
+            }
+        }
+    }
+
+    /// Seals `payload` for `recipient` and returns the compact APNs JSON, at most 4096 bytes.
+    public static func seal(
+        _ payload: DecryptedPayload,
+        for recipient: DevicePublicKey,
+        mode: Mode = .visible,
+        placeholder: Placeholder = .default
+    ) throws(SealingError) -> [UInt8] {
+        let message = JSONWriter.compactBytes(.object(payload.object))
+        let envelope = try sealMessage(
+            message, for: recipient, ephemeralSecretKey: SecureBytes.random(count: X25519.keyLength),
+            nonce: Sodium.randomBytes(count: XChaCha20Poly1305.nonceLength))
+        let document = apnsDocument(envelope, mode: mode, placeholder: placeholder)
+        let bytes = JSONWriter.compactBytes(document)
+        guard bytes.count <= WireFormat.maximumPayloadSize else { throw .payloadTooLarge(size: bytes.count) }
+        return bytes
+    }
+
+    /// Seals a plaintext object read from JSON (the `seal` command's input).
+    public static func seal(
+        plaintext: JSONValue,
+        for recipient: DevicePublicKey,
+        mode: Mode = .visible,
+        placeholder: Placeholder = .default
+    ) throws(SealingError) -> [UInt8] {
+        guard case let .object(object) = plaintext else {
+            throw .invalidPlaintext("\(plaintext.typeName), not a JSON object")
+        }
+        let payload: DecryptedPayload
+        do {
+            payload = try DecryptedPayload(validating: object)
+        } catch {
+            throw .invalidPlaintext(error.description)
+        }
+        return try seal(payload, for: recipient, mode: mode, placeholder: placeholder)
+    }
+
+    /// Seals exactly the bytes `message` with a given ephemeral secret key and nonce: the
+    /// deterministic core, for test vectors. Never reuse a nonce or ephemeral key in production.
+    public static func sealMessage(
+        _ message: [UInt8],
+        for recipient: DevicePublicKey,
+        ephemeralSecretKey: SecureBytes,
+        nonce: [UInt8]
+    ) throws(SealingError) -> SealedEnvelope {
+        guard ephemeralSecretKey.count == X25519.keyLength else {
+            throw .invalidParameter("the ephemeral secret key must be 32 bytes")
+        }
+        guard nonce.count == XChaCha20Poly1305.nonceLength else { throw .invalidParameter("the nonce must be 24 bytes") }
+        do throws(CryptoError) {
+            return try message.withBytes { (bytes) throws(CryptoError) in
+                try KindlyBox.seal(bytes, for: recipient, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
+            }
+        } catch .allZeroSharedSecret {
+            throw .unusableRecipientKey
+        } catch {
+            throw .invalidParameter(error.description)
+        }
+    }
+
+    /// The APNs document for a sealed envelope: `aps` first, then `kindly`.
+    public static func apnsDocument(_ envelope: SealedEnvelope, mode: Mode, placeholder: Placeholder = .default) -> JSONValue {
+        let aps: JSONObject
+        switch mode {
+        case .visible:
+            aps = [
+                APNsKey.alert: [APNsKey.title: .string(placeholder.title), APNsKey.body: .string(placeholder.body)],
+                APNsKey.mutableContent: 1,
+                APNsKey.sound: "default",
+            ]
+        case .silent:
+            aps = [APNsKey.contentAvailable: 1]
+        }
+        return .object(JSONObject([
+            .init(key: APNsKey.aps, value: .object(aps)),
+            .init(key: KindlyKey.envelope, value: .object(JSONObject(envelope.members))),
+        ]))
+    }
+}

@@ -1,0 +1,79 @@
+/// The binary fields of a `kindly` envelope (wire format section 3), decoded and length-checked.
+public struct SealedEnvelope: Sendable, Equatable {
+    public static let ephemeralPublicKeyLength = 32
+
+    public let kid: KeyID
+    /// The ephemeral public key, used as RFC 7748 defines X25519 (its top bit is ignored).
+    public let ephemeralPublicKey: [UInt8]
+    public let nonce: [UInt8]
+    /// Ciphertext followed by the 16-byte tag; 16 + 64·j bytes, j ≥ 1.
+    public let ciphertext: [UInt8]
+
+    public init(kid: KeyID, ephemeralPublicKey: [UInt8], nonce: [UInt8], ciphertext: [UInt8]) {
+        self.kid = kid
+        self.ephemeralPublicKey = ephemeralPublicKey
+        self.nonce = nonce
+        self.ciphertext = ciphertext
+    }
+
+    /// The envelope members as the wire format writes them: `v` then base64url fields.
+    public var members: [JSONObject.Member] {
+        [
+            .init(key: KindlyKey.version, value: 1),
+            .init(key: KindlyKey.kid, value: .string(kid.base64URL)),
+            .init(key: KindlyKey.ephemeralPublicKey, value: .string(Base64.urlEncoded(ephemeralPublicKey))),
+            .init(key: KindlyKey.nonce, value: .string(Base64.urlEncoded(nonce))),
+            .init(key: KindlyKey.ciphertext, value: .string(Base64.urlEncoded(ciphertext))),
+        ]
+    }
+
+    /// Reads the envelope of a push, checking reasons 1 to 3 of section 5 in order.
+    public init(userInfo: JSONValue) throws(DecryptionFailure) {
+        guard case let .object(document) = userInfo else {
+            throw DecryptionFailure(.notKindly, "the push is not a JSON object")
+        }
+        let envelopes = document.values(named: KindlyKey.envelope).compactMap(\.objectValue)
+        guard let envelope = envelopes.first else {
+            throw DecryptionFailure(.notKindly, "no \"kindly\" object at the top level")
+        }
+        // Duplicates first: two readers must never see two different envelopes in one push.
+        if document.hasDuplicateKeys {
+            throw DecryptionFailure(.malformed, "a top-level member name occurs twice")
+        }
+        if envelope.hasDuplicateKeys {
+            throw DecryptionFailure(.malformed, "a member name occurs twice inside \"kindly\"")
+        }
+        guard let version = envelope[KindlyKey.version] else {
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is missing")
+        }
+        guard case let .number(number) = version, number.integerValue(in: 1...1) != nil else {
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName == "a number" ? "\(version)" : version.typeName), not version 1")
+        }
+        func field(_ name: String, _ isValidLength: (Int) -> Bool, _ expected: String) throws(DecryptionFailure) -> [UInt8] {
+            guard let value = envelope[name] else {
+                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" is missing")
+            }
+            guard case let .string(text) = value else {
+                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" is \(value.typeName), not a string")
+            }
+            let bytes: [UInt8]
+            do {
+                bytes = try Base64.decode(text)
+            } catch {
+                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" \(error)")
+            }
+            guard isValidLength(bytes.count) else {
+                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" decodes to \(bytes.count) bytes, expected \(expected)")
+            }
+            return bytes
+        }
+        let kid = try field(KindlyKey.kid, { $0 == KeyID.length }, "8")
+        let epk = try field(KindlyKey.ephemeralPublicKey, { $0 == SealedEnvelope.ephemeralPublicKeyLength }, "32")
+        let nonce = try field(KindlyKey.nonce, { $0 == XChaCha20Poly1305.nonceLength }, "24")
+        let ciphertext = try field(
+            KindlyKey.ciphertext,
+            { $0 >= WireFormat.minimumCiphertextLength && ($0 - XChaCha20Poly1305.tagLength) % WireFormat.paddingBlockSize == 0 },
+            "16 + 64·j (j ≥ 1)")
+        self.init(kid: KeyID(bytes: kid)!, ephemeralPublicKey: epk, nonce: nonce, ciphertext: ciphertext)
+    }
+}

@@ -1,0 +1,61 @@
+import KindlyPush
+import Synchronization
+
+/// A keyring that lives in memory, for tests of code that links KindlyPush.
+///
+/// It can be locked and unlocked to exercise `key_unavailable`, and counts look-ups so that a
+/// test can check that keys are loaded once. Thread-safe.
+public final class InMemoryKeyring: Keyring {
+    public let name = "memory"
+
+    private struct State {
+        var keys: [KeyID: (key: DeviceKey, entry: KeyringEntry)] = [:]
+        var isLocked = false
+        var lookups = 0
+    }
+
+    private let state = Mutex(State())
+
+    public init(keys: [DeviceKey] = []) {
+        for key in keys { try? store(key, label: "test key") }
+    }
+
+    /// While locked every look-up fails with ``KeyringError/locked(_:)``.
+    public var isLocked: Bool {
+        get { state.withLock { $0.isLocked } }
+        set { state.withLock { $0.isLocked = newValue } }
+    }
+
+    /// How many times ``key(for:)`` was called.
+    public var lookupCount: Int { state.withLock { $0.lookups } }
+
+    public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
+        let result: KeyringError? = state.withLock { state in
+            if state.isLocked { return .locked("in-memory keyring") }
+            if state.keys[key.kid] != nil { return .alreadyExists(key.kid) }
+            let entry = KeyringEntry(kid: key.kid, publicKey: key.publicKey, label: label, created: Int64(state.keys.count))
+            state.keys[key.kid] = (key, entry)
+            return nil
+        }
+        if let result { throw result }
+    }
+
+    public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
+        let result: Result<DeviceKey, KeyringError> = state.withLock { state in
+            state.lookups += 1
+            if state.isLocked { return .failure(.locked("in-memory keyring")) }
+            guard let stored = state.keys[kid] else { return .failure(.notFound(kid)) }
+            return .success(stored.key)
+        }
+        return try result.get()
+    }
+
+    public func list() throws(KeyringError) -> [KeyringEntry] {
+        state.withLock { $0.keys.values.map(\.entry).sorted { $0.created < $1.created } }
+    }
+
+    public func delete(_ kid: KeyID) throws(KeyringError) {
+        let removed = state.withLock { $0.keys.removeValue(forKey: kid) != nil }
+        if !removed { throw .notFound(kid) }
+    }
+}
