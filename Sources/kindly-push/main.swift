@@ -1,1 +1,47 @@
-print("stub")
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+
+/// The commands, in the order help lists them.
+nonisolated let commands: [any Command.Type] = [
+    KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, VerifyCommand.self,
+]
+
+/// Parses the command line, runs one command and returns the exit status.
+nonisolated func runKindlyPush(_ arguments: [String], environment: [String: String]) -> Int32 {
+    guard let name = arguments.first else {
+        Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))
+        return ErrorCode.usage.exitStatus
+    }
+    if name == "--help" || name == "-h" {
+        return Terminal.printText(Help.root(commands))
+    }
+    if name == "help" {
+        guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(commands)) }
+        guard let command = commands.first(where: { $0.name == topic }) else {
+            Diagnostics.report(CLIError(.usage, "unknown subcommand '\(topic)' (see 'kindly-push --help')"))
+            return ErrorCode.usage.exitStatus
+        }
+        return Terminal.printText(Help.command(command))
+    }
+    guard let command = commands.first(where: { $0.name == name }) else {
+        Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)' (see 'kindly-push --help')"))
+        return ErrorCode.usage.exitStatus
+    }
+    let rest = Array(arguments.dropFirst())
+    if rest.contains("--help") || rest.contains("-h") {
+        return Terminal.printText(Help.command(command))
+    }
+    do throws(CLIError) {
+        let parsed = try ParsedArguments.parse(rest, specs: command.options, command: command.name)
+        return try command.init(parsed, environment: environment).run()
+    } catch {
+        Diagnostics.report(error)
+        return error.code.exitStatus
+    }
+}
+
+// A closed pipe must give EPIPE (and exit 74), not kill the process silently.
+signal(SIGPIPE, SIG_IGN)
+exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))

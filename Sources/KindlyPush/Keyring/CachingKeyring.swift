@@ -1,0 +1,37 @@
+import Synchronization
+
+/// A keyring that remembers every key it has loaded, so that a stream of pushes loads each
+/// `kid` once per run instead of once per push. Failures are not remembered: a locked keyring
+/// that is unlocked later is asked again.
+///
+/// Cached keys stay in their wiped ``SecureBytes`` storage and are released with the cache.
+public final class CachingKeyring: Keyring {
+    public let base: any Keyring
+    private let cache = Mutex<[KeyID: DeviceKey]>([:])
+
+    public var name: String { base.name }
+
+    public init(_ base: any Keyring) {
+        self.base = base
+    }
+
+    public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
+        if let key = cache.withLock({ $0[kid] }) { return key }
+        let key = try base.key(for: kid)
+        cache.withLock { $0[kid] = key }
+        return key
+    }
+
+    public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
+        try base.store(key, label: label)
+    }
+
+    public func list() throws(KeyringError) -> [KeyringEntry] {
+        try base.list()
+    }
+
+    public func delete(_ kid: KeyID) throws(KeyringError) {
+        cache.withLock { _ = $0.removeValue(forKey: kid) }
+        try base.delete(kid)
+    }
+}

@@ -1,0 +1,137 @@
+/// A test vector of cli.md: a push for a device key and what decrypting it must give, and for
+/// a sealing vector the ephemeral key, nonce and plaintext that reproduce its envelope byte
+/// for byte. Any backend or client can check itself against these files.
+public struct TestVector: Sendable {
+    /// What decrypting `apns` must give.
+    public enum Expectation: Sendable, Equatable {
+        case payload(JSONObject)
+        case failure(DecryptionFailure.Reason)
+    }
+
+    /// The inputs of a sealing vector.
+    public struct Sealing: Sendable {
+        public let ephemeralSecretKey: SecureBytes
+        public let nonce: [UInt8]
+        /// The exact UTF-8 JSON text that was padded and sealed.
+        public let plaintext: String
+    }
+
+    public let description: String
+    public let deviceKey: DeviceKey
+    public let apns: JSONValue
+    public let expected: Expectation
+    public let sealing: Sealing?
+
+    /// Why a vector file could not be read.
+    public struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The vectors in a file's bytes: one vector object, or `{"vectors": [...]}`. The file is read
+    /// with the same strict reader as pushes, so duplicate members inside `apns` stay visible.
+    public static func vectors(inFile bytes: [UInt8]) throws(FormatError) -> [TestVector] {
+        let document: JSONValue
+        do {
+            document = try JSONReader.parse(bytes)
+        } catch {
+            throw FormatError(description: "not JSON: \(error)")
+        }
+        guard case let .object(root) = document else { throw FormatError(description: "not a JSON object") }
+        guard let list = root["vectors"] else { return [try TestVector(root)] }
+        guard case let .array(elements) = list else { throw FormatError(description: "\"vectors\" is not an array") }
+        var vectors: [TestVector] = []
+        for (index, element) in elements.enumerated() {
+            guard case let .object(object) = element else { throw FormatError(description: "vector \(index + 1) is not an object") }
+            do throws(FormatError) {
+                vectors.append(try TestVector(object))
+            } catch {
+                throw FormatError(description: "vector \(index + 1): \(error.description)")
+            }
+        }
+        return vectors
+    }
+
+    /// One vector from its object.
+    public init(_ object: JSONObject) throws(FormatError) {
+        func string(_ key: String) throws(FormatError) -> String {
+            guard let value = object[key]?.stringValue else { throw FormatError(description: "\"\(key)\" is missing or not a string") }
+            return value
+        }
+        func bytes(_ key: String) throws(FormatError) -> [UInt8] {
+            guard let decoded = try? Base64.decode(try string(key)) else { throw FormatError(description: "\"\(key)\" is not base64") }
+            return decoded
+        }
+        description = (try? string("description")) ?? ""
+        let secret = try bytes("device_secret_key")
+        guard let secretKey = secret.withUnsafeBytes({ try? DeviceSecretKey(SecureBytes(copying: $0)) }) else {
+            throw FormatError(description: "\"device_secret_key\" is not 32 bytes")
+        }
+        deviceKey = DeviceKey(secretKey: secretKey)
+        guard let apns = object["apns"] else { throw FormatError(description: "\"apns\" is missing") }
+        self.apns = apns
+        guard let expected = object["expected"]?.objectValue, let result = expected["result"]?.stringValue else {
+            throw FormatError(description: "\"expected.result\" is missing")
+        }
+        switch result {
+        case "ok":
+            guard let payload = expected["payload"]?.objectValue else { throw FormatError(description: "\"expected.payload\" is missing") }
+            self.expected = .payload(payload)
+        case "error":
+            guard let reason = expected["reason"]?.stringValue else { throw FormatError(description: "\"expected.reason\" is missing") }
+            self.expected = .failure(DecryptionFailure.Reason(code: reason))
+        default:
+            throw FormatError(description: "\"expected.result\" is neither \"ok\" nor \"error\"")
+        }
+        if object["ephemeral_secret_key"] != nil || object["nonce"] != nil || object["plaintext"] != nil {
+            let ephemeral = try bytes("ephemeral_secret_key")
+            sealing = Sealing(
+                ephemeralSecretKey: ephemeral.withUnsafeBytes { SecureBytes(copying: $0) },
+                nonce: try bytes("nonce"),
+                plaintext: try string("plaintext"))
+        } else {
+            sealing = nil
+        }
+    }
+
+    /// Runs the vector through the library: `nil` when it passes, else what went wrong.
+    public func failure() -> String? {
+        let result = KindlyPushDecryption.decryptResult(userInfo: apns, using: deviceKey)
+        switch (expected, result) {
+        case let (.payload(expectedPayload), .success(payload)):
+            guard payload.object.hasSameMembers(as: expectedPayload) else {
+                return "decrypted to \(JSONValue.object(payload.object)), expected \(JSONValue.object(expectedPayload))"
+            }
+        case let (.payload, .failure(failure)):
+            return "failed with \(failure), expected a payload"
+        case let (.failure(reason), .success):
+            return "decrypted, expected \(reason.code)"
+        case let (.failure(reason), .failure(failure)):
+            guard failure.reason == reason else { return "failed with \(failure), expected \(reason.code)" }
+        }
+        return sealing.flatMap(resealingFailure)
+    }
+
+    /// Re-seals the plaintext with the vector's ephemeral key and nonce and compares the
+    /// envelope's four binary fields byte for byte.
+    private func resealingFailure(_ sealing: Sealing) -> String? {
+        let envelope: SealedEnvelope
+        do throws(KindlyPushSealer.SealingError) {
+            envelope = try KindlyPushSealer.sealMessage(
+                Array(sealing.plaintext.utf8), for: deviceKey.publicKey, ephemeralSecretKey: sealing.ephemeralSecretKey,
+                nonce: sealing.nonce)
+        } catch {
+            return "re-sealing failed: \(error)"
+        }
+        guard let kindly = apns.objectValue?["kindly"]?.objectValue else { return "a sealing vector without a kindly object" }
+        let fields: [(String, [UInt8])] = [
+            ("kid", envelope.kid.bytes), ("epk", envelope.ephemeralPublicKey), ("n", envelope.nonce), ("ct", envelope.ciphertext),
+        ]
+        for (name, bytes) in fields {
+            guard let text = kindly[name]?.stringValue, let written = try? Base64.decode(text) else {
+                return "re-sealing: \"kindly.\(name)\" is not base64"
+            }
+            guard written == bytes else { return "re-sealing gives a different \"\(name)\"" }
+        }
+        return nil
+    }
+}

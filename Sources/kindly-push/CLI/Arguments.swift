@@ -1,0 +1,83 @@
+/// The options a command accepts, for parsing and for its help text.
+struct OptionSpec: Sendable {
+    enum Kind: Sendable {
+        /// `--name` alone.
+        case flag
+        /// `--name VALUE` or `--name=VALUE`; `choices` restricts the value when not empty.
+        case value(placeholder: String, choices: [String])
+    }
+
+    let name: String
+    let kind: Kind
+    let help: String
+
+    static func flag(_ name: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, kind: .flag, help: help)
+    }
+
+    static func value(_ name: String, _ placeholder: String, _ help: String, choices: [String] = []) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: choices), help: help)
+    }
+}
+
+/// Parsed command-line arguments of one command.
+struct ParsedArguments: Sendable {
+    private(set) var flags: Set<String> = []
+    private(set) var values: [String: String] = [:]
+    private(set) var positionals: [String] = []
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+    func value(_ name: String) -> String? { values[name] }
+
+    /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
+    /// offending argument.
+    static func parse(_ arguments: [String], specs: [OptionSpec], command: String) throws(CLIError) -> ParsedArguments {
+        var parsed = ParsedArguments()
+        var index = 0
+        var optionsEnded = false
+        func usage(_ text: String) -> CLIError {
+            CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')")
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("-") || argument == "-" {
+                parsed.positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            var name = argument
+            var inlineValue: String?
+            if let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            guard let spec = specs.first(where: { $0.name == name }) else {
+                throw usage("unknown option '\(name)'")
+            }
+            switch spec.kind {
+            case .flag:
+                guard inlineValue == nil else { throw usage("'\(name)' takes no value") }
+                parsed.flags.insert(name)
+            case let .value(placeholder, choices):
+                let value: String
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index < arguments.count else { throw usage("missing value for '\(name) \(placeholder)'") }
+                    value = arguments[index]
+                    index += 1
+                }
+                if !choices.isEmpty, !choices.contains(value) {
+                    throw usage("'\(value)' is not a valid value for '\(name)'; expected one of: \(choices.joined(separator: ", "))")
+                }
+                guard parsed.values[name] == nil else { throw usage("'\(name)' is given twice") }
+                parsed.values[name] = value
+            }
+        }
+        return parsed
+    }
+}

@@ -1,0 +1,70 @@
+import KindlyPush
+
+/// What every command declares: its name, its help, its options, and how it runs.
+protocol Command: Sendable {
+    static var name: String { get }
+    static var abstract: String { get }
+    static var usage: String { get }
+    static var discussion: String { get }
+    static var options: [OptionSpec] { get }
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
+
+    /// Runs the command and returns the exit status.
+    func run() -> Int32
+}
+
+extension Command {
+    static var discussion: String { "" }
+}
+
+/// A command that turns one push (or plaintext) document into one output document:
+/// `seal`, `check`, `decrypt`, `route`. The same `process` serves single-document mode and
+/// every line of `--jsonl`, on any number of threads.
+protocol DocumentCommand: Command {
+    /// `--jsonl` given.
+    var isLineMode: Bool { get }
+    /// `--jobs N` (lines processed at once); 1 is strictly sequential.
+    var jobs: Int { get }
+
+    /// Appends the output document for `document` (an object) to `output`.
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion
+}
+
+extension DocumentCommand {
+    func run() -> Int32 {
+        isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
+    }
+
+    /// Reads and processes one input document's bytes.
+    func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        let document = try StandardInput.parseObject(bytes)
+        return try process(document, into: &output)
+    }
+}
+
+/// The options every document command shares.
+enum SharedOptions {
+    static let jsonl = OptionSpec.flag("--jsonl", "Read one JSON document per line and write one JSON object per line, in order.")
+    static let jobs = OptionSpec.value("--jobs", "N", "With --jsonl, process N lines at once (default: the number of cores).")
+    static let keyFile = OptionSpec.value("--key-file", "PATH", "Read the device key from this key file instead of the keyring.")
+    static let keyring = OptionSpec.value(
+        "--keyring", "KIND", "Where keys live: auto (default), secret-service or file.", choices: KeyringChoice.allCases.map(\.rawValue))
+    static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
+    static let help = OptionSpec.flag("--help", "Show help information.")
+
+    /// `--jobs`: a whole number from 1 to 256; defaults to the number of cores.
+    static func jobs(_ arguments: ParsedArguments, command: String) throws(CLIError) -> Int {
+        guard let text = arguments.value("--jobs") else { return DocumentRunner.coreCount }
+        guard let count = Int(text), (1...256).contains(count) else {
+            throw CLIError(.usage, "'--jobs' takes a whole number from 1 to 256 (see 'kindly-push \(command) --help')")
+        }
+        return count
+    }
+
+    static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+        if let extra = arguments.positionals.first {
+            throw CLIError(.usage, "unexpected argument '\(extra)' (see 'kindly-push \(command) --help')")
+        }
+    }
+}

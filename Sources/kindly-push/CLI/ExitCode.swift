@@ -1,0 +1,62 @@
+import KindlyPush
+
+/// The error codes and exit statuses of cli.md, in one place.
+enum ErrorCode: String, Sendable {
+    case notKindly = "not_kindly"
+    case unsupportedVersion = "unsupported_version"
+    case malformed
+    case keyUnavailable = "key_unavailable"
+    case authenticationFailed = "authentication_failed"
+    case badPlaintext = "bad_plaintext"
+    case usage
+    case badInput = "bad_input"
+    case io
+
+    var exitStatus: Int32 {
+        switch self {
+        case .notKindly: return 1
+        case .unsupportedVersion: return 2
+        case .malformed: return 3
+        case .keyUnavailable: return 4
+        case .authenticationFailed: return 5
+        case .badPlaintext: return 6
+        case .usage: return 64
+        case .badInput: return 65
+        case .io: return 74
+        }
+    }
+
+    /// The CLI code for a decryption reason (unknown reasons cannot come out of the library).
+    init(_ reason: DecryptionFailure.Reason) {
+        self = ErrorCode(rawValue: reason.code) ?? .malformed
+    }
+}
+
+/// A failure the command reports: `kindly-push: CODE: TEXT` on standard error, or an error
+/// object on its line in `--jsonl` mode. The message never holds key material.
+struct CLIError: Error, Sendable {
+    let code: ErrorCode
+    let message: String
+
+    init(_ code: ErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    init(_ failure: DecryptionFailure) {
+        self.init(ErrorCode(failure.reason), failure.detail)
+    }
+
+    /// The error object of a `--jsonl` output line.
+    var jsonObject: JSONValue {
+        ["error": ["code": .string(code.rawValue), "message": .string(message)]]
+    }
+}
+
+/// How a command that succeeded ended: `check` exits 1 for a push that is not Kindly's.
+enum Completion: Sendable {
+    case success
+    case notKindly
+
+    var exitStatus: Int32 { self == .success ? 0 : ErrorCode.notKindly.exitStatus }
+}

@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Buffered writing to a file descriptor that reports failure (a closed pipe, a full disk)
+/// instead of dying: SIGPIPE is ignored at start-up, so a write to a closed pipe fails with EPIPE.
+struct OutputStream: ~Copyable {
+    let descriptor: Int32
+    private var buffer: [UInt8] = []
+    private(set) var failed = false
+    private let capacity: Int
+
+    init(descriptor: Int32, capacity: Int = 1 << 16) {
+        self.descriptor = descriptor
+        self.capacity = capacity
+        buffer.reserveCapacity(capacity)
+    }
+
+    mutating func write(_ bytes: [UInt8]) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= capacity { flush() }
+    }
+
+    mutating func write(_ text: String) {
+        write(Array(text.utf8))
+    }
+
+    /// Writes everything buffered; false once any write has failed.
+    @discardableResult
+    mutating func flush() -> Bool {
+        guard !failed else {
+            buffer.removeAll(keepingCapacity: true)
+            return false
+        }
+        var offset = 0
+        while offset < buffer.count {
+            let written = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else {
+                failed = true
+                break
+            }
+            offset += written
+        }
+        buffer.removeAll(keepingCapacity: true)
+        return !failed
+    }
+}
+
+/// Standard error lines: `kindly-push: CODE: TEXT`.
+enum Diagnostics {
+    static func report(_ error: CLIError) {
+        line("kindly-push: \(error.code.rawValue): \(error.message)")
+    }
+
+    static func line(_ text: String) {
+        var stream = OutputStream(descriptor: STDERR_FILENO, capacity: 4096)
+        stream.write(text + "\n")
+        stream.flush()
+    }
+}

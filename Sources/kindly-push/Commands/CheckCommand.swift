@@ -1,0 +1,32 @@
+import KindlyPush
+
+/// `kindly-push check`: is this push Kindly's, and was it decrypted already?
+struct CheckCommand: DocumentCommand {
+    static let name = "check"
+    static let abstract = "Tell whether a push is Kindly's and whether it is marked decrypted."
+    static let usage = "kindly-push check [<options>]"
+    static let discussion = """
+        Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
+        Exits 0 when the push is Kindly's and 1 when it is not.
+        """
+    static let options: [OptionSpec] = [SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help]
+
+    let isLineMode: Bool
+    let jobs: Int
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+        isLineMode = arguments.has("--jsonl")
+        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+    }
+
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        let isKindly = KindlyPushDecryption.isKindlyNotification(document)
+        let result: JSONValue = [
+            "kindly": .bool(isKindly),
+            "decrypted": .bool(KindlyPushDecryption.isDecrypted(userInfo: document)),
+        ]
+        JSONWriter.write(result, to: &output)
+        return isKindly ? .success : .notKindly
+    }
+}

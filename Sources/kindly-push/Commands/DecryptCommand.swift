@@ -1,0 +1,56 @@
+import KindlyPush
+
+/// `kindly-push decrypt`: the device side. Prints the decrypted payload, or with `--apply`
+/// the whole APNs document rewritten for display.
+struct DecryptCommand: DocumentCommand {
+    static let name = "decrypt"
+    static let abstract = "Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push)."
+    static let usage = "kindly-push decrypt [--key-file <path> | --keyring <kind>] [--apply] [<options>]"
+    static let discussion = """
+        Reads an APNs JSON document on standard input. The key is looked up by the push's kid in
+        the keyring, or read from --key-file. Failures exit with the reason's code:
+        1 not_kindly, 2 unsupported_version, 3 malformed, 4 key_unavailable,
+        5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
+        """
+    static let options: [OptionSpec] = [
+        .flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted)."),
+        SharedOptions.keyFile, SharedOptions.keyring, SharedOptions.verbose,
+        SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
+    ]
+
+    let decryption: KindlyPushDecryption
+    let applies: Bool
+    let isLineMode: Bool
+    let jobs: Int
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+        applies = arguments.has("--apply")
+        isLineMode = arguments.has("--jsonl")
+        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+        decryption = KindlyPushDecryption(keyring: try DecryptCommand.keyring(arguments, environment: environment))
+    }
+
+    /// `--key-file` or `--keyring`; keys are loaded once per run per kid.
+    static func keyring(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Keyring {
+        if let path = arguments.value("--key-file") {
+            guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
+            return try KeyringChoice.keyFile(path)
+        }
+        return CachingKeyring(try KeyringChoice.resolve(arguments, environment: environment))
+    }
+
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        switch decryption.decryptResult(userInfo: document) {
+        case let .success(payload):
+            if applies {
+                JSONWriter.write(KindlyPushDecryption.apply(payload, toUserInfo: document), to: &output)
+            } else {
+                JSONWriter.write(.object(payload.object), to: &output)
+            }
+            return .success
+        case let .failure(failure):
+            throw CLIError(failure)
+        }
+    }
+}

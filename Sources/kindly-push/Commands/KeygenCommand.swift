@@ -1,0 +1,145 @@
+import KindlyPush
+
+/// `kindly-push keygen`: creates a device key, stores it, prints the registration JSON.
+struct KeygenCommand: Command {
+    static let name = "keygen"
+    static let abstract = "Create a device key, store it, and print its registration JSON."
+    static let usage = "kindly-push keygen [--key-file <path> | --keyring <kind>] [<options>]"
+    static let discussion = """
+        Generates an X25519 key pair, stores it in the keyring (or writes a 0600 key file with
+        --key-file; an existing file is never replaced) and prints the registration object of
+        wire-format section 6. The secret key is never printed.
+        """
+    static let options: [OptionSpec] = [
+        SharedOptions.keyFile, SharedOptions.keyring,
+        .value("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\")."),
+        .value("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase."),
+        .value("--push-mode", "MODE", "alert (default) or silent.", choices: Registration.PushMode.allCases.map(\.rawValue)),
+        .value("--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion))."),
+        SharedOptions.verbose, SharedOptions.help,
+    ]
+
+    let arguments: ParsedArguments
+    let environment: [String: String]
+    let token: String?
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+        if arguments.value("--key-file") != nil, arguments.value("--keyring") != nil {
+            throw CLIError(.usage, "give either --key-file or --keyring, not both")
+        }
+        if let text = arguments.value("--token") {
+            do throws(Registration.InvalidToken) {
+                token = try Registration.tokenHex(validating: text)
+            } catch {
+                throw CLIError(.usage, "--token: \(error)")
+            }
+        } else {
+            token = nil
+        }
+        self.arguments = arguments
+        self.environment = environment
+    }
+
+    func run() -> Int32 {
+        let key = DeviceKey.generate()
+        do throws(CLIError) {
+            if let path = arguments.value("--key-file") {
+                do throws(PrivateFileError) {
+                    try KeyFile.write(key, to: path)
+                } catch {
+                    throw CLIError(.io, error.description)
+                }
+            } else {
+                let keyring = try KeyringChoice.resolve(arguments, environment: environment)
+                do throws(KeyringError) {
+                    try keyring.store(key, label: arguments.value("--label") ?? "kindly-push")
+                } catch {
+                    throw CLIError(.io, "cannot store the key in the \(keyring.name) keyring: \(error)")
+                }
+            }
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+        let pushMode = arguments.value("--push-mode").flatMap(Registration.PushMode.init(rawValue:)) ?? .alert
+        let registration = Registration(
+            token: token, pushMode: pushMode, publicKey: key.publicKey,
+            sdkVersion: arguments.value("--sdk-version") ?? Registration.sdkVersion)
+        return Terminal.printLine(registration.json)
+    }
+}
+
+/// `kindly-push keys list` / `kindly-push keys delete KID`.
+struct KeysCommand: Command {
+    static let name = "keys"
+    static let abstract = "List the stored keys, or delete one."
+    static let usage = "kindly-push keys list [--keyring <kind>]\n       kindly-push keys delete <kid> [--keyring <kind>]"
+    static let discussion = """
+        list prints one JSON object per key: {"kid", "public_key", "label", "created"} (never a
+        secret). delete removes the key with that kid; exit 4 (key_unavailable) when there is none.
+        """
+    static let options: [OptionSpec] = [SharedOptions.keyring, SharedOptions.verbose, SharedOptions.help]
+
+    enum Action {
+        case list
+        case delete(KeyID)
+    }
+
+    let action: Action
+    let arguments: ParsedArguments
+    let environment: [String: String]
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        switch arguments.positionals.first {
+        case "list"?:
+            guard arguments.positionals.count == 1 else { throw CLIError(.usage, "keys list takes no argument") }
+            action = .list
+        case "delete"?:
+            guard arguments.positionals.count == 2 else { throw CLIError(.usage, "keys delete takes exactly one kid") }
+            guard let kid = KeyID(base64: arguments.positionals[1]) else {
+                throw CLIError(.usage, "'\(arguments.positionals[1])' is not a kid (8 bytes of base64url)")
+            }
+            action = .delete(kid)
+        case let other?:
+            throw CLIError(.usage, "unknown keys action '\(other)'; expected list or delete (see 'kindly-push keys --help')")
+        case nil:
+            throw CLIError(.usage, "missing action: list or delete (see 'kindly-push keys --help')")
+        }
+        self.arguments = arguments
+        self.environment = environment
+    }
+
+    func run() -> Int32 {
+        do throws(CLIError) {
+            let keyring = try KeyringChoice.resolve(arguments, environment: environment)
+            switch action {
+            case .list:
+                let entries: [KeyringEntry]
+                do throws(KeyringError) {
+                    entries = try keyring.list()
+                } catch {
+                    throw CLIError(.io, error.description)
+                }
+                let lines: [JSONValue] = entries.map { entry in
+                    [
+                        "kid": .string(entry.kid.base64URL), "public_key": .string(entry.publicKey.base64URL),
+                        "label": .string(entry.label), "created": .number(JSONNumber(Int(entry.created))),
+                    ]
+                }
+                return Terminal.printLines(lines)
+            case let .delete(kid):
+                do throws(KeyringError) {
+                    try keyring.delete(kid)
+                } catch {
+                    if case .notFound = error { throw CLIError(.keyUnavailable, error.description) }
+                    throw CLIError(.io, error.description)
+                }
+                return 0
+            }
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import KindlyPush
+
+/// `kindly-push seal`: the backend side. Reads a plaintext object, prints a sealed APNs payload.
+struct SealCommand: DocumentCommand {
+    static let name = "seal"
+    static let abstract = "Seal a plaintext message for one device and print the APNs payload."
+    static let usage = "kindly-push seal (--public-key <b64> | --key-file <path>) [<options>]"
+    static let discussion = """
+        Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
+        the compact APNs payload (wire-format section 3), at most 4096 bytes.
+        """
+    static let options: [OptionSpec] = [
+        .value("--public-key", "B64", "The device's public key (base64url or base64)."),
+        SharedOptions.keyFile,
+        .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
+        .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
+        .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
+        SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
+    ]
+
+    let recipient: DevicePublicKey
+    let mode: KindlyPushSealer.Mode
+    let placeholder: KindlyPushSealer.Placeholder
+    let isLineMode: Bool
+    let jobs: Int
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+        mode = arguments.value("--mode").flatMap(KindlyPushSealer.Mode.init(rawValue:)) ?? .visible
+        let title = arguments.value("--placeholder-title")
+        let body = arguments.value("--placeholder-body")
+        if mode == .silent, title != nil || body != nil {
+            throw CLIError(.usage, "a silent push has no alert: --placeholder-title and --placeholder-body need --mode visible")
+        }
+        placeholder = KindlyPushSealer.Placeholder(
+            title: title ?? KindlyPushSealer.Placeholder.default.title, body: body ?? KindlyPushSealer.Placeholder.default.body)
+        isLineMode = arguments.has("--jsonl")
+        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+        switch (arguments.value("--public-key"), arguments.value("--key-file")) {
+        case let (text?, nil):
+            do throws(KeyDecodingError) {
+                recipient = try DevicePublicKey(base64: text)
+            } catch {
+                throw CLIError(.usage, "--public-key: \(error)")
+            }
+        case let (nil, path?):
+            recipient = try KeyringChoice.keyFile(path).key.publicKey
+        case (.some, .some):
+            throw CLIError(.usage, "give either --public-key or --key-file, not both")
+        case (nil, nil):
+            throw CLIError(.usage, "missing the device key: give --public-key B64 or --key-file PATH (see 'kindly-push seal --help')")
+        }
+    }
+
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        do throws(KindlyPushSealer.SealingError) {
+            output += try KindlyPushSealer.seal(plaintext: document, for: recipient, mode: mode, placeholder: placeholder)
+            return .success
+        } catch {
+            throw CLIError(.badInput, error.description)
+        }
+    }
+}
