@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
 
 /// The commands, in the order help lists them.
 nonisolated let commands: [any Command.Type] = [

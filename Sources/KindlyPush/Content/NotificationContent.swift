@@ -35,9 +35,9 @@ public struct NotificationContent: Sendable, Equatable {
         let aps = document[APNsKey.aps]?.objectValue ?? JSONObject()
         self.init(userInfo: document)
         switch aps[APNsKey.alert] {
-        case let .string(text)?:
+        case .string(let text)?:
             body = text
-        case let .object(alert)?:
+        case .object(let alert)?:
             title = alert[APNsKey.title]?.stringValue ?? ""
             subtitle = alert[APNsKey.subtitle]?.stringValue ?? ""
             body = alert[APNsKey.body]?.stringValue ?? ""
@@ -45,8 +45,8 @@ public struct NotificationContent: Sendable, Equatable {
             break
         }
         switch aps[APNsKey.sound] {
-        case let .string(name)?: sound = name
-        case let .object(critical)?: sound = critical["name"]?.stringValue
+        case .string(let name)?: sound = name
+        case .object(let critical)?: sound = critical["name"]?.stringValue
         default: sound = nil
         }
         badge = aps[APNsKey.badge]?.numberValue

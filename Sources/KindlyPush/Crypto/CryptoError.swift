@@ -15,7 +15,7 @@ public enum CryptoError: Error, Sendable, Equatable {
 extension CryptoError: CustomStringConvertible {
     public var description: String {
         switch self {
-        case let .invalidLength(what, expected, actual):
+        case .invalidLength(let what, let expected, let actual):
             return "\(what) must be \(expected) bytes, got \(actual)"
         case .allZeroSharedSecret: return "the shared secret is all zeros"
         case .authenticationFailure: return "the authentication tag does not verify"

@@ -1,4 +1,5 @@
 import CSodium
+import Synchronization
 
 /// A fixed-size buffer for secret material (secret keys, shared secrets, derived keys).
 ///
@@ -18,7 +19,7 @@ public struct SecureBytes: Sendable {
 
         deinit {
             Sodium.wipe(buffer)
-            SecureBytes.wipeObserver?(UnsafeRawBufferPointer(buffer))
+            if let observer = SecureBytes.wipeObserver.withLock({ $0 }) { observer(UnsafeRawBufferPointer(buffer)) }
             buffer.deallocate()
         }
     }
@@ -55,9 +56,9 @@ public struct SecureBytes: Sendable {
         try body(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<count]))
     }
 
-    /// Test hook: called with the storage right after it was wiped, before it is freed,
-    /// so that a test can observe that the wipe happened. Set only from tests.
-    nonisolated(unsafe) static var wipeObserver: ((UnsafeRawBufferPointer) -> Void)?
+    /// Test hook: called, on whatever thread releases a buffer, with its storage right after it
+    /// was wiped and before it is freed, so that a test can observe the wipe. Set only from tests.
+    static let wipeObserver = Mutex<(@Sendable (UnsafeRawBufferPointer) -> Void)?>(nil)
 }
 
 extension SecureBytes: Equatable {

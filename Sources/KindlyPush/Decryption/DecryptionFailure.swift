@@ -26,7 +26,7 @@ public struct DecryptionFailure: Error, Sendable, Equatable, CustomStringConvert
             case .keyUnavailable: return "key_unavailable"
             case .authenticationFailed: return "authentication_failed"
             case .badPlaintext: return "bad_plaintext"
-            case let .unknown(code): return code
+            case .unknown(let code): return code
             }
         }
 

@@ -20,7 +20,7 @@ public struct KindlyPushDecryption: Sendable {
     /// True exactly when the top-level key `kindly` is present and its value is a JSON object,
     /// whatever it holds. A broken Kindly push is still Kindly's.
     public static func isKindlyNotification(_ userInfo: JSONValue) -> Bool {
-        guard case let .object(document) = userInfo else { return false }
+        guard case .object(let document) = userInfo else { return false }
         return document.values(named: KindlyKey.envelope).contains { $0.objectValue != nil }
     }
 
@@ -67,12 +67,12 @@ public struct KindlyPushDecryption: Sendable {
     /// True exactly when `kindly.decrypted` is JSON `true` or the number 1: the notification
     /// service extension decrypted this push already.
     public static func isDecrypted(userInfo: JSONValue) -> Bool {
-        guard case let .object(document) = userInfo, let envelope = document[KindlyKey.envelope]?.objectValue else {
+        guard case .object(let document) = userInfo, let envelope = document[KindlyKey.envelope]?.objectValue else {
             return false
         }
         switch envelope[KindlyKey.decrypted] {
         case .bool(true)?: return true
-        case let .number(number)?: return number.integerValue(in: 1...1) != nil
+        case .number(let number)?: return number.integerValue(in: 1...1) != nil
         default: return false
         }
     }

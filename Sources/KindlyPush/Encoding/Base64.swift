@@ -85,7 +85,7 @@ public enum Base64 {
 
         public var description: String {
             switch self {
-            case let .invalidCharacter(offset): return "not a base64 character at offset \(offset)"
+            case .invalidCharacter(let offset): return "not a base64 character at offset \(offset)"
             case .mixedAlphabets: return "mixes the standard and URL-safe alphabets"
             case .invalidLength: return "has a length no base64 text has"
             case .invalidPadding: return "has wrong padding"

@@ -120,8 +120,8 @@ extension JSONObject: Equatable {
     /// Deep equality that ignores member order in every object.
     static func unorderedEquals(_ lhs: JSONValue, _ rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
-        case let (.object(l), .object(r)): return l.hasSameMembers(as: r)
-        case let (.array(l), .array(r)):
+        case (.object(let l), .object(let r)): return l.hasSameMembers(as: r)
+        case (.array(let l), .array(let r)):
             return l.count == r.count && zip(l, r).allSatisfy { unorderedEquals($0, $1) }
         default: return lhs == rhs
         }

@@ -123,9 +123,15 @@ private struct Parser {
         case UInt8(ascii: "{"): return .object(try parseObject())
         case UInt8(ascii: "["): return .array(try parseArray())
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw fail(.unexpectedByte)
         }
@@ -354,7 +360,7 @@ private struct Parser {
         var decoder = UTF8()
         while true {
             switch decoder.decode(&iterator) {
-            case let .scalarValue(scalar): offset += UTF8.width(scalar)
+            case .scalarValue(let scalar): offset += UTF8.width(scalar)
             case .emptyInput, .error: return offset
             }
         }
@@ -375,7 +381,7 @@ extension JSONReader {
         var parser = Parser(bytes: bytes)
         parser.secretMembers = secretMembers
         let value = try parser.parseDocument()
-        guard case let .object(object) = value else { throw JSONReadError(kind: .unexpectedByte, offset: 0) }
+        guard case .object(let object) = value else { throw JSONReadError(kind: .unexpectedByte, offset: 0) }
         return (object, parser.secretRanges)
     }
 }

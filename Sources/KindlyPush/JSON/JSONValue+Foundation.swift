@@ -38,13 +38,13 @@ extension JSONValue {
     public var foundationValue: Any {
         switch self {
         case .null: return NSNull()
-        case let .bool(flag): return flag
-        case let .number(number):
+        case .bool(let flag): return flag
+        case .number(let number):
             if let integer = number.integerValue(in: Int64.min...Int64.max) { return NSNumber(value: integer) }
             return NSNumber(value: number.doubleValue)
-        case let .string(string): return string
-        case let .array(elements): return elements.map(\.foundationValue)
-        case let .object(object): return object.foundationDictionary
+        case .string(let string): return string
+        case .array(let elements): return elements.map(\.foundationValue)
+        case .object(let object): return object.foundationDictionary
         }
     }
 }

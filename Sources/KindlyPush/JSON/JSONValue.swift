@@ -17,20 +17,25 @@ public enum JSONValue: Sendable {
 extension JSONValue {
     /// The object, when this value is one.
     public var objectValue: JSONObject? {
-        if case let .object(object) = self { return object }
+        if case .object(let object) = self { return object }
         return nil
     }
 
     /// The string, when this value is one.
     public var stringValue: String? {
-        if case let .string(string) = self { return string }
+        if case .string(let string) = self { return string }
         return nil
     }
 
     /// The number, when this value is one.
     public var numberValue: JSONNumber? {
-        if case let .number(number) = self { return number }
+        if case .number(let number) = self { return number }
         return nil
+    }
+
+    /// The value of the member `key` when this value is an object (the first, if it occurs twice).
+    public subscript(key: String) -> JSONValue? {
+        objectValue?[key]
     }
 
     /// The name of the value's JSON type, for error messages.
@@ -60,11 +65,11 @@ extension JSONValue: Equatable {
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
-        case let (.bool(l), .bool(r)): return l == r
-        case let (.number(l), .number(r)): return l == r
-        case let (.string(l), .string(r)): return l.unicodeScalars.elementsEqual(r.unicodeScalars)
-        case let (.array(l), .array(r)): return l == r
-        case let (.object(l), .object(r)): return l == r
+        case (.bool(let l), .bool(let r)): return l == r
+        case (.number(let l), .number(let r)): return l == r
+        case (.string(let l), .string(let r)): return l.unicodeScalars.elementsEqual(r.unicodeScalars)
+        case (.array(let l), .array(let r)): return l == r
+        case (.object(let l), .object(let r)): return l == r
         default: return false
         }
     }

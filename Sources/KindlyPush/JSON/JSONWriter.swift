@@ -13,17 +13,17 @@ public enum JSONWriter {
     public static func write(_ value: JSONValue, to output: inout [UInt8]) {
         switch value {
         case .null: output.append(contentsOf: "null".utf8)
-        case let .bool(flag): output.append(contentsOf: (flag ? "true" : "false").utf8)
-        case let .number(number): output.append(contentsOf: number.literal.utf8)
-        case let .string(string): writeString(string, to: &output)
-        case let .array(elements):
+        case .bool(let flag): output.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .number(let number): output.append(contentsOf: number.literal.utf8)
+        case .string(let string): writeString(string, to: &output)
+        case .array(let elements):
             output.append(UInt8(ascii: "["))
             for (position, element) in elements.enumerated() {
                 if position > 0 { output.append(UInt8(ascii: ",")) }
                 write(element, to: &output)
             }
             output.append(UInt8(ascii: "]"))
-        case let .object(object):
+        case .object(let object):
             output.append(UInt8(ascii: "{"))
             for (position, member) in object.members.enumerated() {
                 if position > 0 { output.append(UInt8(ascii: ",")) }

@@ -54,11 +54,11 @@ public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .notFound(kid): return "no key with kid \(kid) is stored"
-        case let .alreadyExists(kid): return "a key with kid \(kid) is stored already"
-        case let .locked(detail): return "the keyring is locked (\(detail))"
-        case let .unreachable(detail): return "the keyring cannot be reached (\(detail))"
-        case let .io(detail): return detail
+        case .notFound(let kid): return "no key with kid \(kid) is stored"
+        case .alreadyExists(let kid): return "a key with kid \(kid) is stored already"
+        case .locked(let detail): return "the keyring is locked (\(detail))"
+        case .unreachable(let detail): return "the keyring cannot be reached (\(detail))"
+        case .io(let detail): return detail
         }
     }
 }

@@ -64,8 +64,8 @@ public enum KeyDecodingError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case let .notBase64(what): return "the \(what) is not canonical base64"
-        case let .wrongLength(what): return "the \(what) has the wrong length"
+        case .notBase64(let what): return "the \(what) is not canonical base64"
+        case .wrongLength(let what): return "the \(what) has the wrong length"
         }
     }
 }

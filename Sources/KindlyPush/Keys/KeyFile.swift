@@ -57,10 +57,11 @@ public enum KeyFile {
     static func serialize(_ key: DeviceKey, extra: [JSONObject.Member]) -> SecureBytes {
         var head: [UInt8] = []
         JSONWriter.write(
-            .object(JSONObject([
-                .init(key: "kid", value: .string(key.kid.base64URL)),
-                .init(key: "public_key", value: .string(key.publicKey.base64URL)),
-            ])), to: &head)
+            .object(
+                JSONObject([
+                    .init(key: "kid", value: .string(key.kid.base64URL)),
+                    .init(key: "public_key", value: .string(key.publicKey.base64URL)),
+                ])), to: &head)
         head.removeLast()  // the closing brace: the secret member follows
         var tail: [UInt8] = []
         for member in extra {

@@ -17,14 +17,14 @@ public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case let .missing(path): return "\(path): no such file"
-        case let .exists(path): return "\(path): already exists; refusing to overwrite a key"
-        case let .tooOpen(path, mode):
+        case .missing(let path): return "\(path): no such file"
+        case .exists(let path): return "\(path): already exists; refusing to overwrite a key"
+        case .tooOpen(let path, let mode):
             return "\(path): permissions \(String(mode & 0o777, radix: 8)) are too open; a key file must be 0600 (chmod 600 \(path))"
-        case let .notRegularFile(path): return "\(path): not a regular file"
-        case let .tooLarge(path): return "\(path): too large for a key file"
-        case let .malformed(path, reason): return "\(path): \(reason)"
-        case let .system(path, operation, code):
+        case .notRegularFile(let path): return "\(path): not a regular file"
+        case .tooLarge(let path): return "\(path): too large for a key file"
+        case .malformed(let path, let reason): return "\(path): \(reason)"
+        case .system(let path, let operation, let code):
             return "\(path): \(operation) failed: \(String(cString: strerror(code)))"
         }
     }

@@ -36,12 +36,12 @@ public struct TestVector: Sendable {
         } catch {
             throw FormatError(description: "not JSON: \(error)")
         }
-        guard case let .object(root) = document else { throw FormatError(description: "not a JSON object") }
+        guard case .object(let root) = document else { throw FormatError(description: "not a JSON object") }
         guard let list = root["vectors"] else { return [try TestVector(root)] }
-        guard case let .array(elements) = list else { throw FormatError(description: "\"vectors\" is not an array") }
+        guard case .array(let elements) = list else { throw FormatError(description: "\"vectors\" is not an array") }
         var vectors: [TestVector] = []
         for (index, element) in elements.enumerated() {
-            guard case let .object(object) = element else { throw FormatError(description: "vector \(index + 1) is not an object") }
+            guard case .object(let object) = element else { throw FormatError(description: "vector \(index + 1) is not an object") }
             do throws(FormatError) {
                 vectors.append(try TestVector(object))
             } catch {
@@ -97,15 +97,15 @@ public struct TestVector: Sendable {
     public func failure() -> String? {
         let result = KindlyPushDecryption.decryptResult(userInfo: apns, using: deviceKey)
         switch (expected, result) {
-        case let (.payload(expectedPayload), .success(payload)):
+        case (.payload(let expectedPayload), .success(let payload)):
             guard payload.object.hasSameMembers(as: expectedPayload) else {
                 return "decrypted to \(JSONValue.object(payload.object)), expected \(JSONValue.object(expectedPayload))"
             }
-        case let (.payload, .failure(failure)):
+        case (.payload, .failure(let failure)):
             return "failed with \(failure), expected a payload"
-        case let (.failure(reason), .success):
+        case (.failure(let reason), .success):
             return "decrypted, expected \(reason.code)"
-        case let (.failure(reason), .failure(failure)):
+        case (.failure(let reason), .failure(let failure)):
             guard failure.reason == reason else { return "failed with \(failure), expected \(reason.code)" }
         }
         return sealing.flatMap(resealingFailure)

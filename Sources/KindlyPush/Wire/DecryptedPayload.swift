@@ -25,7 +25,7 @@ public struct DecryptedPayload: Sendable, Equatable {
         }
         func requiredString(_ key: String) throws(PlaintextError) -> String {
             guard let value = object[key] else { throw PlaintextError("\"\(key)\" is missing") }
-            guard case let .string(string) = value else { throw PlaintextError("\"\(key)\" is \(value.typeName), not a string") }
+            guard case .string(let string) = value else { throw PlaintextError("\"\(key)\" is \(value.typeName), not a string") }
             return string
         }
         chatId = try requiredString(KindlyKey.chatID)
@@ -33,13 +33,13 @@ public struct DecryptedPayload: Sendable, Equatable {
         title = try requiredString(KindlyKey.title)
         body = try requiredString(KindlyKey.body)
         if let value = object[KindlyKey.messageID] {
-            guard case let .string(string) = value else { throw PlaintextError("\"message_id\" is \(value.typeName), not a string") }
+            guard case .string(let string) = value else { throw PlaintextError("\"message_id\" is \(value.typeName), not a string") }
             messageId = string
         } else {
             messageId = nil
         }
         if let value = object[KindlyKey.sentAt] {
-            guard case let .number(number) = value, let seconds = number.integerValue(in: 0...WireFormat.maximumSentAt) else {
+            guard case .number(let number) = value, let seconds = number.integerValue(in: 0...WireFormat.maximumSentAt) else {
                 throw PlaintextError("\"sent_at\" is not a whole number from 0 to 2^53 − 1")
             }
             sentAt = seconds
@@ -59,7 +59,7 @@ public struct DecryptedPayload: Sendable, Equatable {
         } catch {
             throw PlaintextError("not a JSON text: \(error)")
         }
-        guard case let .object(object) = value else { throw PlaintextError("\(value.typeName), not a JSON object") }
+        guard case .object(let object) = value else { throw PlaintextError("\(value.typeName), not a JSON object") }
         try self.init(validating: object)
     }
 
@@ -82,7 +82,7 @@ public struct DecryptedPayload: Sendable, Equatable {
     /// The path of the first object (at any depth) that has a member name twice.
     static func firstDuplicatePath(in value: JSONValue, path: String) -> String? {
         switch value {
-        case let .object(object):
+        case .object(let object):
             if object.hasDuplicateKeys { return path }
             for member in object.members {
                 if let found = firstDuplicatePath(in: member.value, path: path.isEmpty ? member.key : "\(path).\(member.key)") {
@@ -90,7 +90,7 @@ public struct DecryptedPayload: Sendable, Equatable {
                 }
             }
             return nil
-        case let .array(elements):
+        case .array(let elements):
             for (index, element) in elements.enumerated() {
                 if let found = firstDuplicatePath(in: element, path: "\(path)[\(index)]") { return found }
             }

@@ -34,11 +34,11 @@ public enum KindlyPushSealer {
 
         public var description: String {
             switch self {
-            case let .invalidPlaintext(reason): return "the plaintext is not a Kindly message: \(reason)"
-            case let .payloadTooLarge(size):
+            case .invalidPlaintext(let reason): return "the plaintext is not a Kindly message: \(reason)"
+            case .payloadTooLarge(let size):
                 return "the sealed payload would be \(size) bytes, over APNs' limit of \(WireFormat.maximumPayloadSize)"
             case .unusableRecipientKey: return "the device public key gives an all-zero shared secret"
-            case let .invalidParameter(reason): return reason
+            case .invalidParameter(let reason): return reason
             }
         }
     }
@@ -67,7 +67,7 @@ public enum KindlyPushSealer {
         mode: Mode = .visible,
         placeholder: Placeholder = .default
     ) throws(SealingError) -> [UInt8] {
-        guard case let .object(object) = plaintext else {
+        guard case .object(let object) = plaintext else {
             throw .invalidPlaintext("\(plaintext.typeName), not a JSON object")
         }
         let payload: DecryptedPayload
@@ -115,9 +115,10 @@ public enum KindlyPushSealer {
         case .silent:
             aps = [APNsKey.contentAvailable: 1]
         }
-        return .object(JSONObject([
-            .init(key: APNsKey.aps, value: .object(aps)),
-            .init(key: KindlyKey.envelope, value: .object(JSONObject(envelope.members))),
-        ]))
+        return .object(
+            JSONObject([
+                .init(key: APNsKey.aps, value: .object(aps)),
+                .init(key: KindlyKey.envelope, value: .object(JSONObject(envelope.members))),
+            ]))
     }
 }

@@ -29,7 +29,7 @@ public struct SealedEnvelope: Sendable, Equatable {
 
     /// Reads the envelope of a push, checking reasons 1 to 3 of section 5 in order.
     public init(userInfo: JSONValue) throws(DecryptionFailure) {
-        guard case let .object(document) = userInfo else {
+        guard case .object(let document) = userInfo else {
             throw DecryptionFailure(.notKindly, "the push is not a JSON object")
         }
         let envelopes = document.values(named: KindlyKey.envelope).compactMap(\.objectValue)
@@ -46,14 +46,15 @@ public struct SealedEnvelope: Sendable, Equatable {
         guard let version = envelope[KindlyKey.version] else {
             throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is missing")
         }
-        guard case let .number(number) = version, number.integerValue(in: 1...1) != nil else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName == "a number" ? "\(version)" : version.typeName), not version 1")
+        guard case .number(let number) = version, number.integerValue(in: 1...1) != nil else {
+            throw DecryptionFailure(
+                .unsupportedVersion, "\"kindly.v\" is \(version.typeName == "a number" ? "\(version)" : version.typeName), not version 1")
         }
         func field(_ name: String, _ isValidLength: (Int) -> Bool, _ expected: String) throws(DecryptionFailure) -> [UInt8] {
             guard let value = envelope[name] else {
                 throw DecryptionFailure(.malformed, "\"kindly.\(name)\" is missing")
             }
-            guard case let .string(text) = value else {
+            guard case .string(let text) = value else {
                 throw DecryptionFailure(.malformed, "\"kindly.\(name)\" is \(value.typeName), not a string")
             }
             let bytes: [UInt8]

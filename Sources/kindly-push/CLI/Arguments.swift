@@ -62,7 +62,7 @@ struct ParsedArguments: Sendable {
             case .flag:
                 guard inlineValue == nil else { throw usage("'\(name)' takes no value") }
                 parsed.flags.insert(name)
-            case let .value(placeholder, choices):
+            case .value(let placeholder, let choices):
                 let value: String
                 if let inlineValue {
                     value = inlineValue

@@ -1,8 +1,9 @@
+import Dispatch
+import KindlyPush
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Dispatch
-import KindlyPush
 
 /// Runs a ``DocumentCommand`` over standard input.
 enum DocumentRunner {
@@ -93,7 +94,7 @@ enum DocumentRunner {
             switch batch.lines[index] {
             case .oversized:
                 throw CLIError(.badInput, "the line is over 64 KiB")
-            case let .text(range):
+            case .text(let range):
                 _ = try batch.bytes.withUnsafeBytes { raw in
                     Result { () throws(CLIError) in
                         try command.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), into: &output)

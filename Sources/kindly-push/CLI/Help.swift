@@ -19,7 +19,7 @@ enum Help {
             switch option.kind {
             case .flag:
                 text += row(option.name == "--help" ? "-h, --help" : option.name, option.help)
-            case let .value(placeholder, _):
+            case .value(let placeholder, _):
                 text += row("\(option.name) <\(placeholder.lowercased())>", option.help)
             }
         }

@@ -1,7 +1,8 @@
+import KindlyPush
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import KindlyPush
 
 /// Printing whole results to standard output, with failure reported as `io`.
 enum Terminal {

@@ -42,14 +42,14 @@ struct DecryptCommand: DocumentCommand {
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
         switch decryption.decryptResult(userInfo: document) {
-        case let .success(payload):
+        case .success(let payload):
             if applies {
                 JSONWriter.write(KindlyPushDecryption.apply(payload, toUserInfo: document), to: &output)
             } else {
                 JSONWriter.write(.object(payload.object), to: &output)
             }
             return .success
-        case let .failure(failure):
+        case .failure(let failure):
             throw CLIError(failure)
         }
     }

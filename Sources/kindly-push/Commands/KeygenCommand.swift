@@ -128,7 +128,7 @@ struct KeysCommand: Command {
                     ]
                 }
                 return Terminal.printLines(lines)
-            case let .delete(kid):
+            case .delete(let kid):
                 do throws(KeyringError) {
                     try keyring.delete(kid)
                 } catch {

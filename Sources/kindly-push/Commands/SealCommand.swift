@@ -37,13 +37,13 @@ struct SealCommand: DocumentCommand {
         isLineMode = arguments.has("--jsonl")
         jobs = try SharedOptions.jobs(arguments, command: Self.name)
         switch (arguments.value("--public-key"), arguments.value("--key-file")) {
-        case let (text?, nil):
+        case (let text?, nil):
             do throws(KeyDecodingError) {
                 recipient = try DevicePublicKey(base64: text)
             } catch {
                 throw CLIError(.usage, "--public-key: \(error)")
             }
-        case let (nil, path?):
+        case (nil, let path?):
             recipient = try KeyringChoice.keyFile(path).key.publicKey
         case (.some, .some):
             throw CLIError(.usage, "give either --public-key or --key-file, not both")

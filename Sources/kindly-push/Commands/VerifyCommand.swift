@@ -1,7 +1,8 @@
+import KindlyPush
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import KindlyPush
 
 /// `kindly-push verify PATH...`: runs test-vector files.
 struct VerifyCommand: Command {
@@ -19,7 +20,9 @@ struct VerifyCommand: Command {
     let files: [String]
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        guard !arguments.positionals.isEmpty else { throw CLIError(.usage, "missing a vector file or folder (see 'kindly-push verify --help')") }
+        guard !arguments.positionals.isEmpty else {
+            throw CLIError(.usage, "missing a vector file or folder (see 'kindly-push verify --help')")
+        }
         var files: [String] = []
         for path in arguments.positionals {
             var status = stat()

@@ -1,7 +1,8 @@
+import KindlyPush
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import KindlyPush
 
 /// Reading pushes from standard input: one document, or one document per line (`--jsonl`).
 enum StandardInput {

@@ -1,0 +1,77 @@
+import Foundation
+import KindlyPush
+
+/// Runs the built `kindly-push` binary, as swift-argument-parser's example tests do: real
+/// process, real standard streams, exact output and exit status.
+enum CLI {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `$KINDLY_PUSH_BINARY` (set by tools/test), else the debug build.
+    static let binary: URL = {
+        if let path = ProcessInfo.processInfo.environment["KINDLY_PUSH_BINARY"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
+        return packageRoot.appendingPathComponent(".build/debug/kindly-push")
+    }()
+
+    struct Output {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        let stdoutBytes: [UInt8]
+    }
+
+    /// Runs `executable` (the CLI by default) with `arguments`, `stdin` and `environment` added
+    /// to a clean one. Streams go through files, so large inputs and outputs never deadlock.
+    static func run(
+        _ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:], executable: URL? = nil
+    ) throws -> Output {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let inURL = folder.appendingPathComponent("in")
+        let outURL = folder.appendingPathComponent("out")
+        let errURL = folder.appendingPathComponent("err")
+        try Data(stdin).write(to: inURL)
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let process = Process()
+        process.executableURL = executable ?? binary
+        process.arguments = arguments
+        var base = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": folder.path]
+        // Without a session bus, `auto` picks the file keyring: tests say which keyring they mean.
+        base["KINDLY_PUSH_KEYRING_DIR"] = folder.appendingPathComponent("keys").path
+        process.environment = base.merging(environment) { $1 }
+        process.standardInput = try FileHandle(forReadingFrom: inURL)
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        try process.run()
+        process.waitUntilExit()
+        let out = try [UInt8](Data(contentsOf: outURL))
+        let err = try Data(contentsOf: errURL)
+        return Output(
+            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
+            stdoutBytes: out)
+    }
+
+    static func run(_ arguments: [String], stdin: String, environment: [String: String] = [:]) throws -> Output {
+        try run(arguments, stdin: Array(stdin.utf8), environment: environment)
+    }
+}
+
+/// A temporary folder with a key file in it, removed on deinit.
+final class KeyFolder {
+    let url: URL
+    let key: DeviceKey
+    var keyFile: String { url.appendingPathComponent("device.json").path }
+
+    init(key: DeviceKey = .generate()) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        self.key = key
+        try KeyFile.write(key, to: keyFile)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}

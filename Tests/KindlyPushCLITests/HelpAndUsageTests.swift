@@ -1,0 +1,104 @@
+import Testing
+
+@Suite("kindly-push help and usage errors")
+struct HelpAndUsageTests {
+    @Test("--help prints the overview, usage, options and subcommands on stdout")
+    func rootHelp() throws {
+        let output = try CLI.run(["--help"])
+        #expect(output.status == 0)
+        #expect(output.stderr == "")
+        #expect(
+            output.stdout == """
+                OVERVIEW: Detect, decrypt and route end-to-end-encrypted Kindly push notifications.
+
+                USAGE: kindly-push <subcommand> [<options>]
+
+                OPTIONS:
+                  -h, --help              Show help information.
+
+                SUBCOMMANDS:
+                  keygen                  Create a device key, store it, and print its registration JSON.
+                  keys                    List the stored keys, or delete one.
+                  seal                    Seal a plaintext message for one device and print the APNs payload.
+                  check                   Tell whether a push is Kindly's and whether it is marked decrypted.
+                  decrypt                 Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push).
+                  verify                  Run test-vector files and report each failure.
+
+                  See 'kindly-push help <subcommand>' for detailed help.
+
+                """)
+        #expect(try CLI.run(["help"]).stdout == output.stdout)
+        #expect(try CLI.run(["-h"]).stdout == output.stdout)
+    }
+
+    @Test("check --help is exact")
+    func checkHelp() throws {
+        let output = try CLI.run(["check", "--help"])
+        #expect(output.status == 0)
+        #expect(
+            output.stdout == """
+                OVERVIEW: Tell whether a push is Kindly's and whether it is marked decrypted.
+
+                Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
+                Exits 0 when the push is Kindly's and 1 when it is not.
+
+                USAGE: kindly-push check [<options>]
+
+                OPTIONS:
+                  --jsonl                 Read one JSON document per line and write one JSON object per line, in order.
+                  --jobs <n>              With --jsonl, process N lines at once (default: the number of cores).
+                  -h, --help              Show help information.
+
+                """)
+    }
+
+    @Test(
+        "every subcommand has help with overview, usage and options, on stdout with exit 0",
+        arguments: ["keygen", "keys", "seal", "check", "decrypt", "verify"])
+    func subcommandHelp(_ name: String) throws {
+        for form in [[name, "--help"], [name, "-h"], ["help", name]] {
+            let output = try CLI.run(form)
+            #expect(output.status == 0)
+            #expect(output.stderr == "")
+            #expect(output.stdout.hasPrefix("OVERVIEW: "))
+            #expect(output.stdout.contains("\nUSAGE: kindly-push \(name)"))
+            #expect(output.stdout.contains("\nOPTIONS:\n"))
+        }
+    }
+
+    @Test(
+        "usage errors exit 64 with one line on stderr and nothing on stdout",
+        arguments: [
+            ([], "kindly-push: usage: missing a subcommand (see 'kindly-push --help')"),
+            (["frobnicate"], "kindly-push: usage: unknown subcommand 'frobnicate' (see 'kindly-push --help')"),
+            (["help", "frobnicate"], "kindly-push: usage: unknown subcommand 'frobnicate' (see 'kindly-push --help')"),
+            (["decrypt", "--frob"], "kindly-push: usage: unknown option '--frob' (see 'kindly-push decrypt --help')"),
+            (["decrypt", "--key-file"], "kindly-push: usage: missing value for '--key-file PATH' (see 'kindly-push decrypt --help')"),
+            (
+                ["decrypt", "--keyring", "vault"],
+                "kindly-push: usage: 'vault' is not a valid value for '--keyring'; expected one of: auto, secret-service, file (see 'kindly-push decrypt --help')"
+            ),
+            (["check", "extra"], "kindly-push: usage: unexpected argument 'extra' (see 'kindly-push check --help')"),
+            (["check", "--jsonl=yes"], "kindly-push: usage: '--jsonl' takes no value (see 'kindly-push check --help')"),
+            (["check", "--jobs", "0"], "kindly-push: usage: '--jobs' takes a whole number from 1 to 256 (see 'kindly-push check --help')"),
+            (
+                ["seal"],
+                "kindly-push: usage: missing the device key: give --public-key B64 or --key-file PATH (see 'kindly-push seal --help')"
+            ),
+            (["seal", "--public-key", "AAAA"], "kindly-push: usage: --public-key: the public key has the wrong length"),
+            (["seal", "--public-key", "A"], "kindly-push: usage: --public-key: the public key is not canonical base64"),
+            (
+                ["keygen", "--key-file", "x", "--token", "xyz"],
+                "kindly-push: usage: --token: the device token must be hexadecimal digits only"
+            ),
+            (["keys"], "kindly-push: usage: missing action: list or delete (see 'kindly-push keys --help')"),
+            (["keys", "delete", "nope"], "kindly-push: usage: 'nope' is not a kid (8 bytes of base64url)"),
+            (["verify"], "kindly-push: usage: missing a vector file or folder (see 'kindly-push verify --help')"),
+        ] as [([String], String)])
+    func usageErrors(_ arguments: [String], _ message: String) throws {
+        let output = try CLI.run(arguments)
+        #expect(output.status == 64)
+        #expect(output.stdout == "")
+        #expect(output.stderr == message + "\n")
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import KindlyPush
+import Testing
+
+@Suite("kindly-push --jsonl")
+struct JSONLinesTests {
+    /// What one input line must give: a payload's chat id, or an error code.
+    enum Expected: Equatable {
+        case chat(String)
+        case error(String)
+    }
+
+    @Test("10,000 lines with bad ones mixed in give one output line each, in order", arguments: [1, 2, 4])
+    func longStream(_ jobs: Int) throws {
+        let folder = try KeyFolder()
+        let other = DeviceKey.generate()
+        var input: [UInt8] = []
+        var expected: [Expected] = []
+        var generator = SystemRandomNumberGenerator()
+        for index in 0..<10_000 {
+            let line: [UInt8]
+            switch index % 10 {
+            case 3:
+                line = Array("not json".utf8)
+                expected.append(.error("bad_input"))
+            case 5:
+                line = []
+                expected.append(.error("bad_input"))
+            case 7:
+                line = Array(#"{"kindly":{"v":2}}"#.utf8)
+                expected.append(.error("unsupported_version"))
+            case 8:
+                line = try KindlyPushSealer.seal(try DecryptedPayload(chatId: "x\(index)", title: "t", body: "b"), for: other.publicKey)
+                expected.append(.error("key_unavailable"))
+            case 9 where index % 1000 == 999:
+                line = Array(("{\"pad\":\"" + String(repeating: "y", count: 70_000) + "\"}").utf8)
+                expected.append(.error("bad_input"))
+            default:
+                let body = String(repeating: "é", count: Int.random(in: 0...200, using: &generator))
+                line = try KindlyPushSealer.seal(
+                    try DecryptedPayload(chatId: "c\(index)", title: "t", body: body), for: folder.key.publicKey)
+                expected.append(.chat("c\(index)"))
+            }
+            input += line + [0x0A]
+        }
+        let output = try CLI.run(["decrypt", "--jsonl", "--jobs", "\(jobs)", "--key-file", folder.keyFile], stdin: input)
+        #expect(output.status == 0)
+        #expect(output.stderr == "")
+        let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(lines.count == expected.count)
+        for (index, (line, want)) in zip(lines, expected).enumerated() {
+            let value = try JSONValue(parsing: String(line))
+            let got: Expected =
+                if let code = value["error"]?["code"]?.stringValue { .error(code) } else { .chat(value["chat_id"]?.stringValue ?? "?") }
+            #expect(got == want, "line \(index + 1)")
+            if got != want { break }
+        }
+    }
+
+    @Test("every input line counts, a final one without a newline too, but the input's last newline starts none")
+    func lineCounting() throws {
+        let cases: [(String, [String])] = [
+            ("", []),
+            ("\n", ["bad_input"]),
+            ("{}", ["false"]),
+            ("{}\n", ["false"]),
+            ("{}\n\n{}", ["false", "bad_input", "false"]),
+            ("{\"kindly\":{}}\r\n \t\n[]\n", ["true", "bad_input", "bad_input"]),
+        ]
+        for (input, expected) in cases {
+            let output = try CLI.run(["check", "--jsonl"], stdin: input)
+            #expect(output.status == 0)
+            let results = output.stdout.split(separator: "\n").map { line -> String in
+                let value = try? JSONValue(parsing: String(line))
+                return value?["error"]?["code"]?.stringValue ?? (value?["kindly"] == true ? "true" : "false")
+            }
+            #expect(results == expected, "input \(input.debugDescription)")
+            #expect(output.stdout.isEmpty || output.stdout.hasSuffix("\n"))
+        }
+    }
+
+    @Test("seal --jsonl seals each line and reports bad plaintexts in place")
+    func sealLines() throws {
+        let folder = try KeyFolder()
+        let input = """
+            {"chat_id":"a","title":"t","body":"b"}
+            {"chat_id":"","title":"t","body":"b"}
+            {"chat_id":"c","title":"t","body":"b"}
+            """
+        let sealed = try CLI.run(["seal", "--jsonl", "--public-key", folder.key.publicKey.base64URL], stdin: input)
+        let lines = sealed.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[1] == #"{"error":{"code":"bad_input","message":"the plaintext is not a Kindly message: \"chat_id\" is empty"}}"#)
+        let decrypted = try CLI.run(["decrypt", "--jsonl", "--key-file", folder.keyFile], stdin: lines.joined(separator: "\n"))
+        let expected = [
+            #"{"chat_id":"a","title":"t","body":"b"}"#,
+            #"{"error":{"code":"not_kindly","message":"no \"kindly\" object at the top level"}}"#,
+            #"{"chat_id":"c","title":"t","body":"b"}"#,
+        ]
+        #expect(decrypted.stdout.split(separator: "\n").map(String.init) == expected)
+    }
+}

@@ -1,0 +1,209 @@
+import KindlyPush
+import KindlyPushTesting
+import Testing
+
+@Suite("Sealing and decryption")
+struct SealingAndDecryptionTests {
+    let key = DeviceKey.generate()
+
+    func sealed(_ payload: DecryptedPayload, mode: KindlyPushSealer.Mode = .visible) throws -> JSONValue {
+        try JSONReader.parse(try KindlyPushSealer.seal(payload, for: key.publicKey, mode: mode))
+    }
+
+    @Test("a sealed push decrypts to its payload through a keyring, in both modes", arguments: KindlyPushSealer.Mode.allCases)
+    func roundTrip(_ mode: KindlyPushSealer.Mode) throws {
+        let payload = try DecryptedPayload(
+            chatId: "c-1", title: "Anna 👋", body: "Hi! / \"quoted\"", messageId: "m-9", sentAt: 1_700_000_000,
+            extras: ["thread": ["depth": 2, "tags": ["a", nil]]])
+        let push = try sealed(payload, mode: mode)
+        let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key]))
+        let decrypted = try #require(decryption.decrypt(userInfo: push))
+        #expect(decrypted == payload)
+        #expect(decrypted.extras["thread"]?["depth"] == 2)
+        #expect(KindlyPushDecryption.isKindlyNotification(push))
+        #expect(!KindlyPushDecryption.isDecrypted(userInfo: push))
+        switch mode {
+        case .visible:
+            #expect(
+                push["aps"] == [
+                    "alert": ["title": "New message", "body": "Open the app to read it"], "mutable-content": 1, "sound": "default",
+                ])
+        case .silent:
+            #expect(push["aps"] == ["content-available": 1])
+        }
+    }
+
+    @Test("the sealed payload is compact, unescaped, and its envelope fields have the wire lengths")
+    func payloadShape() throws {
+        let bytes = try KindlyPushSealer.seal(
+            try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: key.publicKey, placeholder: .init(title: "é/", body: "x"))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(!text.contains("\": ") && !text.contains(", ") && !text.contains("\n") && text.contains("é/"))
+        let envelope = try #require(try JSONReader.parse(bytes)["kindly"]?.objectValue)
+        #expect(envelope.keys == ["v", "kid", "epk", "n", "ct"])
+        #expect(try Base64.decode(envelope["kid"]!.stringValue!) == key.kid.bytes)
+        #expect(try Base64.decode(envelope["epk"]!.stringValue!).count == 32)
+        #expect(try Base64.decode(envelope["n"]!.stringValue!).count == 24)
+        #expect(try Base64.decode(envelope["ct"]!.stringValue!).count == 64 + 16)
+    }
+
+    @Test("two seals of the same message differ (fresh ephemeral key and nonce)")
+    func sealsAreRandomised() throws {
+        let payload = try DecryptedPayload(chatId: "c", title: "t", body: "b")
+        #expect(try KindlyPushSealer.seal(payload, for: key.publicKey) != KindlyPushSealer.seal(payload, for: key.publicKey))
+    }
+
+    @Test("sealing refuses a payload over 4096 bytes and accepts one just under")
+    func sizeLimit() throws {
+        // Find the largest body that fits by growing it; the next block must not fit.
+        var length = 2_000
+        while (try? KindlyPushSealer.seal(
+            try DecryptedPayload(chatId: "c", title: "t", body: String(repeating: "x", count: length + 1)), for: key.publicKey)) != nil
+        {
+            length += 1
+        }
+        let fitting = try KindlyPushSealer.seal(
+            try DecryptedPayload(chatId: "c", title: "t", body: String(repeating: "x", count: length)), for: key.publicKey)
+        #expect(fitting.count <= 4096 && fitting.count > 4096 - 100)
+        #expect(throws: KindlyPushSealer.SealingError.self) {
+            try KindlyPushSealer.seal(
+                try DecryptedPayload(chatId: "c", title: "t", body: String(repeating: "x", count: length + 64)), for: key.publicKey)
+        }
+    }
+
+    @Test("sealing refuses a low-order device key instead of sealing with an all-zero secret")
+    func lowOrderRecipient() throws {
+        let lowOrder = try DevicePublicKey(rawRepresentation: [UInt8](repeating: 0, count: 32))
+        #expect(throws: KindlyPushSealer.SealingError.unusableRecipientKey) {
+            try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: lowOrder)
+        }
+    }
+
+    @Test(
+        "plaintexts that break section 4 are refused when sealing",
+        arguments: [
+            #"{"title":"t","body":"b"}"#, #"{"chat_id":"","title":"t","body":"b"}"#, #"{"chat_id":1,"title":"t","body":"b"}"#,
+            #"{"chat_id":"c","title":null,"body":"b"}"#, #"{"chat_id":"c","title":"t"}"#,
+            #"{"chat_id":"c","title":"t","body":"b","sent_at":1.5}"#,
+            #"{"chat_id":"c","title":"t","body":"b","sent_at":-1}"#, #"{"chat_id":"c","title":"t","body":"b","sent_at":9007199254740992}"#,
+            #"{"chat_id":"c","title":"t","body":"b","message_id":7}"#, #"{"chat_id":"c","title":"t","body":"b","x":{"a":1,"a":2}}"#,
+            #"["chat_id"]"#,
+        ])
+    func invalidPlaintexts(_ text: String) throws {
+        let plaintext = try JSONValue(parsing: text)
+        #expect(throws: KindlyPushSealer.SealingError.self) { try KindlyPushSealer.seal(plaintext: plaintext, for: key.publicKey) }
+    }
+
+    @Test("a locked keyring gives key_unavailable, and the same push decrypts once it is unlocked")
+    func lockedKeyring() throws {
+        let keyring = InMemoryKeyring(keys: [key])
+        let push = try sealed(try DecryptedPayload(chatId: "c", title: "t", body: "b"))
+        keyring.isLocked = true
+        let decryption = KindlyPushDecryption(keyring: keyring)
+        #expect(throws: DecryptionFailure.self) { try decryption.decryptResult(userInfo: push).get() }
+        #expect(decryption.decryptResult(userInfo: push).failureReason == .keyUnavailable)
+        keyring.isLocked = false
+        #expect(decryption.decrypt(userInfo: push) != nil)
+    }
+
+    @Test("with several keys each push finds its own (rotation), until its key is deleted")
+    func rotation() throws {
+        let newer = DeviceKey.generate()
+        let keyring = InMemoryKeyring(keys: [key, newer])
+        let old = try sealed(try DecryptedPayload(chatId: "old", title: "t", body: "b"))
+        let new = try JSONReader.parse(
+            try KindlyPushSealer.seal(try DecryptedPayload(chatId: "new", title: "t", body: "b"), for: newer.publicKey))
+        let decryption = KindlyPushDecryption(keyring: keyring)
+        #expect(decryption.decrypt(userInfo: old)?.chatId == "old")
+        #expect(decryption.decrypt(userInfo: new)?.chatId == "new")
+        try keyring.delete(key.kid)
+        #expect(decryption.decryptResult(userInfo: old).failureReason == .keyUnavailable)
+        #expect(decryption.decrypt(userInfo: new)?.chatId == "new")
+    }
+
+    @Test("apply rewrites the alert, marks the push decrypted and keeps everything else")
+    func apply() throws {
+        let payload = try DecryptedPayload(chatId: "c-7", title: "Anna", body: "Hi", messageId: "m-1")
+        var push = try sealed(payload).objectValue!
+        push["other"] = ["keep": true]
+        push["aps"] = ["alert": "a string alert", "badge": 3]
+        let applied = KindlyPushDecryption.apply(payload, toUserInfo: .object(push))
+        #expect(applied["aps"] == ["alert": ["title": "Anna", "body": "Hi"], "badge": 3])
+        #expect(applied["other"] == ["keep": true])
+        let envelope = try #require(applied["kindly"]?.objectValue)
+        #expect(envelope["decrypted"] == true)
+        #expect(envelope["chat_id"] == "c-7")
+        #expect(envelope["message_id"] == "m-1")
+        #expect(envelope["ct"] == push["kindly"]?["ct"])
+        #expect(KindlyPushDecryption.isDecrypted(userInfo: applied))
+
+        var content = NotificationContent(userInfo: .object(push))
+        #expect(content.body == "a string alert")
+        #expect(content.badge == JSONNumber(3))
+        KindlyPushDecryption.apply(payload, to: &content)
+        #expect(content.title == "Anna" && content.body == "Hi")
+        #expect(KindlyPushDecryption.isDecrypted(userInfo: .object(content.userInfo)))
+    }
+
+    @Test(
+        "apply creates a missing aps, and replaces an aps that is not an object",
+        arguments: [nil, JSONValue.string("x"), JSONValue.array([])])
+    func applyCreatesAps(_ aps: JSONValue?) throws {
+        let payload = try DecryptedPayload(chatId: "c", title: "T", body: "B")
+        var push: JSONObject = ["kindly": ["v": 1]]
+        if let aps { push["aps"] = aps }
+        #expect(KindlyPushDecryption.apply(payload, toUserInfo: .object(push))["aps"] == ["alert": ["title": "T", "body": "B"]])
+    }
+
+    @Test(
+        "isDecrypted is true exactly for true or the number 1",
+        arguments: [
+            ("true", true), ("1", true), ("1.0", true), ("\"true\"", false), ("0", false), ("false", false), ("null", false), ("2", false),
+        ])
+    func isDecrypted(_ value: String, _ expected: Bool) throws {
+        let push = try JSONValue(parsing: #"{"kindly":{"decrypted":\#(value)}}"#)
+        #expect(KindlyPushDecryption.isDecrypted(userInfo: push) == expected)
+    }
+
+    @Test(
+        "isKindlyNotification is true exactly when a top-level kindly is an object",
+        arguments: [
+            (#"{"kindly":{}}"#, true), (#"{"kindly":[]}"#, false), (#"{"kindly":null}"#, false), (#"{"kindly":"x"}"#, false),
+            (#"{"aps":{"kindly":{}}}"#, false), (#"{"kindly":1,"kindly":{}}"#, true), (#"{}"#, false),
+        ])
+    func isKindly(_ text: String, _ expected: Bool) throws {
+        #expect(KindlyPushDecryption.isKindlyNotification(try JSONValue(parsing: text)) == expected)
+    }
+
+    @Test("the userInfo dictionary overloads match the JSON ones")
+    func foundationParity() throws {
+        let payload = try DecryptedPayload(chatId: "c", title: "t", body: "b", sentAt: 5)
+        let push = try sealed(payload)
+        let userInfo = try #require(push.foundationValue as? [AnyHashable: Any])
+        #expect(KindlyPushDecryption.isKindlyNotification(userInfo))
+        let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key]))
+        #expect(decryption.decrypt(userInfo: userInfo) == payload)
+        let applied = KindlyPushDecryption.apply(payload, toUserInfo: userInfo)
+        #expect(KindlyPushDecryption.isDecrypted(userInfo: applied))
+    }
+
+    @Test("decrypting from many threads at once with one shared keyring is safe and correct")
+    func concurrentDecryption() async throws {
+        let keyring = CachingKeyring(InMemoryKeyring(keys: [key]))
+        let decryption = KindlyPushDecryption(keyring: keyring)
+        let pushes = try (0..<64).map { try sealed(try DecryptedPayload(chatId: "c\($0)", title: "t", body: "b")) }
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for (index, push) in pushes.enumerated() {
+                group.addTask { decryption.decrypt(userInfo: push)?.chatId == "c\(index)" }
+            }
+            for try await ok in group { #expect(ok) }
+        }
+    }
+}
+
+extension Result where Failure == DecryptionFailure {
+    var failureReason: DecryptionFailure.Reason? {
+        if case .failure(let failure) = self { return failure.reason }
+        return nil
+    }
+}
