@@ -20,12 +20,15 @@ enum CLI {
         let stdout: String
         let stderr: String
         let stdoutBytes: [UInt8]
+        /// The process was still running after the time limit and was killed.
+        let timedOut: Bool
     }
 
     /// Runs `executable` (the CLI by default) with `arguments`, `stdin` and `environment` added
     /// to a clean one. Streams go through files, so large inputs and outputs never deadlock.
     static func run(
-        _ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:], executable: URL? = nil
+        _ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:], executable: URL? = nil,
+        timeLimit: Double = 60
     ) throws -> Output {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -47,12 +50,17 @@ enum CLI {
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
         try process.run()
+        // A hang is a failure, not a stuck suite: kill the process past the limit.
+        let deadline = Date().addingTimeInterval(timeLimit)
+        while process.isRunning, Date() < deadline { usleep(2_000) }
+        let timedOut = process.isRunning
+        if timedOut { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         let out = try [UInt8](Data(contentsOf: outURL))
         let err = try Data(contentsOf: errURL)
         return Output(
             status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
-            stdoutBytes: out)
+            stdoutBytes: out, timedOut: timedOut)
     }
 
     static func run(_ arguments: [String], stdin: String, environment: [String: String] = [:]) throws -> Output {
@@ -61,7 +69,7 @@ enum CLI {
 }
 
 /// A temporary folder with a key file in it, removed on deinit.
-final class KeyFolder {
+final class KeyFolder: Sendable {
     let url: URL
     let key: DeviceKey
     var keyFile: String { url.appendingPathComponent("device.json").path }
