@@ -156,13 +156,31 @@ public enum KindlyPushRouter {
         evaluate(userInfo: userInfo, context: context, decryption: decryption).decision
     }
 
+    /// ``route(userInfo:context:decryption:)`` with another way to decrypt, for instance one
+    /// key read from a key file: `{ KindlyPushDecryption.decryptResult(userInfo: $0, using: key) }`.
+    /// `decrypt` is called at most once, and never for a push that is marked decrypted or is not
+    /// Kindly's.
+    public static func route(
+        userInfo: JSONValue, context: RouteContext, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
+    ) -> RouteDecision {
+        evaluate(userInfo: userInfo, context: context, decrypt: decrypt).decision
+    }
+
     /// The push's decrypted form: marked decrypted, decrypted now, or the failure.
     /// A push that is not Kindly's fails with `not_kindly`.
     public static func resolve(userInfo: JSONValue, decryption: KindlyPushDecryption) -> DecryptionResolution {
+        resolve(userInfo: userInfo, decrypt: decryption.decryptResult(userInfo:))
+    }
+
+    /// ``resolve(userInfo:decryption:)`` with another way to decrypt; `decrypt` is called only
+    /// for a push that is not marked decrypted.
+    public static func resolve(
+        userInfo: JSONValue, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
+    ) -> DecryptionResolution {
         if KindlyPushDecryption.isDecrypted(userInfo: userInfo) {
             return markedMessage(userInfo: userInfo).map(DecryptionResolution.alreadyDecrypted) ?? .markedWithoutChat
         }
-        switch decryption.decryptResult(userInfo: userInfo) {
+        switch decrypt(userInfo) {
         case let .success(payload): return .decrypted(payload)
         case let .failure(failure): return .failed(failure)
         }
@@ -185,11 +203,17 @@ public enum KindlyPushRouter {
     static func evaluate(
         userInfo: JSONValue, context: RouteContext, decryption: KindlyPushDecryption
     ) -> (decision: RouteDecision, resolution: DecryptionResolution?) {
+        evaluate(userInfo: userInfo, context: context, decrypt: decryption.decryptResult(userInfo:))
+    }
+
+    static func evaluate(
+        userInfo: JSONValue, context: RouteContext, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
+    ) -> (decision: RouteDecision, resolution: DecryptionResolution?) {
         let kind = PushKind(userInfo: userInfo)
         guard KindlyPushDecryption.isKindlyNotification(userInfo) else {
             return (.notKindly(kind: kind), nil)
         }
-        let resolution = resolve(userInfo: userInfo, decryption: decryption)
+        let resolution = resolve(userInfo: userInfo, decrypt: decrypt)
         var input = DisplayInput(
             kind: kind, hasExtension: context.hasExtension, appState: context.appState, screen: context.screen,
             decryption: resolution.outcome)

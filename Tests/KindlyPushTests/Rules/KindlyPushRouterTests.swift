@@ -197,6 +197,30 @@ struct KindlyPushRouterTests {
         #expect(decision.json.objectValue?["reason"] == .string(broken.reason.code))
     }
 
+    @Test("Routing with one given key (as from a key file) decides like a keyring holding it")
+    func oneKey() throws {
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        let context = RouteContext(appState: .background)
+        let withKey = KindlyPushRouter.route(userInfo: push, context: context) {
+            KindlyPushDecryption.decryptResult(userInfo: $0, using: Self.key)
+        }
+        #expect(withKey == KindlyPushRouter.route(userInfo: push, context: context, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))))
+        #expect(withKey.presentation == .banner)
+        let otherKey = DeviceKey.generate()
+        let without = KindlyPushRouter.route(userInfo: push, context: context) {
+            KindlyPushDecryption.decryptResult(userInfo: $0, using: otherKey)
+        }
+        #expect(without.json.compactText == #"{"kindly":true,"kind":"silent","presentation":"none","presenter":"none","delegate_consulted":false,"reason":"key_unavailable"}"#)
+        // Never called for a push marked decrypted, nor for another provider's.
+        let applied = KindlyPushDecryption.apply(TestPushes.payload, toUserInfo: push)
+        for userInfo in [applied, TestPushes.foreign(.silent)] {
+            _ = KindlyPushRouter.route(userInfo: userInfo, context: context) { _ in
+                Issue.record("decrypt was called")
+                return .failure(DecryptionFailure(.malformed, "unexpected"))
+            }
+        }
+    }
+
     @Test("The output object's members come in the order cli.md gives")
     func memberOrder() throws {
         let decision = RouteDecision(
