@@ -120,9 +120,10 @@ open class KindlyNotificationService: @unchecked Sendable {
         return true
     }
 
+    /// `duration` for Dispatch: a deadline of zero or less fires at once.
     static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+        guard duration > .zero else { return .nanoseconds(0) }
         let (seconds, attoseconds) = duration.components
-        guard seconds >= 0, attoseconds >= 0 || seconds > 0 else { return .nanoseconds(0) }
         let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !nanoseconds.overflow else { return .never }
         return .nanoseconds(Int(clamping: nanoseconds.partialValue + attoseconds / 1_000_000_000))
