@@ -1,0 +1,60 @@
+/// A decrypted Kindly push as the host's delegate sees it, named as in the iOS SDK.
+public struct ExternalNotification: Sendable, Equatable {
+    /// The decrypted chat id (from the payload, or from `kindly.chat_id` when the extension
+    /// decrypted the push already).
+    public let id: String
+    /// The decrypted banner title.
+    public let title: String
+    /// The decrypted banner text.
+    public let body: String
+    /// The chat message's id, when the backend sent one.
+    public let messageId: String?
+    /// The push exactly as the app received it (still sealed, or as the extension rewrote it).
+    public let userInfo: JSONValue
+
+    public init(id: String, title: String, body: String, messageId: String? = nil, userInfo: JSONValue) {
+        self.id = id
+        self.title = title
+        self.body = body
+        self.messageId = messageId
+        self.userInfo = userInfo
+    }
+
+    /// The notification for `message`, received as `userInfo`.
+    public init(_ message: DisplayMessage, userInfo: JSONValue) {
+        self.init(id: message.chatId, title: message.title, body: message.body, messageId: message.messageId, userInfo: userInfo)
+    }
+}
+
+/// Lets the host decide, for each decrypted Kindly push, whether the SDK presents it.
+///
+/// The SDK asks exactly once for every Kindly push that the app process has in decrypted form
+/// (in the foreground every kind, in the background silent pushes), whatever the screen, before
+/// the display rule is applied. It never asks for a push that did not decrypt (there is nothing
+/// to show the host but ciphertext), and the notification service extension never asks (the
+/// host's delegate does not live in the extension's process).
+///
+/// Called on whatever thread delivered the push; answer quickly and do not block.
+public protocol KindlyNotificationDelegate: Sendable {
+    /// `true` (allow) lets the SDK present the push; `false` (suppress) means the host shows it
+    /// its own way, or not at all. The default allows.
+    func shouldHandleNotification(_ notification: ExternalNotification) -> Bool
+}
+
+extension KindlyNotificationDelegate {
+    /// Allows every push: a host that sets no delegate sees every banner.
+    public func shouldHandleNotification(_ notification: ExternalNotification) -> Bool { true }
+}
+
+/// A delegate made from a closure, for hosts and tests that need no type of their own.
+public struct ClosureNotificationDelegate: KindlyNotificationDelegate {
+    private let decide: @Sendable (ExternalNotification) -> Bool
+
+    public init(_ decide: @escaping @Sendable (ExternalNotification) -> Bool) {
+        self.decide = decide
+    }
+
+    public func shouldHandleNotification(_ notification: ExternalNotification) -> Bool {
+        decide(notification)
+    }
+}

@@ -1,0 +1,290 @@
+import Synchronization
+
+/// How the system should present a notification in the foreground, standing in for
+/// `UNNotificationPresentationOptions` (what `willPresent`'s completion handler receives).
+public struct PresentationOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+
+    public init(rawValue: Int) {
+        self.rawValue = rawValue
+    }
+
+    public static let banner = PresentationOptions(rawValue: 1 << 0)
+    public static let sound = PresentationOptions(rawValue: 1 << 1)
+    public static let badge = PresentationOptions(rawValue: 1 << 2)
+    public static let list = PresentationOptions(rawValue: 1 << 3)
+
+    /// A banner with its sound, as the system presents a push when the app is in the background.
+    public static let bannerAndSound: PresentationOptions = [.banner, .sound]
+}
+
+/// What the app side did with a push that arrived in the foreground.
+public struct ForegroundPresentation: Sendable, Equatable {
+    /// The display decision (as `kindly-push route` prints it).
+    public let decision: RouteDecision
+    /// What to pass to `willPresent`'s completion handler: a banner with sound for a push that
+    /// is not Kindly's (as before), for the placeholder, and for content the extension already
+    /// decrypted; nothing otherwise.
+    public let options: PresentationOptions
+    /// The decrypted content the SDK posted as its own banner, when it posted one (the push was
+    /// decrypted here, so the system's copy still holds the placeholder and is not presented).
+    public let postedBanner: NotificationContent?
+}
+
+/// What became of a tap on a notification.
+public enum TapOutcome: Sendable, Equatable {
+    /// Not Kindly's: not consumed; hand it to the host's other provider.
+    case notKindly
+    /// The chat was opened.
+    case opened(chatId: String)
+    /// Remembered until `start()` has run and the app is active.
+    case deferred
+    /// `openChatOnNotificationTap` is off: consumed, nothing opened.
+    case disabled
+    /// Kindly's, but no chat id could be read (it is not marked decrypted and does not decrypt
+    /// now): consumed, nothing opened, a log line written.
+    case noChat
+
+    /// Whether the SDK took the tap (every Kindly push; never another provider's).
+    public var isConsumed: Bool { self != .notKindly }
+}
+
+/// The app side of Kindly notifications, standing in for the iOS SDK's
+/// `notificationWillPresent(_:completionHandler:)`, `notificationReceived(_:)` and tap handling.
+///
+/// The host tells it the app state and the screen, forwards its notification callbacks, and
+/// supplies two actions: opening a chat, and posting a banner of the SDK's own. Decisions follow
+/// display-rules.md through ``KindlyPushRouter``: content the extension marked decrypted is not
+/// decrypted again (its chat id comes from `kindly.chat_id`); the delegate is asked once for
+/// each push the app process has decrypted, before the rule; pushes that are not Kindly's are
+/// never consumed.
+///
+/// ## Taps
+///
+/// A tap opens the push's chat when ``openChatOnNotificationTap`` is on (the default) and the
+/// app is started and active. A tap that arrives before ``start()`` (the tap launched the app)
+/// is remembered (the latest one) and replayed once `start()` has run and the app is active,
+/// provided `start()` runs within ``tapReplayWindow`` (60 s) of the tap, inclusive: a tap
+/// exactly 60 s old is still replayed, one older is dropped with a log line. The age is taken
+/// when `start()` runs, as display-rules.md words it; a tap that passed it waits for the app to
+/// become active. A tap after `start()` while the app is not active waits for activation the
+/// same way. Times come from the injected ``KindlyClock``.
+///
+/// All methods are safe to call from any thread. Callbacks (the delegate, `openChat`,
+/// `postBanner`) are called without any lock held, so they may call back into the handler.
+public final class KindlyNotificationHandler: Sendable {
+    /// How long a tap made before `start()` stays worth replaying.
+    public static let tapReplayWindow: Duration = .seconds(60)
+
+    private struct PendingTap {
+        var userInfo: JSONValue
+        var tappedAt: ContinuousClock.Instant
+        /// True once `start()` has run within the window (or the tap came after `start()`).
+        var admitted: Bool
+    }
+
+    private struct State {
+        var delegate: (any KindlyNotificationDelegate)?
+        var openChatOnNotificationTap = true
+        var appState: AppState = .background
+        var screen: Screen = .other
+        var isStarted = false
+        var pendingTap: PendingTap?
+    }
+
+    public let decryption: KindlyPushDecryption
+    /// Whether the host ships a notification service extension built on the library.
+    public let hasExtension: Bool
+    private let clock: any KindlyClock
+    private let logger: KindlyLogger
+    private let openChat: @Sendable (String) -> Void
+    private let postBanner: @Sendable (NotificationContent) -> Void
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - openChat: opens the chat with this id (called on the caller's thread).
+    ///   - postBanner: posts a local notification with this decrypted content (the SDK's own banner).
+    public init(
+        decryption: KindlyPushDecryption, hasExtension: Bool, clock: any KindlyClock = SystemKindlyClock(),
+        logger: KindlyLogger = .standardError(), openChat: @escaping @Sendable (String) -> Void,
+        postBanner: @escaping @Sendable (NotificationContent) -> Void = { _ in }
+    ) {
+        self.decryption = decryption
+        self.hasExtension = hasExtension
+        self.clock = clock
+        self.logger = logger
+        self.openChat = openChat
+        self.postBanner = postBanner
+    }
+
+    /// The host's `shouldHandleNotification`; `nil` allows every push.
+    public var delegate: (any KindlyNotificationDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// Whether tapping a Kindly notification opens its chat. On by default.
+    public var openChatOnNotificationTap: Bool {
+        get { state.withLock { $0.openChatOnNotificationTap } }
+        set { state.withLock { $0.openChatOnNotificationTap = newValue } }
+    }
+
+    /// What is on screen (read in the foreground).
+    public var screen: Screen {
+        get { state.withLock { $0.screen } }
+        set { state.withLock { $0.screen = newValue } }
+    }
+
+    /// The app state; `background` until the host says otherwise. Set it with ``setAppState(_:)``.
+    public var appState: AppState { state.withLock { $0.appState } }
+
+    /// Whether ``start()`` has run.
+    public var isStarted: Bool { state.withLock { $0.isStarted } }
+
+    /// Records the app state; becoming `foreground` after `start()` replays a remembered tap.
+    public func setAppState(_ appState: AppState) {
+        state.withLock { $0.appState = appState }
+        replayIfReady()
+    }
+
+    /// The SDK is ready: a tap remembered from before is replayed now if the app is active (or
+    /// as soon as it becomes active), provided it is at most ``tapReplayWindow`` old; an older
+    /// one is dropped with a log line.
+    public func start() {
+        let dropped: Duration? = state.withLock { state in
+            state.isStarted = true
+            guard var tap = state.pendingTap, !tap.admitted else { return nil }
+            let age = clock.now - tap.tappedAt
+            guard age <= KindlyNotificationHandler.tapReplayWindow else {
+                state.pendingTap = nil
+                return age
+            }
+            tap.admitted = true
+            state.pendingTap = tap
+            return nil
+        }
+        if let dropped {
+            logger.log(
+                .warning,
+                "dropped a notification tap made \(dropped) before start(): older than \(KindlyNotificationHandler.tapReplayWindow)")
+        }
+        replayIfReady()
+    }
+
+    // MARK: Presenting
+
+    /// The `willPresent` decision for a push that arrives while the app is in the foreground:
+    /// passthrough for a push that is not Kindly's, the display rule for Kindly's. When the rule
+    /// gives the SDK a banner of content the app decrypted itself, the banner is posted through
+    /// `postBanner`; content the extension already decrypted is presented by the system as is.
+    public func notificationWillPresent(_ content: NotificationContent) -> ForegroundPresentation {
+        let userInfo = JSONValue.object(content.userInfo)
+        let (decision, resolution) = KindlyPushRouter.evaluate(
+            userInfo: userInfo, context: context(appState: .foreground), decryption: decryption)
+        switch decision.presentation {
+        case .passthrough, .placeholder:
+            return ForegroundPresentation(decision: decision, options: .bannerAndSound, postedBanner: nil)
+        case .none:
+            return ForegroundPresentation(decision: decision, options: [], postedBanner: nil)
+        case .banner:
+            if case let .decrypted(payload)? = resolution {
+                var banner = content
+                KindlyPushDecryption.apply(payload, to: &banner)
+                postBanner(banner)
+                return ForegroundPresentation(decision: decision, options: [], postedBanner: banner)
+            }
+            return ForegroundPresentation(decision: decision, options: .bannerAndSound, postedBanner: nil)
+        }
+    }
+
+    /// ``notificationWillPresent(_:)`` in the shape of `userNotificationCenter(_:willPresent:
+    /// withCompletionHandler:)`: `completionHandler` is called exactly once, with the options.
+    public func notificationWillPresent(
+        _ content: NotificationContent, completionHandler: @Sendable (PresentationOptions) -> Void
+    ) {
+        completionHandler(notificationWillPresent(content).options)
+    }
+
+    /// The silent path (`didReceiveRemoteNotification`): a silent Kindly push delivered to the
+    /// app process in the current app state. It is decrypted (unless marked decrypted), the
+    /// delegate is asked, and a banner is posted through `postBanner` when the rule says so.
+    ///
+    /// - Returns: the decision; `passthrough` for a push that is not Kindly's (not consumed);
+    ///   `nil` for a Kindly push with an alert, which the extension, the system or
+    ///   ``notificationWillPresent(_:)`` decides (deciding it here too could show it twice and
+    ///   would ask the delegate twice).
+    public func notificationReceived(_ userInfo: JSONValue) -> RouteDecision? {
+        let kind = PushKind(userInfo: userInfo)
+        guard KindlyPushDecryption.isKindlyNotification(userInfo) else { return .notKindly(kind: kind) }
+        guard kind == .silent else { return nil }
+        let (decision, resolution) = KindlyPushRouter.evaluate(
+            userInfo: userInfo, context: context(appState: appState), decryption: decryption)
+        if decision.presentation == .banner {
+            var banner = NotificationContent(userInfo: userInfo)
+            if case let .decrypted(payload)? = resolution { KindlyPushDecryption.apply(payload, to: &banner) }
+            postBanner(banner)
+        }
+        return decision
+    }
+
+    private func context(appState: AppState) -> RouteContext {
+        let (screen, delegate) = state.withLock { ($0.screen, $0.delegate) }
+        if let delegate {
+            return RouteContext(appState: appState, screen: screen, hasExtension: hasExtension, delegate: delegate)
+        }
+        return RouteContext(appState: appState, screen: screen, hasExtension: hasExtension)
+    }
+
+    // MARK: Taps
+
+    /// A tap on a notification (`didReceive response`). A push that is not Kindly's is never
+    /// consumed; a Kindly push always is, and opens its chat now, later (see the type's
+    /// documentation on taps), or not at all when ``openChatOnNotificationTap`` is off.
+    @discardableResult
+    public func notificationTapped(_ userInfo: JSONValue) -> TapOutcome {
+        guard KindlyPushDecryption.isKindlyNotification(userInfo) else { return .notKindly }
+        let now = clock.now
+        let openNow: Bool? = state.withLock { state in
+            guard state.openChatOnNotificationTap else { return nil }
+            if state.isStarted, state.appState == .foreground { return true }
+            // Only the latest tap is worth replaying: it is the chat the user asked for last.
+            state.pendingTap = PendingTap(userInfo: userInfo, tappedAt: now, admitted: state.isStarted)
+            return false
+        }
+        switch openNow {
+        case nil: return .disabled
+        case false?: return .deferred
+        case true?: return open(userInfo)
+        }
+    }
+
+    /// Replays the remembered tap once `start()` has run and the app is active.
+    private func replayIfReady() {
+        let tap: PendingTap? = state.withLock { state in
+            guard state.isStarted, state.appState == .foreground, let tap = state.pendingTap, tap.admitted else { return nil }
+            state.pendingTap = nil
+            return state.openChatOnNotificationTap ? tap : nil
+        }
+        if let tap { open(tap.userInfo) }
+    }
+
+    /// Opens the chat of a tapped Kindly push: `kindly.chat_id` when the push is marked
+    /// decrypted, otherwise the chat id of the payload decrypted now.
+    @discardableResult
+    private func open(_ userInfo: JSONValue) -> TapOutcome {
+        let chatId: String?
+        switch KindlyPushRouter.resolve(userInfo: userInfo, decryption: decryption) {
+        case let .alreadyDecrypted(message): chatId = message.chatId
+        case let .decrypted(payload): chatId = payload.chatId
+        case .markedWithoutChat:
+            logger.log(.warning, "a tapped Kindly notification is marked decrypted but has no kindly.chat_id: no chat opened")
+            chatId = nil
+        case let .failed(failure):
+            logger.log(.warning, "a tapped Kindly notification does not decrypt (\(failure.reason.code)): no chat opened")
+            chatId = nil
+        }
+        guard let chatId else { return .noChat }
+        openChat(chatId)
+        return .opened(chatId: chatId)
+    }
+}

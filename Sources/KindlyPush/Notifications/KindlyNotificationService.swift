@@ -1,0 +1,154 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The notification service extension's base type, standing in for the iOS SDK's subclass of
+/// `UNNotificationServiceExtension`: it decrypts a visible Kindly push and hands the system the
+/// decrypted content, or the content unchanged (the backend's placeholder) when it cannot.
+///
+/// ```swift
+/// final class NotificationService: KindlyNotificationService, @unchecked Sendable {
+///     override func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {
+///         if let payload { content.threadIdentifier = payload.chatId }
+///     }
+/// }
+/// ```
+///
+/// For every ``didReceive(_:withContentHandler:)`` the content handler is called exactly once:
+/// with the decrypted (and customized) content, or with the content unchanged when decryption
+/// fails, when ``deadline`` passes first, or when ``serviceExtensionTimeWillExpire()`` is called
+/// first. Decryption runs on a thread of its own, so a keyring that is slow or hangs cannot delay
+/// delivery past the deadline; a result that arrives later is discarded.
+///
+/// The class is `@unchecked Sendable` because it is `open` (a non-final class cannot be checked);
+/// its own state is behind a `Mutex`. A subclass that adds mutable state must protect it too.
+/// The extension never consults the host's `shouldHandleNotification`: that delegate lives in
+/// the app process.
+open class KindlyNotificationService: @unchecked Sendable {
+    /// The system gives an extension about 30 seconds before it kills it; the default deadline
+    /// leaves 3 seconds of margin so that the placeholder is handed over before that.
+    public static let defaultDeadline: Duration = .seconds(27)
+
+    /// How pushes are decrypted (the keyring the extension shares with the app).
+    public let decryption: KindlyPushDecryption
+    /// How long after ``didReceive(_:withContentHandler:)`` the content is handed over unchanged
+    /// if decryption has not finished.
+    public let deadline: Duration
+    public let logger: KindlyLogger
+
+    /// The deliveries whose content handler has not been called yet.
+    private let pending = Mutex<[Delivery]>([])
+    /// Serves the deadlines. A private serial queue always gets a thread of its own, so the
+    /// deadline fires even when decryption threads are blocked.
+    private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
+
+    public init(decryption: KindlyPushDecryption, deadline: Duration = KindlyNotificationService.defaultDeadline, logger: KindlyLogger = .standardError()) {
+        self.decryption = decryption
+        self.deadline = deadline
+        self.logger = logger
+    }
+
+    /// Override to change the content before it is shown: called once per push with the content
+    /// already decrypted and `payload`, or with the content unchanged and `payload` `nil` when
+    /// decryption failed. It is not called when the deadline passed first, nor for a push that is
+    /// not Kindly's or that is marked decrypted already. It runs on the service's decryption
+    /// thread, inside the deadline: a slow `customize` also ends in the placeholder. The default
+    /// changes nothing.
+    open func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {}
+
+    /// Decrypts the push of `content` and calls `contentHandler` exactly once (see the type's
+    /// documentation). A push that is not Kindly's, or that is already marked decrypted, is
+    /// handed back unchanged at once. A subclass that also serves another provider can override
+    /// this, check `KindlyPushDecryption.isKindlyNotification`, and call `super` for Kindly's.
+    open func didReceive(
+        _ content: NotificationContent, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void
+    ) {
+        let userInfo = JSONValue.object(content.userInfo)
+        guard KindlyPushDecryption.isKindlyNotification(userInfo), !KindlyPushDecryption.isDecrypted(userInfo: userInfo) else {
+            contentHandler(content)
+            return
+        }
+        let delivery = Delivery(original: content, handler: contentHandler)
+        pending.withLock { $0.append(delivery) }
+
+        timerQueue.asyncAfter(deadline: .now() + KindlyNotificationService.dispatchInterval(deadline)) { [self] in
+            if finish(delivery, with: delivery.original) {
+                logger.log(.warning, "decryption did not finish within \(deadline): delivered the placeholder")
+            }
+        }
+        // A thread per push, not a task or a global queue: a keyring that hangs must not take a
+        // thread that the deadline or other work needs.
+        let worker = Thread { [self] in
+            let result = decryption.decryptResult(userInfo: userInfo)
+            guard !delivery.isDone else {
+                logger.log(.info, "decryption finished after the content was delivered: its result was discarded")
+                return
+            }
+            var updated = delivery.original
+            switch result {
+            case let .success(payload):
+                KindlyPushDecryption.apply(payload, to: &updated)
+                customize(&updated, payload: payload)
+            case let .failure(failure):
+                logger.log(.warning, "a Kindly push did not decrypt (\(failure.reason.code)): delivered the placeholder")
+                customize(&updated, payload: nil)
+            }
+            if !finish(delivery, with: updated) {
+                logger.log(.info, "decryption finished after the content was delivered: its result was discarded")
+            }
+        }
+        worker.name = "kindly-push.notification-service.decrypt"
+        worker.start()
+    }
+
+    /// The system is about to kill the extension: every push not yet delivered is handed over
+    /// unchanged, once.
+    open func serviceExtensionTimeWillExpire() {
+        let deliveries = pending.withLock { $0 }
+        for delivery in deliveries where finish(delivery, with: delivery.original) {
+            logger.log(.warning, "the extension's time expired before decryption finished: delivered the placeholder")
+        }
+    }
+
+    /// Calls the delivery's handler with `content` unless it was called already; true when it
+    /// did. The once-gate is the delivery's own lock, so the deadline, expiry and the decryption
+    /// thread can race without a second call.
+    private func finish(_ delivery: Delivery, with content: NotificationContent) -> Bool {
+        guard delivery.claim() else { return false }
+        pending.withLock { deliveries in deliveries.removeAll { $0 === delivery } }
+        delivery.handler(content)
+        return true
+    }
+
+    /// `duration` for Dispatch: a deadline of zero or less fires at once.
+    static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+        guard duration > .zero else { return .nanoseconds(0) }
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !nanoseconds.overflow else { return .never }
+        return .nanoseconds(Int(clamping: nanoseconds.partialValue + attoseconds / 1_000_000_000))
+    }
+
+    /// One push being served: its original content, its handler, and whether the handler ran.
+    private final class Delivery: Sendable {
+        let original: NotificationContent
+        let handler: @Sendable (NotificationContent) -> Void
+        private let done = Mutex(false)
+
+        init(original: NotificationContent, handler: @escaping @Sendable (NotificationContent) -> Void) {
+            self.original = original
+            self.handler = handler
+        }
+
+        var isDone: Bool { done.withLock { $0 } }
+
+        /// Marks the delivery done; true for the one caller that got there first.
+        func claim() -> Bool {
+            done.withLock { done in
+                if done { return false }
+                done = true
+                return true
+            }
+        }
+    }
+}
