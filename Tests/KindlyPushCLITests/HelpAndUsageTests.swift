@@ -22,6 +22,7 @@ struct HelpAndUsageTests {
                   seal                    Seal a plaintext message for one device and print the APNs payload.
                   check                   Tell whether a push is Kindly's and whether it is marked decrypted.
                   decrypt                 Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push).
+                  route                   Print who presents what for a push (the display rules).
                   verify                  Run test-vector files and report each failure.
 
                   See 'kindly-push help <subcommand>' for detailed help.
@@ -54,7 +55,7 @@ struct HelpAndUsageTests {
 
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
-        arguments: ["keygen", "keys", "seal", "check", "decrypt", "verify"])
+        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "verify"])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {
             let output = try CLI.run(form)

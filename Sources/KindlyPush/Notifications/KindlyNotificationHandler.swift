@@ -187,7 +187,7 @@ public final class KindlyNotificationHandler: Sendable {
         case .none:
             return ForegroundPresentation(decision: decision, options: [], postedBanner: nil)
         case .banner:
-            if case let .decrypted(payload)? = resolution {
+            if case .decrypted(let payload)? = resolution {
                 var banner = content
                 KindlyPushDecryption.apply(payload, to: &banner)
                 postBanner(banner)
@@ -221,7 +221,7 @@ public final class KindlyNotificationHandler: Sendable {
             userInfo: userInfo, context: context(appState: appState), decryption: decryption)
         if decision.presentation == .banner {
             var banner = NotificationContent(userInfo: userInfo)
-            if case let .decrypted(payload)? = resolution { KindlyPushDecryption.apply(payload, to: &banner) }
+            if case .decrypted(let payload)? = resolution { KindlyPushDecryption.apply(payload, to: &banner) }
             postBanner(banner)
         }
         return decision
@@ -274,12 +274,12 @@ public final class KindlyNotificationHandler: Sendable {
     private func open(_ userInfo: JSONValue) -> TapOutcome {
         let chatId: String?
         switch KindlyPushRouter.resolve(userInfo: userInfo, decryption: decryption) {
-        case let .alreadyDecrypted(message): chatId = message.chatId
-        case let .decrypted(payload): chatId = payload.chatId
+        case .alreadyDecrypted(let message): chatId = message.chatId
+        case .decrypted(let payload): chatId = payload.chatId
         case .markedWithoutChat:
             logger.log(.warning, "a tapped Kindly notification is marked decrypted but has no kindly.chat_id: no chat opened")
             chatId = nil
-        case let .failed(failure):
+        case .failed(let failure):
             logger.log(.warning, "a tapped Kindly notification does not decrypt (\(failure.reason.code)): no chat opened")
             chatId = nil
         }

@@ -42,7 +42,10 @@ open class KindlyNotificationService: @unchecked Sendable {
     /// deadline fires even when decryption threads are blocked.
     private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
 
-    public init(decryption: KindlyPushDecryption, deadline: Duration = KindlyNotificationService.defaultDeadline, logger: KindlyLogger = .standardError()) {
+    public init(
+        decryption: KindlyPushDecryption, deadline: Duration = KindlyNotificationService.defaultDeadline,
+        logger: KindlyLogger = .standardError()
+    ) {
         self.decryption = decryption
         self.deadline = deadline
         self.logger = logger
@@ -86,10 +89,10 @@ open class KindlyNotificationService: @unchecked Sendable {
             }
             var updated = delivery.original
             switch result {
-            case let .success(payload):
+            case .success(let payload):
                 KindlyPushDecryption.apply(payload, to: &updated)
                 customize(&updated, payload: payload)
-            case let .failure(failure):
+            case .failure(let failure):
                 logger.log(.warning, "a Kindly push did not decrypt (\(failure.reason.code)): delivered the placeholder")
                 customize(&updated, payload: nil)
             }

@@ -33,7 +33,7 @@ public enum DecryptionOutcome: Sendable, Equatable {
 
     /// The message, when decrypted.
     public var message: DisplayMessage? {
-        if case let .decrypted(message) = self { return message }
+        if case .decrypted(let message) = self { return message }
         return nil
     }
 }

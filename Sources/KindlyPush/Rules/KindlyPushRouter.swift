@@ -35,8 +35,8 @@ public struct RouteContext: Sendable {
     /// The delegate's answer for `notification`. Calls a delegate object, so call it once.
     func askDelegate(_ notification: ExternalNotification) -> DelegateAnswer {
         switch delegate {
-        case let .answer(answer): return answer
-        case let .object(object): return DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification))
+        case .answer(let answer): return answer
+        case .object(let object): return DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification))
         }
     }
 }
@@ -58,8 +58,8 @@ public enum DecryptionResolution: Sendable, Equatable {
     /// The display rules' input.
     public var outcome: DecryptionOutcome {
         switch self {
-        case let .alreadyDecrypted(message): return .decrypted(message)
-        case let .decrypted(payload): return .decrypted(DisplayMessage(payload))
+        case .alreadyDecrypted(let message): return .decrypted(message)
+        case .decrypted(let payload): return .decrypted(DisplayMessage(payload))
         case .markedWithoutChat, .failed: return .failed
         }
     }
@@ -67,7 +67,7 @@ public enum DecryptionResolution: Sendable, Equatable {
     /// The failure's reason: present exactly for a push that is not marked decrypted and does
     /// not decrypt (cli.md, "Output of route").
     public var reason: DecryptionFailure.Reason? {
-        if case let .failed(failure) = self { return failure.reason }
+        if case .failed(let failure) = self { return failure.reason }
         return nil
     }
 }
@@ -181,8 +181,8 @@ public enum KindlyPushRouter {
             return markedMessage(userInfo: userInfo).map(DecryptionResolution.alreadyDecrypted) ?? .markedWithoutChat
         }
         switch decrypt(userInfo) {
-        case let .success(payload): return .decrypted(payload)
-        case let .failure(failure): return .failed(failure)
+        case .success(let payload): return .decrypted(payload)
+        case .failure(let failure): return .failed(failure)
         }
     }
 

@@ -40,7 +40,7 @@ public enum PushKind: String, Sendable, CaseIterable {
 
     /// `mutable-content` and `content-available` count only as a JSON number equal to 1.
     static func isNumberOne(_ value: JSONValue?) -> Bool {
-        guard case let .number(number)? = value else { return false }
+        guard case .number(let number)? = value else { return false }
         return number.integerValue(in: 1...1) != nil
     }
 }

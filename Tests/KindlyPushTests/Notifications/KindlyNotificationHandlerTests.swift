@@ -116,7 +116,8 @@ struct KindlyNotificationHandlerTests {
         #expect(fixture.delegate.notifications.isEmpty)
     }
 
-    @Test("The silent path posts a decrypted banner in the background and in the foreground", arguments: [AppState.background, .foreground])
+    @Test(
+        "The silent path posts a decrypted banner in the background and in the foreground", arguments: [AppState.background, .foreground])
     func silentBanner(appState: AppState) throws {
         let fixture = Fixture()
         fixture.handler.setAppState(appState)
@@ -140,7 +141,9 @@ struct KindlyNotificationHandlerTests {
         #expect(fixture.delegate.notifications.isEmpty)
     }
 
-    @Test("The silent path leaves a Kindly push with an alert to the alert path: no decryption, no delegate", arguments: [PushKind.visible, .plain])
+    @Test(
+        "The silent path leaves a Kindly push with an alert to the alert path: no decryption, no delegate",
+        arguments: [PushKind.visible, .plain])
     func silentPathIgnoresAlerts(kind: PushKind) throws {
         let fixture = Fixture()
         #expect(fixture.handler.notificationReceived(try TestPushes.sealed(kind, for: Self.key)) == nil)

@@ -8,7 +8,8 @@ struct KindlyPushRouterTests {
 
     /// The object cli.md's "Output of route" prescribes, written out by hand from the spec row.
     static func expectedJSON(_ combination: Combination, row: SpecRow) -> String {
-        var text = #"{"kindly":true,"kind":"\#(combination.kind)","presentation":"\#(row.presentation)","#
+        var text =
+            #"{"kindly":true,"kind":"\#(combination.kind)","presentation":"\#(row.presentation)","#
             + #""presenter":"\#(row.presenter)","delegate_consulted":\#(Spec.delegateConsulted(combination))"#
         if row.presentation == .banner { text += #","chat_id":"c-1","title":"Anna","body":"Hi!""# }
         // The keyring without the key is the only failure here: `reason` whenever it does not decrypt.
@@ -204,13 +205,19 @@ struct KindlyPushRouterTests {
         let withKey = KindlyPushRouter.route(userInfo: push, context: context) {
             KindlyPushDecryption.decryptResult(userInfo: $0, using: Self.key)
         }
-        #expect(withKey == KindlyPushRouter.route(userInfo: push, context: context, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))))
+        #expect(
+            withKey
+                == KindlyPushRouter.route(
+                    userInfo: push, context: context, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))))
         #expect(withKey.presentation == .banner)
         let otherKey = DeviceKey.generate()
         let without = KindlyPushRouter.route(userInfo: push, context: context) {
             KindlyPushDecryption.decryptResult(userInfo: $0, using: otherKey)
         }
-        #expect(without.json.compactText == #"{"kindly":true,"kind":"silent","presentation":"none","presenter":"none","delegate_consulted":false,"reason":"key_unavailable"}"#)
+        #expect(
+            without.json.compactText
+                == #"{"kindly":true,"kind":"silent","presentation":"none","presenter":"none","delegate_consulted":false,"reason":"key_unavailable"}"#
+        )
         // Never called for a push marked decrypted, nor for another provider's.
         let applied = KindlyPushDecryption.apply(TestPushes.payload, toUserInfo: push)
         for userInfo in [applied, TestPushes.foreign(.silent)] {
@@ -226,7 +233,10 @@ struct KindlyPushRouterTests {
         let decision = RouteDecision(
             isKindly: true, kind: .silent, presentation: .banner, presenter: .sdk, delegateConsulted: true, chatId: "c",
             title: "t", body: "b")
-        #expect(decision.json.objectValue?.keys == ["kindly", "kind", "presentation", "presenter", "delegate_consulted", "chat_id", "title", "body"])
+        #expect(
+            decision.json.objectValue?.keys == [
+                "kindly", "kind", "presentation", "presenter", "delegate_consulted", "chat_id", "title", "body",
+            ])
         let failed = RouteDecision(
             isKindly: true, kind: .visible, presentation: .none, presenter: .none, delegateConsulted: false, reason: .malformed)
         #expect(failed.json.objectValue?.keys == ["kindly", "kind", "presentation", "presenter", "delegate_consulted", "reason"])

@@ -12,8 +12,12 @@ struct PushKindTests {
     // display-rules.md, Inputs; wire format section 3: an alert counts when it is a string or
     // an object; mutable-content only as the JSON number 1.
     static let cases: [Case] = [
-        Case(description: "an object alert with mutable-content 1 is visible", json: #"{"aps":{"alert":{"title":"t"},"mutable-content":1}}"#, kind: .visible),
-        Case(description: "a string alert with mutable-content 1 is visible", json: #"{"aps":{"alert":"hi","mutable-content":1}}"#, kind: .visible),
+        Case(
+            description: "an object alert with mutable-content 1 is visible", json: #"{"aps":{"alert":{"title":"t"},"mutable-content":1}}"#,
+            kind: .visible),
+        Case(
+            description: "a string alert with mutable-content 1 is visible", json: #"{"aps":{"alert":"hi","mutable-content":1}}"#,
+            kind: .visible),
         Case(description: "mutable-content 1.0 counts as 1", json: #"{"aps":{"alert":"hi","mutable-content":1.0}}"#, kind: .visible),
         Case(description: "mutable-content 1e0 counts as 1", json: #"{"aps":{"alert":"hi","mutable-content":1e0}}"#, kind: .visible),
         Case(description: "mutable-content 10e-1 counts as 1", json: #"{"aps":{"alert":"hi","mutable-content":10e-1}}"#, kind: .visible),

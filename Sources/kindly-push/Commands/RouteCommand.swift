@@ -1,0 +1,51 @@
+import KindlyPush
+
+/// `kindly-push route`: the display decision of display-rules.md for a push.
+struct RouteCommand: DocumentCommand {
+    static let name = "route"
+    static let abstract = "Print who presents what for a push (the display rules)."
+    static let usage = "kindly-push route --app-state <state> [--screen <screen>] [--extension] [--delegate <answer>] [<options>]"
+    static let discussion = """
+        Reads an APNs JSON document on standard input and prints the decision:
+        {"kindly", "kind", "presentation", "presenter", "delegate_consulted"}, with "chat_id",
+        "title" and "body" for a banner, and "reason" when a Kindly push that is not marked
+        decrypted does not decrypt with the keys at hand. Exits 0 whatever the decision.
+        """
+    static let options: [OptionSpec] = [
+        .value("--app-state", "STATE", "killed, background or foreground (required).", choices: AppState.allCases.map(\.rawValue)),
+        .value(
+            "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.", choices: Screen.allCases.map(\.rawValue)),
+        .flag("--extension", "The host ships a notification service extension built on the SDK."),
+        .value(
+            "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.",
+            choices: DelegateAnswer.allCases.map(\.rawValue)),
+        SharedOptions.keyFile, SharedOptions.keyring, SharedOptions.verbose,
+        SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
+    ]
+
+    let context: RouteContext
+    let decryption: KindlyPushDecryption
+    let isLineMode: Bool
+    let jobs: Int
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+        guard let state = arguments.value("--app-state").flatMap(AppState.init(rawValue:)) else {
+            throw CLIError(.usage, "missing '--app-state killed|background|foreground' (see 'kindly-push route --help')")
+        }
+        context = RouteContext(
+            appState: state,
+            screen: arguments.value("--screen").flatMap(Screen.init(rawValue:)) ?? .other,
+            hasExtension: arguments.has("--extension"),
+            delegate: arguments.value("--delegate").flatMap(DelegateAnswer.init(rawValue:)) ?? .allow)
+        isLineMode = arguments.has("--jsonl")
+        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+        decryption = KindlyPushDecryption(keyring: try DecryptCommand.keyring(arguments, environment: environment))
+    }
+
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        let decision = KindlyPushRouter.route(userInfo: document, context: context, decryption: decryption)
+        JSONWriter.write(decision.json, to: &output)
+        return .success
+    }
+}
