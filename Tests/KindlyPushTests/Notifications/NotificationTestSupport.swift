@@ -28,13 +28,19 @@ final class LogRecorder: Sendable {
 
 /// Collects what a callback was called with.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
+    private let values = Mutex<[(value: Value, at: ContinuousClock.Instant)]>([])
 
+    /// Records `value` with the time it arrived, so that timing is measured where the value was
+    /// delivered, not when a busy test pool next ran the waiting test.
     func record(_ value: Value) {
-        values.withLock { $0.append(value) }
+        let now = ContinuousClock.now
+        values.withLock { $0.append((value, now)) }
     }
 
-    var all: [Value] { values.withLock { $0 } }
+    var all: [Value] { values.withLock { $0.map(\.value) } }
+
+    /// When the first value arrived.
+    var firstArrival: ContinuousClock.Instant? { values.withLock { $0.first?.at } }
 
     /// Waits (polling) until at least `count` values arrived or `timeout` passed.
     func wait(forCount count: Int = 1, timeout: Duration = .seconds(10)) async {
