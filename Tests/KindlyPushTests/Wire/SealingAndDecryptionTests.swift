@@ -1,5 +1,7 @@
+import Foundation
 import KindlyPush
 import KindlyPushTesting
+import Synchronization
 import Testing
 
 @Suite("Sealing and decryption")
@@ -198,6 +200,37 @@ struct SealingAndDecryptionTests {
             }
             for try await ok in group { #expect(ok) }
         }
+    }
+}
+
+extension SealingAndDecryptionTests {
+    @Test("eight threads decrypting at once through one shared file keyring all get their own payloads")
+    func eightThreadsShareOneKeyring() throws {
+        let folder = NSTemporaryDirectory() + "kindly-threads-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let keys = (0..<4).map { _ in DeviceKey.generate() }
+        let fileKeyring = FileKeyring(folder: folder)
+        for key in keys { try fileKeyring.store(key, label: "k") }
+        let decryption = KindlyPushDecryption(keyring: CachingKeyring(fileKeyring))
+        let pushes = try (0..<64).map { index in
+            try JSONReader.parse(
+                try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c\(index)", title: "t", body: "b"), for: keys[index % 4].publicKey))
+        }
+        let failures = Mutex(0)
+        let done = DispatchGroup()
+        for worker in 0..<8 {
+            done.enter()
+            // Real threads, not tasks: the eight run at once whatever the test pool's width.
+            Thread.detachNewThread {
+                for round in 0..<16 {
+                    let index = (worker * 16 + round) % pushes.count
+                    if decryption.decrypt(userInfo: pushes[index])?.chatId != "c\(index)" { failures.withLock { $0 += 1 } }
+                }
+                done.leave()
+            }
+        }
+        done.wait()
+        #expect(failures.withLock { $0 } == 0)
     }
 }
 
