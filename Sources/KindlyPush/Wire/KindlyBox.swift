@@ -56,17 +56,20 @@ enum KindlyBox {
         return SealedEnvelope(kid: kid, ephemeralPublicKey: ephemeralPublicKey, nonce: nonce, ciphertext: ciphertext)
     }
 
+    /// Every authentication failure looks the same to the caller: one reason, one text.
+    static let authenticationFailure = DecryptionFailure(.authenticationFailed, "the push does not authenticate with this device's key")
+
     /// Opens `envelope` with `key` and returns the unpadded plaintext bytes
     /// (reasons 5 and 6 of section 5; the padding part of 6).
+    ///
+    /// A low-order ephemeral key (all-zero shared secret) does not return early: it goes on
+    /// with a random key through the same derivation and AEAD check, which then fails, so that
+    /// it cannot be told from a bad tag by its timing or its error.
     static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> [UInt8] {
-        let sharedSecret: SecureBytes
-        do {
-            sharedSecret = try envelope.ephemeralPublicKey.withBytes { (epk) throws(CryptoError) in
-                try X25519.sharedSecret(secretKey: key.secretKey.storage, publicKey: epk)
-            }
-        } catch {
-            throw DecryptionFailure(.authenticationFailed, "the shared secret is all zeros (low-order ephemeral key)")
+        let computed = try? envelope.ephemeralPublicKey.withBytes { (epk) throws(CryptoError) in
+            try X25519.sharedSecret(secretKey: key.secretKey.storage, publicKey: epk)
         }
+        let sharedSecret = computed ?? SecureBytes.random(count: X25519.keyLength)
         let derivedKey = deriveKey(
             sharedSecret: sharedSecret, ephemeralPublicKey: envelope.ephemeralPublicKey, recipient: key.publicKey)
         var padded: [UInt8]
@@ -79,8 +82,10 @@ enum KindlyBox {
                 }
             }
         } catch {
-            throw DecryptionFailure(.authenticationFailed, "the authentication tag does not verify")
+            throw authenticationFailure
         }
+        // Refused whatever the AEAD said: a random key passing the tag is only astronomically unlikely.
+        guard computed != nil else { throw authenticationFailure }
         let length: Int
         do {
             length = try padded.withBytes { (bytes) throws(CryptoError) in

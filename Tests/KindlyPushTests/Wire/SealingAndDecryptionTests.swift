@@ -204,6 +204,33 @@ struct SealingAndDecryptionTests {
 }
 
 extension SealingAndDecryptionTests {
+    @Test("every authentication failure looks the same: a low-order key, a bad tag, a wrong nonce")
+    func authenticationFailuresAreIndistinguishable() throws {
+        let push = try sealed(try DecryptedPayload(chatId: "c", title: "t", body: "b")).objectValue!
+        func variant(_ field: String, _ bytes: [UInt8]) -> JSONValue {
+            var document = push
+            var envelope = document["kindly"]!.objectValue!
+            envelope[field] = .string(Base64.urlEncoded(bytes))
+            document["kindly"] = .object(envelope)
+            return .object(document)
+        }
+        var ct = try Base64.decode(push["kindly"]!.objectValue!["ct"]!.stringValue!)
+        ct[ct.count - 1] ^= 1
+        let failures = [
+            variant("epk", [UInt8](repeating: 0, count: 32)), variant("epk", [1] + [UInt8](repeating: 0, count: 31)), variant("ct", ct),
+            variant("n", [UInt8](repeating: 9, count: 24)),
+        ].map { KindlyPushDecryption.decryptResult(userInfo: $0, using: key) }
+        let first = try #require(failures.first)
+        #expect(first.failureReason == .authenticationFailed)
+        for failure in failures {
+            guard case .failure(let a) = failure, case .failure(let b) = first else {
+                Issue.record("decrypted")
+                continue
+            }
+            #expect(a == b)
+        }
+    }
+
     @Test("eight threads decrypting at once through one shared file keyring all get their own payloads")
     func eightThreadsShareOneKeyring() throws {
         let folder = NSTemporaryDirectory() + "kindly-threads-\(UUID().uuidString)"
