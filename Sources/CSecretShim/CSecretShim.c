@@ -1,5 +1,5 @@
-// secret_collection_new_for_dbus_path_sync is declared only for "unstable" API users; it has
-// been in libsecret unchanged since 0.x.
+// libsecret declares its path-level calls (secret-paths.h) only for "unstable" API users; they
+// have been there unchanged since 0.x.
 #define SECRET_API_SUBJECT_TO_CHANGE
 
 #include "CSecretShim.h"
@@ -42,6 +42,58 @@ static gpointer register_types(gpointer unused) {
 void kps_secret_init(void) {
     static GOnce once = G_ONCE_INIT;
     g_once(&once, register_types, NULL);
+}
+
+// MARK: Time budgets
+
+struct KpsDeadline {
+    GCancellable *cancellable;
+    GSource *timer;
+};
+
+static gpointer run_timers(gpointer context) {
+    GMainLoop *loop = g_main_loop_new(context, FALSE);
+    g_main_loop_run(loop);  // for the life of the process
+    return NULL;
+}
+
+// A context of its own on a thread of its own: a timer on a shared pool (Dispatch's global
+// queues, which also run Swift's tasks) fires late when blocking calls hold every worker.
+static gpointer start_timer_thread(gpointer unused) {
+    (void)unused;
+    GMainContext *context = g_main_context_new();
+    g_thread_unref(g_thread_new("kindly-push-timers", run_timers, context));
+    return context;
+}
+
+static GMainContext *timer_context(void) {
+    static GOnce once = G_ONCE_INIT;
+    return g_once(&once, start_timer_thread, NULL);
+}
+
+static gboolean cancel_now(gpointer cancellable) {
+    g_cancellable_cancel(cancellable);
+    return G_SOURCE_REMOVE;
+}
+
+KpsDeadline *kps_deadline_new(guint milliseconds) {
+    KpsDeadline *deadline = g_new0(KpsDeadline, 1);
+    deadline->cancellable = g_cancellable_new();
+    deadline->timer = g_timeout_source_new(milliseconds);
+    g_source_set_callback(deadline->timer, cancel_now, g_object_ref(deadline->cancellable), g_object_unref);
+    g_source_attach(deadline->timer, timer_context());
+    return deadline;
+}
+
+GCancellable *kps_deadline_cancellable(KpsDeadline *deadline) {
+    return deadline->cancellable;
+}
+
+void kps_deadline_free(KpsDeadline *deadline) {
+    g_source_destroy(deadline->timer);
+    g_source_unref(deadline->timer);
+    g_object_unref(deadline->cancellable);
+    g_free(deadline);
 }
 
 // MARK: Schema
@@ -160,6 +212,16 @@ SecretCollection *kps_collection_for_path(SecretService *service, const char *pa
     return secret_collection_new_for_dbus_path_sync(service, path, SECRET_COLLECTION_NONE, cancellable, error);
 }
 
+gchar **kps_collection_search_paths(SecretCollection *collection, GHashTable *attributes,
+                                    GCancellable *cancellable, GError **error) {
+    return secret_collection_search_for_dbus_paths_sync(collection, kps_schema(), attributes, cancellable, error);
+}
+
+SecretItem *kps_item_for_path(SecretService *service, const char *path,
+                              GCancellable *cancellable, GError **error) {
+    return secret_item_new_for_dbus_path_sync(service, path, SECRET_ITEM_NONE, cancellable, error);
+}
+
 gboolean kps_bus_name_available(GDBusConnection *connection, const char *name,
                                 GCancellable *cancellable, GError **error) {
     GVariant *reply = g_dbus_connection_call_sync(
@@ -220,9 +282,6 @@ KpsErrorKind kps_error_kind(const GError *error) {
         case G_DBUS_ERROR_DISCONNECTED:
         case G_DBUS_ERROR_NO_SERVER:
         case G_DBUS_ERROR_NO_NETWORK:
-        // Whatever owns the name is not a Secret Service.
-        case G_DBUS_ERROR_UNKNOWN_METHOD:
-        case G_DBUS_ERROR_UNKNOWN_INTERFACE:
         // The bus could not start the service.
         case G_DBUS_ERROR_SPAWN_EXEC_FAILED:
         case G_DBUS_ERROR_SPAWN_FORK_FAILED:

@@ -5,7 +5,8 @@
 // - the project's schema as a static;
 // - a SecretService subclass that refuses every prompt instead of showing one;
 // - the C-variadic GObject and GVariant constructors (g_initable_new, g_variant_new);
-// - GError classification by domain and code (the domains are macros).
+// - GError classification by domain and code (the domains are macros);
+// - time budgets whose timers fire on a thread of their own.
 #ifndef KINDLY_PUSH_SECRET_SHIM_H
 #define KINDLY_PUSH_SECRET_SHIM_H
 
@@ -16,6 +17,19 @@ G_BEGIN_DECLS
 /// Registers every GLib type that libsecret and this shim use, exactly once, whichever thread
 /// gets here first. Every other function of this shim calls it; calling it again is cheap.
 void kps_secret_init(void);
+
+/// One operation's time budget: a cancellable that is cancelled `milliseconds` after it is made.
+typedef struct KpsDeadline KpsDeadline;
+
+/// Starts a time budget. Its timer runs on a thread of its own that only waits for timers, so it
+/// fires on time however busy the other threads are.
+KpsDeadline *kps_deadline_new(guint milliseconds);
+
+/// The cancellable to pass to every call of the operation.
+GCancellable *kps_deadline_cancellable(KpsDeadline *deadline);
+
+/// Stops the timer and releases the budget.
+void kps_deadline_free(KpsDeadline *deadline);
 
 /// The schema `ai.kindly.push.DeviceKey` with the string attributes `kid`, `label`, `created`
 /// and `public_key`.
@@ -37,10 +51,20 @@ GDBusConnection *kps_connection_open(const char *address, GCancellable *cancella
 /// no properties and opens no session until a secret is transferred.
 SecretService *kps_service_new(GDBusConnection *connection, GCancellable *cancellable, GError **error);
 
-/// The collection at D-Bus object path `path` (secret_collection_new_for_dbus_path_sync, which
-/// libsecret declares only under SECRET_API_SUBJECT_TO_CHANGE; the shim confines that here).
+/// The collection at D-Bus object path `path`. This and the two functions below use libsecret's
+/// path-level calls, which it declares only under SECRET_API_SUBJECT_TO_CHANGE; the shim
+/// confines that here.
 SecretCollection *kps_collection_for_path(SecretService *service, const char *path,
                                           GCancellable *cancellable, GError **error);
+
+/// The object paths of the items of the project's schema in `collection` that match
+/// `attributes` (a NULL-terminated array to free with g_strfreev). Never unlocks, never prompts.
+gchar **kps_collection_search_paths(SecretCollection *collection, GHashTable *attributes,
+                                    GCancellable *cancellable, GError **error);
+
+/// The item at D-Bus object path `path`, its properties loaded, its secret not.
+SecretItem *kps_item_for_path(SecretService *service, const char *path,
+                              GCancellable *cancellable, GError **error);
 
 /// Whether `name` has an owner on the bus, or the bus can start it (activatable).
 gboolean kps_bus_name_available(GDBusConnection *connection, const char *name,

@@ -1,6 +1,5 @@
 import CLibsecret
 import CSecretShim
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -106,11 +105,10 @@ public struct SecretServiceKeyring: Keyring {
 
     public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
         let operation = try Operation(self, "store a key")
-        guard let collection = try operation.openCollection() else {
+        guard let collection = try operation.unlockedCollection() else {
             // Creating a collection needs a password prompt, which this keyring never shows.
             throw .io("\(self.collection) does not exist; create it in the keyring first (KindlyPush never prompts)")
         }
-        try operation.checkUnlocked(collection)
         guard try operation.items(in: collection, kid: key.kid).isEmpty else { throw .alreadyExists(key.kid) }
 
         let attributes = Attributes([
@@ -138,17 +136,19 @@ public struct SecretServiceKeyring: Keyring {
 
     public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
         let operation = try Operation(self, "look up a key")
-        guard let collection = try operation.openCollection() else { throw .notFound(kid) }
-        try operation.checkUnlocked(collection)
+        guard let collection = try operation.unlockedCollection() else { throw .notFound(kid) }
         let items = try operation.items(in: collection, kid: kid)
-        guard !items.isEmpty else { throw .notFound(kid) }
+        var sawLocked = false
         for item in items {
             // Reading a locked item's secret would need an unlock, which may prompt.
-            guard secret_item_get_locked(item.pointer) == 0 else { continue }
-            _ = try operation.call("read a key") { error in
+            guard secret_item_get_locked(item.pointer) == 0 else {
+                sawLocked = true
+                continue
+            }
+            let loaded = try operation.callIfPresent("read a key") { error in
                 secret_item_load_secret_sync(item.pointer, operation.deadline.cancellable, error)
             }
-            guard let value = secret_item_get_secret(item.pointer) else { continue }
+            guard let loaded, loaded != 0, let value = secret_item_get_secret(item.pointer) else { continue }
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
             var length = 0
             let bytes = secret_value_get(value, &length)
@@ -163,13 +163,13 @@ public struct SecretServiceKeyring: Keyring {
             }
             return key
         }
-        throw .locked("the Secret Service items for kid \(kid) are locked")
+        if sawLocked { throw .locked("the Secret Service items for kid \(kid) are locked") }
+        throw .notFound(kid)
     }
 
     public func list() throws(KeyringError) -> [KeyringEntry] {
         let operation = try Operation(self, "list keys")
-        guard let collection = try operation.openCollection() else { return [] }
-        try operation.checkUnlocked(collection)
+        guard let collection = try operation.unlockedCollection() else { return [] }
         var entries: [KeyringEntry] = []
         for item in try operation.items(in: collection, kid: nil) {
             guard secret_item_get_locked(item.pointer) == 0 else {
@@ -190,12 +190,12 @@ public struct SecretServiceKeyring: Keyring {
 
     public func delete(_ kid: KeyID) throws(KeyringError) {
         let operation = try Operation(self, "delete a key")
-        guard let collection = try operation.openCollection() else { throw .notFound(kid) }
-        try operation.checkUnlocked(collection)
+        guard let collection = try operation.unlockedCollection() else { throw .notFound(kid) }
         let items = try operation.items(in: collection, kid: kid)
         guard !items.isEmpty else { throw .notFound(kid) }
         for item in items {
-            _ = try operation.call("delete a key") { error in
+            // An item that is gone already is as good as deleted.
+            _ = try operation.callIfPresent("delete a key") { error in
                 secret_item_delete_sync(item.pointer, operation.deadline.cancellable, error)
             }
         }
@@ -239,6 +239,21 @@ extension SecretServiceKeyring {
             return result
         }
 
+        /// As ``call(_:_:)``, but "there is no such object" gives `nil`: the object is not there,
+        /// or another client deleted it meanwhile.
+        func callIfPresent<T>(_ what: String, _ body: (UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T) throws(KeyringError) -> T? {
+            var error: UnsafeMutablePointer<GError>?
+            let result = body(&error)
+            if let error {
+                if kps_error_means_missing(error) != 0 {
+                    g_error_free(error)
+                    return nil
+                }
+                throw Operation.failure(error, what, keyring: keyring, connection: connection)
+            }
+            return result
+        }
+
         static func failure(
             _ error: UnsafeMutablePointer<GError>?, _ what: String, keyring: SecretServiceKeyring, connection: BusConnection?
         ) -> KeyringError {
@@ -262,50 +277,55 @@ extension SecretServiceKeyring {
             }
         }
 
-        /// The keyring's collection, or `nil` when no collection has that alias or path.
-        func openCollection() throws(KeyringError) -> GObject<SecretCollection>? {
-            var error: UnsafeMutablePointer<GError>?
-            let pointer: UnsafeMutablePointer<SecretCollection>?
-            switch keyring.collection {
-            case let .alias(alias):
-                // ReadAlias, then the collection's properties: neither can prompt.
-                pointer = secret_collection_for_alias_sync(service, alias, SECRET_COLLECTION_NONE, deadline.cancellable, &error)
-            case let .objectPath(path):
-                pointer = kps_collection_for_path(service, path, deadline.cancellable, &error)
-            }
-            if let error {
-                if kps_error_means_missing(error) != 0 {
-                    g_error_free(error)
-                    return nil
+        /// The keyring's collection, or `nil` when no collection has that alias or path. A
+        /// locked collection is ``KeyringError/locked(_:)``: it is checked before anything else,
+        /// with calls that cannot prompt (ReadAlias, the collection's properties).
+        func unlockedCollection() throws(KeyringError) -> GObject<SecretCollection>? {
+            // gnome-keyring (42) now and then answers that an existing collection is not there
+            // while other clients are busy with it (ReadAlias gives "/" when its internal look-up
+            // fails; seen roughly once in a thousand first calls of eight fresh clients at once), and
+            // asking again at once gets the right answer. So "no such collection" is believed
+            // only when it is said twice.
+            for _ in 0..<2 {
+                let pointer = try callIfPresent("open \(keyring.collection)") { error in
+                    switch keyring.collection {
+                    case let .alias(alias):
+                        // An alias that names no collection gives NULL without an error.
+                        return secret_collection_for_alias_sync(service, alias, SECRET_COLLECTION_NONE, deadline.cancellable, error)
+                    case let .objectPath(path):
+                        return kps_collection_for_path(service, path, deadline.cancellable, error)
+                    }
                 }
-                throw Operation.failure(error, "open \(keyring.collection)", keyring: keyring, connection: connection)
+                if let collection = pointer.flatMap({ $0 }) { return try checkedUnlocked(GObject(taking: collection)) }
             }
-            return pointer.map(GObject.init(taking:))
+            return nil
         }
 
-        func checkUnlocked(_ collection: GObject<SecretCollection>) throws(KeyringError) {
+        private func checkedUnlocked(_ collection: GObject<SecretCollection>) throws(KeyringError) -> GObject<SecretCollection> {
             guard secret_collection_get_locked(collection.pointer) == 0 else {
                 throw .locked("\(keyring.collection) is locked; unlock it in the keyring (KindlyPush never prompts)")
             }
+            return collection
         }
 
         /// The items of this schema in `collection`, all of them or those of `kid`. Searches
-        /// without SECRET_SEARCH_UNLOCK and without loading secrets, so nothing can prompt.
+        /// without unlocking and without loading secrets, so nothing can prompt. An item that
+        /// another client deletes during the search is left out, not an error.
         func items(in collection: GObject<SecretCollection>, kid: KeyID?) throws(KeyringError) -> [GObject<SecretItem>] {
             let attributes = Attributes(kid.map { [("kid", $0.base64URL)] } ?? [])
-            let list = try call("search the keyring") { error in
-                secret_collection_search_sync(
-                    collection.pointer, kps_schema(), attributes.table, SECRET_SEARCH_ALL, deadline.cancellable, error)
+            let paths = try call("search the keyring") { error in
+                kps_collection_search_paths(collection.pointer, attributes.table, deadline.cancellable, error)
             }
+            defer { g_strfreev(paths) }
             var items: [GObject<SecretItem>] = []
-            var node = list
-            while let current = node {
-                if let data = current.pointee.data {
-                    items.append(GObject(taking: data.assumingMemoryBound(to: SecretItem.self)))
+            var index = 0
+            while let path = paths?[index] {
+                index += 1
+                let item = try callIfPresent("read the keyring") { error in
+                    kps_item_for_path(service, path, deadline.cancellable, error)
                 }
-                node = current.pointee.next
+                if let item = item.flatMap({ $0 }) { items.append(GObject(taking: item)) }
             }
-            g_list_free(list)
             return items
         }
     }
@@ -350,24 +370,20 @@ private final class Attributes {
 
 /// One operation's time budget: a GCancellable that a timer cancels when the budget is spent.
 /// Every libsecret and GDBus call of the operation takes it, so a service that never answers
-/// costs the budget and no more.
-final class Deadline: @unchecked Sendable {
-    // @unchecked: GCancellable is thread-safe; the timer cancels it from a Dispatch thread while
-    // the operation's thread waits on it.
+/// costs the budget and no more. The timer runs on the shim's own timer thread.
+final class Deadline {
+    private let deadline: OpaquePointer
     let cancellable: UnsafeMutablePointer<GCancellable>
 
     init(_ budget: Duration) {
-        cancellable = g_cancellable_new()
         let (seconds, attoseconds) = budget.components
-        let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
-        // Weak: once the operation is over, the timer has nothing left to cancel.
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(max(nanoseconds, 0))) { [weak self] in
-            if let self { g_cancellable_cancel(self.cancellable) }
-        }
+        let milliseconds = max(0, min(Int64(UInt32.max), seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000))
+        deadline = kps_deadline_new(guint(milliseconds))
+        cancellable = kps_deadline_cancellable(deadline)
     }
 
     deinit {
-        g_object_unref(cancellable)
+        kps_deadline_free(deadline)
     }
 }
 
