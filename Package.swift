@@ -22,9 +22,16 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
+        // What Swift cannot call in libsecret (C-variadic constructors, the schema as a static,
+        // one-time type registration, a never-prompting service class), kept thin as
+        // swift-crypto keeps its C shims: C library -> shim -> Swift.
+        .target(
+            name: "CSecretShim",
+            dependencies: ["CLibsecret"]
+        ),
         .target(
             name: "KindlyPush",
-            dependencies: ["CSodium", "CLibsecret"]
+            dependencies: ["CSodium", "CLibsecret", "CSecretShim"]
         ),
         .target(
             name: "KindlyPushTesting",

@@ -63,8 +63,8 @@ enum CLI {
             stdoutBytes: out, timedOut: timedOut)
     }
 
-    static func run(_ arguments: [String], stdin: String, environment: [String: String] = [:]) throws -> Output {
-        try run(arguments, stdin: Array(stdin.utf8), environment: environment)
+    static func run(_ arguments: [String], stdin: String, environment: [String: String] = [:], timeLimit: Double = 60) throws -> Output {
+        try run(arguments, stdin: Array(stdin.utf8), environment: environment, timeLimit: timeLimit)
     }
 }
 

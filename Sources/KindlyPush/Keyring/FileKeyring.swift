@@ -5,9 +5,11 @@
 /// The embedded default keyring: one key file per key in a folder only its owner can enter.
 ///
 /// Each file is `KID.json` (the kid in base64url), holding the key-file object of cli.md plus
-/// `label` and `created`. Files are 0600 and written atomically (temporary file, fsync, link,
-/// fsync of the folder), so a crash never leaves a torn key, and two writers never lose one.
-/// Looser permissions on the folder or a file are refused.
+/// `label` and `created`. Files are 0600 and written atomically (a nameless file, fsync, link
+/// under its name, fsync of the folder; see `PrivateFile.write`), so a crash or `kill -9` never
+/// leaves a torn key or a stray copy, and two writers, threads or processes, never lose one: each
+/// key has its own name, and a name is only ever created, never overwritten. Looser permissions
+/// on the folder or a file are refused, as ssh refuses them.
 public struct FileKeyring: Keyring {
     public let name = "file"
     /// The folder holding the key files.
@@ -91,12 +93,19 @@ public struct FileKeyring: Keyring {
             }
             kids.append(kid)
         }
-        return try kids.map { (kid) throws(KeyringError) in
-            let (key, object) = try load(kid)
-            let created = object["created"]?.numberValue?.integerValue(in: 0...Int64.max) ?? 0
-            return KeyringEntry(kid: kid, publicKey: key.publicKey, label: object["label"]?.stringValue ?? "", created: created)
+        var entries: [KeyringEntry] = []
+        for kid in kids {
+            let loaded: (key: DeviceKey, object: JSONObject)
+            do throws(KeyringError) {
+                loaded = try load(kid)
+            } catch .notFound {
+                continue  // deleted by another process since the folder was read
+            }
+            let created = loaded.object["created"]?.numberValue?.integerValue(in: 0...Int64.max) ?? 0
+            entries.append(
+                KeyringEntry(kid: kid, publicKey: loaded.key.publicKey, label: loaded.object["label"]?.stringValue ?? "", created: created))
         }
-        .sorted { ($0.created, $0.kid.base64URL) < ($1.created, $1.kid.base64URL) }
+        return entries.sorted { ($0.created, $0.kid.base64URL) < ($1.created, $1.kid.base64URL) }
     }
 
     public func delete(_ kid: KeyID) throws(KeyringError) {

@@ -20,7 +20,11 @@ public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertibl
         case .missing(let path): return "\(path): no such file"
         case .exists(let path): return "\(path): already exists; refusing to overwrite a key"
         case .tooOpen(let path, let mode):
-            return "\(path): permissions \(String(mode & 0o777, radix: 8)) are too open; a key file must be 0600 (chmod 600 \(path))"
+            let permissions = String(mode & 0o777, radix: 8)
+            if mode & UInt32(S_IFMT) == UInt32(S_IFDIR) {
+                return "\(path): permissions \(permissions) are too open; a key folder must be 0700 (chmod 700 \(path))"
+            }
+            return "\(path): permissions \(permissions) are too open; a key file must be 0600 (chmod 600 \(path))"
         case .notRegularFile(let path): return "\(path): not a regular file"
         case .tooLarge(let path): return "\(path): too large for a key file"
         case .malformed(let path, let reason): return "\(path): \(reason)"
@@ -70,11 +74,32 @@ enum PrivateFile {
         return contents
     }
 
-    /// Writes `contents` to `path` atomically with mode 0600.
+    /// Writes `contents` to `path` atomically with mode 0600: the file appears under its name
+    /// only complete and flushed, and its folder entry is flushed before this returns.
+    ///
+    /// A new file is written nameless first (Linux `O_TMPFILE`) and named with `linkat`, so a
+    /// crash or `kill -9` at any moment leaves either nothing or the whole file, never a partial
+    /// key and never a stray temporary copy of a secret. Where that is unavailable (another
+    /// system, a file system without `O_TMPFILE`, no `/proc`) a hidden temporary file
+    /// (`.kindly-push-XXXXXX`, which no reader takes for a key) is written and linked or renamed.
     ///
     /// - Parameter replacing: when false, an existing file at `path` is an error and is left untouched.
     static func write(_ contents: UnsafeRawBufferPointer, to path: String, replacing: Bool) throws(PrivateFileError) {
         let folder = folderName(of: path)
+        if !replacing, let descriptor = openNameless(in: folder) {
+            defer { close(descriptor) }
+            try fill(descriptor, with: contents, path: path)
+            // linkat fails when the target exists, so an existing key is never replaced.
+            let linked = linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, path, AT_SYMLINK_FOLLOW)
+            let code = errno
+            if linked == 0 {
+                syncFolder(folder)
+                return
+            }
+            if code == EEXIST { throw .exists(path: path) }
+            // Cannot name it here (no /proc): the named temporary file below does the job.
+        }
+
         var template = Array("\(folder)/.kindly-push-XXXXXX".utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw .system(path: path, operation: "create a temporary file", errno: errno) }
@@ -86,16 +111,7 @@ enum PrivateFile {
         }
         do {
             defer { close(descriptor) }
-            // mkostemp creates 0600 already; fchmod makes it so whatever the umask did.
-            guard fchmod(descriptor, 0o600) == 0 else { throw PrivateFileError.system(path: path, operation: "chmod", errno: errno) }
-            var offset = 0
-            while offset < contents.count {
-                let count = Glibc.write(descriptor, contents.baseAddress! + offset, contents.count - offset)
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { throw PrivateFileError.system(path: path, operation: "write", errno: errno) }
-                offset += count
-            }
-            guard fsync(descriptor) == 0 else { throw PrivateFileError.system(path: path, operation: "fsync", errno: errno) }
+            try fill(descriptor, with: contents, path: path)
         }
         if replacing {
             guard rename(temporaryPath, path) == 0 else { throw .system(path: path, operation: "rename", errno: errno) }
@@ -113,6 +129,33 @@ enum PrivateFile {
         syncFolder(folder)
     }
 
+    /// A new file without a name in `folder`, or nil where the system cannot make one.
+    private static func openNameless(in folder: String) -> Int32? {
+        #if os(Linux) && (arch(x86_64) || arch(arm64))
+            // O_TMPFILE is __O_TMPFILE | O_DIRECTORY; Glibc's module does not export it (it needs
+            // _GNU_SOURCE). __O_TMPFILE is 020000000 on these architectures.
+            let temporaryFile: Int32 = 0o20000000 | O_DIRECTORY
+            let descriptor = open(folder, temporaryFile | O_WRONLY | O_CLOEXEC, 0o600)
+            return descriptor >= 0 ? descriptor : nil
+        #else
+            return nil
+        #endif
+    }
+
+    /// Makes the open file `descriptor` 0600 whatever the umask did, writes all of `contents`
+    /// and flushes it to disk.
+    private static func fill(_ descriptor: Int32, with contents: UnsafeRawBufferPointer, path: String) throws(PrivateFileError) {
+        guard fchmod(descriptor, 0o600) == 0 else { throw .system(path: path, operation: "chmod", errno: errno) }
+        var offset = 0
+        while offset < contents.count {
+            let count = Glibc.write(descriptor, contents.baseAddress! + offset, contents.count - offset)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { throw .system(path: path, operation: "write", errno: count < 0 ? errno : EIO) }
+            offset += count
+        }
+        guard fsync(descriptor) == 0 else { throw .system(path: path, operation: "fsync", errno: errno) }
+    }
+
     /// Makes `path` (and its parents) a folder only its owner can enter, or checks that it is one.
     static func makePrivateFolder(_ path: String) throws(PrivateFileError) {
         var status = stat()
@@ -125,6 +168,9 @@ enum PrivateFile {
                 throw .system(path: path, operation: "mkdir", errno: errno)
             }
             _ = chmod(path, 0o700)
+            // The new folder's own entry must reach the disk too, or a crash could lose the
+            // folder with the first key in it.
+            syncFolder(parent)
         }
         guard stat(path, &status) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
         guard status.st_mode & S_IFMT == S_IFDIR else { throw .malformed(path: path, reason: "not a folder") }

@@ -48,7 +48,8 @@ public struct SealedEnvelope: Sendable, Equatable {
         }
         guard case .number(let number) = version, number.integerValue(in: 1...1) != nil else {
             throw DecryptionFailure(
-                .unsupportedVersion, "\"kindly.v\" is \(version.typeName == "a number" ? "a number other than 1" : version.typeName), not version 1")
+                .unsupportedVersion,
+                "\"kindly.v\" is \(version.typeName == "a number" ? "a number other than 1" : version.typeName), not version 1")
         }
         func field(_ name: String, _ isValidLength: (Int) -> Bool, _ expected: String) throws(DecryptionFailure) -> [UInt8] {
             guard let value = envelope[name] else {

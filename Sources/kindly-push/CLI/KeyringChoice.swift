@@ -17,7 +17,7 @@ enum KeyringChoice: String, CaseIterable, Sendable {
         case .secretService:
             keyring = try secretService(environment: environment)
         case .auto:
-            if SecretServiceAvailability.sessionBusAnswers(environment: environment) {
+            if SecretServiceKeyring.sessionBusAnswers(busAddress: busAddress(environment)) {
                 keyring = try secretService(environment: environment)
             } else {
                 keyring = FileKeyring(folder: FileKeyring.defaultFolder(environment: environment))
@@ -30,8 +30,20 @@ enum KeyringChoice: String, CaseIterable, Sendable {
         return keyring
     }
 
+    /// The Secret Service keyring, in the default collection or the one that
+    /// `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names (an alias such as `login`, or an object path).
     private static func secretService(environment: [String: String]) throws(CLIError) -> any Keyring {
-        throw CLIError(.keyUnavailable, "the Secret Service keyring is not available in this build")
+        var collection = SecretServiceKeyring.Collection.default
+        if let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty {
+            collection = name.hasPrefix("/") ? .objectPath(name) : .alias(name)
+        }
+        return SecretServiceKeyring(collection: collection, busAddress: busAddress(environment))
+    }
+
+    /// `DBUS_SESSION_BUS_ADDRESS` of the command's environment; unset or empty means no bus.
+    private static func busAddress(_ environment: [String: String]) -> String? {
+        guard let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else { return nil }
+        return address
     }
 
     /// The key-file keyring of `--key-file`, read up front: a missing, malformed or loose key
@@ -43,9 +55,4 @@ enum KeyringChoice: String, CaseIterable, Sendable {
             throw CLIError(.io, error.description)
         }
     }
-}
-
-/// Stand-in until the Secret Service keyring lands: no session bus is ever used.
-enum SecretServiceAvailability {
-    static func sessionBusAnswers(environment: [String: String]) -> Bool { false }
 }

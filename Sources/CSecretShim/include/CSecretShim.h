@@ -1,0 +1,94 @@
+// A thin C layer between libsecret and Swift (C library -> this shim -> Swift), holding only
+// what Swift cannot express or call directly:
+// - one-time, thread-safe registration of libsecret's GLib types (they are registered lazily and
+//   not thread-safely, and their getters are G_GNUC_CONST, so a plain call may be dropped);
+// - the project's schema as a static;
+// - a SecretService subclass that refuses every prompt instead of showing one;
+// - the C-variadic GObject and GVariant constructors (g_initable_new, g_variant_new);
+// - GError classification by domain and code (the domains are macros);
+// - time budgets whose timers fire on a thread of their own.
+#ifndef KINDLY_PUSH_SECRET_SHIM_H
+#define KINDLY_PUSH_SECRET_SHIM_H
+
+#include <libsecret/secret.h>
+
+G_BEGIN_DECLS
+
+/// Registers every GLib type that libsecret and this shim use, exactly once, whichever thread
+/// gets here first. Every other function of this shim calls it; calling it again is cheap.
+void kps_secret_init(void);
+
+/// One operation's time budget: a cancellable that is cancelled `milliseconds` after it is made.
+typedef struct KpsDeadline KpsDeadline;
+
+/// Starts a time budget. Its timer runs on a thread of its own that only waits for timers, so it
+/// fires on time however busy the other threads are.
+KpsDeadline *kps_deadline_new(guint milliseconds);
+
+/// The cancellable to pass to every call of the operation.
+GCancellable *kps_deadline_cancellable(KpsDeadline *deadline);
+
+/// Stops the timer and releases the budget.
+void kps_deadline_free(KpsDeadline *deadline);
+
+/// The schema `ai.kindly.push.DeviceKey` with the string attributes `kid`, `label`, `created`
+/// and `public_key`.
+const SecretSchema *kps_schema(void);
+
+/// A new attribute table (string keys to string values, both copied).
+GHashTable *kps_attributes_new(void);
+
+/// Sets `key` to `value` in a table made by kps_attributes_new.
+void kps_attributes_set(GHashTable *attributes, const char *key, const char *value);
+
+/// A private connection to the message bus at `address` (a D-Bus address string). It is not the
+/// process-wide session bus singleton, so closing it never exits the process and a test can
+/// point it anywhere. Honours `cancellable` throughout connecting and authenticating.
+GDBusConnection *kps_connection_open(const char *address, GCancellable *cancellable, GError **error);
+
+/// A Secret Service proxy on `connection` that never prompts: a prompt the service asks for
+/// fails at once with SECRET_ERROR_IS_LOCKED. Only asks the bus for the name's owner; it loads
+/// no properties and opens no session until a secret is transferred.
+SecretService *kps_service_new(GDBusConnection *connection, GCancellable *cancellable, GError **error);
+
+/// The collection at D-Bus object path `path`. This and the two functions below use libsecret's
+/// path-level calls, which it declares only under SECRET_API_SUBJECT_TO_CHANGE; the shim
+/// confines that here.
+SecretCollection *kps_collection_for_path(SecretService *service, const char *path,
+                                          GCancellable *cancellable, GError **error);
+
+/// The object paths of the items of the project's schema in `collection` that match
+/// `attributes` (a NULL-terminated array to free with g_strfreev). Never unlocks, never prompts.
+gchar **kps_collection_search_paths(SecretCollection *collection, GHashTable *attributes,
+                                    GCancellable *cancellable, GError **error);
+
+/// The item at D-Bus object path `path`, its properties loaded, its secret not.
+SecretItem *kps_item_for_path(SecretService *service, const char *path,
+                              GCancellable *cancellable, GError **error);
+
+/// Whether `name` has an owner on the bus, or the bus can start it (activatable).
+gboolean kps_bus_name_available(GDBusConnection *connection, const char *name,
+                                GCancellable *cancellable, GError **error);
+
+/// What a GError means for a keyring.
+typedef enum {
+    /// Anything else (an I/O failure of the service, a protocol error).
+    KPS_ERROR_OTHER = 0,
+    /// The operation was cancelled: its time budget ran out.
+    KPS_ERROR_CANCELLED = 1,
+    /// The collection or item is locked, or unlocking it would need a prompt.
+    KPS_ERROR_LOCKED = 2,
+    /// No bus, no service on the bus, or the connection broke.
+    KPS_ERROR_UNREACHABLE = 3,
+} KpsErrorKind;
+
+KpsErrorKind kps_error_kind(const GError *error);
+
+/// Whether opening a collection (or item) failed because it is not there: the service says there
+/// is no such object, or libsecret found no properties at the path (which it reports as
+/// UnknownMethod, "No such secret collection at path").
+gboolean kps_error_means_missing(const GError *error);
+
+G_END_DECLS
+
+#endif
