@@ -162,6 +162,7 @@ def main():
         b"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
         '{"t\\u0069tle":"é","title":"\U0001F600"}'.encode(),
         b"\xef\xbb\xbf{}",
+        b"[-9223372036854775808,9223372036854775807]",  # Int64.min was not read as an integer
     ]
     for index, data in enumerate(corners):
         write("fuzz-json", f"corner-{index}", data)
