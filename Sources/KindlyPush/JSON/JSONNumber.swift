@@ -99,8 +99,9 @@ public struct JSONNumber: Sendable {
             guard !overflow1, !overflow2 else { return nil }
             magnitude = sum
         }
-        guard magnitude <= UInt64(Int64.max) else { return nil }
-        let signed = value.isNegative ? -Int64(magnitude) : Int64(magnitude)
+        // A negative value may reach 2^63: Int64.min has no positive counterpart.
+        guard magnitude <= UInt64(Int64.max) + (value.isNegative ? 1 : 0) else { return nil }
+        let signed = value.isNegative ? Int64(bitPattern: 0 &- magnitude) : Int64(magnitude)
         return range.contains(signed) ? signed : nil
     }
 

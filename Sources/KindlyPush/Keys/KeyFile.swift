@@ -15,8 +15,12 @@ public enum KeyFile {
         }
     }
 
-    /// Parses key-file text; `extra` is the object without the secret, for keyring metadata.
-    static func parse(_ bytes: UnsafeRawBufferPointer, path: String) throws(PrivateFileError) -> (key: DeviceKey, object: JSONObject) {
+    /// Parses and checks key-file text (`path` names it in errors); `object` is the file's
+    /// object with the secret key's value replaced by `null`, for keyring metadata. Public so
+    /// that the fuzz targets reach it.
+    public static func parse(
+        _ bytes: UnsafeRawBufferPointer, path: String
+    ) throws(PrivateFileError) -> (key: DeviceKey, object: JSONObject) {
         func malformed(_ reason: String) -> PrivateFileError { .malformed(path: path, reason: reason) }
         let parsed: (object: JSONObject, secretRanges: [String: Range<Int>])
         do {

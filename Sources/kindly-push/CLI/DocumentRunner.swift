@@ -37,18 +37,18 @@ enum DocumentRunner {
     /// object and the stream goes on. Lines are read in batches and a batch is spread over
     /// `jobs` threads, so memory stays flat however long the stream.
     static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
-        var reader = LineBatchReader()
+        var reader = LineBatchReader(maximumLineLength: StandardInput.maximumDocumentSize)
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
         var batch = LineBatchReader.Batch()
         let batchSize = command.jobs == 1 ? 64 : 256 * command.jobs
         var outputs = [[UInt8]](repeating: [], count: batchSize)
         while true {
-            do throws(CLIError) {
+            do throws(LineBatchReader.ReadError) {
                 try reader.nextBatch(into: &batch, maximumLines: batchSize)
             } catch {
                 stdout.flush()
-                Diagnostics.report(error)
-                return error.code.exitStatus
+                Diagnostics.report(CLIError(.io, "cannot read standard input: \(error)"))
+                return ErrorCode.io.exitStatus
             }
             if batch.lines.isEmpty { break }
             process(batch, with: command, into: &outputs)

@@ -96,4 +96,15 @@ struct JSONReaderTests {
     func integerValues(_ literal: String, _ expected: Int64?) {
         #expect(JSONNumber(literal: literal)!.integerValue(in: 0...((1 << 53) - 1)) == expected)
     }
+
+    // Found by the fuzz-json target: Int64.min was refused because its magnitude is not an Int64.
+    @Test(
+        "reads every Int64 at the ends of the full range, and nothing past them",
+        arguments: [
+            ("-9223372036854775808", Int64?(Int64.min)), ("-9.223372036854775808e18", Int64.min), ("9223372036854775807", Int64.max),
+            ("-9223372036854775809", nil), ("9223372036854775808", nil), ("-18446744073709551616", nil),
+        ])
+    func integerValuesAtTheEnds(_ literal: String, _ expected: Int64?) {
+        #expect(JSONNumber(literal: literal)!.integerValue(in: Int64.min...Int64.max) == expected)
+    }
 }

@@ -1,0 +1,6 @@
+import FuzzSupport
+
+runFuzzer { data, size in
+    Base64Target.check(fuzzInput(data, size))
+    return 0
+}

@@ -1,0 +1,147 @@
+import FuzzSupport
+import KindlyPush
+import KindlyPushTesting
+
+/// The whole decrypt path with one fixed device key (the test vectors' key): the envelope
+/// checks, key look-up, X25519, the AEAD, the padding and the plaintext validation.
+///
+/// Every input is used twice:
+/// 1. as an APNs document, decrypted as it is (most inputs stop at reasons 1 to 4; the vectors'
+///    documents reach 5 and 6 and decrypt);
+/// 2. as a plaintext, sealed for the fixed key by the reference sealer (padded, or taken as
+///    already padded when its length is a positive multiple of 64) and decrypted, so that any
+///    text reaches the padding and section-4 checks.
+///
+/// Invariants: the result is a payload or one of the six reasons, and it is the reference's
+/// (Reference.swift, written from the spec on libsodium directly); `decryptResult(using:)` and a
+/// keyring holding the key agree; `not_kindly` exactly when `isKindlyNotification` is false; a
+/// payload re-validates (from its object and from its compact text) with the same fields, and
+/// after `apply` the push is Kindly's, marked decrypted, still decrypts to the same payload and
+/// keeps everything else.
+enum DecryptTarget {
+    static let secretKey = try! Base64.decode("9BsPlkJa0FEvI7U_VQUmX3PBV8YpFMHb-3FOIzP47Jg")
+    static let key = DeviceKey(secretKey: try! secretKey.withUnsafeBytes { try DeviceSecretKey(SecureBytes(copying: $0)) })
+    static let publicKey = RawSodium.scalarMultBase(secretKey)
+    static let kid = RawSodium.blake2b(publicKey, outputLength: 8)
+    static let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key]))
+
+    /// The reference sealer's fixed ephemeral key and nonce (never do this outside a test).
+    static let ephemeralSecretKey = try! Base64.decode("ol7SxVQVh-Q4g9dH3VZHpYY-l-bJeCQ3rd7wcd2AXkk")
+    static let ephemeralPublicKey = RawSodium.scalarMultBase(ephemeralSecretKey)
+    static let nonce = try! Base64.decode("E11LR0rP36WFhOmYqz53PXcjB9EmCepD")
+    static let sealingKey = RawSodium.blake2b(
+        Reference.label + RawSodium.scalarMult(ephemeralSecretKey, publicKey)! + ephemeralPublicKey + publicKey, outputLength: 32)
+
+    static func check(_ input: UnsafeRawBufferPointer) {
+        require(key.publicKey.rawRepresentation == publicKey && key.kid.bytes == kid, "the fixed key does not match libsodium")
+        if let document = try? JSONReader.parse(input) {
+            checkDocument(document)
+        }
+        checkSealed(plaintext: Array(input))
+    }
+
+    /// Seals `plaintext` as the backend would (section 2, written out with libsodium) and
+    /// decrypts the resulting APNs text: only a payload or `bad_plaintext` can come out.
+    static func checkSealed(plaintext: [UInt8]) {
+        let message = !plaintext.isEmpty && plaintext.count % 64 == 0 ? plaintext : Reference.pad(plaintext)
+        let ciphertext = RawSodium.seal(message, additionalData: Reference.label + kid, nonce: nonce, key: sealingKey)
+        let fields = [kid, ephemeralPublicKey, nonce, ciphertext].map { Base64.urlEncoded($0) }
+        let text = Array(
+            #"{"aps":{"content-available":1},"kindly":{"v":1,"kid":"\#(fields[0])","epk":"\#(fields[1])","n":"\#(fields[2])","ct":"\#(fields[3])"}}"#
+                .utf8)
+        let document: JSONValue
+        do {
+            document = try JSONReader.parse(text)
+        } catch {
+            fail("the sealed push does not read: \(error)")
+        }
+        let outcome = checkDocument(document)
+        switch outcome {
+        case .success: break
+        case .failure(let failure):
+            require(failure.reason == .badPlaintext, "a well-sealed push fails with \(failure.reason)")
+        }
+    }
+
+    /// Decrypts `document` every way there is and checks the results against the reference.
+    @discardableResult
+    static func checkDocument(_ document: JSONValue) -> Result<DecryptedPayload, DecryptionFailure> {
+        let result = KindlyPushDecryption.decryptResult(userInfo: document, using: key)
+        let expected = Reference.decrypt(document, secretKey: secretKey, publicKey: publicKey, kid: kid)
+        let isKindly = KindlyPushDecryption.isKindlyNotification(document)
+        switch result {
+        case .failure(let failure):
+            require(DecryptionFailure.Reason.allKnown.contains(failure.reason), "an unknown reason \(failure.reason)")
+            require(expected == .failure(failure.reason), "fails with \(failure), the reference gives \(expected)")
+            require((failure.reason == .notKindly) == !isKindly, "\(failure.reason) for a push that isKindlyNotification calls \(isKindly)")
+        case .success(let payload):
+            require(expected == .payload(payload.object), "decrypts to \(payload.object), the reference gives \(expected)")
+            require(isKindly, "decrypts a push that isKindlyNotification refuses")
+            checkPayload(payload)
+            checkApply(payload, to: document)
+        }
+        let viaKeyring = decryption.decryptResult(userInfo: document)
+        switch (result, viaKeyring) {
+        case (.success(let lhs), .success(let rhs)):
+            require(lhs == rhs, "the keyring path decrypts to another payload")
+        case (.failure(let lhs), .failure(let rhs)):
+            require(lhs.reason == rhs.reason, "the keyring path fails with \(rhs.reason), the fixed key with \(lhs.reason)")
+        default:
+            fail("the keyring path gives \(viaKeyring), the fixed key \(result)")
+        }
+        return result
+    }
+
+    /// A payload is section 4's: the fields are the object's, and it validates again.
+    static func checkPayload(_ payload: DecryptedPayload) {
+        let object = payload.object
+        require(!payload.chatId.isEmpty, "an empty chat_id")
+        require(Reference.member(object, "chat_id") == .string(payload.chatId), "chatId is not the object's chat_id")
+        require(Reference.member(object, "title") == .string(payload.title), "title is not the object's")
+        require(Reference.member(object, "body") == .string(payload.body), "body is not the object's")
+        require(Reference.member(object, "message_id") == payload.messageId.map { .string($0) }, "messageId is not the object's")
+        if let sentAt = payload.sentAt {
+            require((0...(1 << 53 - 1)).contains(sentAt), "sent_at \(sentAt) out of range")
+            guard case .number(let number)? = Reference.member(object, "sent_at") else { fail("sentAt without a sent_at number") }
+            require(number == JSONNumber(Int(sentAt)), "sentAt \(sentAt) is not the object's \(number)")
+        } else {
+            require(Reference.member(object, "sent_at") == nil, "a sent_at the payload does not show")
+        }
+        let known = ["chat_id", "title", "body", "message_id", "sent_at"]
+        let extras = object.members.filter { member in !known.contains { Reference.same($0, member.key) } }
+        require(payload.extras.members == extras, "extras are not the object's other members")
+        require((try? DecryptedPayload(validating: object)) == payload, "the payload does not re-validate from its object")
+        let text = JSONWriter.compactBytes(.object(object))
+        let again = try? text.withUnsafeBytes { try DecryptedPayload(plaintext: $0) }
+        require(again == payload, "the payload does not re-validate from its compact text")
+    }
+
+    /// Section 5, apply: rewritten for display, marked decrypted, still the same push otherwise.
+    static func checkApply(_ payload: DecryptedPayload, to document: JSONValue) {
+        let applied = KindlyPushDecryption.apply(payload, toUserInfo: document)
+        require(KindlyPushDecryption.isKindlyNotification(applied), "apply makes the push not Kindly's")
+        require(KindlyPushDecryption.isDecrypted(userInfo: applied), "apply does not mark the push decrypted")
+        guard case .object(let before) = document, case .object(let after) = applied,
+            case .object(let aps)? = Reference.member(after, "aps"), case .object(let alert)? = Reference.member(aps, "alert"),
+            case .object(let envelope)? = Reference.member(after, "kindly"),
+            case .object(let oldEnvelope)? = Reference.member(before, "kindly")
+        else { fail("apply leaves no aps.alert or kindly object") }
+        require(Reference.member(alert, "title") == .string(payload.title), "apply sets another title")
+        require(Reference.member(alert, "body") == .string(payload.body), "apply sets another body")
+        require(Reference.member(envelope, "chat_id") == .string(payload.chatId), "apply sets another kindly.chat_id")
+        if let messageId = payload.messageId {
+            require(Reference.member(envelope, "message_id") == .string(messageId), "apply sets another kindly.message_id")
+        }
+        for member in before.members where !Reference.same(member.key, "aps") && !Reference.same(member.key, "kindly") {
+            require(Reference.member(after, member.key) == member.value, "apply changes the top-level member \(member.key)")
+        }
+        let written = ["decrypted", "chat_id", "message_id"]
+        for member in oldEnvelope.members where !written.contains(where: { Reference.same($0, member.key) }) {
+            require(Reference.member(envelope, member.key) == member.value, "apply changes kindly.\(member.key)")
+        }
+        switch KindlyPushDecryption.decryptResult(userInfo: applied, using: key) {
+        case .success(let again): require(again == payload, "the applied push decrypts to another payload")
+        case .failure(let failure): fail("the applied push no longer decrypts: \(failure)")
+        }
+    }
+}

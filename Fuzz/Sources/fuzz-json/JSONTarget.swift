@@ -1,0 +1,104 @@
+import FuzzSupport
+import KindlyPush
+
+/// The strict JSON reader and the compact writer.
+///
+/// Invariants: an accepted text is UTF-8 without a byte-order mark; compact writing and reading
+/// again gives an equal value and the same bytes, never longer than the input; the `String` entry
+/// point agrees with the bytes one; a refused text's error offset lies within it; duplicate names
+/// are flagged exactly when present; and every number compares, hashes and converts consistently
+/// with its other spellings.
+enum JSONTarget {
+    static func check(_ input: UnsafeRawBufferPointer) {
+        let text = String(validating: input, as: UTF8.self)
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(input)
+        } catch {
+            require(error.offset >= 0 && error.offset <= input.count, "error offset \(error.offset) outside 0...\(input.count)")
+            if let text {
+                do {
+                    _ = try JSONValue(parsing: text)
+                    fail("the String entry point accepts what the bytes one refuses (\(error))")
+                } catch let stringError {
+                    require(stringError == error, "the String entry point fails with \(stringError), the bytes one with \(error)")
+                }
+            }
+            return
+        }
+        require(text != nil, "accepted a text that is not UTF-8")
+        require(!input.starts(with: [0xEF, 0xBB, 0xBF]), "accepted a byte-order mark")
+        if let text {
+            require((try? JSONValue(parsing: text)) == value, "the String entry point reads another value")
+        }
+
+        let compact = JSONWriter.compactBytes(value)
+        require(compact.count <= input.count, "the compact text (\(compact.count) bytes) is longer than the input (\(input.count))")
+        let again: JSONValue
+        do {
+            again = try JSONReader.parse(compact)
+        } catch {
+            fail("the compact text does not read back: \(error)")
+        }
+        require(again == value, "the compact text reads back as another value")
+        require(JSONWriter.compactBytes(again) == compact, "writing is not idempotent")
+        require(value.compactText.utf8.elementsEqual(compact), "compactText differs from compactBytes")
+
+        var budget = 4096
+        walk(value, depth: 1, budget: &budget)
+    }
+
+    /// Checks objects and numbers, visiting at most `budget` values so that wide inputs stay fast.
+    static func walk(_ value: JSONValue, depth: Int, budget: inout Int) {
+        guard budget > 0 else { return }
+        budget -= 1
+        switch value {
+        case .object(let object):
+            require(depth <= JSONReader.maximumDepth, "nesting \(depth) is over the limit")
+            var seen = Set<[UInt8]>()
+            var duplicate = false
+            for member in object.members where !seen.insert(Array(member.key.utf8)).inserted { duplicate = true }
+            require(object.hasDuplicateKeys == duplicate, "hasDuplicateKeys is \(object.hasDuplicateKeys), expected \(duplicate)")
+            require(JSONObject(object.members).hasDuplicateKeys == duplicate, "JSONObject.init misjudges duplicates")
+            for member in object.members.prefix(16) {
+                let first = object.members.first { $0.key.utf8.elementsEqual(member.key.utf8) }!
+                require(object[member.key] == first.value, "lookup by name does not return the first member")
+            }
+            for member in object.members { walk(member.value, depth: depth + 1, budget: &budget) }
+        case .array(let elements):
+            require(depth <= JSONReader.maximumDepth, "nesting \(depth) is over the limit")
+            for element in elements { walk(element, depth: depth + 1, budget: &budget) }
+        case .number(let number):
+            checkNumber(number)
+        case .string, .bool, .null:
+            break
+        }
+    }
+
+    static func checkNumber(_ number: JSONNumber) {
+        let literal = number.literal
+        guard let reparsed = JSONNumber(literal: literal) else { fail("the literal \(literal) is not a valid number") }
+        require(reparsed == number && reparsed.hashValue == number.hashValue, "\(literal) differs from itself")
+        let integer = number.integerValue(in: Int64.min...Int64.max)
+        let isPlainInteger = !literal.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+        if isPlainInteger {
+            // Swift's own integer parser as the reference (JSON integers have no leading '+').
+            require(
+                integer == Int64(literal),
+                "\(literal) has integerValue \(String(describing: integer)), expected \(String(describing: Int64(literal)))")
+            for spelling in [literal + ".0", literal + "e0", literal + ".000E+0", literal + "00e-2"] {
+                guard let other = JSONNumber(literal: spelling) else { continue }  // "-0" + "00e-2" has a leading zero
+                require(other == number, "\(spelling) != \(literal)")
+                require(other.hashValue == number.hashValue, "\(spelling) and \(literal) hash differently")
+                require(other.integerValue(in: Int64.min...Int64.max) == integer, "\(spelling) and \(literal) have other integer values")
+            }
+        }
+        if let integer {
+            let canonical = JSONNumber(Int(integer))
+            require(canonical == number && canonical.hashValue == number.hashValue, "\(literal) != its integer value \(integer)")
+            if integer.magnitude <= 1 << 53 {
+                require(number.doubleValue == Double(integer), "\(literal) is \(number.doubleValue) as a Double, expected \(integer)")
+            }
+        }
+    }
+}

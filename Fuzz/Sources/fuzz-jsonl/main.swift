@@ -1,0 +1,6 @@
+import FuzzSupport
+
+runFuzzer { data, size in
+    JSONLinesTarget.check(fuzzInput(data, size))
+    return 0
+}
