@@ -3,12 +3,15 @@ import KindlyPush
 import Testing
 
 @Suite("Key files")
-struct KeyFileTests {
+final class KeyFileTests {
+    /// A folder of each test's own, removed when the test ends.
     let folder: String = {
         let path = NSTemporaryDirectory() + "kindly-keyfile-\(UUID().uuidString)"
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }()
+
+    deinit { try? FileManager.default.removeItem(atPath: folder) }
 
     @Test("a written key file is 0600 and reads back as the same key, even with a permissive umask")
     func writeAndRead() throws {
