@@ -35,14 +35,26 @@ public enum X25519 {
             throw .invalidLength(what: "an X25519 public key", expected: keyLength, actual: publicKey.count)
         }
         return try SecureBytes(count: keyLength) { (out) throws(CryptoError) in
-            let status = secretKey.withUnsafeBytes { secret in
-                crypto_scalarmult(
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    secret.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    publicKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            try secretKey.withUnsafeBytes { (secret) throws(CryptoError) in
+                try sharedSecret(secretKey: secret, publicKey: publicKey, into: out)
             }
-            guard status == 0 else { throw .allZeroSharedSecret }
         }
+    }
+
+    /// The shared secret written into `out` (32 bytes), for callers that keep it in a buffer of
+    /// their own and wipe it. All three buffers must be 32 bytes.
+    static func sharedSecret(
+        secretKey: UnsafeRawBufferPointer,
+        publicKey: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) throws(CryptoError) {
+        _ = Sodium.ready
+        precondition(secretKey.count == keyLength && publicKey.count == keyLength && out.count == keyLength)
+        let status = crypto_scalarmult(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            publicKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        guard status == 0 else { throw .allZeroSharedSecret }
     }
 
     /// A fresh key pair from the CSPRNG.

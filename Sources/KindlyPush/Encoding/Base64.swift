@@ -103,15 +103,92 @@ public enum Base64 {
     public static func decode(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> [UInt8] {
         let length = try validatedDecodedLength(text)
         return try [UInt8](unsafeUninitializedCapacity: length) { (buffer, initialized) throws(DecodingError) in
-            try decode(text, into: UnsafeMutableRawBufferPointer(buffer))
+            try decodeValidated(text, into: UnsafeMutableRawBufferPointer(buffer))
             initialized = length
+        }
+    }
+
+    /// Decodes canonical base64 or base64url into `output` and returns the decoded length.
+    /// Allocates nothing. When the decoded length is more than `output.count`, nothing is
+    /// written and that length is returned: callers compare it with the length they expect.
+    static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) -> Int {
+        if let length = quickDecode(text, into: output) { return length }
+        // Anything the quick loop did not take: the reference loop decides, and says why.
+        let length = try validatedDecodedLength(text)
+        guard length <= output.count else { return length }
+        try decodeValidated(text, into: UnsafeMutableRawBufferPointer(rebasing: output[0..<length]))
+        return length
+    }
+
+    /// Per byte: its sextet, with 0x40 for a character of the standard alphabet only (`+`, `/`),
+    /// 0x80 for one of the URL-safe alphabet only (`-`, `_`), and 0xFF (both) for anything else.
+    private static let decodingTable: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return UInt8(byte) - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return UInt8(byte) - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(byte) - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+"): return 62 | 0x40
+        case UInt8(ascii: "/"): return 63 | 0x40
+        case UInt8(ascii: "-"): return 62 | 0x80
+        case UInt8(ascii: "_"): return 63 | 0x80
+        default: return 0xFF
+        }
+    }
+
+    /// The decoding of canonical text in one table-driven pass; `nil` for any text that is not
+    /// canonical (then ``validatedDecodedLength(_:)`` and ``decodeValidated(_:into:)`` decide, so the
+    /// rules live there): it accepts exactly what they accept, with the same bytes.
+    static func quickDecode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+        guard let input = text.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return text.isEmpty ? 0 : nil }
+        var padding = 0
+        while padding < text.count, padding < 3, input[text.count - 1 - padding] == UInt8(ascii: "=") { padding += 1 }
+        if padding > 0, text.count % 4 != 0 { return nil }
+        guard let length = decodedLength(ofTextWithCount: text.count, padding: padding), output.count >= length else { return nil }
+        let dataCount = text.count - padding
+        let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        return decodingTable.withUnsafeBufferPointer { table -> Int? in
+            var seen: UInt8 = 0
+            var inIndex = 0
+            var outIndex = 0
+            while inIndex + 4 <= dataCount {
+                let a = table[Int(input[inIndex])]
+                let b = table[Int(input[inIndex + 1])]
+                let c = table[Int(input[inIndex + 2])]
+                let d = table[Int(input[inIndex + 3])]
+                seen |= a | b | c | d
+                let chunk = UInt32(a & 0x3F) << 18 | UInt32(b & 0x3F) << 12 | UInt32(c & 0x3F) << 6 | UInt32(d & 0x3F)
+                out[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
+                out[outIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+                out[outIndex + 2] = UInt8(truncatingIfNeeded: chunk)
+                inIndex += 4
+                outIndex += 3
+            }
+            switch dataCount - inIndex {
+            case 2:
+                let a = table[Int(input[inIndex])]
+                let b = table[Int(input[inIndex + 1])]
+                seen |= a | b
+                guard b & 0x0F == 0 else { return nil }
+                out[outIndex] = (a & 0x3F) << 2 | (b & 0x3F) >> 4
+            case 3:
+                let a = table[Int(input[inIndex])]
+                let b = table[Int(input[inIndex + 1])]
+                let c = table[Int(input[inIndex + 2])]
+                seen |= a | b | c
+                guard c & 0x03 == 0 else { return nil }
+                out[outIndex] = (a & 0x3F) << 2 | (b & 0x3F) >> 4
+                out[outIndex + 1] = (b & 0x0F) << 4 | (c & 0x3F) >> 2
+            default: break
+            }
+            // An invalid byte sets both flags; so do the two alphabets mixed.
+            return seen & 0xC0 == 0xC0 ? nil : length
         }
     }
 
     /// Decodes canonical base64 straight into a secure buffer, for secret keys read from files.
     public static func decodeSecret(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> SecureBytes {
         let length = try validatedDecodedLength(text)
-        return try SecureBytes(count: length) { (buffer) throws(DecodingError) in try decode(text, into: buffer) }
+        return try SecureBytes(count: length) { (buffer) throws(DecodingError) in try decodeValidated(text, into: buffer) }
     }
 
     /// The decoded length after checking length, padding and alphabet.
@@ -152,7 +229,7 @@ public enum Base64 {
     }
 
     /// Decodes validated text into `output`, which has exactly the decoded length.
-    private static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) {
+    private static func decodeValidated(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) {
         var dataCount = text.count
         while dataCount > 0, text[dataCount - 1] == UInt8(ascii: "=") { dataCount -= 1 }
         var inIndex = 0

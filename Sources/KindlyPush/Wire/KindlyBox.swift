@@ -59,37 +59,100 @@ enum KindlyBox {
     /// Opens `envelope` with `key` and returns the unpadded plaintext bytes
     /// (reasons 5 and 6 of section 5; the padding part of 6).
     static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> [UInt8] {
-        let sharedSecret: SecureBytes
-        do {
-            sharedSecret = try envelope.ephemeralPublicKey.withBytes { (epk) throws(CryptoError) in
-                try X25519.sharedSecret(secretKey: key.secretKey.storage, publicKey: epk)
-            }
-        } catch {
-            throw DecryptionFailure(.authenticationFailed, "the shared secret is all zeros (low-order ephemeral key)")
-        }
-        let derivedKey = deriveKey(
-            sharedSecret: sharedSecret, ephemeralPublicKey: envelope.ephemeralPublicKey, recipient: key.publicKey)
-        var padded: [UInt8]
-        do {
-            padded = try envelope.ciphertext.withBytes { (ct) throws(CryptoError) in
-                try envelope.nonce.withBytes { (n) throws(CryptoError) in
-                    try associatedData(for: envelope.kid).withBytes { (aad) throws(CryptoError) in
-                        try XChaCha20Poly1305.open(ct, key: derivedKey, nonce: n, authenticating: aad)
+        let capacity = max(envelope.ciphertext.count - XChaCha20Poly1305.tagLength, 0)
+        var failure: DecryptionFailure?
+        let plaintext = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            initialized = 0
+            do throws(DecryptionFailure) {
+                initialized = try envelope.ciphertext.withBytes { (ct) throws(DecryptionFailure) in
+                    try envelope.nonce.withBytes { (n) throws(DecryptionFailure) in
+                        try envelope.ephemeralPublicKey.withBytes { (epk) throws(DecryptionFailure) in
+                            try envelope.kid.bytes.withBytes { (kid) throws(DecryptionFailure) in
+                                try open(
+                                    ciphertext: ct, nonce: n, ephemeralPublicKey: epk, kid: kid, with: key,
+                                    into: UnsafeMutableRawBufferPointer(buffer))
+                            }
+                        }
                     }
                 }
+            } catch {
+                failure = error
             }
-        } catch {
-            throw DecryptionFailure(.authenticationFailed, "the authentication tag does not verify")
         }
-        let length: Int
-        do {
-            length = try padded.withBytes { (bytes) throws(CryptoError) in
-                try Padding.unpaddedLength(bytes, blockSize: WireFormat.paddingBlockSize)
+        if let failure { throw failure }
+        return plaintext
+    }
+
+    /// The decryption core on raw buffers: X25519, the key derivation, the AEAD and the padding
+    /// check. Writes the unpadded plaintext at the start of `plaintext` (at least
+    /// `ciphertext.count - 16` bytes) and returns its length. The shared secret and the derived
+    /// key live in a stack buffer that is wiped with `sodium_memzero` on every way out.
+    static func open(
+        ciphertext: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        ephemeralPublicKey: UnsafeRawBufferPointer,
+        kid: UnsafeRawBufferPointer,
+        with key: DeviceKey,
+        into plaintext: UnsafeMutableRawBufferPointer
+    ) throws(DecryptionFailure) -> Int {
+        let result = withUnsafeTemporaryAllocation(byteCount: 2 * X25519.keyLength, alignment: 16) { secrets in
+            defer { SecureBytes.wipeScratch(secrets) }
+            return Result { () throws(DecryptionFailure) -> Int in
+                let sharedSecret = UnsafeMutableRawBufferPointer(rebasing: secrets[0..<X25519.keyLength])
+                let derivedKey = UnsafeMutableRawBufferPointer(rebasing: secrets[X25519.keyLength...])
+                do throws(CryptoError) {
+                    try key.secretKey.withUnsafeBytes { (secret) throws(CryptoError) in
+                        try X25519.sharedSecret(secretKey: secret, publicKey: ephemeralPublicKey, into: sharedSecret)
+                    }
+                } catch {
+                    throw DecryptionFailure(.authenticationFailed, "the shared secret is all zeros (low-order ephemeral key)")
+                }
+                deriveKey(
+                    sharedSecret: UnsafeRawBufferPointer(sharedSecret), ephemeralPublicKey: ephemeralPublicKey,
+                    recipient: key.publicKey, into: derivedKey)
+                let paddedLength: Int
+                do throws(CryptoError) {
+                    paddedLength = try withAssociatedData(kid: kid) { (aad) throws(CryptoError) in
+                        try XChaCha20Poly1305.open(
+                            ciphertext, key: UnsafeRawBufferPointer(derivedKey), nonce: nonce, authenticating: aad, into: plaintext)
+                    }
+                } catch {
+                    throw DecryptionFailure(.authenticationFailed, "the authentication tag does not verify")
+                }
+                do throws(CryptoError) {
+                    return try Padding.unpaddedLength(
+                        UnsafeRawBufferPointer(rebasing: plaintext[0..<paddedLength]), blockSize: WireFormat.paddingBlockSize)
+                } catch {
+                    throw DecryptionFailure(.badPlaintext, "the padding is invalid")
+                }
             }
-        } catch {
-            throw DecryptionFailure(.badPlaintext, "the padding is invalid")
         }
-        padded.removeSubrange(length...)
-        return padded
+        return try result.get()
+    }
+
+    /// `k = BLAKE2b(LABEL || ss || epk || pk)` written into `out` (32 bytes), without copying the
+    /// secret into another buffer.
+    static func deriveKey(
+        sharedSecret: UnsafeRawBufferPointer, ephemeralPublicKey: UnsafeRawBufferPointer, recipient: DevicePublicKey,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
+        WireFormat.label.withUnsafeBytes { label in
+            recipient.rawRepresentation.withUnsafeBytes { pk in
+                BLAKE2b.hash(label, sharedSecret, ephemeralPublicKey, pk, into: out)
+            }
+        }
+    }
+
+    /// Calls `body` with `aad = LABEL || kid` in a stack buffer.
+    static func withAssociatedData<R, E: Error>(
+        kid: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        let label = WireFormat.label
+        let result = withUnsafeTemporaryAllocation(byteCount: label.count + kid.count, alignment: 1) { aad in
+            label.withUnsafeBytes { aad.copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: aad[label.count...]).copyMemory(from: kid)
+            return Result { () throws(E) in try body(UnsafeRawBufferPointer(aad)) }
+        }
+        return try result.get()
     }
 }
