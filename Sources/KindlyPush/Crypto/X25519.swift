@@ -19,6 +19,14 @@ public enum X25519 {
         return publicKey
     }
 
+    /// The public key for a 32-byte secret key in a buffer of the caller's, written into `out` (32 bytes).
+    static func publicKey(secretKey: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        _ = Sodium.ready
+        precondition(secretKey.count == keyLength && out.count == keyLength)
+        _ = crypto_scalarmult_base(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    }
+
     /// The shared secret `X25519(secretKey, publicKey)`.
     ///
     /// The top bit of `publicKey` is ignored, as RFC 7748 says. Throws

@@ -101,8 +101,9 @@ public struct PushDecryptor {
 
 /// Where a push's envelope fields are, found by ``FastJSON`` in a document that it checked
 /// whole: a JSON object with no duplicate top-level name, whose one `kindly` member is an object
-/// with no duplicate name, `v` written `1`, and `kid`, `epk`, `n`, `ct` strings without escapes.
-/// `nil` for anything else (the general path decides).
+/// with no duplicate name, `v` written `1`, and `kid`, `epk`, `n`, `ct` strings. `nil` for
+/// anything else (the general path decides). The four strings are checked by decoding them
+/// (``FastJSON/base64String()``): the document is valid only once they decode.
 struct EnvelopeLocation {
     var kid: Range<Int> = 0..<0
     var ephemeralPublicKey: Range<Int> = 0..<0
@@ -141,19 +142,19 @@ struct EnvelopeLocation {
                 }
                 seen |= 1
             } else if reader.text(name, is: "kid") {
-                guard let text = reader.string() else { return false }
+                guard let text = reader.base64String() else { return false }
                 kid = text
                 seen |= 2
             } else if reader.text(name, is: "epk") {
-                guard let text = reader.string() else { return false }
+                guard let text = reader.base64String() else { return false }
                 ephemeralPublicKey = text
                 seen |= 4
             } else if reader.text(name, is: "n") {
-                guard let text = reader.string() else { return false }
+                guard let text = reader.base64String() else { return false }
                 nonce = text
                 seen |= 8
             } else if reader.text(name, is: "ct") {
-                guard let text = reader.string() else { return false }
+                guard let text = reader.base64String() else { return false }
                 ciphertext = text
                 seen |= 16
             } else {

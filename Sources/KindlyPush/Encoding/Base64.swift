@@ -47,32 +47,42 @@ public enum Base64 {
     /// so that a secret can be encoded into a secure buffer without passing through a `String`.
     public static func urlEncode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         precondition(output.count >= urlEncodedLength(of: bytes.count))
-        var index = 0
-        var out = 0
-        func emit(_ chunk: UInt32, _ shift: UInt32) {
-            output[out] = urlAlphabet[Int(chunk >> shift & 63)]
-            out += 1
+        urlAlphabet.withUnsafeBufferPointer { alphabet in
+            var index = 0
+            var out = 0
+            func emit(_ chunk: UInt32, _ shift: UInt32) {
+                output[out] = alphabet[Int(chunk >> shift & 63)]
+                out += 1
+            }
+            while index + 3 <= bytes.count {
+                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                emit(chunk, 18)
+                emit(chunk, 12)
+                emit(chunk, 6)
+                emit(chunk, 0)
+                index += 3
+            }
+            switch bytes.count - index {
+            case 1:
+                let chunk = UInt32(bytes[index]) << 16
+                emit(chunk, 18)
+                emit(chunk, 12)
+            case 2:
+                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+                emit(chunk, 18)
+                emit(chunk, 12)
+                emit(chunk, 6)
+            default: break
+            }
         }
-        while index + 3 <= bytes.count {
-            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            emit(chunk, 18)
-            emit(chunk, 12)
-            emit(chunk, 6)
-            emit(chunk, 0)
-            index += 3
-        }
-        switch bytes.count - index {
-        case 1:
-            let chunk = UInt32(bytes[index]) << 16
-            emit(chunk, 18)
-            emit(chunk, 12)
-        case 2:
-            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            emit(chunk, 18)
-            emit(chunk, 12)
-            emit(chunk, 6)
-        default: break
-        }
+    }
+
+    /// Appends the unpadded base64url text of `bytes` to `output`.
+    static func appendURLEncoded(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        let start = output.count
+        let length = urlEncodedLength(of: bytes.count)
+        output.append(contentsOf: repeatElement(0, count: length))
+        output.withUnsafeMutableBytes { urlEncode(bytes, into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + length)])) }
     }
 
     /// Why a text is not canonical base64. Carries no part of the text: it may be a secret.

@@ -74,28 +74,44 @@ struct FastJSON {
         guard index < end, base[index] == UInt8(ascii: "\"") else { return nil }
         index += 1
         let start = index
-        while true {
-            skipPlainASCII()
-            guard index < end else { return nil }
+        skipPlainASCII()
+        while index < end {
             let byte = base[index]
-            if byte == UInt8(ascii: "\"") {
+            if byte >= 0x80 {
+                // Non-ASCII text tends to come in runs: stay in this loop for it.
+                guard utf8Sequence() else { return nil }
+            } else if byte == UInt8(ascii: "\"") {
                 index += 1
                 return start..<(index - 1)
-            }
-            if byte == UInt8(ascii: "\\") {
+            } else if byte == UInt8(ascii: "\\") {
                 guard compact, canonicalEscape() else { return nil }
             } else if byte < 0x20 {
                 return nil
-            } else if byte < 0x80 {
-                index += 1
             } else {
-                guard utf8Sequence() else { return nil }
+                index += 1
+                skipPlainASCII()
             }
         }
+        return nil
+    }
+
+    /// A string at `index` whose text the caller decodes as base64 before trusting it: only its
+    /// closing quote is looked for here. Base64 decoding takes nothing but base64 characters, so
+    /// no escape, control character or non-ASCII byte can get through; until the caller has
+    /// decoded it, the range is not known to be a valid JSON string.
+    mutating func base64String() -> Range<Int>? {
+        skipWhitespace()
+        guard index < end, base[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        guard let quote = memchr(base + index, 0x22, end - index) else { return nil }
+        let start = index
+        index = UnsafeRawPointer(quote) - UnsafeRawPointer(base) + 1
+        return start..<(index - 1)
     }
 
     /// Steps over ASCII bytes that need no attention in a string (not `"`, `\`, a control
     /// character or a non-ASCII byte), eight at a time.
+    @inline(__always)
     private mutating func skipPlainASCII() {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
@@ -146,6 +162,7 @@ struct FastJSON {
 
     /// One well-formed multi-byte UTF-8 sequence (RFC 3629: no overlong forms, no surrogates,
     /// nothing above U+10FFFF), as the standard library's validation accepts.
+    @inline(__always)
     private mutating func utf8Sequence() -> Bool {
         let lead = base[index]
         let length: Int

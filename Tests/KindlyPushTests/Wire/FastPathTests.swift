@@ -151,6 +151,43 @@ struct FastPathTests {
         }
     }
 
+    @Test("the fast sealer writes what the general sealer writes, for the same ephemeral key and nonce")
+    func sealing() throws {
+        let key = DeviceKey.generate()
+        var generator = SeededGenerator(seed: 17)
+        let placeholders = [KindlyPushSealer.Placeholder.default, .init(title: "Nouveau \"message\" 📩", body: "a\\b\n/")]
+        for (mode, placeholder) in [
+            (KindlyPushSealer.Mode.visible, placeholders[0]), (.visible, placeholders[1]), (.silent, placeholders[0]),
+        ] {
+            var sealer = PushSealer(recipient: key.publicKey, mode: mode, placeholder: placeholder)
+            for length in [0, 1, 20, 63, 64, 200, 1000, 2000, 2900, 3000, 5000] {
+                let body = String((0..<length).map { _ in "aé世🍜\"\n".randomElement(using: &generator)! })
+                let text = JSONWriter.compactBytes(.object(try DecryptedPayload(chatId: "c", title: "t", body: body).object))
+                let ephemeralSecretKey = SecureBytes.random(count: 32)
+                let nonce = (0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                var output: [UInt8] = [0x41]
+                let outcome = text.withUnsafeBytes {
+                    sealer.seal(plaintext: $0, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+                }
+                let envelope = try KindlyPushSealer.sealMessage(
+                    text, for: key.publicKey, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
+                let document = JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(envelope, mode: mode, placeholder: placeholder))
+                if document.count <= WireFormat.maximumPayloadSize {
+                    #expect(outcome == .sealed, "length \(length)")
+                    #expect(Array(output.dropFirst()) == document, "length \(length)")
+                } else {
+                    #expect(outcome == .undecided, "length \(length)")
+                    #expect(output == [0x41])
+                }
+            }
+            var output: [UInt8] = []
+            for text in [#"{"chat_id":"","title":"t","body":"b"}"#, #"{"chat_id":"c", "title":"t","body":"b"}"#, "[]", ""] {
+                #expect(Array(text.utf8).withUnsafeBytes { sealer.seal(plaintext: $0, appendingTo: &output) } == .undecided)
+            }
+            #expect(output.isEmpty)
+        }
+    }
+
     @Test("strings: the fast reader's UTF-8 check is the standard library's")
     func utf8() {
         var generator = SeededGenerator(seed: 11)
