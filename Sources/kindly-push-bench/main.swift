@@ -3,8 +3,13 @@
 //   kindly-push-bench latency KEY_FILE PUSHES.jsonl
 //
 // Decrypts every push of the file in one thread through the library, as an app or a service
-// that links KindlyPush would, and prints the per-push latency of the whole call (reading the
-// push's JSON bytes to a checked payload) as one line: `p50_us p99_us mean_us max_us count`.
+// that links KindlyPush would, and prints the per-push latency of the whole call, from the
+// push's JSON bytes to a checked payload, for the library's two ways:
+//   stream  PushDecryptor.decrypt(_:appendingTo:)  (bytes in, the payload's JSON out; what
+//           `kindly-push decrypt --jsonl` uses)
+//   general JSONReader.parse + KindlyPushDecryption.decrypt(userInfo:)  (a JSONValue in, a
+//           DecryptedPayload out)
+// as two lines: `stream|general p50_us p99_us mean_us max_us count`.
 // A first pass over the pushes warms caches and the key lookup; only the second pass is timed.
 import KindlyPush
 
@@ -40,11 +45,37 @@ func readLines(_ path: String) -> [[UInt8]] {
     return lines
 }
 
-/// One decryption as a library user writes it: bytes in, a checked payload out.
+/// One decryption through the general API: bytes in, a checked payload out.
 @inline(never)
-func decryptOne(_ push: [UInt8], with decryption: KindlyPushDecryption) -> Bool {
+func decryptGeneral(_ push: [UInt8], with decryption: KindlyPushDecryption) -> Bool {
     guard let document = try? JSONReader.parse(push) else { return false }
     return decryption.decrypt(userInfo: document) != nil
+}
+
+/// One decryption through the stream API: bytes in, the payload's JSON out.
+@inline(never)
+func decryptStream(_ push: [UInt8], with decryptor: inout PushDecryptor, output: inout [UInt8]) -> Bool {
+    output.removeAll(keepingCapacity: true)
+    return push.withUnsafeBytes { decryptor.decrypt($0, appendingTo: &output) } == .decrypted
+}
+
+/// Times `body` once per push (after one untimed pass) and prints the line for `name`.
+func measure(_ name: String, _ pushes: [[UInt8]], _ body: ([UInt8]) -> Bool) {
+    for push in pushes where !body(push) { fail("a push did not decrypt") }
+    var samples = [UInt64](repeating: 0, count: pushes.count)
+    for (index, push) in pushes.enumerated() {
+        let start = nanoseconds()
+        let decrypted = body(push)
+        samples[index] = nanoseconds() - start
+        if !decrypted { fail("a push did not decrypt") }
+    }
+    samples.sort()
+    func percentile(_ p: Double) -> Double {
+        Double(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) / 1000
+    }
+    let mean = Double(samples.reduce(0, +)) / Double(samples.count) / 1000
+    func fixed(_ value: Double) -> String { String((value * 100).rounded() / 100) }
+    print(name, fixed(percentile(0.50)), fixed(percentile(0.99)), fixed(mean), fixed(Double(samples.last!) / 1000), samples.count)
 }
 
 func latency(keyFile: String, pushesFile: String) {
@@ -57,21 +88,10 @@ func latency(keyFile: String, pushesFile: String) {
     let decryption = KindlyPushDecryption(keyring: CachingKeyring(SingleKeyring(key: key)))
     let pushes = readLines(pushesFile)
     guard !pushes.isEmpty else { fail("no pushes in \(pushesFile)") }
-    for push in pushes where !decryptOne(push, with: decryption) { fail("a push did not decrypt") }
-    var samples = [UInt64](repeating: 0, count: pushes.count)
-    for (index, push) in pushes.enumerated() {
-        let start = nanoseconds()
-        let decrypted = decryptOne(push, with: decryption)
-        samples[index] = nanoseconds() - start
-        if !decrypted { fail("a push did not decrypt") }
-    }
-    samples.sort()
-    func percentile(_ p: Double) -> Double {
-        Double(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) / 1000
-    }
-    let mean = Double(samples.reduce(0, +)) / Double(samples.count) / 1000
-    func fixed(_ value: Double) -> String { String((value * 100).rounded() / 100) }
-    print(fixed(percentile(0.50)), fixed(percentile(0.99)), fixed(mean), fixed(Double(samples.last!) / 1000), samples.count)
+    var decryptor = PushDecryptor(decryption)
+    var output: [UInt8] = []
+    measure("stream", pushes) { decryptStream($0, with: &decryptor, output: &output) }
+    measure("general", pushes) { decryptGeneral($0, with: decryption) }
 }
 
 /// A keyring holding one key, as the CLI's --key-file does.

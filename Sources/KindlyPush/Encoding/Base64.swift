@@ -111,6 +111,13 @@ public enum Base64 {
 
     /// Decodes canonical base64 or base64url from UTF-8 bytes.
     public static func decode(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> [UInt8] {
+        let padding = text.count >= 2 && text[text.count - 1] == UInt8(ascii: "=") ? (text[text.count - 2] == UInt8(ascii: "=") ? 2 : 1) : 0
+        if let expected = decodedLength(ofTextWithCount: text.count, padding: padding) {
+            let quick = [UInt8](unsafeUninitializedCapacity: expected) { buffer, initialized in
+                initialized = quickDecode(text, into: UnsafeMutableRawBufferPointer(buffer)) == expected ? expected : 0
+            }
+            if quick.count == expected { return quick }
+        }
         let length = try validatedDecodedLength(text)
         return try [UInt8](unsafeUninitializedCapacity: length) { (buffer, initialized) throws(DecodingError) in
             try decodeValidated(text, into: UnsafeMutableRawBufferPointer(buffer))
