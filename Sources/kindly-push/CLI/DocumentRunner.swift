@@ -170,7 +170,9 @@ enum DocumentRunner {
                 do throws(CLIError) {
                     try reader.nextBatch(into: &previous.batch, maximumLines: batchLines, maximumBytes: batchBytes)
                 } catch {
+                    // As with --jobs 1: the lines of a batch cut short by the error are not processed.
                     readError = error
+                    previous.batch.lines.removeAll()
                 }
             }
             slot.work(command, scratch: scratches)
