@@ -10,13 +10,15 @@ import Synchronization
 enum DocumentRunner {
     static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
-    /// Lines handed to a thread at a time, and written out together.
+    /// Lines handed to a thread at a time.
     static let chunkLines = 16
     /// A batch ends after this many lines or input bytes (plus the line that crosses it), so
     /// that memory stays flat whatever the stream holds.
-    static let batchLines = 1024
-    static let batchBytes = 1 << 20
-    /// A chunk's output buffer larger than this after a batch is let go rather than kept.
+    static let batchLines = 512
+    static let batchBytes = 1 << 19
+    /// Batches in flight with `--jobs` > 1: one being written while the others are processed.
+    static let batchesInFlight = 3
+    /// An output buffer larger than this after a batch is let go rather than kept.
     static let keptOutputCapacity = 1 << 18
 
     /// Single-document mode: the output document on standard output, or one error line on
@@ -47,9 +49,7 @@ enum DocumentRunner {
     /// `--jsonl`: one output line per input line, in input order; a bad line gives its error
     /// object and the stream goes on. Lines are read in batches bounded in lines and bytes, so
     /// memory stays flat however long the stream. With `--jobs 1` everything happens on this
-    /// thread, in order. With more, a batch is cut into chunks that `jobs` threads (this one
-    /// included) take in turn, while this thread writes the previous batch's output and reads
-    /// the next batch; chunks are written in input order.
+    /// thread, in order. With more, see ``runParallel(_:reader:stdout:)``.
     static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         var reader = LineBatchReader()
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
@@ -96,7 +96,9 @@ enum DocumentRunner {
     private final class Slot: @unchecked Sendable {
         var batch = LineBatchReader.Batch()
         let outputs: UnsafeMutablePointer<[UInt8]>
-        let nextChunk = Atomic<Int>(0)
+        /// Chunks not processed yet; the thread that takes it to zero signals `done`.
+        let remaining = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
         static let maximumChunks = (DocumentRunner.batchLines + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines
 
         init() {
@@ -111,19 +113,15 @@ enum DocumentRunner {
 
         var chunkCount: Int { (batch.lines.count + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines }
 
-        /// Takes chunks until none is left; safe on several threads at once, each with its own scratch.
-        func work<C: DocumentCommand>(_ command: C, scratch: UnsafeMutablePointer<C.Scratch>) {
+        /// Processes one chunk; true when it was the batch's last.
+        func process<C: DocumentCommand>(chunk: Int, _ command: C, scratch: UnsafeMutablePointer<C.Scratch>) -> Bool {
             let batch = self.batch
-            let count = (batch.lines.count + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines
-            while true {
-                let chunk = nextChunk.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard chunk < count else { return }
-                outputs[chunk].removeAll(keepingCapacity: true)
-                let lines = (chunk * DocumentRunner.chunkLines)..<min((chunk + 1) * DocumentRunner.chunkLines, batch.lines.count)
-                for index in lines {
-                    DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch.pointee, to: &outputs[chunk])
-                }
+            outputs[chunk].removeAll(keepingCapacity: true)
+            let lines = (chunk * DocumentRunner.chunkLines)..<min((chunk + 1) * DocumentRunner.chunkLines, batch.lines.count)
+            for index in lines {
+                DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch.pointee, to: &outputs[chunk])
             }
+            return remaining.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1
         }
 
         /// Writes the chunks' output in order and empties the batch.
@@ -136,50 +134,107 @@ enum DocumentRunner {
         }
     }
 
-    /// `--jobs N`, N > 1: batch k is processed by N − 1 worker threads and this one, while this
-    /// thread first writes batch k − 1 and reads batch k + 1.
-    private static func runParallel<C: DocumentCommand>(
-        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream
-    ) -> CLIError? {
-        let jobs = command.jobs
-        let scratches = UnsafeMutablePointer<C.Scratch>.allocate(capacity: jobs)
-        for index in 0..<jobs { (scratches + index).initialize(to: command.makeScratch()) }
-        defer {
+    /// The chunks waiting for a thread, in input order, and the threads' scratch.
+    private final class WorkQueue<C: DocumentCommand>: @unchecked Sendable {
+        struct Item {
+            /// `nil`: stop.
+            let slot: Slot?
+            let chunk: Int
+        }
+
+        let command: C
+        private let items = Mutex<[Item]>([])
+        private let available = DispatchSemaphore(value: 0)
+        let scratches: UnsafeMutablePointer<C.Scratch>
+        let jobs: Int
+
+        init(_ command: C) {
+            self.command = command
+            jobs = command.jobs
+            scratches = .allocate(capacity: jobs)
+            for index in 0..<jobs { (scratches + index).initialize(to: command.makeScratch()) }
+        }
+
+        deinit {
             scratches.deinitialize(count: jobs)
             scratches.deallocate()
         }
-        nonisolated(unsafe) let workerScratches = scratches
-        var current = Slot()
-        var previous = Slot()
-        var readError: CLIError?
-        do throws(CLIError) {
-            try reader.nextBatch(into: &current.batch, maximumLines: batchLines, maximumBytes: batchBytes)
-        } catch {
-            return error
-        }
-        let queue = DispatchQueue.global()
-        while !current.batch.lines.isEmpty {
-            current.nextChunk.store(0, ordering: .relaxed)
-            let group = DispatchGroup()
-            let slot = current
-            for worker in 1..<min(jobs, slot.chunkCount) {
-                queue.async(group: group) { slot.work(command, scratch: workerScratches + worker) }
+
+        /// Hands out every chunk of `slot`.
+        func publish(_ slot: Slot) {
+            let count = slot.chunkCount
+            slot.remaining.store(count, ordering: .releasing)
+            items.withLock { items in
+                for chunk in 0..<count { items.append(Item(slot: slot, chunk: chunk)) }
             }
-            previous.write(to: &stdout)
-            if readError == nil, !stdout.failed {
+            for _ in 0..<count { available.signal() }
+        }
+
+        /// Tells every thread to stop once the chunks before have been taken.
+        func stop() {
+            items.withLock { items in
+                for _ in 0..<jobs { items.append(Item(slot: nil, chunk: 0)) }
+            }
+            for _ in 0..<jobs { available.signal() }
+        }
+
+        /// A thread's loop: take the oldest chunk, process it, signal its batch when it was the last.
+        func work(worker: Int) {
+            while true {
+                available.wait()
+                let item = items.withLock { items in
+                    let item = items[0]
+                    items.removeFirst()
+                    return item
+                }
+                guard let slot = item.slot else { return }
+                if slot.process(chunk: item.chunk, command, scratch: scratches + worker) { slot.done.signal() }
+            }
+        }
+    }
+
+    /// `--jobs N`, N > 1: N threads take chunks of 16 lines, oldest first, from up to
+    /// ``batchesInFlight`` batches, while this thread reads batches ahead and writes each one
+    /// as soon as all its chunks are done, in input order. No thread waits for another to
+    /// finish a batch: one that is slowed down (a busy machine) holds up only the writing.
+    private static func runParallel<C: DocumentCommand>(
+        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream
+    ) -> CLIError? {
+        let queue = WorkQueue(command)
+        let threads = DispatchGroup()
+        for worker in 0..<queue.jobs {
+            DispatchQueue.global().async(group: threads) { queue.work(worker: worker) }
+        }
+        var free = (0..<batchesInFlight).map { _ in Slot() }
+        var inFlight: [Slot] = []
+        var readError: CLIError?
+        var ended = false
+        while true {
+            while !ended, let slot = free.popLast() {
                 do throws(CLIError) {
-                    try reader.nextBatch(into: &previous.batch, maximumLines: batchLines, maximumBytes: batchBytes)
+                    try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes)
                 } catch {
                     // As with --jobs 1: the lines of a batch cut short by the error are not processed.
                     readError = error
-                    previous.batch.lines.removeAll()
+                    slot.batch.lines.removeAll()
                 }
+                if slot.batch.lines.isEmpty {
+                    ended = true
+                    free.append(slot)
+                    break
+                }
+                queue.publish(slot)
+                inFlight.append(slot)
             }
-            slot.work(command, scratch: scratches)
-            group.wait()
-            swap(&current, &previous)
+            guard !inFlight.isEmpty else { break }
+            let oldest = inFlight.removeFirst()
+            oldest.done.wait()
+            oldest.write(to: &stdout)
+            free.append(oldest)
+            if stdout.failed { ended = true }
         }
-        previous.write(to: &stdout)
+        queue.stop()
+        threads.wait()
         return readError
     }
 
