@@ -41,6 +41,11 @@ let package = Package(
             name: "kindly-push",
             dependencies: ["KindlyPush"]
         ),
+        // The in-process latency loop of tools/bench; not a product, not installed.
+        .executableTarget(
+            name: "kindly-push-bench",
+            dependencies: ["KindlyPush"]
+        ),
         .testTarget(
             name: "KindlyPushTests",
             dependencies: ["KindlyPush", "KindlyPushTesting"]

@@ -57,6 +57,22 @@ struct JSONLinesTests {
         }
     }
 
+    @Test("a line of megabytes is bad_input, the lines around it go through, and seal takes the same way", arguments: [1, 2])
+    func hugeLine(_ jobs: Int) throws {
+        let huge = "{\"chat_id\":\"" + String(repeating: "z", count: 5_000_000) + "\",\"title\":\"t\",\"body\":\"b\"}"
+        let good = #"{"chat_id":"c","title":"t","body":"b"}"#
+        let input = [good, huge, good, String(repeating: " ", count: 65_537), good].joined(separator: "\n")
+        let output = try CLI.run(
+            ["seal", "--jsonl", "--jobs", "\(jobs)", "--public-key", DeviceKey.generate().publicKey.base64URL], stdin: input)
+        #expect(output.status == 0)
+        let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        #expect(lines.count == 5)
+        for index in [0, 2, 4] { #expect(lines[index].hasPrefix(#"{"aps":{"alert":"#), "line \(index + 1)") }
+        for index in [1, 3] {
+            #expect(lines[index] == #"{"error":{"code":"bad_input","message":"the line is over 64 KiB"}}"#, "line \(index + 1)")
+        }
+    }
+
     @Test("every input line counts, a final one without a newline too, but the input's last newline starts none")
     func lineCounting() throws {
         let cases: [(String, [String])] = [

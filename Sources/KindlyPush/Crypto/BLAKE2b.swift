@@ -22,6 +22,34 @@ public enum BLAKE2b {
         return SecureBytes(count: outputLength) { out in hash(input, into: out) }
     }
 
+    /// The digest of the concatenation of four inputs, written into `out` (1...64 bytes), without
+    /// copying them into one buffer. The hash state, which depends on the secret inputs, lives on
+    /// the stack and is wiped before returning.
+    static func hash(
+        _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ c: UnsafeRawBufferPointer, _ d: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
+        _ = Sodium.ready
+        precondition((1...64).contains(out.count), "BLAKE2b output length must be 1...64")
+        withUnsafeTemporaryAllocation(byteCount: stateSize, alignment: 64) { raw in
+            let state = OpaquePointer(raw.baseAddress!)
+            crypto_generichash_init(state, nil, 0, out.count)
+            func update(_ part: UnsafeRawBufferPointer) {
+                guard let base = part.baseAddress, part.count > 0 else { return }
+                crypto_generichash_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+            }
+            update(a)
+            update(b)
+            update(c)
+            update(d)
+            crypto_generichash_final(state, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count)
+            SecureBytes.wipeScratch(raw)
+        }
+    }
+
+    /// `crypto_generichash_statebytes()`: the state is an over-aligned C struct Swift does not import.
+    private static let stateSize = crypto_generichash_statebytes()
+
     private static func hash(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
         _ = crypto_generichash(
             out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,

@@ -56,7 +56,14 @@ public struct SecureBytes: Sendable {
         try body(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<count]))
     }
 
-    /// Test hook: called, on whatever thread releases a buffer, with its storage right after it
+    /// Wipes a scratch buffer that held secrets outside a ``SecureBytes`` (a stack buffer for a
+    /// shared secret and a derived key, a hash state), and reports it to the test hook as well.
+    static func wipeScratch(_ buffer: UnsafeMutableRawBufferPointer) {
+        Sodium.wipe(buffer)
+        if let observer = SecureBytes.wipeObserver.withLock({ $0 }) { observer(UnsafeRawBufferPointer(buffer)) }
+    }
+
+    /// Test hook: called, on whatever thread releases a buffer (or wipes a scratch buffer), with its storage right after it
     /// was wiped and before it is freed, so that a test can observe the wipe. Set only from tests.
     static let wipeObserver = Mutex<(@Sendable (UnsafeRawBufferPointer) -> Void)?>(nil)
 }

@@ -19,6 +19,14 @@ public enum X25519 {
         return publicKey
     }
 
+    /// The public key for a 32-byte secret key in a buffer of the caller's, written into `out` (32 bytes).
+    static func publicKey(secretKey: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        _ = Sodium.ready
+        precondition(secretKey.count == keyLength && out.count == keyLength)
+        _ = crypto_scalarmult_base(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    }
+
     /// The shared secret `X25519(secretKey, publicKey)`.
     ///
     /// The top bit of `publicKey` is ignored, as RFC 7748 says. Throws
@@ -35,14 +43,26 @@ public enum X25519 {
             throw .invalidLength(what: "an X25519 public key", expected: keyLength, actual: publicKey.count)
         }
         return try SecureBytes(count: keyLength) { (out) throws(CryptoError) in
-            let status = secretKey.withUnsafeBytes { secret in
-                crypto_scalarmult(
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    secret.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    publicKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            try secretKey.withUnsafeBytes { (secret) throws(CryptoError) in
+                try sharedSecret(secretKey: secret, publicKey: publicKey, into: out)
             }
-            guard status == 0 else { throw .allZeroSharedSecret }
         }
+    }
+
+    /// The shared secret written into `out` (32 bytes), for callers that keep it in a buffer of
+    /// their own and wipe it. All three buffers must be 32 bytes.
+    static func sharedSecret(
+        secretKey: UnsafeRawBufferPointer,
+        publicKey: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) throws(CryptoError) {
+        _ = Sodium.ready
+        precondition(secretKey.count == keyLength && publicKey.count == keyLength && out.count == keyLength)
+        let status = crypto_scalarmult(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            publicKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        guard status == 0 else { throw .allZeroSharedSecret }
     }
 
     /// A fresh key pair from the CSPRNG.

@@ -66,6 +66,53 @@ public enum XChaCha20Poly1305 {
         return message
     }
 
+    /// Verifies the tag and writes the message into `out` (at least `sealed.count - 16` bytes);
+    /// returns its length. For callers that keep the key in a buffer of their own (32 bytes).
+    static func open(
+        _ sealed: UnsafeRawBufferPointer,
+        key: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        authenticating associatedData: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) throws(CryptoError) -> Int {
+        _ = Sodium.ready
+        precondition(key.count == keyLength && nonce.count == nonceLength)
+        guard sealed.count >= tagLength else { throw .authenticationFailure }
+        precondition(out.count >= sealed.count - tagLength)
+        var written: UInt64 = 0
+        let status = crypto_aead_xchacha20poly1305_ietf_decrypt(
+            out.baseAddress?.assumingMemoryBound(to: UInt8.self), &written,
+            nil,
+            sealed.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(sealed.count),
+            associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(associatedData.count),
+            nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        guard status == 0 else { throw .authenticationFailure }
+        return Int(written)
+    }
+
+    /// Encrypts `message` into `out` (at least `message.count + 16` bytes) as ciphertext || tag;
+    /// returns the sealed length. For callers that keep the key in a buffer of their own (32 bytes).
+    static func seal(
+        _ message: UnsafeRawBufferPointer,
+        key: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        authenticating associatedData: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        _ = Sodium.ready
+        precondition(key.count == keyLength && nonce.count == nonceLength && out.count >= message.count + tagLength)
+        var written: UInt64 = 0
+        _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), &written,
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count),
+            associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(associatedData.count),
+            nil,
+            nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        return Int(written)
+    }
+
     private static func validate(key: SecureBytes, nonce: UnsafeRawBufferPointer) throws(CryptoError) {
         guard key.count == keyLength else {
             throw .invalidLength(what: "an XChaCha20-Poly1305 key", expected: keyLength, actual: key.count)

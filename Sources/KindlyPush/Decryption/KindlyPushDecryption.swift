@@ -33,13 +33,16 @@ public struct KindlyPushDecryption: Sendable {
     public func decryptResult(userInfo: JSONValue) -> Result<DecryptedPayload, DecryptionFailure> {
         Result { () throws(DecryptionFailure) in
             let envelope = try SealedEnvelope(userInfo: userInfo)
-            let key: DeviceKey
-            do throws(KeyringError) {
-                key = try keyring.key(for: envelope.kid)
-            } catch {
-                throw DecryptionFailure(.keyUnavailable, error.description)
-            }
-            return try KindlyPushDecryption.open(envelope, with: key)
+            return try KindlyPushDecryption.open(envelope, with: try key(for: envelope.kid))
+        }
+    }
+
+    /// Reason 4: the key for `kid` from the keyring.
+    func key(for kid: KeyID) throws(DecryptionFailure) -> DeviceKey {
+        do throws(KeyringError) {
+            return try keyring.key(for: kid)
+        } catch {
+            throw DecryptionFailure(.keyUnavailable, error.description)
         }
     }
 
@@ -57,8 +60,13 @@ public struct KindlyPushDecryption: Sendable {
     /// Reasons 5 and 6: open the box, then check the plaintext.
     static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> DecryptedPayload {
         let plaintext = try KindlyBox.open(envelope, with: key)
+        return try plaintext.withBytes { (bytes) throws(DecryptionFailure) in try payload(plaintext: bytes) }
+    }
+
+    /// The rest of reason 6: the unpadded plaintext checked against section 4.
+    static func payload(plaintext: UnsafeRawBufferPointer) throws(DecryptionFailure) -> DecryptedPayload {
         do throws(PlaintextError) {
-            return try plaintext.withBytes { (bytes) throws(PlaintextError) in try DecryptedPayload(plaintext: bytes) }
+            return try DecryptedPayload(plaintext: plaintext)
         } catch {
             throw DecryptionFailure(.badPlaintext, error.description)
         }

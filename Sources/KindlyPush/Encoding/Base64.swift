@@ -47,32 +47,42 @@ public enum Base64 {
     /// so that a secret can be encoded into a secure buffer without passing through a `String`.
     public static func urlEncode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         precondition(output.count >= urlEncodedLength(of: bytes.count))
-        var index = 0
-        var out = 0
-        func emit(_ chunk: UInt32, _ shift: UInt32) {
-            output[out] = urlAlphabet[Int(chunk >> shift & 63)]
-            out += 1
+        urlAlphabet.withUnsafeBufferPointer { alphabet in
+            var index = 0
+            var out = 0
+            func emit(_ chunk: UInt32, _ shift: UInt32) {
+                output[out] = alphabet[Int(chunk >> shift & 63)]
+                out += 1
+            }
+            while index + 3 <= bytes.count {
+                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                emit(chunk, 18)
+                emit(chunk, 12)
+                emit(chunk, 6)
+                emit(chunk, 0)
+                index += 3
+            }
+            switch bytes.count - index {
+            case 1:
+                let chunk = UInt32(bytes[index]) << 16
+                emit(chunk, 18)
+                emit(chunk, 12)
+            case 2:
+                let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+                emit(chunk, 18)
+                emit(chunk, 12)
+                emit(chunk, 6)
+            default: break
+            }
         }
-        while index + 3 <= bytes.count {
-            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            emit(chunk, 18)
-            emit(chunk, 12)
-            emit(chunk, 6)
-            emit(chunk, 0)
-            index += 3
-        }
-        switch bytes.count - index {
-        case 1:
-            let chunk = UInt32(bytes[index]) << 16
-            emit(chunk, 18)
-            emit(chunk, 12)
-        case 2:
-            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            emit(chunk, 18)
-            emit(chunk, 12)
-            emit(chunk, 6)
-        default: break
-        }
+    }
+
+    /// Appends the unpadded base64url text of `bytes` to `output`.
+    static func appendURLEncoded(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        let start = output.count
+        let length = urlEncodedLength(of: bytes.count)
+        output.append(contentsOf: repeatElement(0, count: length))
+        output.withUnsafeMutableBytes { urlEncode(bytes, into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + length)])) }
     }
 
     /// Why a text is not canonical base64. Carries no part of the text: it may be a secret.
@@ -101,17 +111,101 @@ public enum Base64 {
 
     /// Decodes canonical base64 or base64url from UTF-8 bytes.
     public static func decode(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> [UInt8] {
+        let padding = text.count >= 2 && text[text.count - 1] == UInt8(ascii: "=") ? (text[text.count - 2] == UInt8(ascii: "=") ? 2 : 1) : 0
+        if let expected = decodedLength(ofTextWithCount: text.count, padding: padding) {
+            let quick = [UInt8](unsafeUninitializedCapacity: expected) { buffer, initialized in
+                initialized = quickDecode(text, into: UnsafeMutableRawBufferPointer(buffer)) == expected ? expected : 0
+            }
+            if quick.count == expected { return quick }
+        }
         let length = try validatedDecodedLength(text)
         return try [UInt8](unsafeUninitializedCapacity: length) { (buffer, initialized) throws(DecodingError) in
-            try decode(text, into: UnsafeMutableRawBufferPointer(buffer))
+            try decodeValidated(text, into: UnsafeMutableRawBufferPointer(buffer))
             initialized = length
+        }
+    }
+
+    /// Decodes canonical base64 or base64url into `output` and returns the decoded length.
+    /// Allocates nothing. When the decoded length is more than `output.count`, nothing is
+    /// written and that length is returned: callers compare it with the length they expect.
+    static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) -> Int {
+        if let length = quickDecode(text, into: output) { return length }
+        // Anything the quick loop did not take: the reference loop decides, and says why.
+        let length = try validatedDecodedLength(text)
+        guard length <= output.count else { return length }
+        try decodeValidated(text, into: UnsafeMutableRawBufferPointer(rebasing: output[0..<length]))
+        return length
+    }
+
+    /// Per byte: its sextet, with 0x40 for a character of the standard alphabet only (`+`, `/`),
+    /// 0x80 for one of the URL-safe alphabet only (`-`, `_`), and 0xFF (both) for anything else.
+    private static let decodingTable: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return UInt8(byte) - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return UInt8(byte) - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(byte) - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+"): return 62 | 0x40
+        case UInt8(ascii: "/"): return 63 | 0x40
+        case UInt8(ascii: "-"): return 62 | 0x80
+        case UInt8(ascii: "_"): return 63 | 0x80
+        default: return 0xFF
+        }
+    }
+
+    /// The decoding of canonical text in one table-driven pass; `nil` for any text that is not
+    /// canonical (then ``validatedDecodedLength(_:)`` and ``decodeValidated(_:into:)`` decide, so the
+    /// rules live there): it accepts exactly what they accept, with the same bytes.
+    static func quickDecode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+        guard let input = text.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return text.isEmpty ? 0 : nil }
+        var padding = 0
+        while padding < text.count, padding < 3, input[text.count - 1 - padding] == UInt8(ascii: "=") { padding += 1 }
+        if padding > 0, text.count % 4 != 0 { return nil }
+        guard let length = decodedLength(ofTextWithCount: text.count, padding: padding), output.count >= length else { return nil }
+        let dataCount = text.count - padding
+        let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        return decodingTable.withUnsafeBufferPointer { table -> Int? in
+            var seen: UInt8 = 0
+            var inIndex = 0
+            var outIndex = 0
+            while inIndex + 4 <= dataCount {
+                let a = table[Int(input[inIndex])]
+                let b = table[Int(input[inIndex + 1])]
+                let c = table[Int(input[inIndex + 2])]
+                let d = table[Int(input[inIndex + 3])]
+                seen |= a | b | c | d
+                let chunk = UInt32(a & 0x3F) << 18 | UInt32(b & 0x3F) << 12 | UInt32(c & 0x3F) << 6 | UInt32(d & 0x3F)
+                out[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
+                out[outIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+                out[outIndex + 2] = UInt8(truncatingIfNeeded: chunk)
+                inIndex += 4
+                outIndex += 3
+            }
+            switch dataCount - inIndex {
+            case 2:
+                let a = table[Int(input[inIndex])]
+                let b = table[Int(input[inIndex + 1])]
+                seen |= a | b
+                guard b & 0x0F == 0 else { return nil }
+                out[outIndex] = (a & 0x3F) << 2 | (b & 0x3F) >> 4
+            case 3:
+                let a = table[Int(input[inIndex])]
+                let b = table[Int(input[inIndex + 1])]
+                let c = table[Int(input[inIndex + 2])]
+                seen |= a | b | c
+                guard c & 0x03 == 0 else { return nil }
+                out[outIndex] = (a & 0x3F) << 2 | (b & 0x3F) >> 4
+                out[outIndex + 1] = (b & 0x0F) << 4 | (c & 0x3F) >> 2
+            default: break
+            }
+            // An invalid byte sets both flags; so do the two alphabets mixed.
+            return seen & 0xC0 == 0xC0 ? nil : length
         }
     }
 
     /// Decodes canonical base64 straight into a secure buffer, for secret keys read from files.
     public static func decodeSecret(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> SecureBytes {
         let length = try validatedDecodedLength(text)
-        return try SecureBytes(count: length) { (buffer) throws(DecodingError) in try decode(text, into: buffer) }
+        return try SecureBytes(count: length) { (buffer) throws(DecodingError) in try decodeValidated(text, into: buffer) }
     }
 
     /// The decoded length after checking length, padding and alphabet.
@@ -152,7 +246,7 @@ public enum Base64 {
     }
 
     /// Decodes validated text into `output`, which has exactly the decoded length.
-    private static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) {
+    private static func decodeValidated(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) {
         var dataCount = text.count
         while dataCount > 0, text[dataCount - 1] == UInt8(ascii: "=") { dataCount -= 1 }
         var inIndex = 0

@@ -39,8 +39,20 @@ public enum JSONWriter {
 
     /// Appends `string` as a JSON string: only `"`, `\` and control characters are escaped.
     public static func writeString(_ string: String, to output: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { writeString(utf8: UnsafeRawBufferPointer($0), to: &output) }
+    }
+
+    /// Appends UTF-8 text as a JSON string, escaped as ``writeString(_:to:)`` escapes it: runs
+    /// that need no escape are copied whole.
+    static func writeString(utf8 text: UnsafeRawBufferPointer, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
+        var runStart = 0
+        for index in 0..<text.count {
+            let byte = text[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            if runStart < index { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[runStart..<index])) }
+            runStart = index + 1
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
             case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
@@ -49,13 +61,13 @@ public enum JSONWriter {
             case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
             case 0x08: output.append(contentsOf: [0x5C, UInt8(ascii: "b")])
             case 0x0C: output.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-            case 0x00..<0x20:
+            default:
                 output.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
                 output.append(hexDigits[Int(byte >> 4)])
                 output.append(hexDigits[Int(byte & 0x0F)])
-            default: output.append(byte)
             }
         }
+        if runStart < text.count { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[runStart...])) }
         output.append(UInt8(ascii: "\""))
     }
 }

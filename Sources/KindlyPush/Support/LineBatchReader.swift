@@ -51,12 +51,12 @@ public struct LineBatchReader: ~Copyable {
         self.chunk = [UInt8](repeating: 0, count: chunkSize)
     }
 
-    /// Reads up to `maximumLines` lines into `batch` (cleared first). An empty batch means the
-    /// input has ended.
-    public mutating func nextBatch(into batch: inout Batch, maximumLines: Int) throws(ReadError) {
+    /// Reads up to `maximumLines` lines into `batch` (cleared first), stopping early once the
+    /// batch holds `maximumBytes` bytes. An empty batch means the input has ended.
+    public mutating func nextBatch(into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max) throws(ReadError) {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
-        while batch.lines.count < maximumLines {
+        while batch.lines.count < maximumLines, batch.bytes.count < maximumBytes {
             if chunkStart == chunkEnd {
                 if endOfInput { break }
                 try refill()
@@ -70,6 +70,18 @@ public struct LineBatchReader: ~Copyable {
                 let start = raw.baseAddress! + chunkStart
                 guard let found = memchr(start, 0x0A, chunkEnd - chunkStart) else { return nil }
                 return chunkStart + (UnsafeRawPointer(found) - UnsafeRawPointer(start))
+            }
+            if let newline, !pendingStarted {
+                // The whole line is in the chunk: straight into the batch.
+                if newline - chunkStart > maximumLineLength {
+                    batch.lines.append(.oversized)
+                } else {
+                    let start = batch.bytes.count
+                    batch.bytes.append(contentsOf: chunk[chunkStart..<newline])
+                    batch.lines.append(.text(start..<batch.bytes.count))
+                }
+                chunkStart = newline + 1
+                continue
             }
             let end = newline ?? chunkEnd
             appendToPending(chunkStart..<end)

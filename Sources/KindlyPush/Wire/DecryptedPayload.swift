@@ -46,8 +46,7 @@ public struct DecryptedPayload: Sendable, Equatable {
         } else {
             sentAt = nil
         }
-        let known: Set<String> = [KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt]
-        extras = JSONObject(object.members.filter { !known.contains($0.key) })
+        extras = JSONObject(object.members.filter { !DecryptedPayload.knownKeys.contains($0.key) })
         self.object = object
     }
 
@@ -79,19 +78,23 @@ public struct DecryptedPayload: Sendable, Equatable {
         try self.init(validating: JSONObject(members))
     }
 
-    /// The path of the first object (at any depth) that has a member name twice.
+    /// The keys of section 4; every other key is an extra.
+    static let knownKeys: Set<String> = [KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt]
+
+    /// The path of the first object (at any depth) that has a member name twice. Paths are
+    /// spelled out only on the way into objects and arrays: a scalar has no members.
     static func firstDuplicatePath(in value: JSONValue, path: String) -> String? {
         switch value {
         case .object(let object):
             if object.hasDuplicateKeys { return path }
-            for member in object.members {
+            for member in object.members where member.value.isContainer {
                 if let found = firstDuplicatePath(in: member.value, path: path.isEmpty ? member.key : "\(path).\(member.key)") {
                     return found
                 }
             }
             return nil
         case .array(let elements):
-            for (index, element) in elements.enumerated() {
+            for (index, element) in elements.enumerated() where element.isContainer {
                 if let found = firstDuplicatePath(in: element, path: "\(path)[\(index)]") { return found }
             }
             return nil
@@ -107,5 +110,15 @@ public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public init(_ description: String) {
         self.description = description
+    }
+}
+
+extension JSONValue {
+    /// An object or an array.
+    var isContainer: Bool {
+        switch self {
+        case .object, .array: return true
+        default: return false
+        }
     }
 }

@@ -5,32 +5,11 @@
 ///     aad = LABEL || kid
 ///     ct  = XChaCha20-Poly1305(k, n, aad, pad(m, 64))   ciphertext || 16-byte tag
 ///
-/// The shared secret and the derived key live in ``SecureBytes`` and are wiped as soon as
-/// the operation returns.
+/// The shared secret and the derived key live in a stack buffer that is wiped with
+/// `sodium_memzero` (``SecureBytes/wipeScratch(_:)``) as soon as the operation returns, the
+/// BLAKE2b state likewise; the ephemeral secret key is a ``SecureBytes`` or, on the fast path,
+/// another wiped stack buffer.
 enum KindlyBox {
-    /// `k = BLAKE2b(LABEL || ss || epk || pk)`, 32 bytes.
-    static func deriveKey(sharedSecret: SecureBytes, ephemeralPublicKey: [UInt8], recipient: DevicePublicKey) -> SecureBytes {
-        let label = WireFormat.label
-        let inputLength = label.count + sharedSecret.count + ephemeralPublicKey.count + X25519.keyLength
-        let input = SecureBytes(count: inputLength) { buffer in
-            var offset = 0
-            func append(_ bytes: UnsafeRawBufferPointer) {
-                UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + bytes.count)]).copyMemory(from: bytes)
-                offset += bytes.count
-            }
-            label.withUnsafeBytes(append)
-            sharedSecret.withUnsafeBytes(append)
-            ephemeralPublicKey.withUnsafeBytes(append)
-            recipient.rawRepresentation.withUnsafeBytes(append)
-        }
-        return input.withUnsafeBytes { BLAKE2b.secretHash($0, outputLength: XChaCha20Poly1305.keyLength) }
-    }
-
-    /// `aad = LABEL || kid`.
-    static func associatedData(for kid: KeyID) -> [UInt8] {
-        WireFormat.label + kid.bytes
-    }
-
     /// Seals `message` (the plaintext JSON text, unpadded) for `recipient` with the given
     /// ephemeral secret key and nonce.
     static func seal(
@@ -39,62 +18,178 @@ enum KindlyBox {
         ephemeralSecretKey: SecureBytes,
         nonce: [UInt8]
     ) throws(CryptoError) -> SealedEnvelope {
-        let ephemeralPublicKey = try X25519.publicKey(for: ephemeralSecretKey)
-        let sharedSecret = try recipient.rawRepresentation.withBytes { (pk) throws(CryptoError) in
-            try X25519.sharedSecret(secretKey: ephemeralSecretKey, publicKey: pk)
+        guard ephemeralSecretKey.count == X25519.keyLength else {
+            throw .invalidLength(what: "an X25519 secret key", expected: X25519.keyLength, actual: ephemeralSecretKey.count)
         }
-        let key = deriveKey(sharedSecret: sharedSecret, ephemeralPublicKey: ephemeralPublicKey, recipient: recipient)
         let kid = recipient.kid
-        let padded = Padding.pad(message, blockSize: WireFormat.paddingBlockSize)
-        let ciphertext = try padded.withBytes { (m) throws(CryptoError) in
+        let paddedLength = (message.count / WireFormat.paddingBlockSize + 1) * WireFormat.paddingBlockSize
+        var ephemeralPublicKey = [UInt8](repeating: 0, count: X25519.keyLength)
+        var padded = [UInt8](repeating: 0, count: paddedLength)
+        var ciphertext = [UInt8](repeating: 0, count: paddedLength + XChaCha20Poly1305.tagLength)
+        try ephemeralSecretKey.withUnsafeBytes { (esk) throws(CryptoError) in
             try nonce.withBytes { (n) throws(CryptoError) in
-                try associatedData(for: kid).withBytes { (aad) throws(CryptoError) in
-                    try XChaCha20Poly1305.seal(m, key: key, nonce: n, authenticating: aad)
+                try kid.bytes.withBytes { (kidBytes) throws(CryptoError) in
+                    try ephemeralPublicKey.withMutableBytes { (epk) throws(CryptoError) in
+                        try padded.withMutableBytes { (padded) throws(CryptoError) in
+                            try ciphertext.withMutableBytes { (sealed) throws(CryptoError) in
+                                _ = try seal(
+                                    message, for: recipient, kid: kidBytes, ephemeralSecretKey: esk, nonce: n,
+                                    ephemeralPublicKey: epk, padded: padded, into: sealed)
+                            }
+                        }
+                    }
                 }
             }
         }
         return SealedEnvelope(kid: kid, ephemeralPublicKey: ephemeralPublicKey, nonce: nonce, ciphertext: ciphertext)
     }
 
-    /// Every authentication failure looks the same to the caller: one reason, one text.
-    static let authenticationFailure = DecryptionFailure(.authenticationFailed, "the push does not authenticate with this device's key")
+    /// The sealing core on raw buffers: writes `epk` (32 bytes) and `ct` (the padded length + 16
+    /// bytes, returned) for `message`, using `padded` (at least the padded length) as scratch.
+    /// The shared secret and the derived key live in a stack buffer wiped on every way out.
+    static func seal(
+        _ message: UnsafeRawBufferPointer,
+        for recipient: DevicePublicKey,
+        kid: UnsafeRawBufferPointer,
+        ephemeralSecretKey: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        ephemeralPublicKey: UnsafeMutableRawBufferPointer,
+        padded: UnsafeMutableRawBufferPointer,
+        into sealed: UnsafeMutableRawBufferPointer
+    ) throws(CryptoError) -> Int {
+        guard nonce.count == XChaCha20Poly1305.nonceLength else {
+            throw .invalidLength(what: "an XChaCha20-Poly1305 nonce", expected: XChaCha20Poly1305.nonceLength, actual: nonce.count)
+        }
+        X25519.publicKey(secretKey: ephemeralSecretKey, into: ephemeralPublicKey)
+        let result = withUnsafeTemporaryAllocation(byteCount: 2 * X25519.keyLength, alignment: 16) { secrets in
+            defer { SecureBytes.wipeScratch(secrets) }
+            return Result { () throws(CryptoError) -> Int in
+                let sharedSecret = UnsafeMutableRawBufferPointer(rebasing: secrets[0..<X25519.keyLength])
+                let derivedKey = UnsafeMutableRawBufferPointer(rebasing: secrets[X25519.keyLength...])
+                try recipient.rawRepresentation.withBytes { (pk) throws(CryptoError) in
+                    try X25519.sharedSecret(secretKey: ephemeralSecretKey, publicKey: pk, into: sharedSecret)
+                }
+                deriveKey(
+                    sharedSecret: UnsafeRawBufferPointer(sharedSecret), ephemeralPublicKey: UnsafeRawBufferPointer(ephemeralPublicKey),
+                    recipient: recipient, into: derivedKey)
+                let paddedLength = Padding.pad(message, blockSize: WireFormat.paddingBlockSize, into: padded)
+                return withAssociatedData(kid: kid) { aad in
+                    XChaCha20Poly1305.seal(
+                        UnsafeRawBufferPointer(rebasing: padded[0..<paddedLength]), key: UnsafeRawBufferPointer(derivedKey), nonce: nonce,
+                        authenticating: aad, into: sealed)
+                }
+            }
+        }
+        return try result.get()
+    }
 
     /// Opens `envelope` with `key` and returns the unpadded plaintext bytes
     /// (reasons 5 and 6 of section 5; the padding part of 6).
-    ///
-    /// A low-order ephemeral key (all-zero shared secret) does not return early: it goes on
-    /// with a random key through the same derivation and AEAD check, which then fails, so that
-    /// it cannot be told from a bad tag by its timing or its error.
     static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> [UInt8] {
-        let computed = try? envelope.ephemeralPublicKey.withBytes { (epk) throws(CryptoError) in
-            try X25519.sharedSecret(secretKey: key.secretKey.storage, publicKey: epk)
-        }
-        let sharedSecret = computed ?? SecureBytes.random(count: X25519.keyLength)
-        let derivedKey = deriveKey(
-            sharedSecret: sharedSecret, ephemeralPublicKey: envelope.ephemeralPublicKey, recipient: key.publicKey)
-        var padded: [UInt8]
-        do {
-            padded = try envelope.ciphertext.withBytes { (ct) throws(CryptoError) in
-                try envelope.nonce.withBytes { (n) throws(CryptoError) in
-                    try associatedData(for: envelope.kid).withBytes { (aad) throws(CryptoError) in
-                        try XChaCha20Poly1305.open(ct, key: derivedKey, nonce: n, authenticating: aad)
+        let capacity = max(envelope.ciphertext.count - XChaCha20Poly1305.tagLength, 0)
+        var failure: DecryptionFailure?
+        let plaintext = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            initialized = 0
+            do throws(DecryptionFailure) {
+                initialized = try envelope.ciphertext.withBytes { (ct) throws(DecryptionFailure) in
+                    try envelope.nonce.withBytes { (n) throws(DecryptionFailure) in
+                        try envelope.ephemeralPublicKey.withBytes { (epk) throws(DecryptionFailure) in
+                            try envelope.kid.bytes.withBytes { (kid) throws(DecryptionFailure) in
+                                try open(
+                                    ciphertext: ct, nonce: n, ephemeralPublicKey: epk, kid: kid, with: key,
+                                    into: UnsafeMutableRawBufferPointer(buffer))
+                            }
+                        }
                     }
                 }
+            } catch {
+                failure = error
             }
-        } catch {
-            throw authenticationFailure
         }
-        // Refused whatever the AEAD said: a random key passing the tag is only astronomically unlikely.
-        guard computed != nil else { throw authenticationFailure }
-        let length: Int
-        do {
-            length = try padded.withBytes { (bytes) throws(CryptoError) in
-                try Padding.unpaddedLength(bytes, blockSize: WireFormat.paddingBlockSize)
+        if let failure { throw failure }
+        return plaintext
+    }
+
+    /// Every authentication failure looks the same to the caller: one reason, one text.
+    static let authenticationFailure = DecryptionFailure(.authenticationFailed, "the push does not authenticate with this device's key")
+
+    /// The decryption core on raw buffers: X25519, the key derivation, the AEAD and the padding
+    /// check. Writes the unpadded plaintext at the start of `plaintext` (at least
+    /// `ciphertext.count - 16` bytes) and returns its length. The shared secret and the derived
+    /// key live in a stack buffer that is wiped with `sodium_memzero` on every way out.
+    static func open(
+        ciphertext: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        ephemeralPublicKey: UnsafeRawBufferPointer,
+        kid: UnsafeRawBufferPointer,
+        with key: DeviceKey,
+        into plaintext: UnsafeMutableRawBufferPointer
+    ) throws(DecryptionFailure) -> Int {
+        let result = withUnsafeTemporaryAllocation(byteCount: 2 * X25519.keyLength, alignment: 16) { secrets in
+            defer { SecureBytes.wipeScratch(secrets) }
+            return Result { () throws(DecryptionFailure) -> Int in
+                let sharedSecret = UnsafeMutableRawBufferPointer(rebasing: secrets[0..<X25519.keyLength])
+                let derivedKey = UnsafeMutableRawBufferPointer(rebasing: secrets[X25519.keyLength...])
+                // A low-order ephemeral key does not return early: it goes on with a random key
+                // through the same derivation and AEAD check, so that neither its timing nor its
+                // error tells it from a bad tag.
+                var isLowOrder = false
+                do throws(CryptoError) {
+                    try key.secretKey.withUnsafeBytes { (secret) throws(CryptoError) in
+                        try X25519.sharedSecret(secretKey: secret, publicKey: ephemeralPublicKey, into: sharedSecret)
+                    }
+                } catch {
+                    isLowOrder = true
+                    Sodium.fillRandom(sharedSecret)
+                }
+                deriveKey(
+                    sharedSecret: UnsafeRawBufferPointer(sharedSecret), ephemeralPublicKey: ephemeralPublicKey,
+                    recipient: key.publicKey, into: derivedKey)
+                let paddedLength: Int
+                do throws(CryptoError) {
+                    paddedLength = try withAssociatedData(kid: kid) { (aad) throws(CryptoError) in
+                        try XChaCha20Poly1305.open(
+                            ciphertext, key: UnsafeRawBufferPointer(derivedKey), nonce: nonce, authenticating: aad, into: plaintext)
+                    }
+                } catch {
+                    throw authenticationFailure
+                }
+                // Refused whatever the AEAD said: a random key passing the tag is only astronomically unlikely.
+                guard !isLowOrder else { throw authenticationFailure }
+                do throws(CryptoError) {
+                    return try Padding.unpaddedLength(
+                        UnsafeRawBufferPointer(rebasing: plaintext[0..<paddedLength]), blockSize: WireFormat.paddingBlockSize)
+                } catch {
+                    throw DecryptionFailure(.badPlaintext, "the padding is invalid")
+                }
             }
-        } catch {
-            throw DecryptionFailure(.badPlaintext, "the padding is invalid")
         }
-        padded.removeSubrange(length...)
-        return padded
+        return try result.get()
+    }
+
+    /// `k = BLAKE2b(LABEL || ss || epk || pk)` written into `out` (32 bytes), without copying the
+    /// secret into another buffer.
+    static func deriveKey(
+        sharedSecret: UnsafeRawBufferPointer, ephemeralPublicKey: UnsafeRawBufferPointer, recipient: DevicePublicKey,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
+        WireFormat.label.withUnsafeBytes { label in
+            recipient.rawRepresentation.withUnsafeBytes { pk in
+                BLAKE2b.hash(label, sharedSecret, ephemeralPublicKey, pk, into: out)
+            }
+        }
+    }
+
+    /// Calls `body` with `aad = LABEL || kid` in a stack buffer.
+    static func withAssociatedData<R, E: Error>(
+        kid: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        let label = WireFormat.label
+        let result = withUnsafeTemporaryAllocation(byteCount: label.count + kid.count, alignment: 1) { aad in
+            label.withUnsafeBytes { aad.copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: aad[label.count...]).copyMemory(from: kid)
+            return Result { () throws(E) in try body(UnsafeRawBufferPointer(aad)) }
+        }
+        return try result.get()
     }
 }

@@ -72,10 +72,12 @@ public struct SealedEnvelope: Sendable, Equatable {
         let kid = try field(KindlyKey.kid, { $0 == KeyID.length }, "8")
         let epk = try field(KindlyKey.ephemeralPublicKey, { $0 == SealedEnvelope.ephemeralPublicKeyLength }, "32")
         let nonce = try field(KindlyKey.nonce, { $0 == XChaCha20Poly1305.nonceLength }, "24")
-        let ciphertext = try field(
-            KindlyKey.ciphertext,
-            { $0 >= WireFormat.minimumCiphertextLength && ($0 - XChaCha20Poly1305.tagLength) % WireFormat.paddingBlockSize == 0 },
-            "16 + 64·j (j ≥ 1)")
+        let ciphertext = try field(KindlyKey.ciphertext, SealedEnvelope.isValidCiphertextLength, "16 + 64·j (j ≥ 1)")
         self.init(kid: KeyID(bytes: kid)!, ephemeralPublicKey: epk, nonce: nonce, ciphertext: ciphertext)
+    }
+
+    /// `ct` holds at least one padded block and the tag: 16 + 64·j bytes, j ≥ 1.
+    static func isValidCiphertextLength(_ count: Int) -> Bool {
+        count >= WireFormat.minimumCiphertextLength && (count - XChaCha20Poly1305.tagLength) % WireFormat.paddingBlockSize == 0
     }
 }

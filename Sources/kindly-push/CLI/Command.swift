@@ -29,6 +29,16 @@ protocol DocumentCommand: Command {
 
     /// Appends the output document for `document` (an object) to `output`.
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion
+
+    /// What one thread keeps from document to document (buffers to reuse); most commands keep
+    /// nothing. The runner makes one per thread with ``makeScratch()``.
+    associatedtype Scratch = Void
+    func makeScratch() -> Scratch
+
+    /// Reads and processes one input document's bytes. The default reads the document with the
+    /// strict reader and calls ``process(_:into:)``; a command may take a faster path that
+    /// gives the same output for every input.
+    func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion
 }
 
 extension DocumentCommand {
@@ -36,11 +46,19 @@ extension DocumentCommand {
         isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
     }
 
-    /// Reads and processes one input document's bytes.
+    /// Reads and processes one input document's bytes with the strict reader.
     func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CLIError) -> Completion {
         let document = try StandardInput.parseObject(bytes)
         return try process(document, into: &output)
     }
+
+    func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        try process(bytes: bytes, into: &output)
+    }
+}
+
+extension DocumentCommand where Scratch == Void {
+    func makeScratch() {}
 }
 
 /// The options every document command shares.

@@ -1,5 +1,6 @@
 import Dispatch
 import KindlyPush
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -9,15 +10,27 @@ import KindlyPush
 enum DocumentRunner {
     static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
+    /// Lines handed to a thread at a time.
+    static let chunkLines = 16
+    /// A batch ends after this many lines or input bytes (plus the line that crosses it), so
+    /// that memory stays flat whatever the stream holds.
+    static let batchLines = 512
+    static let batchBytes = 1 << 19
+    /// Batches in flight with `--jobs` > 1: one being written while the others are processed.
+    static let batchesInFlight = 3
+    /// An output buffer larger than this after a batch is let go rather than kept.
+    static let keptOutputCapacity = 1 << 18
+
     /// Single-document mode: the output document on standard output, or one error line on
     /// standard error and nothing on standard output.
     static func runSingle<C: DocumentCommand>(_ command: C) -> Int32 {
         var output: [UInt8] = []
+        var scratch = command.makeScratch()
         let completion: Completion
         do throws(CLIError) {
             let input = try StandardInput.readDocument()
             completion = try input.withUnsafeBytes { raw in
-                Result { () throws(CLIError) in try command.process(bytes: raw, into: &output) }
+                Result { () throws(CLIError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
             }.get()
         } catch {
             Diagnostics.report(error)
@@ -34,62 +47,207 @@ enum DocumentRunner {
     }
 
     /// `--jsonl`: one output line per input line, in input order; a bad line gives its error
-    /// object and the stream goes on. Lines are read in batches and a batch is spread over
-    /// `jobs` threads, so memory stays flat however long the stream.
+    /// object and the stream goes on. Lines are read in batches bounded in lines and bytes, so
+    /// memory stays flat however long the stream. With `--jobs 1` everything happens on this
+    /// thread, in order. With more, see ``runParallel(_:reader:stdout:)``.
     static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         var reader = LineBatchReader(maximumLineLength: StandardInput.maximumDocumentSize)
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
-        var batch = LineBatchReader.Batch()
-        let batchSize = command.jobs == 1 ? 64 : 256 * command.jobs
-        var outputs = [[UInt8]](repeating: [], count: batchSize)
-        while true {
-            do throws(LineBatchReader.ReadError) {
-                try reader.nextBatch(into: &batch, maximumLines: batchSize)
-            } catch {
-                stdout.flush()
-                Diagnostics.report(CLIError(.io, "cannot read standard input: \(error)"))
-                return ErrorCode.io.exitStatus
-            }
-            if batch.lines.isEmpty { break }
-            process(batch, with: command, into: &outputs)
-            for index in batch.lines.indices {
-                stdout.write(outputs[index])
-            }
-            guard !stdout.failed else { break }
-        }
+        let readError =
+            command.jobs == 1
+            ? runSequential(command, reader: &reader, stdout: &stdout) : runParallel(command, reader: &reader, stdout: &stdout)
         guard stdout.flush() else {
             Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(errno)))"))
             return ErrorCode.io.exitStatus
         }
+        if let readError {
+            Diagnostics.report(readError)
+            return readError.code.exitStatus
+        }
         return 0
     }
 
-    /// Fills `outputs[i]` with the output line (newline included) of `batch.lines[i]`.
-    private static func process<C: DocumentCommand>(_ batch: LineBatchReader.Batch, with command: C, into outputs: inout [[UInt8]]) {
-        let count = batch.lines.count
-        let jobs = min(command.jobs, count)
-        if jobs <= 1 {
-            for index in 0..<count { outputs[index] = outputLine(for: batch, at: index, command: command, reusing: outputs[index]) }
-            return
+    /// Standard input failed: an `io` error, as cli.md says for --jsonl.
+    private static func readFailure(_ error: LineBatchReader.ReadError) -> CLIError {
+        CLIError(.io, "cannot read standard input: \(error)")
+    }
+
+    /// `--jobs 1`: read, process and write one batch after another on this thread.
+    private static func runSequential<C: DocumentCommand>(
+        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream
+    ) -> CLIError? {
+        var batch = LineBatchReader.Batch()
+        var scratch = command.makeScratch()
+        var output: [UInt8] = []
+        while true {
+            do throws(LineBatchReader.ReadError) {
+                try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes)
+            } catch {
+                return readFailure(error)
+            }
+            if batch.lines.isEmpty { return nil }
+            output.removeAll(keepingCapacity: true)
+            for index in batch.lines.indices {
+                appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output)
+            }
+            stdout.write(output)
+            if output.capacity > keptOutputCapacity { output = [] }
+            if stdout.failed { return nil }
         }
-        // Each worker takes every jobs-th line and writes only its own slots.
-        outputs.withUnsafeMutableBufferPointer { slots in
-            nonisolated(unsafe) let slots = slots
-            DispatchQueue.concurrentPerform(iterations: jobs) { worker in
-                var index = worker
-                while index < count {
-                    slots[index] = outputLine(for: batch, at: index, command: command, reusing: slots[index])
-                    index += jobs
+    }
+
+    /// A batch and the output of its chunks, shared by the threads that process it. Each chunk's
+    /// output buffer is written by the one thread that took the chunk.
+    private final class Slot: @unchecked Sendable {
+        var batch = LineBatchReader.Batch()
+        let outputs: UnsafeMutablePointer<[UInt8]>
+        /// Chunks not processed yet; the thread that takes it to zero signals `done`.
+        let remaining = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        static let maximumChunks = (DocumentRunner.batchLines + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines
+
+        init() {
+            outputs = .allocate(capacity: Slot.maximumChunks)
+            outputs.initialize(repeating: [], count: Slot.maximumChunks)
+        }
+
+        deinit {
+            outputs.deinitialize(count: Slot.maximumChunks)
+            outputs.deallocate()
+        }
+
+        var chunkCount: Int { (batch.lines.count + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines }
+
+        /// Processes one chunk; true when it was the batch's last.
+        func process<C: DocumentCommand>(chunk: Int, _ command: C, scratch: UnsafeMutablePointer<C.Scratch>) -> Bool {
+            let batch = self.batch
+            outputs[chunk].removeAll(keepingCapacity: true)
+            let lines = (chunk * DocumentRunner.chunkLines)..<min((chunk + 1) * DocumentRunner.chunkLines, batch.lines.count)
+            for index in lines {
+                DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch.pointee, to: &outputs[chunk])
+            }
+            return remaining.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1
+        }
+
+        /// Writes the chunks' output in order and empties the batch.
+        func write(to stdout: inout OutputStream) {
+            for chunk in 0..<chunkCount {
+                stdout.write(outputs[chunk])
+                if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity { outputs[chunk] = [] }
+            }
+            batch.lines.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// The chunks waiting for a thread, in input order, and the threads' scratch.
+    private final class WorkQueue<C: DocumentCommand>: @unchecked Sendable {
+        struct Item {
+            /// `nil`: stop.
+            let slot: Slot?
+            let chunk: Int
+        }
+
+        let command: C
+        private let items = Mutex<[Item]>([])
+        private let available = DispatchSemaphore(value: 0)
+        let scratches: UnsafeMutablePointer<C.Scratch>
+        let jobs: Int
+
+        init(_ command: C) {
+            self.command = command
+            jobs = command.jobs
+            scratches = .allocate(capacity: jobs)
+            for index in 0..<jobs { (scratches + index).initialize(to: command.makeScratch()) }
+        }
+
+        deinit {
+            scratches.deinitialize(count: jobs)
+            scratches.deallocate()
+        }
+
+        /// Hands out every chunk of `slot`.
+        func publish(_ slot: Slot) {
+            let count = slot.chunkCount
+            slot.remaining.store(count, ordering: .releasing)
+            items.withLock { items in
+                for chunk in 0..<count { items.append(Item(slot: slot, chunk: chunk)) }
+            }
+            for _ in 0..<count { available.signal() }
+        }
+
+        /// Tells every thread to stop once the chunks before have been taken.
+        func stop() {
+            items.withLock { items in
+                for _ in 0..<jobs { items.append(Item(slot: nil, chunk: 0)) }
+            }
+            for _ in 0..<jobs { available.signal() }
+        }
+
+        /// A thread's loop: take the oldest chunk, process it, signal its batch when it was the last.
+        func work(worker: Int) {
+            while true {
+                available.wait()
+                let item = items.withLock { items in
+                    let item = items[0]
+                    items.removeFirst()
+                    return item
                 }
+                guard let slot = item.slot else { return }
+                if slot.process(chunk: item.chunk, command, scratch: scratches + worker) { slot.done.signal() }
             }
         }
     }
 
-    private static func outputLine<C: DocumentCommand>(
-        for batch: LineBatchReader.Batch, at index: Int, command: C, reusing storage: [UInt8]
-    ) -> [UInt8] {
-        var output = storage
-        output.removeAll(keepingCapacity: true)
+    /// `--jobs N`, N > 1: N threads take chunks of 16 lines, oldest first, from up to
+    /// ``batchesInFlight`` batches, while this thread reads batches ahead and writes each one
+    /// as soon as all its chunks are done, in input order. No thread waits for another to
+    /// finish a batch: one that is slowed down (a busy machine) holds up only the writing.
+    private static func runParallel<C: DocumentCommand>(
+        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream
+    ) -> CLIError? {
+        let queue = WorkQueue(command)
+        let threads = DispatchGroup()
+        for worker in 0..<queue.jobs {
+            DispatchQueue.global().async(group: threads) { queue.work(worker: worker) }
+        }
+        var free = (0..<batchesInFlight).map { _ in Slot() }
+        var inFlight: [Slot] = []
+        var readError: CLIError?
+        var ended = false
+        while true {
+            while !ended, let slot = free.popLast() {
+                do throws(LineBatchReader.ReadError) {
+                    try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes)
+                } catch {
+                    // As with --jobs 1: the lines of a batch cut short by the error are not processed.
+                    readError = readFailure(error)
+                    slot.batch.lines.removeAll()
+                }
+                if slot.batch.lines.isEmpty {
+                    ended = true
+                    free.append(slot)
+                    break
+                }
+                queue.publish(slot)
+                inFlight.append(slot)
+            }
+            guard !inFlight.isEmpty else { break }
+            let oldest = inFlight.removeFirst()
+            oldest.done.wait()
+            oldest.write(to: &stdout)
+            free.append(oldest)
+            if stdout.failed { ended = true }
+        }
+        queue.stop()
+        threads.wait()
+        return readError
+    }
+
+    /// Appends the output line (newline included) of `batch.lines[index]` to `output`.
+    static func appendOutputLine<C: DocumentCommand>(
+        for batch: LineBatchReader.Batch, at index: Int, command: C, scratch: inout C.Scratch, to output: inout [UInt8]
+    ) {
+        let start = output.count
         do throws(CLIError) {
             switch batch.lines[index] {
             case .oversized:
@@ -97,15 +255,14 @@ enum DocumentRunner {
             case .text(let range):
                 _ = try batch.bytes.withUnsafeBytes { raw in
                     Result { () throws(CLIError) in
-                        try command.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), into: &output)
+                        try command.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output)
                     }
                 }.get()
             }
         } catch {
-            output.removeAll(keepingCapacity: true)
+            output.removeSubrange(start...)
             JSONWriter.write(error.jsonObject, to: &output)
         }
         output.append(0x0A)
-        return output
     }
 }

@@ -40,6 +40,21 @@ struct DecryptCommand: DocumentCommand {
         return CachingKeyring(try KeyringChoice.resolve(arguments, environment: environment))
     }
 
+    func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }
+
+    /// The fast path for the payload (not for --apply, which rewrites the whole document); what it
+    /// leaves undecided goes the general way, which gives the same output and the exact error.
+    func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        if !applies {
+            switch scratch.decrypt(bytes, appendingTo: &output) {
+            case .decrypted: return .success
+            case .failed(let failure): throw CLIError(failure)
+            case .undecided: break
+            }
+        }
+        return try process(bytes: bytes, into: &output)
+    }
+
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
         switch decryption.decryptResult(userInfo: document) {
         case .success(let payload):

@@ -52,6 +52,15 @@ struct SealCommand: DocumentCommand {
         }
     }
 
+    func makeScratch() -> PushSealer { PushSealer(recipient: recipient, mode: mode, placeholder: placeholder) }
+
+    /// The fast path for plaintexts already in compact form; the rest goes the general way, which
+    /// gives the same output (with other random bytes) and the exact error.
+    func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        if scratch.seal(plaintext: bytes, appendingTo: &output) == .sealed { return .success }
+        return try process(bytes: bytes, into: &output)
+    }
+
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
         do throws(KindlyPushSealer.SealingError) {
             output += try KindlyPushSealer.seal(plaintext: document, for: recipient, mode: mode, placeholder: placeholder)

@@ -44,8 +44,26 @@ struct SecureBytesTests {
             _ = try KindlyPushDecryption.decryptResult(userInfo: document, using: key).get()
         }
         let wiped = recorder.buffers.withLock { $0 }
-        // The shared secret, the key-derivation input and the derived key at least.
-        #expect(wiped.count >= 3)
+        // The stack buffer of the shared secret and the derived key (64 bytes), and the BLAKE2b
+        // state that hashed the secret, at least.
+        #expect(wiped.count >= 2)
+        #expect(wiped.contains { $0.count == 64 })
+        #expect(wiped.allSatisfy { $0.allSatisfy { $0 == 0 } })
+    }
+
+    @Test("the fast path wipes the same intermediates")
+    func fastPathWipesIntermediates() throws {
+        let key = DeviceKey.generate()
+        let sealed = try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: key.publicKey)
+        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: StaticKeyring(key: key)))
+        var output: [UInt8] = []
+        let recorder = WipeRecorder()
+        recorder.observing {
+            #expect(sealed.withUnsafeBytes { decryptor.decrypt($0, appendingTo: &output) } == .decrypted)
+        }
+        let wiped = recorder.buffers.withLock { $0 }
+        #expect(wiped.count >= 2)
+        #expect(wiped.contains { $0.count == 64 })
         #expect(wiped.allSatisfy { $0.allSatisfy { $0 == 0 } })
     }
 

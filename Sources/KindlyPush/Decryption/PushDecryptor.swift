@@ -1,0 +1,207 @@
+/// The fast path of decryption, for streams of pushes: JSON bytes in, the payload's compact JSON
+/// out, with its buffers reused from push to push and no tree of ``JSONValue``s built.
+///
+/// ```swift
+/// var decryptor = PushDecryptor(decryption)         // one per thread
+/// switch decryptor.decrypt(pushBytes, appendingTo: &output) {
+/// case .decrypted: ...                                // output holds the payload object
+/// case .failed(let failure): ...                      // reasons 4 to 6
+/// case .undecided:                                    // the general path decides
+///     let result = decryption.decryptResult(userInfo: try JSONReader.parse(pushBytes))
+/// }
+/// ```
+///
+/// It shares the spec's logic with the general path rather than repeating it: the envelope
+/// is located by ``FastJSON`` (which never accepts a text ``JSONReader`` refuses and leaves
+/// anything unusual to it), the fields are decoded by ``Base64``, the key is looked up and the
+/// box opened by the same functions as ``KindlyPushDecryption/decryptResult(userInfo:)``, and
+/// a plaintext that is not already in the writer's compact form goes through
+/// ``DecryptedPayload/init(plaintext:)``. For every push it decides, the outcome (and the
+/// output) is the general path's; `FastPathTests` checks this on every test vector.
+public struct PushDecryptor {
+    public let decryption: KindlyPushDecryption
+    /// kid || epk || n || ct, decoded.
+    private var fields: [UInt8] = []
+    /// The padded plaintext, then the plaintext.
+    private var plaintext: [UInt8] = []
+
+    /// What ``decrypt(_:appendingTo:)`` did.
+    public enum Outcome: Sendable, Equatable {
+        /// The payload object's compact JSON (as ``JSONWriter`` writes ``DecryptedPayload/object``)
+        /// was appended.
+        case decrypted
+        /// The push is a well-formed Kindly push of version 1 that does not decrypt: reasons 4
+        /// to 6 of section 5, exactly as ``KindlyPushDecryption/decryptResult(userInfo:)`` gives them.
+        case failed(DecryptionFailure)
+        /// The push is invalid, not Kindly's, or of a shape this path leaves to the general one:
+        /// read it with ``JSONReader`` and call ``KindlyPushDecryption/decryptResult(userInfo:)``.
+        case undecided
+    }
+
+    public init(_ decryption: KindlyPushDecryption) {
+        self.decryption = decryption
+    }
+
+    /// Decrypts the push whose JSON text is `document`. Appends to `output` only on `.decrypted`.
+    public mutating func decrypt(_ document: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
+        guard let envelope = EnvelopeLocation(document) else { return .undecided }
+        // Decode the four fields into one buffer: kid | epk | n | ct.
+        let ctCapacity = envelope.ciphertext.count / 4 * 3 + 3
+        let needed = KeyID.length + SealedEnvelope.ephemeralPublicKeyLength + XChaCha20Poly1305.nonceLength + ctCapacity
+        if fields.count < needed { fields = [UInt8](repeating: 0, count: needed) }
+        if plaintext.count < ctCapacity { plaintext = [UInt8](repeating: 0, count: ctCapacity) }
+        let decoded: (kid: KeyID, ciphertextLength: Int)? = fields.withUnsafeMutableBytes { buffer in
+            func field(_ range: Range<Int>, at offset: Int, length: Int) -> Int? {
+                let text = UnsafeRawBufferPointer(rebasing: document[range])
+                let out = UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
+                return try? Base64.decode(text, into: out)
+            }
+            let epkOffset = KeyID.length
+            let nonceOffset = epkOffset + SealedEnvelope.ephemeralPublicKeyLength
+            let ctOffset = nonceOffset + XChaCha20Poly1305.nonceLength
+            guard field(envelope.kid, at: 0, length: KeyID.length) == KeyID.length,
+                field(envelope.ephemeralPublicKey, at: epkOffset, length: SealedEnvelope.ephemeralPublicKeyLength)
+                    == SealedEnvelope.ephemeralPublicKeyLength,
+                field(envelope.nonce, at: nonceOffset, length: XChaCha20Poly1305.nonceLength) == XChaCha20Poly1305.nonceLength,
+                let ctLength = field(envelope.ciphertext, at: ctOffset, length: buffer.count - ctOffset),
+                SealedEnvelope.isValidCiphertextLength(ctLength)
+            else { return nil }
+            return (KeyID(bytes: Array(buffer[0..<KeyID.length]))!, ctLength)
+        }
+        guard let decoded else { return .undecided }
+        do throws(DecryptionFailure) {
+            let key = try decryption.key(for: decoded.kid)
+            let length = try fields.withBytes { (fields) throws(DecryptionFailure) in
+                try plaintext.withMutableBytes { (plaintext) throws(DecryptionFailure) in
+                    let nonceOffset = KeyID.length + SealedEnvelope.ephemeralPublicKeyLength
+                    let ctOffset = nonceOffset + XChaCha20Poly1305.nonceLength
+                    return try KindlyBox.open(
+                        ciphertext: UnsafeRawBufferPointer(rebasing: fields[ctOffset..<(ctOffset + decoded.ciphertextLength)]),
+                        nonce: UnsafeRawBufferPointer(rebasing: fields[nonceOffset..<ctOffset]),
+                        ephemeralPublicKey: UnsafeRawBufferPointer(rebasing: fields[KeyID.length..<nonceOffset]),
+                        kid: UnsafeRawBufferPointer(rebasing: fields[0..<KeyID.length]),
+                        with: key, into: plaintext)
+                }
+            }
+            try plaintext.withBytes { (buffer) throws(DecryptionFailure) in
+                let text = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
+                if DecryptedPayload.isCanonicalCompactText(text) {
+                    output.append(contentsOf: text)
+                } else {
+                    let payload = try KindlyPushDecryption.payload(plaintext: text)
+                    JSONWriter.write(.object(payload.object), to: &output)
+                }
+            }
+            return .decrypted
+        } catch {
+            return .failed(error)
+        }
+    }
+}
+
+/// Where a push's envelope fields are, found by ``FastJSON`` in a document that it checked
+/// whole: a JSON object with no duplicate top-level name, whose one `kindly` member is an object
+/// with no duplicate name, `v` written `1`, and `kid`, `epk`, `n`, `ct` strings. `nil` for
+/// anything else (the general path decides). The four strings are checked by decoding them
+/// (``FastJSON/base64String()``): the document is valid only once they decode.
+struct EnvelopeLocation {
+    var kid: Range<Int> = 0..<0
+    var ephemeralPublicKey: Range<Int> = 0..<0
+    var nonce: Range<Int> = 0..<0
+    var ciphertext: Range<Int> = 0..<0
+
+    init?(_ document: UnsafeRawBufferPointer) {
+        var reader = FastJSON(document, compact: false)
+        var names = FastJSON.Names()
+        var found = false
+        guard reader.consume(UInt8(ascii: "{")) else { return nil }
+        repeat {
+            guard let name = reader.string(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":")) else { return nil }
+            if reader.text(name, is: "kindly") {
+                reader.skipWhitespace()
+                guard reader.current == UInt8(ascii: "{"), readEnvelope(&reader) else { return nil }
+                found = true
+            } else {
+                guard reader.skipValue(depth: 1) else { return nil }
+            }
+        } while reader.consume(UInt8(ascii: ","))
+        guard found, reader.consume(UInt8(ascii: "}")) else { return nil }
+        reader.skipWhitespace()
+        guard reader.atEnd else { return nil }
+    }
+
+    private mutating func readEnvelope(_ reader: inout FastJSON) -> Bool {
+        var names = FastJSON.Names()
+        var seen = 0
+        reader.index += 1  // {
+        repeat {
+            guard let name = reader.string(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":")) else { return false }
+            if reader.text(name, is: "v") {
+                guard let number = reader.number(), number.count == 1, reader.base[number.lowerBound] == UInt8(ascii: "1") else {
+                    return false
+                }
+                seen |= 1
+            } else if reader.text(name, is: "kid") {
+                guard let text = reader.base64String() else { return false }
+                kid = text
+                seen |= 2
+            } else if reader.text(name, is: "epk") {
+                guard let text = reader.base64String() else { return false }
+                ephemeralPublicKey = text
+                seen |= 4
+            } else if reader.text(name, is: "n") {
+                guard let text = reader.base64String() else { return false }
+                nonce = text
+                seen |= 8
+            } else if reader.text(name, is: "ct") {
+                guard let text = reader.base64String() else { return false }
+                ciphertext = text
+                seen |= 16
+            } else {
+                guard reader.skipValue(depth: 2) else { return false }
+            }
+        } while reader.consume(UInt8(ascii: ","))
+        return seen == 31 && reader.consume(UInt8(ascii: "}"))
+    }
+}
+
+extension DecryptedPayload {
+    /// Whether `text` is a plaintext that section 4 accepts and that is already exactly what
+    /// ``JSONWriter`` writes for the object it holds: compact, no byte-order mark, escapes only
+    /// as the writer writes them, no member name twice, the required keys present with their
+    /// types, `sent_at` (when present) written as digits within range, and extras that are
+    /// scalars. `false` says nothing about validity: the general path decides.
+    static func isCanonicalCompactText(_ text: UnsafeRawBufferPointer) -> Bool {
+        var reader = FastJSON(text, compact: true)
+        var names = FastJSON.Names()
+        var required = 0
+        guard reader.consume(UInt8(ascii: "{")) else { return false }
+        repeat {
+            guard let name = reader.string(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":")) else { return false }
+            if reader.text(name, is: "chat_id") {
+                guard let value = reader.string(), !value.isEmpty else { return false }
+                required |= 1
+            } else if reader.text(name, is: "title") {
+                guard reader.string() != nil else { return false }
+                required |= 2
+            } else if reader.text(name, is: "body") {
+                guard reader.string() != nil else { return false }
+                required |= 4
+            } else if reader.text(name, is: "message_id") {
+                guard reader.string() != nil else { return false }
+            } else if reader.text(name, is: "sent_at") {
+                guard let number = reader.number(), number.count <= 16 else { return false }
+                var value: Int64 = 0
+                for index in number {
+                    let digit = reader.base[index] &- UInt8(ascii: "0")
+                    guard digit <= 9 else { return false }
+                    value = value * 10 + Int64(digit)
+                }
+                guard value <= WireFormat.maximumSentAt else { return false }
+            } else {
+                guard reader.current != UInt8(ascii: "{"), reader.current != UInt8(ascii: "["), reader.skipValue() else { return false }
+            }
+        } while reader.consume(UInt8(ascii: ","))
+        return required == 7 && reader.consume(UInt8(ascii: "}")) && reader.atEnd
+    }
+}

@@ -1,0 +1,102 @@
+/// The fast path of sealing, for streams of plaintexts: the plaintext's JSON text in, the
+/// compact APNs document out, with buffers reused from push to push. One per thread.
+///
+/// A plaintext text that is already what ``JSONWriter`` writes (see
+/// ``DecryptedPayload/isCanonicalCompactText(_:)``) is sealed as it is, which is what
+/// ``KindlyPushSealer/seal(plaintext:for:mode:placeholder:)`` seals after reading and
+/// rewriting it; the document around the envelope fields is cut once from what
+/// ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)`` writes, and the cryptography is
+/// ``KindlyBox``'s. Anything else (another spelling, a text section 4 refuses, a payload over
+/// 4096 bytes) is `.undecided`: the general path seals it or says why not.
+public struct PushSealer {
+    public let recipient: DevicePublicKey
+    private let kid: [UInt8]
+    /// The document with empty `epk`, `n` and `ct`, and where it is cut.
+    private let template: [UInt8]
+    private static let tail = Array(#""epk":"","n":"","ct":""}}"#.utf8)
+    /// padded message | sealed message.
+    private var buffer: [UInt8] = []
+
+    /// What ``seal(plaintext:appendingTo:)`` did.
+    public enum Outcome: Sendable, Equatable {
+        /// The compact APNs document was appended.
+        case sealed
+        /// Left to ``KindlyPushSealer/seal(plaintext:for:mode:placeholder:)``; nothing was appended.
+        case undecided
+    }
+
+    public init(
+        recipient: DevicePublicKey, mode: KindlyPushSealer.Mode = .visible, placeholder: KindlyPushSealer.Placeholder = .default
+    ) {
+        self.recipient = recipient
+        self.kid = recipient.kid.bytes
+        let empty = SealedEnvelope(kid: recipient.kid, ephemeralPublicKey: [], nonce: [], ciphertext: [])
+        template = JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder))
+        precondition(template.count >= PushSealer.tail.count && template.suffix(PushSealer.tail.count).elementsEqual(PushSealer.tail))
+    }
+
+    /// Seals the plaintext whose JSON text is `plaintext` with a fresh ephemeral key and nonce.
+    public mutating func seal(plaintext: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
+        seal(plaintext: plaintext, ephemeralSecretKey: nil, nonce: nil, appendingTo: &output)
+    }
+
+    /// The same with a given ephemeral secret key and nonce (for tests; never reuse them).
+    mutating func seal(
+        plaintext: UnsafeRawBufferPointer, ephemeralSecretKey: SecureBytes?, nonce: [UInt8]?, appendingTo output: inout [UInt8]
+    ) -> Outcome {
+        guard DecryptedPayload.isCanonicalCompactText(plaintext) else { return .undecided }
+        let block = WireFormat.paddingBlockSize
+        let paddedLength = (plaintext.count / block + 1) * block
+        let sealedLength = paddedLength + XChaCha20Poly1305.tagLength
+        let size =
+            template.count + Base64.urlEncodedLength(of: X25519.keyLength)
+            + Base64.urlEncodedLength(of: XChaCha20Poly1305.nonceLength) + Base64.urlEncodedLength(of: sealedLength)
+        guard size <= WireFormat.maximumPayloadSize else { return .undecided }
+        if buffer.count < paddedLength + sealedLength { buffer = [UInt8](repeating: 0, count: paddedLength + sealedLength) }
+        let head = template.count - PushSealer.tail.count
+        let start = output.count
+        let sealed = withUnsafeTemporaryAllocation(byteCount: X25519.keyLength * 2 + XChaCha20Poly1305.nonceLength, alignment: 16) { keys in
+            // esk | epk | n; the secret key is wiped with the rest.
+            defer { SecureBytes.wipeScratch(keys) }
+            let esk = UnsafeMutableRawBufferPointer(rebasing: keys[0..<32])
+            let epk = UnsafeMutableRawBufferPointer(rebasing: keys[32..<64])
+            let nonceBytes = UnsafeMutableRawBufferPointer(rebasing: keys[64...])
+            if let ephemeralSecretKey {
+                ephemeralSecretKey.withUnsafeBytes { esk.copyMemory(from: $0) }
+            } else {
+                Sodium.fillRandom(esk)
+            }
+            if let nonce {
+                nonce.withUnsafeBytes { nonceBytes.copyMemory(from: $0) }
+            } else {
+                Sodium.fillRandom(nonceBytes)
+            }
+            let written = buffer.withUnsafeMutableBytes { buffer -> Int? in
+                kid.withUnsafeBytes { kid in
+                    try? KindlyBox.seal(
+                        plaintext, for: recipient, kid: kid, ephemeralSecretKey: UnsafeRawBufferPointer(esk),
+                        nonce: UnsafeRawBufferPointer(nonceBytes), ephemeralPublicKey: epk,
+                        padded: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<paddedLength]),
+                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[paddedLength..<(paddedLength + sealedLength)]))
+                }
+            }
+            guard written == sealedLength else { return false }
+            template.withUnsafeBytes { output.append(contentsOf: $0[0..<head]) }
+            output.append(contentsOf: #""epk":""#.utf8)
+            Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
+            output.append(contentsOf: #"","n":""#.utf8)
+            Base64.appendURLEncoded(UnsafeRawBufferPointer(nonceBytes), to: &output)
+            output.append(contentsOf: #"","ct":""#.utf8)
+            buffer.withUnsafeBytes {
+                Base64.appendURLEncoded(UnsafeRawBufferPointer(rebasing: $0[paddedLength..<(paddedLength + sealedLength)]), to: &output)
+            }
+            output.append(contentsOf: #""}}"#.utf8)
+            return true
+        }
+        guard sealed else {
+            output.removeSubrange(start...)
+            return .undecided
+        }
+        return .sealed
+    }
+}

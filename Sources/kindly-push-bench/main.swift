@@ -1,0 +1,116 @@
+// kindly-push-bench: the in-process part of tools/bench (not installed, not part of the tests).
+//
+//   kindly-push-bench latency KEY_FILE PUSHES.jsonl
+//
+// Decrypts every push of the file in one thread through the library, as an app or a service
+// that links KindlyPush would, and prints the per-push latency of the whole call, from the
+// push's JSON bytes to a checked payload, for the library's two ways:
+//   stream  PushDecryptor.decrypt(_:appendingTo:)  (bytes in, the payload's JSON out; what
+//           `kindly-push decrypt --jsonl` uses)
+//   general JSONReader.parse + KindlyPushDecryption.decrypt(userInfo:)  (a JSONValue in, a
+//           DecryptedPayload out)
+// as two lines: `stream|general p50_us p99_us mean_us max_us count`.
+// A first pass over the pushes warms caches and the key lookup; only the second pass is timed.
+import KindlyPush
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+func fail(_ message: String) -> Never {
+    let text = Array("kindly-push-bench: \(message)\n".utf8)
+    _ = text.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    exit(1)
+}
+
+func nanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+func readLines(_ path: String) -> [[UInt8]] {
+    guard let file = fopen(path, "rb") else { fail("cannot open \(path)") }
+    defer { fclose(file) }
+    var lines: [[UInt8]] = []
+    var line: UnsafeMutablePointer<CChar>? = nil
+    var capacity = 0
+    while true {
+        let length = getline(&line, &capacity, file)
+        guard length > 0, let line else { break }
+        let count = line[length - 1] == 0x0A ? length - 1 : length
+        lines.append(Array(UnsafeRawBufferPointer(start: line, count: count)))
+    }
+    free(line)
+    return lines
+}
+
+/// One decryption through the general API: bytes in, a checked payload out.
+@inline(never)
+func decryptGeneral(_ push: [UInt8], with decryption: KindlyPushDecryption) -> Bool {
+    guard let document = try? JSONReader.parse(push) else { return false }
+    return decryption.decrypt(userInfo: document) != nil
+}
+
+/// One decryption through the stream API: bytes in, the payload's JSON out.
+@inline(never)
+func decryptStream(_ push: [UInt8], with decryptor: inout PushDecryptor, output: inout [UInt8]) -> Bool {
+    output.removeAll(keepingCapacity: true)
+    return push.withUnsafeBytes { decryptor.decrypt($0, appendingTo: &output) } == .decrypted
+}
+
+/// Times `body` once per push (after one untimed pass) and prints the line for `name`.
+func measure(_ name: String, _ pushes: [[UInt8]], _ body: ([UInt8]) -> Bool) {
+    for push in pushes where !body(push) { fail("a push did not decrypt") }
+    var samples = [UInt64](repeating: 0, count: pushes.count)
+    for (index, push) in pushes.enumerated() {
+        let start = nanoseconds()
+        let decrypted = body(push)
+        samples[index] = nanoseconds() - start
+        if !decrypted { fail("a push did not decrypt") }
+    }
+    samples.sort()
+    func percentile(_ p: Double) -> Double {
+        Double(samples[min(samples.count - 1, Int(Double(samples.count) * p))]) / 1000
+    }
+    let mean = Double(samples.reduce(0, +)) / Double(samples.count) / 1000
+    func fixed(_ value: Double) -> String { String((value * 100).rounded() / 100) }
+    print(name, fixed(percentile(0.50)), fixed(percentile(0.99)), fixed(mean), fixed(Double(samples.last!) / 1000), samples.count)
+}
+
+func latency(keyFile: String, pushesFile: String) {
+    let key: DeviceKey
+    do {
+        key = try KeyFile.read(keyFile)
+    } catch {
+        fail("\(error)")
+    }
+    let decryption = KindlyPushDecryption(keyring: CachingKeyring(SingleKeyring(key: key)))
+    let pushes = readLines(pushesFile)
+    guard !pushes.isEmpty else { fail("no pushes in \(pushesFile)") }
+    var decryptor = PushDecryptor(decryption)
+    var output: [UInt8] = []
+    measure("stream", pushes) { decryptStream($0, with: &decryptor, output: &output) }
+    measure("general", pushes) { decryptGeneral($0, with: decryption) }
+}
+
+/// A keyring holding one key, as the CLI's --key-file does.
+struct SingleKeyring: Keyring {
+    let key: DeviceKey
+    var name: String { "single" }
+    func store(_ key: DeviceKey, label: String) throws(KeyringError) { throw .io("read-only") }
+    func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
+        guard kid == key.kid else { throw .notFound(kid) }
+        return key
+    }
+    func list() throws(KeyringError) -> [KeyringEntry] { [] }
+    func delete(_ kid: KeyID) throws(KeyringError) { throw .io("read-only") }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "latency" where arguments.count == 3:
+    latency(keyFile: arguments[1], pushesFile: arguments[2])
+default:
+    fail("usage: kindly-push-bench latency KEY_FILE PUSHES.jsonl")
+}

@@ -1,0 +1,251 @@
+import Foundation
+import Testing
+
+@testable import KindlyPush
+
+/// The fast paths (``PushDecryptor``, ``FastJSON``, ``Base64``'s quick loop) against the general
+/// ones they stand in for: whatever a fast path decides, the general path must decide the same,
+/// with the same output, on every test vector and on many mutated pushes.
+@Suite("Fast paths agree with the general ones")
+struct FastPathTests {
+    /// The general path's result for push bytes, as the CLI takes it: JSON first, then decryption.
+    enum General: Equatable {
+        case notJSON
+        case payload([UInt8])
+        case failure(DecryptionFailure)
+    }
+
+    static func general(_ bytes: [UInt8], _ decryption: KindlyPushDecryption) -> General {
+        guard let document = try? JSONReader.parse(bytes) else { return .notJSON }
+        switch decryption.decryptResult(userInfo: document) {
+        case .success(let payload): return .payload(JSONWriter.compactBytes(.object(payload.object)))
+        case .failure(let failure): return .failure(failure)
+        }
+    }
+
+    /// Checks the fast path against the general one on `bytes`; returns the fast outcome.
+    @discardableResult
+    static func check(_ bytes: [UInt8], _ decryptor: inout PushDecryptor, sourceLocation: SourceLocation = #_sourceLocation)
+        -> PushDecryptor.Outcome
+    {
+        var output: [UInt8] = [0x7B]
+        let outcome = bytes.withUnsafeBytes { decryptor.decrypt($0, appendingTo: &output) }
+        let general = general(bytes, decryptor.decryption)
+        switch outcome {
+        case .decrypted:
+            #expect(
+                general == .payload(Array(output.dropFirst())), "\(String(decoding: bytes, as: UTF8.self))", sourceLocation: sourceLocation)
+        case .failed(let failure):
+            #expect(general == .failure(failure), "\(String(decoding: bytes, as: UTF8.self))", sourceLocation: sourceLocation)
+            #expect(output == [0x7B], sourceLocation: sourceLocation)
+        case .undecided:
+            #expect(output == [0x7B], sourceLocation: sourceLocation)
+        }
+        return outcome
+    }
+
+    @Test("every test vector: the fast path decides as the general path, and decides every plain ok vector")
+    func vectors() throws {
+        var decided = 0
+        var okVectors = 0
+        for url in try Resources.vectorFiles() {
+            for vector in try TestVector.vectors(inFile: [UInt8](Data(contentsOf: url))) {
+                var decryptor = PushDecryptor(KindlyPushDecryption(keyring: StaticKeyring(key: vector.deviceKey)))
+                let compact = JSONWriter.compactBytes(vector.apns)
+                let outcome = Self.check(compact, &decryptor)
+                Self.check(Array(" \n".utf8) + compact + Array("\r\n\t ".utf8), &decryptor)
+                if outcome != .undecided { decided += 1 }
+                if case .payload = vector.expected { okVectors += 1 }
+                if let sealing = vector.sealing {
+                    let text = Array(sealing.plaintext.utf8)
+                    let canonical = text.withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) }
+                    if canonical {
+                        let payload = try DecryptedPayload(plaintext: text.withUnsafeBytes { $0 })
+                        #expect(JSONWriter.compactBytes(.object(payload.object)) == text, "\(sealing.plaintext)")
+                    }
+                }
+            }
+        }
+        #expect(decided >= okVectors / 2, "the fast path should decide most pushes")
+    }
+
+    @Test("mutated pushes: whatever the fast path decides, the general path decides the same")
+    func mutations() throws {
+        let key = DeviceKey.generate()
+        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: StaticKeyring(key: key)))
+        var generator = SeededGenerator(seed: 5)
+        let texts = ["Anna", "", "a \"quoted\" \\ back\\slash\nnew line\t\u{1}\u{1F}\u{7F}", "Привет 世界 🍜 é", "/ slash"]
+        var pushes: [[UInt8]] = []
+        for (index, text) in texts.enumerated() {
+            let payload = try DecryptedPayload(
+                chatId: "c-\(index)", title: text, body: text + text, messageId: index % 2 == 0 ? "m" : nil,
+                sentAt: index % 3 == 0 ? 1_764_460_800 : nil, extras: index == 4 ? ["x": true, "y": [1, 2]] : [:])
+            let push = try KindlyPushSealer.seal(payload, for: key.publicKey)
+            #expect(Self.check(push, &decryptor) == .decrypted, "push \(index)")
+            pushes.append(push)
+        }
+        let insertions: [[UInt8]] = [
+            [0x20], [0x22], [0x5C], [0x7B], [0x7D], [0x2C], [0x3A], [0x80], [0xC3], [0xED, 0xA0, 0x80], [0x00], [0x0A],
+            Array("\"v\":1,".utf8), Array("\"kid\":\"AAAAAAAAAAA\",".utf8), Array("\"kindly\":{},".utf8), Array("1.0".utf8),
+            Array("\\u0041".utf8), Array("=".utf8), Array("+".utf8), Array("-".utf8),
+        ]
+        for _ in 0..<20000 {
+            var bytes = pushes.randomElement(using: &generator)!
+            for _ in 0..<Int.random(in: 1...2, using: &generator) {
+                let position = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
+                case 1: bytes.remove(at: position)
+                case 2: bytes.insert(contentsOf: insertions.randomElement(using: &generator)!, at: position)
+                default:
+                    // Swap in a byte from elsewhere in the push (keeps it closer to valid).
+                    bytes[position] = bytes[Int.random(in: 0..<bytes.count, using: &generator)]
+                }
+            }
+            Self.check(bytes, &decryptor)
+        }
+    }
+
+    @Test("a payload's compact text is taken as is exactly when the writer would write it so")
+    func canonicalPlaintexts() throws {
+        var generator = SeededGenerator(seed: 7)
+        let pieces = [
+            "a", "é", "世", "🍜", "\"", "\\", "\n", "\t", "\u{8}", "\u{C}", "\r", "\u{1}", "\u{1F}", "\u{7F}", "/", " ", "\u{2028}",
+        ]
+        for _ in 0..<2000 {
+            func text() -> String {
+                (0..<Int.random(in: 0...12, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            }
+            let payload = try DecryptedPayload(
+                chatId: "c" + text(), title: text(), body: text(), messageId: Bool.random(using: &generator) ? text() : nil,
+                sentAt: Bool.random(using: &generator) ? Int64.random(in: 0...WireFormat.maximumSentAt, using: &generator) : nil,
+                extras: Bool.random(using: &generator) ? [text(): .string(text()), "n": 1.5e3 == 1500 ? 7 : 0, "z": nil] : [:])
+            let written = JSONWriter.compactBytes(.object(payload.object))
+            #expect(written.withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) }, "\(String(decoding: written, as: UTF8.self))")
+            // Mutations: whenever the fast check says yes, the general reader agrees on every byte.
+            var mutated = written
+            let position = Int.random(in: 0..<mutated.count, using: &generator)
+            mutated.insert(contentsOf: Array(pieces.randomElement(using: &generator)!.utf8), at: position)
+            if Bool.random(using: &generator) { mutated.remove(at: Int.random(in: 0..<mutated.count, using: &generator)) }
+            if mutated.withUnsafeBytes({ DecryptedPayload.isCanonicalCompactText($0) }) {
+                let reread = try DecryptedPayload(plaintext: mutated.withUnsafeBytes { $0 })
+                #expect(JSONWriter.compactBytes(.object(reread.object)) == mutated, "\(String(decoding: mutated, as: UTF8.self))")
+            }
+        }
+        for text in [
+            #"{"chat_id":"c","title":"t","body":"b"}"#, #"{"chat_id":"c","title":"t","body":"b","sent_at":9007199254740991}"#,
+        ] {
+            #expect(Array(text.utf8).withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) })
+        }
+        for text in [
+            #"{"chat_id":"","title":"t","body":"b"}"#, #"{"chat_id":"c","title":"t"}"#,
+            #"{"chat_id":"c","title":"t","body":"b","body":"b"}"#,
+            #"{"chat_id":"c","title":"t","body":"b","sent_at":9007199254740992}"#, #"{"chat_id":"c","title":"t","body":"b","sent_at":1.0}"#,
+            #"{"chat_id":"c","title":"t","body":"b","x":{}}"#, #"{"chat_id":"c","title":"t","body":"\/"}"#,
+            #"{"chat_id":"c","title":"t","body":"\u00e9"}"#, #"{"chat_id":"c","title":"t","body":"\u000A"}"#,
+            #"{"chat_id":"c", "title":"t","body":"b"}"#,
+            #"{"chat_id":"c","title":"t","body":"b"} "#, "\u{FEFF}" + #"{"chat_id":"c","title":"t","body":"b"}"#,
+            #"{"chat_id":"c","title":"t","body":1}"#, #"{"chat_id":"c","title":"t","body":"b","message_id":2}"#,
+        ] {
+            #expect(!Array(text.utf8).withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) }, "\(text)")
+        }
+    }
+
+    @Test("the fast sealer writes what the general sealer writes, for the same ephemeral key and nonce")
+    func sealing() throws {
+        let key = DeviceKey.generate()
+        var generator = SeededGenerator(seed: 17)
+        let placeholders = [KindlyPushSealer.Placeholder.default, .init(title: "Nouveau \"message\" 📩", body: "a\\b\n/")]
+        for (mode, placeholder) in [
+            (KindlyPushSealer.Mode.visible, placeholders[0]), (.visible, placeholders[1]), (.silent, placeholders[0]),
+        ] {
+            var sealer = PushSealer(recipient: key.publicKey, mode: mode, placeholder: placeholder)
+            for length in [0, 1, 20, 63, 64, 200, 1000, 2000, 2900, 3000, 5000] {
+                let body = String((0..<length).map { _ in "aé世🍜\"\n".randomElement(using: &generator)! })
+                let text = JSONWriter.compactBytes(.object(try DecryptedPayload(chatId: "c", title: "t", body: body).object))
+                let ephemeralSecretKey = SecureBytes.random(count: 32)
+                let nonce = (0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                var output: [UInt8] = [0x41]
+                let outcome = text.withUnsafeBytes {
+                    sealer.seal(plaintext: $0, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+                }
+                let envelope = try KindlyPushSealer.sealMessage(
+                    text, for: key.publicKey, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
+                let document = JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(envelope, mode: mode, placeholder: placeholder))
+                if document.count <= WireFormat.maximumPayloadSize {
+                    #expect(outcome == .sealed, "length \(length)")
+                    #expect(Array(output.dropFirst()) == document, "length \(length)")
+                } else {
+                    #expect(outcome == .undecided, "length \(length)")
+                    #expect(output == [0x41])
+                }
+            }
+            var output: [UInt8] = []
+            for text in [#"{"chat_id":"","title":"t","body":"b"}"#, #"{"chat_id":"c", "title":"t","body":"b"}"#, "[]", ""] {
+                #expect(Array(text.utf8).withUnsafeBytes { sealer.seal(plaintext: $0, appendingTo: &output) } == .undecided)
+            }
+            #expect(output.isEmpty)
+        }
+    }
+
+    @Test("strings: the fast reader's UTF-8 check is the standard library's")
+    func utf8() {
+        var generator = SeededGenerator(seed: 11)
+        let interesting: [UInt8] = [
+            0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3,
+            0xF4, 0xF5, 0xFF,
+        ]
+        for _ in 0..<20000 {
+            let content = (0..<Int.random(in: 0...12, using: &generator)).map { _ in interesting.randomElement(using: &generator)! }
+            let quoted = [0x22] + content + [0x22]
+            let fast = quoted.withUnsafeBytes { raw -> Bool in
+                var reader = FastJSON(raw, compact: false)
+                return reader.string() == 1..<(quoted.count - 1)
+            }
+            let standard = content.withUnsafeBytes { String(validating: $0, as: UTF8.self) } != nil
+            #expect(fast == standard, "\(content)")
+        }
+    }
+
+    @Test("base64: the quick loop takes exactly the canonical texts, with the reference bytes")
+    func base64() throws {
+        var generator = SeededGenerator(seed: 13)
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=A".utf8) + [0x20, 0x0A, 0x80]
+        var output = [UInt8](repeating: 0, count: 64)
+        for _ in 0..<30000 {
+            let text: [UInt8]
+            if Bool.random(using: &generator) {
+                let bytes = (0..<Int.random(in: 0...20, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                var url = Array(Base64.urlEncoded(bytes).utf8)
+                if Bool.random(using: &generator) { url = url.map { $0 == 0x2D ? 0x2B : $0 == 0x5F ? 0x2F : $0 } }
+                if Bool.random(using: &generator) { url += [UInt8](repeating: 0x3D, count: (4 - url.count % 4) % 4) }
+                if Bool.random(using: &generator), !url.isEmpty {
+                    url[Int.random(in: 0..<url.count, using: &generator)] = alphabet.randomElement(using: &generator)!
+                }
+                text = url
+            } else {
+                text = (0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            }
+            let reference = try? text.withUnsafeBytes { raw throws(Base64.DecodingError) in try Base64.decode(raw) }
+            let quick = text.withUnsafeBytes { raw in output.withUnsafeMutableBytes { Base64.quickDecode(raw, into: $0) } }
+            if let quick {
+                #expect(reference == Array(output[0..<quick]), "\(String(decoding: text, as: UTF8.self))")
+            } else {
+                #expect(reference == nil, "\(String(decoding: text, as: UTF8.self)) is canonical but the quick loop refused it")
+            }
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so that a failure can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
