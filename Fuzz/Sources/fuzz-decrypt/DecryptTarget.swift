@@ -34,10 +34,35 @@ enum DecryptTarget {
 
     static func check(_ input: UnsafeRawBufferPointer) {
         require(key.publicKey.rawRepresentation == publicKey && key.kid.bytes == kid, "the fixed key does not match libsodium")
-        if let document = try? JSONReader.parse(input) {
+        let document = try? JSONReader.parse(input)
+        if let document {
             checkDocument(document)
         }
+        checkFastPath(input, document: document)
         checkSealed(plaintext: Array(input))
+    }
+
+    /// The fast path of `decrypt --jsonl` (``PushDecryptor``) on the raw text must agree with the
+    /// general path whenever it decides: never on a text the strict reader refuses, the same
+    /// payload bytes when it decrypts, the same failure (reason and text) when it fails.
+    static func checkFastPath(_ input: UnsafeRawBufferPointer, document: JSONValue?) {
+        var decryptor = PushDecryptor(decryption)
+        var output: [UInt8] = []
+        let outcome = decryptor.decrypt(input, appendingTo: &output)
+        if case .undecided = outcome {
+            require(output.isEmpty, "the fast path wrote output without deciding")
+            return
+        }
+        guard let document, case .object = document else { fail("the fast path decided a text the strict reader refuses") }
+        switch (outcome, decryption.decryptResult(userInfo: document)) {
+        case (.decrypted, .success(let payload)):
+            require(output == JSONWriter.compactBytes(.object(payload.object)), "the fast path wrote another payload")
+        case (.failed(let fast), .failure(let general)):
+            require(fast == general, "the fast path fails with \(fast), the general path with \(general)")
+            require(output.isEmpty, "the fast path wrote output for a failure")
+        default:
+            fail("the fast path gives \(outcome), the general path another result")
+        }
     }
 
     /// Seals `plaintext` as the backend would (section 2, written out with libsodium) and
