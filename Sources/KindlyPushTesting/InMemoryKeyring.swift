@@ -1,5 +1,4 @@
 import KindlyPush
-import Synchronization
 
 /// A keyring that lives in memory, for tests of code that links KindlyPush.
 ///
@@ -14,7 +13,7 @@ public final class InMemoryKeyring: Keyring {
         var lookups = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(keys: [DeviceKey] = []) {
         for key in keys { try? store(key, label: "test key") }

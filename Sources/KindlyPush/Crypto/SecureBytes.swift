@@ -1,5 +1,4 @@
 import CSodium
-import Synchronization
 
 /// A fixed-size buffer for secret material (secret keys, shared secrets, derived keys).
 ///
@@ -65,7 +64,7 @@ public struct SecureBytes: Sendable {
 
     /// Test hook: called, on whatever thread releases a buffer (or wipes a scratch buffer), with its storage right after it
     /// was wiped and before it is freed, so that a test can observe the wipe. Set only from tests.
-    static let wipeObserver = Mutex<(@Sendable (UnsafeRawBufferPointer) -> Void)?>(nil)
+    static let wipeObserver = Locked<(@Sendable (UnsafeRawBufferPointer) -> Void)?>(nil)
 }
 
 extension SecureBytes: Equatable {

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A keyring that remembers every key it has loaded, so that a stream of pushes loads each
 /// `kid` once per run instead of once per push. Failures are not remembered: a locked keyring
 /// that is unlocked later is asked again.
@@ -7,7 +5,7 @@ import Synchronization
 /// Cached keys stay in their wiped ``SecureBytes`` storage and are released with the cache.
 public final class CachingKeyring: Keyring {
     public let base: any Keyring
-    private let cache = Mutex<[KeyID: DeviceKey]>([:])
+    private let cache = Locked<[KeyID: DeviceKey]>([:])
 
     public var name: String { base.name }
 

@@ -1,6 +1,5 @@
 import CLibsecret
 import CSecretShim
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -411,7 +410,7 @@ final class BusConnection: @unchecked Sendable {
 /// The keyring's bus connection, opened on first use and kept while it works, so that a host
 /// decrypting many pushes does not reconnect for each.
 final class ConnectionCache: Sendable {
-    private let current = Mutex<BusConnection?>(nil)
+    private let current = Locked<BusConnection?>(nil)
 
     func connection(to address: String, deadline: Deadline, timeout: Duration) throws(KeyringError) -> BusConnection {
         if let cached = current.withLock({ $0 }), g_dbus_connection_is_closed(cached.pointer) == 0 {

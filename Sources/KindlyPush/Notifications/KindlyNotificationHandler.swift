@@ -1,5 +1,3 @@
-import Synchronization
-
 /// How the system should present a notification in the foreground, standing in for
 /// `UNNotificationPresentationOptions` (what `willPresent`'s completion handler receives).
 public struct PresentationOptions: OptionSet, Sendable, Hashable {
@@ -99,7 +97,7 @@ public final class KindlyNotificationHandler: Sendable {
     private let logger: KindlyLogger
     private let openChat: @Sendable (String) -> Void
     private let postBanner: @Sendable (NotificationContent) -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - openChat: opens the chat with this id (called on the caller's thread).

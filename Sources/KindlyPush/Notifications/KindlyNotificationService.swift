@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The notification service extension's base type, standing in for the iOS SDK's subclass of
 /// `UNNotificationServiceExtension`: it decrypts a visible Kindly push and hands the system the
@@ -21,7 +20,7 @@ import Synchronization
 /// delivery past the deadline; a result that arrives later is discarded.
 ///
 /// The class is `@unchecked Sendable` because it is `open` (a non-final class cannot be checked);
-/// its own state is behind a `Mutex`. A subclass that adds mutable state must protect it too.
+/// its own state is behind a lock. A subclass that adds mutable state must protect it too.
 /// The extension never consults the host's `shouldHandleNotification`: that delegate lives in
 /// the app process.
 open class KindlyNotificationService: @unchecked Sendable {
@@ -37,7 +36,7 @@ open class KindlyNotificationService: @unchecked Sendable {
     public let logger: KindlyLogger
 
     /// The deliveries whose content handler has not been called yet.
-    private let pending = Mutex<[Delivery]>([])
+    private let pending = Locked<[Delivery]>([])
     /// Serves the deadlines. A private serial queue always gets a thread of its own, so the
     /// deadline fires even when decryption threads are blocked.
     private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
@@ -136,7 +135,7 @@ open class KindlyNotificationService: @unchecked Sendable {
     private final class Delivery: Sendable {
         let original: NotificationContent
         let handler: @Sendable (NotificationContent) -> Void
-        private let done = Mutex(false)
+        private let done = Locked(false)
 
         init(original: NotificationContent, handler: @escaping @Sendable (NotificationContent) -> Void) {
             self.original = original

@@ -148,7 +148,7 @@ enum DocumentRunner {
         }
 
         let command: C
-        private let items = Mutex<[Item]>([])
+        private let items = Locked<[Item]>([])
         private let available = DispatchSemaphore(value: 0)
         let scratches: UnsafeMutablePointer<C.Scratch>
         let jobs: Int

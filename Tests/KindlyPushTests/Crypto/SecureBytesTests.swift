@@ -1,11 +1,10 @@
-import Synchronization
 import Testing
 
 @testable import KindlyPush
 
 /// Collects what the wipe hook sees, from any thread.
 final class WipeRecorder: Sendable {
-    let buffers = Mutex<[[UInt8]]>([])
+    let buffers = Locked<[[UInt8]]>([])
 
     func record(_ buffer: UnsafeRawBufferPointer) {
         let copy = Array(buffer)

@@ -1,6 +1,5 @@
 import Foundation
 import KindlyPush
-import Synchronization
 import Testing
 
 /// Against the real gnome-keyring that tools/with-secret-service starts. Every test uses fresh
@@ -275,7 +274,7 @@ private func isUnreachable(_ error: KeyringError?) -> Bool {
 
 /// Runs `body(index)` on `count` threads at once and returns what they threw.
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) -> [String] {
-    let failures = Mutex<[String]>([])
+    let failures = Locked<[String]>([])
     let group = DispatchGroup()
     let start = DispatchSemaphore(value: 0)
     for index in 0..<count {

@@ -1,6 +1,5 @@
 import Foundation
 import KindlyPush
-import Synchronization
 import Testing
 
 @Suite("Notification mode and registration")
@@ -18,7 +17,7 @@ struct KindlyNotificationModeTests {
             (.automatic, false, .silent),
         ])
     func pushMode(mode: KindlyNotificationMode, extensionPresent: Bool, expected: Registration.PushMode) throws {
-        let asked = Mutex(0)
+        let asked = Locked(0)
         let detector = NotificationServiceExtensionDetector {
             asked.withLock { $0 += 1 }
             return extensionPresent

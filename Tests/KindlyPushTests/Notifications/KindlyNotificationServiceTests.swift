@@ -1,6 +1,5 @@
 import KindlyPush
 import KindlyPushTesting
-import Synchronization
 import Testing
 
 /// A service that records what `customize` was given, and marks the content it customized.

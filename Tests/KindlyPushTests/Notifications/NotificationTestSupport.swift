@@ -1,12 +1,11 @@
 import Dispatch
 import KindlyPush
 import KindlyPushTesting
-import Synchronization
 
 /// A clock that moves only when the test says, so that tap ages are exact.
 final class ManualClock: KindlyClock {
     private let base = ContinuousClock.now
-    private let offset = Mutex(Duration.zero)
+    private let offset = Locked(Duration.zero)
 
     var now: ContinuousClock.Instant { base + offset.withLock { $0 } }
 
@@ -17,7 +16,7 @@ final class ManualClock: KindlyClock {
 
 /// Collects log lines.
 final class LogRecorder: Sendable {
-    private let lines = Mutex<[(KindlyLogLevel, String)]>([])
+    private let lines = Locked<[(KindlyLogLevel, String)]>([])
 
     var logger: KindlyLogger {
         KindlyLogger { level, message in self.lines.withLock { $0.append((level, message)) } }
@@ -28,7 +27,7 @@ final class LogRecorder: Sendable {
 
 /// Collects what a callback was called with.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[(value: Value, at: ContinuousClock.Instant)]>([])
+    private let values = Locked<[(value: Value, at: ContinuousClock.Instant)]>([])
 
     /// Records `value` with the time it arrived, so that timing is measured where the value was
     /// delivered, not when a busy test pool next ran the waiting test.
@@ -57,7 +56,7 @@ final class BlockingKeyring: Keyring {
     let name = "blocking"
     let inner: InMemoryKeyring
     private let gate = DispatchSemaphore(value: 0)
-    private let started = Mutex(0)
+    private let started = Locked(0)
 
     init(keys: [DeviceKey]) {
         inner = InMemoryKeyring(keys: keys)

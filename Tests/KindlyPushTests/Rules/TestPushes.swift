@@ -1,6 +1,5 @@
 import KindlyPush
 import KindlyPushTesting
-import Synchronization
 
 /// Real sealed pushes for the router and notification tests.
 enum TestPushes {
@@ -39,7 +38,7 @@ enum TestPushes {
 /// A delegate that answers as told and counts how often it was asked.
 final class CountingDelegate: KindlyNotificationDelegate {
     let answer: Bool
-    private let asked = Mutex<[ExternalNotification]>([])
+    private let asked = Locked<[ExternalNotification]>([])
 
     init(answer: Bool) {
         self.answer = answer

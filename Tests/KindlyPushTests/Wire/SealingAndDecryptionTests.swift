@@ -1,7 +1,6 @@
 import Foundation
 import KindlyPush
 import KindlyPushTesting
-import Synchronization
 import Testing
 
 @Suite("Sealing and decryption")
@@ -243,7 +242,7 @@ extension SealingAndDecryptionTests {
             try JSONReader.parse(
                 try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c\(index)", title: "t", body: "b"), for: keys[index % 4].publicKey))
         }
-        let failures = Mutex(0)
+        let failures = Locked(0)
         let done = DispatchGroup()
         for worker in 0..<8 {
             done.enter()
