@@ -1,3 +1,4 @@
+import KindlyPushTesting
 import Testing
 
 @testable import KindlyPush
@@ -54,7 +55,7 @@ struct SecureBytesTests {
     func fastPathWipesIntermediates() throws {
         let key = DeviceKey.generate()
         let sealed = try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: key.publicKey)
-        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: StaticKeyring(key: key)))
+        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])))
         var output: [UInt8] = []
         let recorder = WipeRecorder()
         recorder.observing {

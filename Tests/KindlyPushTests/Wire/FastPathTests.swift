@@ -1,4 +1,5 @@
 import Foundation
+import KindlyPushTesting
 import Testing
 
 @testable import KindlyPush
@@ -50,7 +51,7 @@ struct FastPathTests {
         var okVectors = 0
         for url in try Resources.vectorFiles() {
             for vector in try TestVector.vectors(inFile: [UInt8](Data(contentsOf: url))) {
-                var decryptor = PushDecryptor(KindlyPushDecryption(keyring: StaticKeyring(key: vector.deviceKey)))
+                var decryptor = PushDecryptor(KindlyPushDecryption(keyring: InMemoryKeyring(keys: [vector.deviceKey])))
                 let compact = JSONWriter.compactBytes(vector.apns)
                 let outcome = Self.check(compact, &decryptor)
                 Self.check(Array(" \n".utf8) + compact + Array("\r\n\t ".utf8), &decryptor)
@@ -72,7 +73,7 @@ struct FastPathTests {
     @Test("mutated pushes: whatever the fast path decides, the general path decides the same")
     func mutations() throws {
         let key = DeviceKey.generate()
-        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: StaticKeyring(key: key)))
+        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])))
         var generator = SeededGenerator(seed: 5)
         let texts = ["Anna", "", "a \"quoted\" \\ back\\slash\nnew line\t\u{1}\u{1F}\u{7F}", "Привет 世界 🍜 é", "/ slash"]
         var pushes: [[UInt8]] = []

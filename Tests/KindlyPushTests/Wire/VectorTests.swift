@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushTesting
 import Testing
 
 /// Every vector in TestVectors/*.json (made by tools/reference/gen_vectors.py, an independent
@@ -46,7 +47,7 @@ struct VectorTests {
 
     @Test("the keyring path gives the same result as the single-key path", arguments: cases)
     func throughKeyring(_ item: Case) {
-        let keyring = StaticKeyring(key: item.vector.deviceKey)
+        let keyring = InMemoryKeyring(keys: [item.vector.deviceKey])
         let result = KindlyPushDecryption(keyring: keyring).decryptResult(userInfo: item.vector.apns)
         switch (item.vector.expected, result) {
         case (.payload(let expected), .success(let payload)): #expect(payload.object.hasSameMembers(as: expected))
@@ -54,17 +55,4 @@ struct VectorTests {
         default: Issue.record("expected \(item.vector.expected), got \(result)")
         }
     }
-}
-
-/// A one-key keyring, so that vector tests need no KindlyPushTesting state.
-struct StaticKeyring: Keyring {
-    let key: DeviceKey
-    let name = "static"
-    func store(_ key: DeviceKey, label: String) throws(KeyringError) { throw .io("read-only") }
-    func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
-        guard kid == key.kid else { throw .notFound(kid) }
-        return key
-    }
-    func list() throws(KeyringError) -> [KeyringEntry] { [] }
-    func delete(_ kid: KeyID) throws(KeyringError) { throw .io("read-only") }
 }

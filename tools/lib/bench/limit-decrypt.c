@@ -14,27 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-static const unsigned char LABEL[14] = "kindly-push/v1";
-
-static double clock_seconds(clockid_t clock) {
-    struct timespec t;
-    clock_gettime(clock, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-static double now(void) { return clock_seconds(CLOCK_MONOTONIC); }
-
-static unsigned char *read_all(const char *path, size_t *length) {
-    FILE *file = fopen(path, "rb");
-    if (!file) { perror(path); exit(74); }
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *data = malloc((size_t)size);
-    if (fread(data, 1, (size_t)size, file) != (size_t)size) { perror(path); exit(74); }
-    fclose(file);
-    *length = (size_t)size;
-    return data;
-}
+#include "bench-common.h"
 
 static int compare(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
