@@ -15,7 +15,6 @@ struct HostileInputTests {
     }
 
     static let device = DeviceKey.generate()
-    static let deviceFolder = try! KeyFolder(key: device)
 
     /// A valid sealed push for `device`, as an object to mutate.
     static let push: JSONObject = {
@@ -228,7 +227,8 @@ struct HostileInputTests {
 
     @Test("each hostile input gets its code, with no crash and no hang", arguments: cases)
     func hostileInput(_ item: Case) throws {
-        let output = try CLI.run(["decrypt", "--key-file", Self.deviceFolder.keyFile], stdin: item.input, timeLimit: 20)
+        let folder = try KeyFolder(key: Self.device)
+        let output = try CLI.run(["decrypt", "--key-file", folder.keyFile], stdin: item.input, timeLimit: 20)
         #expect(!output.timedOut)
         if item.expected == "ok" {
             #expect(output.status == 0, "\(output.stderr)")
@@ -246,7 +246,8 @@ struct HostileInputTests {
         let streamable = Self.cases.filter { !$0.input.contains(0x0A) && !$0.input.contains(0x0D) }
         var input: [UInt8] = []
         for item in streamable { input += item.input + [0x0A] }
-        let output = try CLI.run(["decrypt", "--jsonl", "--key-file", Self.deviceFolder.keyFile], stdin: input, timeLimit: 60)
+        let folder = try KeyFolder(key: Self.device)
+        let output = try CLI.run(["decrypt", "--jsonl", "--key-file", folder.keyFile], stdin: input, timeLimit: 60)
         #expect(output.status == 0)
         let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count == streamable.count)

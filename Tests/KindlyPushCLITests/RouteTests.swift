@@ -8,7 +8,6 @@ import Testing
 @Suite("kindly-push route")
 struct RouteTests {
     static let device = DeviceKey.generate()
-    static let folder = try! KeyFolder(key: device)
     static let stranger = DeviceKey.generate()
 
     /// A push of `kind` that decrypts with the device key, or is sealed for a stranger's.
@@ -21,17 +20,19 @@ struct RouteTests {
         return JSONWriter.compactBytes(.object(document))
     }
 
-    static func arguments(_ combination: Combination) -> [String] {
+    static func arguments(_ combination: Combination, keyFile: String) -> [String] {
         [
             "route", "--app-state", combination.appState.rawValue, "--screen", combination.screen.rawValue, "--delegate",
             combination.delegate.rawValue,
         ]
-            + (combination.hasExtension ? ["--extension"] : []) + ["--key-file", folder.keyFile]
+            + (combination.hasExtension ? ["--extension"] : []) + ["--key-file", keyFile]
     }
 
     @Test("route prints exactly the spec's decision for every combination", arguments: Combination.all)
     func everyCombination(_ combination: Combination) throws {
-        let output = try CLI.run(Self.arguments(combination), stdin: Self.push(combination.kind, decrypts: combination.decrypts))
+        let folder = try KeyFolder(key: Self.device)
+        let output = try CLI.run(
+            Self.arguments(combination, keyFile: folder.keyFile), stdin: Self.push(combination.kind, decrypts: combination.decrypts))
         #expect(output.status == 0)
         #expect(output.stderr == "")
         let row = try #require(Spec.row(for: combination))
@@ -80,7 +81,8 @@ struct RouteTests {
     @Test("route --jsonl routes each line and reports bad lines in place")
     func lines() throws {
         let input = Self.push(.silent, decrypts: true) + [0x0A] + Array("nope\n".utf8) + Self.push(.silent, decrypts: false)
-        let output = try CLI.run(["route", "--jsonl", "--app-state", "background", "--key-file", Self.folder.keyFile], stdin: input)
+        let folder = try KeyFolder(key: Self.device)
+        let output = try CLI.run(["route", "--jsonl", "--app-state", "background", "--key-file", folder.keyFile], stdin: input)
         #expect(
             output.stdout.split(separator: "\n").map(String.init) == [
                 #"{"kindly":true,"kind":"silent","presentation":"banner","presenter":"sdk","delegate_consulted":true,"chat_id":"chat-9","title":"Anna","body":"Hi"}"#,
