@@ -49,12 +49,13 @@ struct InteropTests {
         let envelope = try KindlyPushSealer.sealMessage(
             Array(plaintext.utf8), for: folder.key.publicKey, ephemeralSecretKey: ephemeral, nonce: nonce)
         let ours = KindlyPushSealer.apnsDocument(envelope, mode: .visible).compactText
+        // `=`: a base64url value may begin with "-", which argparse would take for an option.
         let theirs = try Self.runReference(
             [
-                "seal", "--key-file", folder.keyFile, "--ephemeral-secret-key", ephemeral.withUnsafeBytes { Base64.urlEncoded($0) },
-                "--nonce",
-                Base64.urlEncoded(nonce),
+                "seal", "--key-file", folder.keyFile,
+                "--ephemeral-secret-key=" + ephemeral.withUnsafeBytes { Base64.urlEncoded($0) },
+                "--nonce=" + Base64.urlEncoded(nonce),
             ], stdin: plaintext)
-        #expect(theirs.stdout == ours + "\n")
+        #expect(theirs.stdout == ours + "\n", "\(theirs.stderr)")
     }
 }

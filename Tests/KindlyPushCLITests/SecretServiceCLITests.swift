@@ -16,7 +16,7 @@ struct SecretServiceCLITests {
         let registration = try JSONValue(parsing: keygen.stdout)
         let kid = try #require(registration["kid"]?.stringValue)
         let search = try CLI.run(
-            ["secret-tool", "search", "--all", "kid", kid], environment: environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
+            ["secret-tool", "search", "--all", "--", "kid", kid], environment: environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
         #expect(search.status == 0)
         #expect((search.stdout + search.stderr).contains("attribute.kid = \(kid)"))
         #expect((search.stdout + search.stderr).contains("cli test"))
@@ -32,7 +32,7 @@ struct SecretServiceCLITests {
         #expect(auto.stderr == "kindly-push: using the secret-service keyring\n")
         let listed = try CLI.run(["keys", "list", "--keyring", "secret-service"], environment: environment)
         #expect(listed.stdout.contains(#""kid":"\#(kid)""#))
-        #expect(try CLI.run(["keys", "delete", kid, "--keyring", "secret-service"], environment: environment).status == 0)
+        #expect(try CLI.run(["keys", "delete", "--keyring", "secret-service", "--", kid], environment: environment).status == 0)
         #expect(try CLI.run(["decrypt", "--keyring", "secret-service"], stdin: sealed.stdout, environment: environment).status == 4)
     }
 

@@ -41,7 +41,9 @@ struct ParsedArguments: Sendable {
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
-            if optionsEnded || !argument.hasPrefix("-") || argument == "-" {
+            // Every option is long, so an argument with a single dash is a value: a kid may begin
+            // with "-" (base64url). One that begins with "--" can follow "--".
+            if optionsEnded || !argument.hasPrefix("--") {
                 parsed.positionals.append(argument)
                 continue
             }

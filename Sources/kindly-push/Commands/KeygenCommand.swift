@@ -78,6 +78,7 @@ struct KeysCommand: Command {
     static let discussion = """
         list prints one JSON object per key: {"kid", "public_key", "label", "created"} (never a
         secret). delete removes the key with that kid; exit 4 (key_unavailable) when there is none.
+        A kid that begins with "--" goes after "--": kindly-push keys delete -- --AbCdEfGh.
         """
     static let options: [OptionSpec] = [SharedOptions.keyring, SharedOptions.verbose, SharedOptions.help]
 
