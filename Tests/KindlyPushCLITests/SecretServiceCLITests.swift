@@ -16,7 +16,8 @@ struct SecretServiceCLITests {
         let registration = try JSONValue(parsing: keygen.stdout)
         let kid = try #require(registration["kid"]?.stringValue)
         let search = try CLI.run(
-            ["secret-tool", "search", "--all", "--", "kid", kid], environment: environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
+            ["secret-tool", "search", "--all", "--", "kid", kid], environment: environment, executable: URL(fileURLWithPath: "/usr/bin/env")
+        )
         #expect(search.status == 0)
         #expect((search.stdout + search.stderr).contains("attribute.kid = \(kid)"))
         #expect((search.stdout + search.stderr).contains("cli test"))
