@@ -22,10 +22,8 @@ extension Command {
 /// `seal`, `check`, `decrypt`, `route`. The same `process` serves single-document mode and
 /// every line of `--jsonl`, on any number of threads.
 protocol DocumentCommand: Command {
-    /// `--jsonl` given.
-    var isLineMode: Bool { get }
-    /// `--jobs N` (lines processed at once); 1 is strictly sequential.
-    var jobs: Int { get }
+    /// `--jsonl` and `--jobs`.
+    var stream: StreamOptions { get }
 
     /// Appends the output document for `document` (an object) to `output`.
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion
@@ -43,7 +41,7 @@ protocol DocumentCommand: Command {
 
 extension DocumentCommand {
     func run() -> Int32 {
-        isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
+        stream.isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
     }
 
     /// Reads and processes one input document's bytes with the strict reader.
@@ -71,18 +69,29 @@ enum SharedOptions {
     static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
     static let help = OptionSpec.flag("--help", "Show help information.")
 
-    /// `--jobs`: a whole number from 1 to 256; defaults to the number of cores.
-    static func jobs(_ arguments: ParsedArguments, command: String) throws(CLIError) -> Int {
-        guard let text = arguments.value("--jobs") else { return DocumentRunner.coreCount }
-        guard let count = Int(text), (1...256).contains(count) else {
-            throw CLIError(.usage, "'--jobs' takes a whole number from 1 to 256 (see 'kindly-push \(command) --help')")
-        }
-        return count
-    }
-
     static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
             throw CLIError(.usage, "unexpected argument '\(extra)' (see 'kindly-push \(command) --help')")
         }
+    }
+}
+
+/// How a document command reads its input: `--jsonl` (one document per line) and `--jobs N`.
+struct StreamOptions: Sendable {
+    /// `--jsonl` given.
+    let isLineMode: Bool
+    /// `--jobs N` (lines processed at once); 1 is strictly sequential. Defaults to the number of cores.
+    let jobs: Int
+
+    init(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+        isLineMode = arguments.has("--jsonl")
+        guard let text = arguments.value("--jobs") else {
+            jobs = DocumentRunner.coreCount
+            return
+        }
+        guard let count = Int(text), (1...256).contains(count) else {
+            throw CLIError(.usage, "'--jobs' takes a whole number from 1 to 256 (see 'kindly-push \(command) --help')")
+        }
+        jobs = count
     }
 }

@@ -54,7 +54,7 @@ enum DocumentRunner {
         var reader = LineBatchReader(maximumLineLength: StandardInput.maximumDocumentSize)
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
         let readError =
-            command.jobs == 1
+            command.stream.jobs == 1
             ? runSequential(command, reader: &reader, stdout: &stdout) : runParallel(command, reader: &reader, stdout: &stdout)
         guard stdout.flush() else {
             Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(errno)))"))
@@ -155,7 +155,7 @@ enum DocumentRunner {
 
         init(_ command: C) {
             self.command = command
-            jobs = command.jobs
+            jobs = command.stream.jobs
             scratches = .allocate(capacity: jobs)
             for index in 0..<jobs { (scratches + index).initialize(to: command.makeScratch()) }
         }

@@ -11,13 +11,11 @@ struct CheckCommand: DocumentCommand {
         """
     static let options: [OptionSpec] = [SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help]
 
-    let isLineMode: Bool
-    let jobs: Int
+    let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        isLineMode = arguments.has("--jsonl")
-        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name)
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {

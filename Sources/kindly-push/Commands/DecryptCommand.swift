@@ -20,14 +20,12 @@ struct DecryptCommand: DocumentCommand {
 
     let decryption: KindlyPushDecryption
     let applies: Bool
-    let isLineMode: Bool
-    let jobs: Int
+    let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         applies = arguments.has("--apply")
-        isLineMode = arguments.has("--jsonl")
-        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name)
         decryption = KindlyPushDecryption(keyring: try DecryptCommand.keyring(arguments, environment: environment))
     }
 

@@ -25,8 +25,7 @@ struct RouteCommand: DocumentCommand {
 
     let context: RouteContext
     let decryption: KindlyPushDecryption
-    let isLineMode: Bool
-    let jobs: Int
+    let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
@@ -38,8 +37,7 @@ struct RouteCommand: DocumentCommand {
             screen: arguments.value("--screen").flatMap(Screen.init(rawValue:)) ?? .other,
             hasExtension: arguments.has("--extension"),
             delegate: arguments.value("--delegate").flatMap(DelegateAnswer.init(rawValue:)) ?? .allow)
-        isLineMode = arguments.has("--jsonl")
-        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name)
         decryption = KindlyPushDecryption(keyring: try DecryptCommand.keyring(arguments, environment: environment))
     }
 

@@ -21,8 +21,7 @@ struct SealCommand: DocumentCommand {
     let recipient: DevicePublicKey
     let mode: KindlyPushSealer.Mode
     let placeholder: KindlyPushSealer.Placeholder
-    let isLineMode: Bool
-    let jobs: Int
+    let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
@@ -34,8 +33,7 @@ struct SealCommand: DocumentCommand {
         }
         placeholder = KindlyPushSealer.Placeholder(
             title: title ?? KindlyPushSealer.Placeholder.default.title, body: body ?? KindlyPushSealer.Placeholder.default.body)
-        isLineMode = arguments.has("--jsonl")
-        jobs = try SharedOptions.jobs(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name)
         switch (arguments.value("--public-key"), arguments.value("--key-file")) {
         case (let text?, nil):
             do throws(KeyDecodingError) {
