@@ -111,30 +111,25 @@ public enum Base64 {
 
     /// Decodes canonical base64 or base64url from UTF-8 bytes.
     public static func decode(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> [UInt8] {
-        let padding = text.count >= 2 && text[text.count - 1] == UInt8(ascii: "=") ? (text[text.count - 2] == UInt8(ascii: "=") ? 2 : 1) : 0
-        if let expected = decodedLength(ofTextWithCount: text.count, padding: padding) {
-            let quick = [UInt8](unsafeUninitializedCapacity: expected) { buffer, initialized in
-                initialized = quickDecode(text, into: UnsafeMutableRawBufferPointer(buffer)) == expected ? expected : 0
-            }
-            if quick.count == expected { return quick }
-        }
-        let length = try validatedDecodedLength(text)
-        return try [UInt8](unsafeUninitializedCapacity: length) { (buffer, initialized) throws(DecodingError) in
-            try decodeValidated(text, into: UnsafeMutableRawBufferPointer(buffer))
-            initialized = length
-        }
+        // Room for the longest text of this length; trimmed to what was decoded.
+        var bytes = [UInt8](repeating: 0, count: text.count / 4 * 3 + 3)
+        let length = try bytes.withMutableBytes { (buffer) throws(DecodingError) in try decode(text, into: buffer) }
+        bytes.removeSubrange(min(length, bytes.count)...)
+        return bytes
     }
 
     /// Decodes canonical base64 or base64url into `output` and returns the decoded length.
     /// Allocates nothing. When the decoded length is more than `output.count`, nothing is
     /// written and that length is returned: callers compare it with the length they expect.
+    ///
+    /// One decoding loop (``quickDecode(_:into:)``); when it refuses a text,
+    /// ``validatedDecodedLength(_:)`` says why, and what it does not check (the trailing bits) is
+    /// then the reason.
     static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) -> Int {
         if let length = quickDecode(text, into: output) { return length }
-        // Anything the quick loop did not take: the reference loop decides, and says why.
         let length = try validatedDecodedLength(text)
         guard length <= output.count else { return length }
-        try decodeValidated(text, into: UnsafeMutableRawBufferPointer(rebasing: output[0..<length]))
-        return length
+        throw .nonZeroTrailingBits
     }
 
     /// Per byte: its sextet, with 0x40 for a character of the standard alphabet only (`+`, `/`),
@@ -153,8 +148,8 @@ public enum Base64 {
     }
 
     /// The decoding of canonical text in one table-driven pass; `nil` for any text that is not
-    /// canonical (then ``validatedDecodedLength(_:)`` and ``decodeValidated(_:into:)`` decide, so the
-    /// rules live there): it accepts exactly what they accept, with the same bytes.
+    /// canonical, or when `output` is too small. It refuses exactly what
+    /// ``validatedDecodedLength(_:)`` refuses, and also non-zero trailing bits.
     static func quickDecode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
         guard let input = text.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return text.isEmpty ? 0 : nil }
         var padding = 0
@@ -205,7 +200,7 @@ public enum Base64 {
     /// Decodes canonical base64 straight into a secure buffer, for secret keys read from files.
     public static func decodeSecret(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> SecureBytes {
         let length = try validatedDecodedLength(text)
-        return try SecureBytes(count: length) { (buffer) throws(DecodingError) in try decodeValidated(text, into: buffer) }
+        return try SecureBytes(count: length) { (buffer) throws(DecodingError) in _ = try decode(text, into: buffer) }
     }
 
     /// The decoded length after checking length, padding and alphabet.
@@ -233,45 +228,5 @@ public enum Base64 {
             throw (text.count - padding) % 4 == 1 ? .invalidLength : .invalidPadding
         }
         return length
-    }
-
-    private static func sextet(_ byte: UInt8) -> UInt32 {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return UInt32(byte - UInt8(ascii: "A"))
-        case UInt8(ascii: "a")...UInt8(ascii: "z"): return UInt32(byte - UInt8(ascii: "a") + 26)
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt32(byte - UInt8(ascii: "0") + 52)
-        case UInt8(ascii: "+"), UInt8(ascii: "-"): return 62
-        default: return 63  // "/" or "_": the alphabet was validated already
-        }
-    }
-
-    /// Decodes validated text into `output`, which has exactly the decoded length.
-    private static func decodeValidated(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) {
-        var dataCount = text.count
-        while dataCount > 0, text[dataCount - 1] == UInt8(ascii: "=") { dataCount -= 1 }
-        var inIndex = 0
-        var outIndex = 0
-        while inIndex + 4 <= dataCount {
-            let chunk =
-                sextet(text[inIndex]) << 18 | sextet(text[inIndex + 1]) << 12 | sextet(text[inIndex + 2]) << 6
-                | sextet(text[inIndex + 3])
-            output[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
-            output[outIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
-            output[outIndex + 2] = UInt8(truncatingIfNeeded: chunk)
-            inIndex += 4
-            outIndex += 3
-        }
-        switch dataCount - inIndex {
-        case 2:
-            let chunk = sextet(text[inIndex]) << 18 | sextet(text[inIndex + 1]) << 12
-            guard chunk & 0xFFFF == 0 else { throw .nonZeroTrailingBits }
-            output[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
-        case 3:
-            let chunk = sextet(text[inIndex]) << 18 | sextet(text[inIndex + 1]) << 12 | sextet(text[inIndex + 2]) << 6
-            guard chunk & 0xFF == 0 else { throw .nonZeroTrailingBits }
-            output[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
-            output[outIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
-        default: break
-        }
     }
 }
