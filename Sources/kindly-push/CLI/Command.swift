@@ -69,6 +69,9 @@ enum SharedOptions {
     static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
     static let help = OptionSpec.flag("--help", "Show help information.")
 
+    /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
+    static let decryption = [keyFile, keyring, verbose, jsonl, jobs, help]
+
     static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
             throw CLIError(.usage, "unexpected argument '\(extra)' (see 'kindly-push \(command) --help')")

@@ -55,4 +55,13 @@ enum KeyringChoice: String, CaseIterable, Sendable {
             throw CLIError(.io, error.description)
         }
     }
+
+    /// `--key-file` or `--keyring`; keys are loaded once per run per kid.
+    static func forDecryption(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Keyring {
+        if let path = arguments.value("--key-file") {
+            guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
+            return try KeyringChoice.keyFile(path)
+        }
+        return CachingKeyring(try KeyringChoice.resolve(arguments, environment: environment))
+    }
 }

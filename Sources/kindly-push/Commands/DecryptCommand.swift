@@ -12,11 +12,10 @@ struct DecryptCommand: DocumentCommand {
         1 not_kindly, 2 unsupported_version, 3 malformed, 4 key_unavailable,
         5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
         """
-    static let options: [OptionSpec] = [
-        .flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted)."),
-        SharedOptions.keyFile, SharedOptions.keyring, SharedOptions.verbose,
-        SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
-    ]
+    static let options: [OptionSpec] =
+        [
+            .flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
+        ] + SharedOptions.decryption
 
     let decryption: KindlyPushDecryption
     let applies: Bool
@@ -26,16 +25,7 @@ struct DecryptCommand: DocumentCommand {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         applies = arguments.has("--apply")
         stream = try StreamOptions(arguments, command: Self.name)
-        decryption = KindlyPushDecryption(keyring: try DecryptCommand.keyring(arguments, environment: environment))
-    }
-
-    /// `--key-file` or `--keyring`; keys are loaded once per run per kid.
-    static func keyring(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Keyring {
-        if let path = arguments.value("--key-file") {
-            guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
-            return try KeyringChoice.keyFile(path)
-        }
-        return CachingKeyring(try KeyringChoice.resolve(arguments, environment: environment))
+        decryption = KindlyPushDecryption(keyring: try KeyringChoice.forDecryption(arguments, environment: environment))
     }
 
     func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }

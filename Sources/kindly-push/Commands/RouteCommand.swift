@@ -11,17 +11,17 @@ struct RouteCommand: DocumentCommand {
         "title" and "body" for a banner, and "reason" when a Kindly push that is not marked
         decrypted does not decrypt with the keys at hand. Exits 0 whatever the decision.
         """
-    static let options: [OptionSpec] = [
-        .value("--app-state", "STATE", "killed, background or foreground (required).", choices: AppState.allCases.map(\.rawValue)),
-        .value(
-            "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.", choices: Screen.allCases.map(\.rawValue)),
-        .flag("--extension", "The host ships a notification service extension built on the SDK."),
-        .value(
-            "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.",
-            choices: DelegateAnswer.allCases.map(\.rawValue)),
-        SharedOptions.keyFile, SharedOptions.keyring, SharedOptions.verbose,
-        SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
-    ]
+    static let options: [OptionSpec] =
+        [
+            .value("--app-state", "STATE", "killed, background or foreground (required).", choices: AppState.allCases.map(\.rawValue)),
+            .value(
+                "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.",
+                choices: Screen.allCases.map(\.rawValue)),
+            .flag("--extension", "The host ships a notification service extension built on the SDK."),
+            .value(
+                "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.",
+                choices: DelegateAnswer.allCases.map(\.rawValue)),
+        ] + SharedOptions.decryption
 
     let context: RouteContext
     let decryption: KindlyPushDecryption
@@ -38,7 +38,7 @@ struct RouteCommand: DocumentCommand {
             hasExtension: arguments.has("--extension"),
             delegate: arguments.value("--delegate").flatMap(DelegateAnswer.init(rawValue:)) ?? .allow)
         stream = try StreamOptions(arguments, command: Self.name)
-        decryption = KindlyPushDecryption(keyring: try DecryptCommand.keyring(arguments, environment: environment))
+        decryption = KindlyPushDecryption(keyring: try KeyringChoice.forDecryption(arguments, environment: environment))
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {

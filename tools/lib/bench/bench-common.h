@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <sodium.h>
+
 static const unsigned char LABEL[14] = "kindly-push/v1";
 
 static double clock_seconds(clockid_t clock) {
@@ -26,6 +28,19 @@ static unsigned char *read_all(const char *path, size_t *length) {
     fclose(file);
     *length = (size_t)size;
     return data;
+}
+
+
+/* k = BLAKE2b-256(LABEL || ss || epk || pk), wire-format section 2, step 3. */
+static void derive_key(unsigned char key[32], const unsigned char ss[32], const unsigned char epk[32],
+                       const unsigned char pk[32]) {
+    crypto_generichash_state state;
+    crypto_generichash_init(&state, NULL, 0, 32);
+    crypto_generichash_update(&state, LABEL, sizeof LABEL);
+    crypto_generichash_update(&state, ss, 32);
+    crypto_generichash_update(&state, epk, 32);
+    crypto_generichash_update(&state, pk, 32);
+    crypto_generichash_final(&state, key, 32);
 }
 
 #endif

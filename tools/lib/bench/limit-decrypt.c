@@ -43,13 +43,7 @@ int main(int argc, char **argv) {
 
         unsigned char ss[32], key[32], aad[14 + 8];
         if (crypto_scalarmult(ss, sk, epk) != 0) { failures++; continue; }
-        crypto_generichash_state state;
-        crypto_generichash_init(&state, NULL, 0, 32);
-        crypto_generichash_update(&state, LABEL, sizeof LABEL);
-        crypto_generichash_update(&state, ss, 32);
-        crypto_generichash_update(&state, epk, 32);
-        crypto_generichash_update(&state, pk, 32);
-        crypto_generichash_final(&state, key, 32);
+        derive_key(key, ss, epk, pk);
         memcpy(aad, LABEL, 14);
         memcpy(aad + 14, kid, 8);
         unsigned long long message_length;

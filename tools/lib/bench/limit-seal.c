@@ -38,13 +38,7 @@ int main(int argc, char **argv) {
         unsigned char esk[32], epk[32], ss[32], key[32], nonce[24];
         crypto_box_keypair(epk, esk);
         if (crypto_scalarmult(ss, esk, pk) != 0) return 1;
-        crypto_generichash_state state;
-        crypto_generichash_init(&state, NULL, 0, 32);
-        crypto_generichash_update(&state, LABEL, sizeof LABEL);
-        crypto_generichash_update(&state, ss, 32);
-        crypto_generichash_update(&state, epk, 32);
-        crypto_generichash_update(&state, pk, 32);
-        crypto_generichash_final(&state, key, 32);
+        derive_key(key, ss, epk, pk);
         randombytes_buf(nonce, sizeof nonce);
         memcpy(padded, message, message_length);
         size_t padded_length;
