@@ -15,13 +15,6 @@ public enum BLAKE2b {
         return digest
     }
 
-    /// The digest of `input` as a secret, for derived keys.
-    public static func secretHash(_ input: UnsafeRawBufferPointer, outputLength: Int) -> SecureBytes {
-        _ = Sodium.ready
-        precondition((1...64).contains(outputLength), "BLAKE2b output length must be 1...64")
-        return SecureBytes(count: outputLength) { out in hash(input, into: out) }
-    }
-
     /// The digest of the concatenation of four inputs, written into `out` (1...64 bytes), without
     /// copying them into one buffer. The hash state, which depends on the secret inputs, lives on
     /// the stack and is wiped before returning.

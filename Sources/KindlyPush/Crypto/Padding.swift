@@ -3,20 +3,6 @@ import CSodium
 /// ISO/IEC 7816-4 padding through libsodium's `sodium_pad` / `sodium_unpad`:
 /// one `0x80` byte, then `0x00` bytes up to a multiple of the block size; at least one byte is added.
 public enum Padding {
-    /// `bytes` padded to a multiple of `blockSize`.
-    public static func pad(_ bytes: UnsafeRawBufferPointer, blockSize: Int) -> [UInt8] {
-        _ = Sodium.ready
-        let paddedLength = (bytes.count / blockSize + 1) * blockSize
-        return [UInt8](unsafeUninitializedCapacity: paddedLength) { out, initialized in
-            if let base = bytes.baseAddress, bytes.count > 0 {
-                out.baseAddress!.initialize(from: base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
-            }
-            var resultLength = 0
-            _ = sodium_pad(&resultLength, out.baseAddress!, bytes.count, blockSize, paddedLength)
-            initialized = resultLength
-        }
-    }
-
     /// Copies `bytes` into `out` and pads them there to a multiple of `blockSize`; returns the
     /// padded length. `out` must hold it: `(bytes.count / blockSize + 1) * blockSize`.
     static func pad(_ bytes: UnsafeRawBufferPointer, blockSize: Int, into out: UnsafeMutableRawBufferPointer) -> Int {

@@ -65,11 +65,4 @@ public enum X25519 {
         guard status == 0 else { throw .allZeroSharedSecret }
     }
 
-    /// A fresh key pair from the CSPRNG.
-    public static func generateKeyPair() -> (secretKey: SecureBytes, publicKey: [UInt8]) {
-        let secretKey = SecureBytes.random(count: keyLength)
-        // Cannot fail: the length is right by construction.
-        let publicKey = (try? publicKey(for: secretKey)) ?? []
-        return (secretKey, publicKey)
-    }
 }

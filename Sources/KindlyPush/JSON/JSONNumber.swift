@@ -17,11 +17,6 @@ public struct JSONNumber: Sendable {
         self.literal = String(value)
     }
 
-    /// The number `value`.
-    public init(_ value: UInt64) {
-        self.literal = String(value)
-    }
-
     /// A number from its JSON text; `nil` when `literal` is not a valid JSON number.
     public init?(literal: String) {
         var copy = literal
