@@ -29,7 +29,8 @@ public final class CachingKeyring: Keyring {
     }
 
     public func delete(_ kid: KeyID) throws(KeyringError) {
-        cache.withLock { _ = $0.removeValue(forKey: kid) }
         try base.delete(kid)
+        // Evicted after the delete: a look-up racing it cannot put the key back for good.
+        cache.withLock { _ = $0.removeValue(forKey: kid) }
     }
 }

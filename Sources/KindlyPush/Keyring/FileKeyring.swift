@@ -43,7 +43,7 @@ public struct FileKeyring: Keyring {
                     .init(key: "created", value: .number(JSONNumber(Int(unixTimeNow())))),
                 ])
             try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in
-                try PrivateFile.write(bytes, to: path(for: key.kid), replacing: false)
+                try PrivateFile.write(bytes, to: path(for: key.kid))
             }
         } catch .exists {
             throw .alreadyExists(key.kid)
@@ -59,7 +59,7 @@ public struct FileKeyring: Keyring {
     private func load(_ kid: KeyID) throws(KeyringError) -> (key: DeviceKey, object: JSONObject) {
         let path = path(for: kid)
         do throws(PrivateFileError) {
-            try checkFolder()
+            try PrivateFile.checkPrivateFolder(folder)
             let contents = try PrivateFile.read(path)
             let parsed = try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try KeyFile.parse(bytes, path: path) }
             guard parsed.key.kid == kid else { throw PrivateFileError.malformed(path: path, reason: "holds another kid") }
@@ -69,12 +69,6 @@ public struct FileKeyring: Keyring {
         } catch {
             throw .io(error.description)
         }
-    }
-
-    private func checkFolder() throws(PrivateFileError) {
-        var status = stat()
-        guard stat(folder, &status) == 0 else { throw .missing(path: folder) }
-        guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: folder, mode: UInt32(status.st_mode)) }
     }
 
     public func list() throws(KeyringError) -> [KeyringEntry] {

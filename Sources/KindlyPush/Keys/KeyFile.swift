@@ -53,7 +53,7 @@ public enum KeyFile {
     public static func write(_ key: DeviceKey, to path: String) throws(PrivateFileError) {
         let contents = serialize(key, extra: [])
         try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in
-            try PrivateFile.write(bytes, to: path, replacing: false)
+            try PrivateFile.write(bytes, to: path)
         }
     }
 

@@ -1,7 +1,5 @@
 #if canImport(Glibc)
     import Glibc
-#elseif canImport(Musl)
-    import Musl
 #endif
 
 /// Why a private file (a key file, a keyring entry) could not be read or written.
@@ -43,7 +41,7 @@ enum PrivateFile {
     /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
     /// only its owner can access.
     static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             let code = errno
             if code == ENOENT { throw .missing(path: path) }
@@ -82,11 +80,10 @@ enum PrivateFile {
     /// key and never a stray temporary copy of a secret. Where that is unavailable (another
     /// system, a file system without `O_TMPFILE`, no `/proc`) a hidden temporary file
     /// (`.kindly-push-XXXXXX`, which no reader takes for a key) is written and linked or renamed.
-    ///
-    /// - Parameter replacing: when false, an existing file at `path` is an error and is left untouched.
-    static func write(_ contents: UnsafeRawBufferPointer, to path: String, replacing: Bool) throws(PrivateFileError) {
+    /// An existing file at `path` is an error and is left untouched: a key is never replaced.
+    static func write(_ contents: UnsafeRawBufferPointer, to path: String) throws(PrivateFileError) {
         let folder = folderName(of: path)
-        if !replacing, let descriptor = openNameless(in: folder) {
+        if let descriptor = openNameless(in: folder) {
             defer { close(descriptor) }
             try fill(descriptor, with: contents, path: path)
             // linkat fails when the target exists, so an existing key is never replaced.
@@ -113,19 +110,14 @@ enum PrivateFile {
             defer { close(descriptor) }
             try fill(descriptor, with: contents, path: path)
         }
-        if replacing {
-            guard rename(temporaryPath, path) == 0 else { throw .system(path: path, operation: "rename", errno: errno) }
-            committed = true
-        } else {
-            // link() fails when the target exists, so an existing key is never replaced.
-            guard link(temporaryPath, path) == 0 else {
-                let code = errno
-                if code == EEXIST { throw .exists(path: path) }
-                throw .system(path: path, operation: "link", errno: code)
-            }
-            unlink(temporaryPath)
-            committed = true
+        // link() fails when the target exists, so an existing key is never replaced.
+        guard link(temporaryPath, path) == 0 else {
+            let code = errno
+            if code == EEXIST { throw .exists(path: path) }
+            throw .system(path: path, operation: "link", errno: code)
         }
+        unlink(temporaryPath)
+        committed = true
         syncFolder(folder)
     }
 
@@ -172,7 +164,17 @@ enum PrivateFile {
             // folder with the first key in it.
             syncFolder(parent)
         }
-        guard stat(path, &status) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
+        try checkPrivateFolder(path)
+    }
+
+    /// Checks that `path` is a folder only its owner can enter; `.missing` only when it does not exist.
+    static func checkPrivateFolder(_ path: String) throws(PrivateFileError) {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            let code = errno
+            if code == ENOENT { throw .missing(path: path) }
+            throw .system(path: path, operation: "stat", errno: code)
+        }
         guard status.st_mode & S_IFMT == S_IFDIR else { throw .malformed(path: path, reason: "not a folder") }
         guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: UInt32(status.st_mode)) }
     }
