@@ -20,8 +20,7 @@ public struct KindlyPushDecryption: Sendable {
     /// True exactly when the top-level key `kindly` is present and its value is a JSON object,
     /// whatever it holds. A broken Kindly push is still Kindly's.
     public static func isKindlyNotification(_ userInfo: JSONValue) -> Bool {
-        guard case .object(let document) = userInfo else { return false }
-        return document.values(named: KindlyKey.envelope).contains { $0.objectValue != nil }
+        SealedEnvelope.envelopes(in: userInfo).first != nil
     }
 
     /// The decrypted payload, or `nil` on any failure (the SDK's documented form).

@@ -21,7 +21,8 @@ public struct DecryptedPayload: Sendable, Equatable {
     /// - Throws: a description of the first rule it breaks.
     public init(validating object: JSONObject) throws(PlaintextError) {
         if let path = DecryptedPayload.firstDuplicatePath(in: .object(object), path: "") {
-            throw PlaintextError("a member name occurs twice in \(path.isEmpty ? "the object" : path)")
+            // Where, not which: member names are plaintext, and failure details never carry plaintext.
+            throw PlaintextError("a member name occurs twice \(path.isEmpty ? "in the object" : "inside it")")
         }
         func requiredString(_ key: String) throws(PlaintextError) -> String {
             guard let value = object[key] else { throw PlaintextError("\"\(key)\" is missing") }

@@ -27,13 +27,18 @@ public struct SealedEnvelope: Sendable, Equatable {
         ]
     }
 
+    /// The top-level `kindly` members that are objects: a push is Kindly's exactly when there is
+    /// one (reason 1 of section 5, and `isKindlyNotification`).
+    static func envelopes(in userInfo: JSONValue) -> [JSONObject] {
+        userInfo.objectValue?.values(named: KindlyKey.envelope).compactMap(\.objectValue) ?? []
+    }
+
     /// Reads the envelope of a push, checking reasons 1 to 3 of section 5 in order.
     public init(userInfo: JSONValue) throws(DecryptionFailure) {
         guard case .object(let document) = userInfo else {
             throw DecryptionFailure(.notKindly, "the push is not a JSON object")
         }
-        let envelopes = document.values(named: KindlyKey.envelope).compactMap(\.objectValue)
-        guard let envelope = envelopes.first else {
+        guard let envelope = SealedEnvelope.envelopes(in: userInfo).first else {
             throw DecryptionFailure(.notKindly, "no \"kindly\" object at the top level")
         }
         // Duplicates first: two readers must never see two different envelopes in one push.
@@ -46,10 +51,11 @@ public struct SealedEnvelope: Sendable, Equatable {
         guard let version = envelope[KindlyKey.version] else {
             throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is missing")
         }
-        guard case .number(let number) = version, number.integerValue(in: 1...1) != nil else {
-            throw DecryptionFailure(
-                .unsupportedVersion,
-                "\"kindly.v\" is \(version.typeName == "a number" ? "a number other than 1" : version.typeName), not version 1")
+        guard case .number(let number) = version else {
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName), not version 1")
+        }
+        guard number.integerValue(in: 1...1) != nil else {
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is a number other than 1")
         }
         func field(_ name: String, _ isValidLength: (Int) -> Bool, _ expected: String) throws(DecryptionFailure) -> [UInt8] {
             guard let value = envelope[name] else {
