@@ -18,7 +18,7 @@ public struct SecureBytes: Sendable {
 
         deinit {
             Sodium.wipe(buffer)
-            if let observer = SecureBytes.wipeObserver.withLock({ $0 }) { observer(UnsafeRawBufferPointer(buffer)) }
+            if let observer = SecureBytes.wipeObserver { observer(UnsafeRawBufferPointer(buffer)) }
             buffer.deallocate()
         }
     }
@@ -59,12 +59,13 @@ public struct SecureBytes: Sendable {
     /// shared secret and a derived key, a hash state), and reports it to the test hook as well.
     static func wipeScratch(_ buffer: UnsafeMutableRawBufferPointer) {
         Sodium.wipe(buffer)
-        if let observer = SecureBytes.wipeObserver.withLock({ $0 }) { observer(UnsafeRawBufferPointer(buffer)) }
+        if let observer = SecureBytes.wipeObserver { observer(UnsafeRawBufferPointer(buffer)) }
     }
 
-    /// Test hook: called, on whatever thread releases a buffer (or wipes a scratch buffer), with its storage right after it
-    /// was wiped and before it is freed, so that a test can observe the wipe. Set only from tests.
-    static let wipeObserver = Locked<(@Sendable (UnsafeRawBufferPointer) -> Void)?>(nil)
+    /// Test hook: called with a buffer's storage right after it was wiped and before it is freed
+    /// (or with a scratch buffer just wiped), so that a test can observe the wipe. Task-local:
+    /// a test sees only the wipes of its own task, and the hot path takes no lock to read it.
+    @TaskLocal static var wipeObserver: (@Sendable (UnsafeRawBufferPointer) -> Void)?
 }
 
 extension SecureBytes: Equatable {

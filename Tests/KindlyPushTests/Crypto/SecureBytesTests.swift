@@ -12,15 +12,13 @@ final class WipeRecorder: Sendable {
         buffers.withLock { $0.append(copy) }
     }
 
-    /// Installs the hook for the duration of `body`.
+    /// Installs the hook for the duration of `body`, for this task's wipes only.
     func observing(_ body: () throws -> Void) rethrows {
-        SecureBytes.wipeObserver.withLock { $0 = { [self] in record($0) } }
-        defer { SecureBytes.wipeObserver.withLock { $0 = nil } }
-        try body()
+        try SecureBytes.$wipeObserver.withValue({ [self] in record($0) }, operation: body)
     }
 }
 
-@Suite("Secret buffers", .serialized)
+@Suite("Secret buffers")
 struct SecureBytesTests {
     @Test("a secret buffer is wiped before its memory is freed")
     func wipesOnRelease() {
