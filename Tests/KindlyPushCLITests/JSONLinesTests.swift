@@ -86,9 +86,14 @@ struct JSONLinesTests {
         for (input, expected) in cases {
             let output = try CLI.run(["check", "--jsonl"], stdin: input)
             #expect(output.status == 0)
-            let results = output.stdout.split(separator: "\n").map { line -> String in
-                let value = try? JSONValue(parsing: String(line))
-                return value?["error"]?["code"]?.stringValue ?? (value?["kindly"] == true ? "true" : "false")
+            let results = try output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map { line -> String in
+                let value = try JSONValue(parsing: String(line))
+                if let code = value["error"]?["code"]?.stringValue { return code }
+                switch value["kindly"] {
+                case true?: return "true"
+                case false?: return "false"
+                default: return "neither an error nor a check result: \(line)"
+                }
             }
             #expect(results == expected, "input \(input.debugDescription)")
             #expect(output.stdout.isEmpty || output.stdout.hasSuffix("\n"))
