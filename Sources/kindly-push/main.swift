@@ -30,12 +30,10 @@ nonisolated func runKindlyPush(_ arguments: [String], environment: [String: Stri
         Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)' (see 'kindly-push --help')"))
         return ErrorCode.usage.exitStatus
     }
-    let rest = Array(arguments.dropFirst())
-    if rest.contains("--help") || rest.contains("-h") {
-        return Terminal.printText(Help.command(command))
-    }
     do throws(CLIError) {
-        let parsed = try ParsedArguments.parse(rest, specs: command.options, command: command.name)
+        let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
+        // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
+        if parsed.has("--help") { return Terminal.printText(Help.command(command)) }
         return try command.init(parsed, environment: environment).run()
     } catch {
         Diagnostics.report(error)

@@ -41,6 +41,10 @@ struct ParsedArguments: Sendable {
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
+            if !optionsEnded, argument == "-h" {
+                parsed.flags.insert("--help")
+                continue
+            }
             // Every option is long, so an argument with a single dash is a value: a kid may begin
             // with "-" (base64url). One that begins with "--" can follow "--".
             if optionsEnded || !argument.hasPrefix("--") {

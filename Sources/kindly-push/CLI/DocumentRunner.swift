@@ -39,11 +39,8 @@ enum DocumentRunner {
         output.append(0x0A)
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
         stdout.write(output)
-        guard stdout.flush() else {
-            Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(errno)))"))
-            return ErrorCode.io.exitStatus
-        }
-        return completion.exitStatus
+        let status = Terminal.finish(&stdout)
+        return status != 0 ? status : completion.exitStatus
     }
 
     /// `--jsonl`: one output line per input line, in input order; a bad line gives its error
@@ -56,10 +53,8 @@ enum DocumentRunner {
         let readError =
             command.stream.jobs == 1
             ? runSequential(command, reader: &reader, stdout: &stdout) : runParallel(command, reader: &reader, stdout: &stdout)
-        guard stdout.flush() else {
-            Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(errno)))"))
-            return ErrorCode.io.exitStatus
-        }
+        let status = Terminal.finish(&stdout)
+        guard status == 0 else { return status }
         if let readError {
             Diagnostics.report(readError)
             return readError.code.exitStatus

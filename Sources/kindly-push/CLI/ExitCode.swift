@@ -26,9 +26,17 @@ enum ErrorCode: String, Sendable {
         }
     }
 
-    /// The CLI code for a decryption reason (unknown reasons cannot come out of the library).
+    /// The CLI code for a decryption reason. Unknown reasons only come from files (vectors),
+    /// never out of the library's decryption.
     init(_ reason: DecryptionFailure.Reason) {
-        self = ErrorCode(rawValue: reason.code) ?? .malformed
+        switch reason {
+        case .notKindly: self = .notKindly
+        case .unsupportedVersion: self = .unsupportedVersion
+        case .malformed, .unknown: self = .malformed
+        case .keyUnavailable: self = .keyUnavailable
+        case .authenticationFailed: self = .authenticationFailed
+        case .badPlaintext: self = .badPlaintext
+        }
     }
 }
 
