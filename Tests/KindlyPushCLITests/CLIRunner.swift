@@ -28,7 +28,7 @@ enum CLI {
     /// to a clean one. Streams go through files, so large inputs and outputs never deadlock.
     static func run(
         _ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:], executable: URL? = nil,
-        timeLimit: Double = 60
+        timeLimit: Double = 60, standardOutputPath: String? = nil
     ) throws -> Output {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -45,9 +45,13 @@ enum CLI {
         var base = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": folder.path]
         // Without a session bus, `auto` picks the file keyring: tests say which keyring they mean.
         base["KINDLY_PUSH_KEYRING_DIR"] = folder.appendingPathComponent("keys").path
+        // A sanitized binary (tools/test --sanitize) runs with the suite's sanitizer settings.
+        for name in ["ASAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE"] {
+            base[name] = ProcessInfo.processInfo.environment[name]
+        }
         process.environment = base.merging(environment) { $1 }
         process.standardInput = try FileHandle(forReadingFrom: inURL)
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardOutput = try FileHandle(forWritingTo: standardOutputPath.map(URL.init(fileURLWithPath:)) ?? outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
         try process.run()
         // A hang is a failure, not a stuck suite: kill the process past the limit.

@@ -141,6 +141,60 @@ struct DecryptAndSealTests {
             try CLI.run(["keys", "delete", "--keyring", "file", "--", first["kid"]!.stringValue!], environment: environment).status == 4)
     }
 
+    @Test(
+        "a standard output that cannot be written is io (74), in single-document and --jsonl mode",
+        arguments: [["check"], ["check", "--jsonl"], ["decrypt", "--keyring", "file"], ["--help"]])
+    func standardOutputFails(_ arguments: [String]) throws {
+        let output = try CLI.run(arguments, stdin: Array(#"{"kindly":{}}"#.utf8 + [0x0A]), standardOutputPath: "/dev/full")
+        let expected: Int32 = arguments == ["decrypt", "--keyring", "file"] ? 2 : 74  // decrypt fails first: version
+        #expect(output.status == expected)
+        if expected == 74 { #expect(output.stderr.hasPrefix("kindly-push: io: cannot write standard output: ")) }
+    }
+
+    @Test("decrypt --apply --jsonl rewrites each push in order and reports bad lines in place")
+    func applyLines() throws {
+        let folder = try KeyFolder()
+        let pushes = try (0..<3).map { index in
+            try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c\(index)", title: "T\(index)", body: "B"), for: folder.key.publicKey)
+        }
+        let input = pushes[0] + [0x0A] + Array("[]\n".utf8) + pushes[2]
+        let output = try CLI.run(["decrypt", "--apply", "--jsonl", "--jobs", "2", "--key-file", folder.keyFile], stdin: input)
+        #expect(output.status == 0)
+        let lines = try output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map {
+            try JSONValue(parsing: String($0))
+        }
+        #expect(lines.count == 3)
+        for (line, index) in [(lines[0], 0), (lines[2], 2)] {
+            #expect(line["aps"]?["alert"] == ["title": .string("T\(index)"), "body": "B"])
+            #expect(line["kindly"]?["decrypted"] == true)
+            #expect(line["kindly"]?["chat_id"] == .string("c\(index)"))
+        }
+        #expect(lines[1] == ["error": ["code": "bad_input", "message": "the input is an array, not a JSON object"]])
+    }
+
+    @Test("seal writes the given placeholder, and refuses one for a silent push")
+    func placeholders() throws {
+        let key = DeviceKey.generate().publicKey.base64URL
+        let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
+        // "--help" as a value is a title, not a request for help.
+        let sealed = try CLI.run(
+            ["seal", "--public-key", key, "--placeholder-title", "--help", "--placeholder-body", "Neu"], stdin: plaintext)
+        #expect(sealed.status == 0)
+        #expect(try JSONValue(parsing: sealed.stdout)["aps"]?["alert"] == ["title": "--help", "body": "Neu"])
+        let silent = try CLI.run(["seal", "--public-key", key, "--mode", "silent", "--placeholder-title", "x"], stdin: plaintext)
+        #expect(silent.status == 64)
+        #expect(
+            silent.stderr
+                == "kindly-push: usage: a silent push has no alert: --placeholder-title and --placeholder-body need --mode visible\n")
+    }
+
+    @Test("--help is help only where an option can stand")
+    func helpPosition() throws {
+        #expect(try CLI.run(["decrypt", "--frob", "--help"]).status == 64)
+        #expect(try CLI.run(["decrypt", "--keyring", "file", "-h"]).stdout.hasPrefix("OVERVIEW: Decrypt"))
+        #expect(try CLI.run(["keys", "delete", "--", "--help"]).status == 64)  // a kid, and not a valid one
+    }
+
     @Test("keys delete takes a kid that begins with a dash, and one after --")
     func kidWithLeadingDash() throws {
         let folder = try KeyFolder()

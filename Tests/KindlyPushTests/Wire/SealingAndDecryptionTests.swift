@@ -188,6 +188,25 @@ struct SealingAndDecryptionTests {
         #expect(KindlyPushDecryption.isDecrypted(userInfo: applied))
     }
 
+    @Test("a caching keyring loads each kid once per run, not once per push, and asks again after a failure")
+    func keysLoadedOncePerKid() throws {
+        let other = DeviceKey.generate()
+        let base = InMemoryKeyring(keys: [key, other])
+        let decryption = KindlyPushDecryption(keyring: CachingKeyring(base))
+        let pushes = try (0..<50).map { index in
+            try JSONReader.parse(
+                try KindlyPushSealer.seal(
+                    try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: index % 2 == 0 ? key.publicKey : other.publicKey))
+        }
+        for push in pushes { #expect(decryption.decrypt(userInfo: push) != nil) }
+        #expect(base.lookupCount == 2)
+        let unknown = try JSONReader.parse(
+            try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: DeviceKey.generate().publicKey))
+        _ = decryption.decrypt(userInfo: unknown)
+        _ = decryption.decrypt(userInfo: unknown)
+        #expect(base.lookupCount == 4)
+    }
+
     @Test("decrypting from many threads at once with one shared keyring is safe and correct")
     func concurrentDecryption() async throws {
         let keyring = CachingKeyring(InMemoryKeyring(keys: [key]))
