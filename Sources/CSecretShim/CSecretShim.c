@@ -207,6 +207,14 @@ SecretService *kps_service_new(GDBusConnection *connection, GCancellable *cancel
                           NULL);
 }
 
+void kps_service_close_session(SecretService *service, GDBusConnection *connection) {
+    const gchar *path = secret_service_get_session_dbus_path(service);
+    if (path == NULL) return;
+    // Fire and forget: no callback, so nothing waits and no main loop is needed.
+    g_dbus_connection_call(connection, "org.freedesktop.secrets", path, "org.freedesktop.Secret.Session", "Close",
+                           NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, 1000, NULL, NULL, NULL);
+}
+
 SecretCollection *kps_collection_for_path(SecretService *service, const char *path,
                                           GCancellable *cancellable, GError **error) {
     return secret_collection_new_for_dbus_path_sync(service, path, SECRET_COLLECTION_NONE, cancellable, error);

@@ -51,6 +51,11 @@ GDBusConnection *kps_connection_open(const char *address, GCancellable *cancella
 /// no properties and opens no session until a secret is transferred.
 SecretService *kps_service_new(GDBusConnection *connection, GCancellable *cancellable, GError **error);
 
+/// Asks the service to close the transfer session `service` opened, if it opened one, without
+/// waiting for the answer. The connection outlives the proxy (it is cached), so without this
+/// every operation that loaded a secret would leave a session open in the service.
+void kps_service_close_session(SecretService *service, GDBusConnection *connection);
+
 /// The collection at D-Bus object path `path`. This and the two functions below use libsecret's
 /// path-level calls, which it declares only under SECRET_API_SUBJECT_TO_CHANGE; the shim
 /// confines that here.

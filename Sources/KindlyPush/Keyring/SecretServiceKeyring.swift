@@ -227,6 +227,7 @@ extension SecretServiceKeyring {
         }
 
         deinit {
+            kps_service_close_session(service, connection.pointer)
             g_object_unref(service)
         }
 

@@ -63,6 +63,23 @@ struct SecretServiceKeyringTests {
         #expect(decryptionFailure(newPush, with: keyring) == nil)
     }
 
+    @Test("look-ups close their transfer sessions: 30 of them leave no pile of open sessions in the service", .needsSecretService)
+    func sessionsAreClosed() throws {
+        let key = DeviceKey.generate()
+        try keyring.store(key, label: "sessions")
+        defer { try? keyring.delete(key.kid) }
+        for _ in 0..<30 { _ = try keyring.key(for: key.kid) }
+        Thread.sleep(forTimeInterval: 0.3)  // the Close calls are sent without waiting for their answers
+        let output = try run(
+            "/usr/bin/gdbus",
+            [
+                "introspect", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets/session",
+            ])
+        let open = String(decoding: output.standardOutput, as: UTF8.self).components(separatedBy: "node ").count - 1
+        // Without closing, this test alone leaves 30 or more; other tests running at once hold a few.
+        #expect(open < 20, "\(open) sessions open")
+    }
+
     @Test("a stored key shows up in secret-tool search under its kid, in the default collection", .needsSecretService)
     func visibleToSecretTool() throws {
         let key = DeviceKey.generate()
