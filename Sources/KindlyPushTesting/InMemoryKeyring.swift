@@ -50,7 +50,7 @@ public final class InMemoryKeyring: Keyring {
     }
 
     public func list() throws(KeyringError) -> [KeyringEntry] {
-        state.withLock { $0.keys.values.map(\.entry).sorted { $0.created < $1.created } }
+        state.withLock { $0.keys.values.map(\.entry).sorted() }
     }
 
     public func delete(_ kid: KeyID) throws(KeyringError) {

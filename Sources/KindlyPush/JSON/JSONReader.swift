@@ -296,7 +296,7 @@ private struct Parser {
                 case UInt8(ascii: "t"): decoded.append(0x09)
                 case UInt8(ascii: "u"):
                     let scalar = try parseUnicodeEscape()
-                    decoded.append(contentsOf: Array(String(Character(scalar)).utf8))
+                    UTF8.encode(scalar) { decoded.append($0) }
                 default:
                     index -= 1
                     throw fail(.invalidEscape)

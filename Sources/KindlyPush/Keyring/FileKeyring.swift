@@ -99,7 +99,7 @@ public struct FileKeyring: Keyring {
             entries.append(
                 KeyringEntry(kid: kid, publicKey: loaded.key.publicKey, label: loaded.object["label"]?.stringValue ?? "", created: created))
         }
-        return entries.sorted { ($0.created, $0.kid.base64URL) < ($1.created, $1.kid.base64URL) }
+        return entries.sorted()
     }
 
     public func delete(_ kid: KeyID) throws(KeyringError) {

@@ -23,8 +23,8 @@ public protocol Keyring: Sendable {
     func delete(_ kid: KeyID) throws(KeyringError)
 }
 
-/// A stored key's public information.
-public struct KeyringEntry: Sendable, Equatable {
+/// A stored key's public information. Entries sort oldest first, then by kid, in every keyring.
+public struct KeyringEntry: Sendable, Equatable, Comparable {
     public let kid: KeyID
     public let publicKey: DevicePublicKey
     public let label: String
@@ -36,6 +36,10 @@ public struct KeyringEntry: Sendable, Equatable {
         self.publicKey = publicKey
         self.label = label
         self.created = created
+    }
+
+    public static func < (lhs: KeyringEntry, rhs: KeyringEntry) -> Bool {
+        (lhs.created, lhs.kid.base64URL) < (rhs.created, rhs.kid.base64URL)
     }
 }
 

@@ -184,7 +184,7 @@ public struct SecretServiceKeyring: Keyring {
             let created = attributes["created"].flatMap { Int64($0) } ?? 0
             entries.append(KeyringEntry(kid: kid, publicKey: publicKey, label: attributes["label"] ?? "", created: created))
         }
-        return entries.sorted { ($0.created, $0.kid.base64URL) < ($1.created, $1.kid.base64URL) }
+        return entries.sorted()
     }
 
     public func delete(_ kid: KeyID) throws(KeyringError) {

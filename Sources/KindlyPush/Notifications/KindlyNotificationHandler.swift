@@ -149,10 +149,12 @@ public final class KindlyNotificationHandler: Sendable {
     /// as soon as it becomes active), provided it is at most ``tapReplayWindow`` old; an older
     /// one is dropped with a log line.
     public func start() {
+        // The clock is injected code: read it outside the lock, as every callback is run.
+        let now = clock.now
         let dropped: Duration? = state.withLock { state in
             state.isStarted = true
             guard var tap = state.pendingTap, !tap.admitted else { return nil }
-            let age = clock.now - tap.tappedAt
+            let age = now - tap.tappedAt
             guard age <= KindlyNotificationHandler.tapReplayWindow else {
                 state.pendingTap = nil
                 return age

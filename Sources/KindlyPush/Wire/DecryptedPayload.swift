@@ -11,8 +11,8 @@ public struct DecryptedPayload: Sendable, Equatable {
     public let messageId: String?
     /// Unix seconds when the backend sent it, when present.
     public let sentAt: Int64?
-    /// Every key of the plaintext not named above, unchanged.
-    public let extras: JSONObject
+    /// Every key of the plaintext not named above, unchanged (derived from ``object`` when asked).
+    public var extras: JSONObject { JSONObject(object.members.filter { !DecryptedPayload.knownKeys.contains($0.key) }) }
     /// The whole plaintext object as it was sealed.
     public let object: JSONObject
 
@@ -20,10 +20,8 @@ public struct DecryptedPayload: Sendable, Equatable {
     ///
     /// - Throws: a description of the first rule it breaks.
     public init(validating object: JSONObject) throws(PlaintextError) {
-        if let path = DecryptedPayload.firstDuplicatePath(in: .object(object), path: "") {
-            // Where, not which: member names are plaintext, and failure details never carry plaintext.
-            throw PlaintextError("a member name occurs twice \(path.isEmpty ? "in the object" : "inside it")")
-        }
+        // Not which name: member names are plaintext, and failure details never carry plaintext.
+        if DecryptedPayload.hasDuplicateNames(.object(object)) { throw PlaintextError("a member name occurs twice") }
         func requiredString(_ key: String) throws(PlaintextError) -> String {
             guard let value = object[key] else { throw PlaintextError("\"\(key)\" is missing") }
             guard case .string(let string) = value else { throw PlaintextError("\"\(key)\" is \(value.typeName), not a string") }
@@ -47,7 +45,6 @@ public struct DecryptedPayload: Sendable, Equatable {
         } else {
             sentAt = nil
         }
-        extras = JSONObject(object.members.filter { !DecryptedPayload.knownKeys.contains($0.key) })
         self.object = object
     }
 
@@ -82,25 +79,12 @@ public struct DecryptedPayload: Sendable, Equatable {
     /// The keys of section 4; every other key is an extra.
     static let knownKeys: Set<String> = [KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt]
 
-    /// The path of the first object (at any depth) that has a member name twice. Paths are
-    /// spelled out only on the way into objects and arrays: a scalar has no members.
-    static func firstDuplicatePath(in value: JSONValue, path: String) -> String? {
+    /// Whether some object, at any depth, has a member name twice.
+    static func hasDuplicateNames(_ value: JSONValue) -> Bool {
         switch value {
-        case .object(let object):
-            if object.hasDuplicateKeys { return path }
-            for member in object.members where member.value.isContainer {
-                if let found = firstDuplicatePath(in: member.value, path: path.isEmpty ? member.key : "\(path).\(member.key)") {
-                    return found
-                }
-            }
-            return nil
-        case .array(let elements):
-            for (index, element) in elements.enumerated() where element.isContainer {
-                if let found = firstDuplicatePath(in: element, path: "\(path)[\(index)]") { return found }
-            }
-            return nil
-        default:
-            return nil
+        case .object(let object): return object.hasDuplicateKeys || object.members.contains { hasDuplicateNames($0.value) }
+        case .array(let elements): return elements.contains(where: hasDuplicateNames)
+        default: return false
         }
     }
 }
@@ -111,15 +95,5 @@ public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public init(_ description: String) {
         self.description = description
-    }
-}
-
-extension JSONValue {
-    /// An object or an array.
-    var isContainer: Bool {
-        switch self {
-        case .object, .array: return true
-        default: return false
-        }
     }
 }
