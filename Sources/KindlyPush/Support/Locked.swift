@@ -8,7 +8,7 @@
 /// standard library, so ThreadSanitizer cannot see it and reports every access it guards as a
 /// race; `tools/test --sanitize` could then not tell a real race from those. ThreadSanitizer
 /// intercepts `pthread_mutex_lock`, and the cost is the same uncontended.
-package final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
