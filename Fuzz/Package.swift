@@ -7,10 +7,14 @@ let fuzzTargets = ["fuzz-json", "fuzz-decrypt", "fuzz-base64", "fuzz-keyfile", "
 
 let package = Package(
     name: "KindlyPushFuzz",
-    dependencies: [
-        .package(name: "KindlyPush", path: "..")
-    ],
     targets: [
+        // The library's own targets, by symbolic link into ../Sources: built here as part of this
+        // package, so that the fuzzers reach its `package` API (the primitives, the parsers) that
+        // no client of the products can see.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .target(name: "KindlyPushCore", dependencies: ["CSodium"]),
+        .target(name: "KindlyPush", dependencies: ["KindlyPushCore"]),
+        .target(name: "KindlyPushTesting", dependencies: ["KindlyPush", "KindlyPushCore"]),
         // The libFuzzer entry point (LLVMFuzzerRunDriver), a memfd helper, and libsodium for the
         // independent reference checks.
         .systemLibrary(name: "CFuzzSupport"),
@@ -21,8 +25,9 @@ let package = Package(
                 name: name,
                 dependencies: [
                     "FuzzSupport",
-                    .product(name: "KindlyPush", package: "KindlyPush"),
-                    .product(name: "KindlyPushTesting", package: "KindlyPush"),
+                    "KindlyPushCore",
+                    "KindlyPush",
+                    "KindlyPushTesting",
                 ]
             )
         },

@@ -11,7 +11,8 @@
 //           DecryptedPayload out)
 // as two lines: `stream|general p50_us p99_us mean_us max_us count`.
 // A first pass over the pushes warms caches and the key lookup; only the second pass is timed.
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc

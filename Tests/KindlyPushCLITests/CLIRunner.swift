@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 
 /// Runs the built `kindly-push` binary, as swift-argument-parser's example tests do: real
 /// process, real standard streams, exact output and exit status.

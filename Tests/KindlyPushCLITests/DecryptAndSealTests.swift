@@ -1,5 +1,7 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
+import KindlyPushVectors
 import Testing
 
 @Suite("kindly-push seal, check, decrypt and keygen")

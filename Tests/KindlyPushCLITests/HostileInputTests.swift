@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 /// Hostile input through the real binary: every case answers with the spec's code (written

@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 /// Pushes cross between kindly-push and the independent Python implementation

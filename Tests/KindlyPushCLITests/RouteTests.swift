@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 /// `kindly-push route` for every combination of display-rules.md's inputs, checked against the
@@ -54,10 +55,10 @@ struct RouteTests {
         arguments: [
             (#"{"aps":{"alert":"x","mutable-content":1}}"#, "visible"), (#"{"aps":{"alert":{"title":"x"}}}"#, "plain"),
             (#"{"aps":{"content-available":1}}"#, "silent"), (#"{"kindly":[],"aps":{"alert":"x"}}"#, "plain"),
-        ], AppState.allCases)
-    func othersPushes(_ example: (push: String, kind: String), _ state: AppState) throws {
+        ], DisplayRules.AppState.allCases)
+    func othersPushes(_ example: (push: String, kind: String), _ state: DisplayRules.AppState) throws {
         let (push, kind) = example
-        for screen in Screen.allCases {
+        for screen in DisplayRules.Screen.allCases {
             let output = try CLI.run(["route", "--app-state", state.rawValue, "--screen", screen.rawValue, "--extension"], stdin: push)
             #expect(output.status == 0)
             #expect(

@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 /// No command prints key material: every output and error of every command is searched for

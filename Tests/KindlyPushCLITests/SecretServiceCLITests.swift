@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 /// `kindly-push` against the real gnome-keyring that tools/with-secret-service starts. Skipped,

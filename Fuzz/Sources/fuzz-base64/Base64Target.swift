@@ -1,5 +1,6 @@
 import FuzzSupport
 import KindlyPush
+import KindlyPushCore
 
 /// Canonical base64 decoding (`Base64.decode`, `Base64.decodeSecret`) and base64url encoding.
 ///

@@ -1,5 +1,6 @@
 import FuzzSupport
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
 
 /// The whole decrypt path with one fixed device key (the test vectors' key): the envelope

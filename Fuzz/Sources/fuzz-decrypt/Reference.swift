@@ -1,5 +1,6 @@
 import FuzzSupport
 import KindlyPush
+import KindlyPushCore
 
 /// Wire-format sections 3 to 5 written out again from the spec, on libsodium directly, as the
 /// oracle the library's decryption is checked against. It shares only the JSON reader and the

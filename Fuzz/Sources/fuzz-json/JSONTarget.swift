@@ -1,5 +1,6 @@
 import FuzzSupport
 import KindlyPush
+import KindlyPushCore
 
 /// The strict JSON reader and the compact writer.
 ///

@@ -1,5 +1,6 @@
 import FuzzSupport
 import KindlyPush
+import KindlyPushCore
 
 /// The `--jsonl` line splitter (`LineBatchReader`) reading a real file descriptor.
 ///

@@ -1,5 +1,6 @@
 import FuzzSupport
 import KindlyPush
+import KindlyPushCore
 
 /// Key-file parsing (`KeyFile.parse`), with the secret key read straight into a wiped buffer.
 ///

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The content of a notification, standing in for `UNMutableNotificationContent` so that
 /// ``KindlyPushDecryption/apply(_:to:)`` has the SDK's shape.
 public struct NotificationContent: Sendable, Equatable {

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// Why a push did not decrypt: one of the reasons of wire format section 5, with a detail
 /// for people. The detail never contains key material or plaintext.
 public struct DecryptionFailure: Error, Sendable, Equatable, CustomStringConvertible {

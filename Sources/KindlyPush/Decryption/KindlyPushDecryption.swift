@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The device side of wire format v1 (section 5), named as in the iOS SDK.
 ///
 /// ```swift

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The fast path of decryption, for streams of pushes: JSON bytes in, the payload's compact JSON
 /// out, with its buffers reused from push to push and no tree of ``JSONValue``s built.
 ///
@@ -18,15 +20,15 @@
 /// a plaintext that is not already in the writer's compact form goes through
 /// ``DecryptedPayload/init(plaintext:)``. For every push it decides, the outcome (and the
 /// output) is the general path's; `FastPathTests` checks this on every test vector.
-public struct PushDecryptor {
-    public let decryption: KindlyPushDecryption
+package struct PushDecryptor {
+    package let decryption: KindlyPushDecryption
     /// kid || epk || n || ct, decoded.
     private var fields: [UInt8] = []
     /// The padded plaintext, then the plaintext.
     private var plaintext: [UInt8] = []
 
     /// What ``decrypt(_:appendingTo:)`` did.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// The payload object's compact JSON (as ``JSONWriter`` writes ``DecryptedPayload/object``)
         /// was appended.
         case decrypted
@@ -38,12 +40,12 @@ public struct PushDecryptor {
         case undecided
     }
 
-    public init(_ decryption: KindlyPushDecryption) {
+    package init(_ decryption: KindlyPushDecryption) {
         self.decryption = decryption
     }
 
     /// Decrypts the push whose JSON text is `document`. Appends to `output` only on `.decrypted`.
-    public mutating func decrypt(_ document: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
+    package mutating func decrypt(_ document: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
         guard let envelope = EnvelopeLocation(document) else { return .undecided }
         // Decode the four fields into one buffer: kid | epk | n | ct.
         let ctCapacity = envelope.ciphertext.count / 4 * 3 + 3
@@ -104,13 +106,13 @@ public struct PushDecryptor {
 /// with no duplicate name, `v` written `1`, and `kid`, `epk`, `n`, `ct` strings. `nil` for
 /// anything else (the general path decides). The four strings are checked by decoding them
 /// (``FastJSON/base64String()``): the document is valid only once they decode.
-struct EnvelopeLocation {
-    var kid: Range<Int> = 0..<0
-    var ephemeralPublicKey: Range<Int> = 0..<0
-    var nonce: Range<Int> = 0..<0
-    var ciphertext: Range<Int> = 0..<0
+package struct EnvelopeLocation {
+    package var kid: Range<Int> = 0..<0
+    package var ephemeralPublicKey: Range<Int> = 0..<0
+    package var nonce: Range<Int> = 0..<0
+    package var ciphertext: Range<Int> = 0..<0
 
-    init?(_ document: UnsafeRawBufferPointer) {
+    package init?(_ document: UnsafeRawBufferPointer) {
         var reader = FastJSON(document, compact: false)
         var names = FastJSON.Names()
         var found = false
@@ -171,7 +173,7 @@ extension DecryptedPayload {
     /// as the writer writes them, no member name twice, the required keys present with their
     /// types, `sent_at` (when present) written as digits within range, and extras that are
     /// scalars. `false` says nothing about validity: the general path decides.
-    static func isCanonicalCompactText(_ text: UnsafeRawBufferPointer) -> Bool {
+    package static func isCanonicalCompactText(_ text: UnsafeRawBufferPointer) -> Bool {
         var reader = FastJSON(text, compact: true)
         var names = FastJSON.Names()
         var required = 0

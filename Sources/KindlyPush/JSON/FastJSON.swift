@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// An allocation-free reader for the hot paths (`decrypt --jsonl`, `seal --jsonl`), for the
 /// shapes of document they see almost always.
 ///
@@ -14,28 +16,28 @@
 /// - **compact** (`compact == true`): no whitespace anywhere, and a string's escapes must be
 ///   exactly those ``JSONWriter`` writes, so that the text is already what the writer would
 ///   write for the value it holds, byte for byte.
-struct FastJSON {
-    let base: UnsafePointer<UInt8>
-    let end: Int
-    let compact: Bool
-    var index = 0
+package struct FastJSON {
+    package let base: UnsafePointer<UInt8>
+    package let end: Int
+    package let compact: Bool
+    package var index = 0
 
     /// Nesting deeper than this is left to the general reader.
-    static let maximumDepth = 32
+    package static let maximumDepth = 32
 
-    init(_ bytes: UnsafeRawBufferPointer, compact: Bool) {
+    package init(_ bytes: UnsafeRawBufferPointer, compact: Bool) {
         // An empty buffer may have no address; any valid pointer will do for zero bytes.
         self.base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1)!
         self.end = bytes.count
         self.compact = compact
     }
 
-    var atEnd: Bool { index >= end }
+    package var atEnd: Bool { index >= end }
 
     /// The byte at `index`, or 0 (never a valid token start) past the end.
-    var current: UInt8 { index < end ? base[index] : 0 }
+    package var current: UInt8 { index < end ? base[index] : 0 }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         guard !compact else { return }
         while index < end {
             switch base[index] {
@@ -46,7 +48,7 @@ struct FastJSON {
     }
 
     /// Steps over `byte` when it comes next (after whitespace in document mode).
-    mutating func consume(_ byte: UInt8) -> Bool {
+    package mutating func consume(_ byte: UInt8) -> Bool {
         skipWhitespace()
         guard index < end, base[index] == byte else { return false }
         index += 1
@@ -54,13 +56,13 @@ struct FastJSON {
     }
 
     /// Whether the text at `range` is exactly `name` (ASCII).
-    func text(_ range: Range<Int>, is name: StaticString) -> Bool {
+    package func text(_ range: Range<Int>, is name: StaticString) -> Bool {
         guard range.count == name.utf8CodeUnitCount else { return false }
         return memcmp(base + range.lowerBound, name.utf8Start, range.count) == 0
     }
 
     /// Whether the texts at two ranges are the same bytes.
-    func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+    package func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
         a.count == b.count && memcmp(base + a.lowerBound, base + b.lowerBound, a.count) == 0
     }
 
@@ -69,7 +71,7 @@ struct FastJSON {
     /// A string at `index` (its opening quote, after whitespace in document mode): the range of
     /// its text between the quotes. `nil` for invalid text, for any escape in document mode, and
     /// for an escape ``JSONWriter`` would not write in compact mode.
-    mutating func string() -> Range<Int>? {
+    package mutating func string() -> Range<Int>? {
         skipWhitespace()
         guard index < end, base[index] == UInt8(ascii: "\"") else { return nil }
         index += 1
@@ -99,7 +101,7 @@ struct FastJSON {
     /// closing quote is looked for here. Base64 decoding takes nothing but base64 characters, so
     /// no escape, control character or non-ASCII byte can get through; until the caller has
     /// decoded it, the range is not known to be a valid JSON string.
-    mutating func base64String() -> Range<Int>? {
+    package mutating func base64String() -> Range<Int>? {
         skipWhitespace()
         guard index < end, base[index] == UInt8(ascii: "\"") else { return nil }
         index += 1
@@ -197,7 +199,7 @@ struct FastJSON {
     // MARK: Other values
 
     /// A number at `index`: the range of its literal.
-    mutating func number() -> Range<Int>? {
+    package mutating func number() -> Range<Int>? {
         skipWhitespace()
         let bytes = UnsafeRawBufferPointer(start: base, count: end)
         guard let length = JSONReader.numberLength(in: bytes, at: index) else { return nil }
@@ -207,7 +209,7 @@ struct FastJSON {
 
     /// Steps over one value of any type, checking it. Objects are not checked for duplicate
     /// names: callers that need that check use this only for scalars.
-    mutating func skipValue(depth: Int = 0) -> Bool {
+    package mutating func skipValue(depth: Int = 0) -> Bool {
         skipWhitespace()
         guard index < end else { return false }
         switch base[index] {
@@ -247,7 +249,7 @@ struct FastJSON {
 
     /// The member names seen so far in one object, for the duplicate rule. Objects with more
     /// members than this are left to the general reader.
-    struct Names {
+    package struct Names {
         static let capacity = 16
         private var ranges:
             (
@@ -257,7 +259,7 @@ struct FastJSON {
         private var count = 0
 
         /// Adds `name`; false when it was there already or there is no room.
-        mutating func insert(_ name: Range<Int>, in reader: FastJSON) -> Bool {
+        package mutating func insert(_ name: Range<Int>, in reader: FastJSON) -> Bool {
             guard count < Names.capacity else { return false }
             let known = withUnsafeBytes(of: &ranges) { raw in
                 let seen = raw.bindMemory(to: Range<Int>.self)

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A JSON number, kept as the literal text it was written with.
 ///
 /// Comparisons are exact on the decimal value (`1`, `1.0`, `1e0` and `10e-1` are equal),

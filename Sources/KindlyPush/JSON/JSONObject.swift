@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A JSON object: its members in document order, duplicates included.
 ///
 /// Lookup by name returns the first member with that name. Names compare by Unicode

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// Why a text is not one strict RFC 8259 JSON document.
 public struct JSONReadError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
@@ -41,23 +43,23 @@ public struct JSONReadError: Error, Sendable, Equatable, CustomStringConvertible
 /// ``JSONObject``), refuses invalid UTF-8, unpaired surrogate escapes, a byte-order mark and
 /// anything after the document, keeps numbers exactly, and bounds nesting so that hostile
 /// input cannot exhaust the stack.
-public enum JSONReader {
+package enum JSONReader {
     /// Nesting deeper than this is refused rather than recursed into.
-    public static let maximumDepth = 512
+    package static let maximumDepth = 512
 
     /// Reads exactly one JSON document (surrounded by optional whitespace) from `bytes`.
-    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONReadError) -> JSONValue {
+    package static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONReadError) -> JSONValue {
         var parser = Parser(bytes: bytes)
         return try parser.parseDocument()
     }
 
     /// Reads exactly one JSON document from `bytes`.
-    public static func parse(_ bytes: [UInt8]) throws(JSONReadError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(JSONReadError) -> JSONValue {
         try bytes.withBytes { (raw) throws(JSONReadError) in try parse(raw) }
     }
 
     /// The length of the valid JSON number starting at `start`, or `nil`.
-    static func numberLength(in bytes: UnsafeRawBufferPointer, at start: Int) -> Int? {
+    package static func numberLength(in bytes: UnsafeRawBufferPointer, at start: Int) -> Int? {
         var index = start
         func digit(_ i: Int) -> Bool { i < bytes.count && bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9") }
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -83,22 +85,22 @@ public enum JSONReader {
 }
 
 private struct Parser {
-    let bytes: UnsafeRawBufferPointer
-    var index = 0
-    var depth = 0
+    package let bytes: UnsafeRawBufferPointer
+    package var index = 0
+    package var depth = 0
     /// Top-level members whose string values are located but never decoded (see `parseObject(_:withSecretMembers:)`).
-    var secretMembers: Set<String> = []
-    var secretRanges: [String: Range<Int>] = [:]
+    package var secretMembers: Set<String> = []
+    package var secretRanges: [String: Range<Int>] = [:]
 
-    init(bytes: UnsafeRawBufferPointer) {
+    package init(bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
     }
 
-    func fail(_ kind: JSONReadError.Kind) -> JSONReadError {
+    package func fail(_ kind: JSONReadError.Kind) -> JSONReadError {
         JSONReadError(kind: kind, offset: index)
     }
 
-    mutating func parseDocument() throws(JSONReadError) -> JSONValue {
+    package mutating func parseDocument() throws(JSONReadError) -> JSONValue {
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { throw fail(.byteOrderMark) }
         skipWhitespace()
         guard index < bytes.count else { throw fail(.empty) }
@@ -108,7 +110,7 @@ private struct Parser {
         return value
     }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -117,7 +119,7 @@ private struct Parser {
         }
     }
 
-    mutating func parseValue() throws(JSONReadError) -> JSONValue {
+    package mutating func parseValue() throws(JSONReadError) -> JSONValue {
         guard index < bytes.count else { throw fail(.unexpectedEnd) }
         switch bytes[index] {
         case UInt8(ascii: "{"): return .object(try parseObject())
@@ -137,7 +139,7 @@ private struct Parser {
         }
     }
 
-    mutating func expectLiteral(_ literal: StaticString) throws(JSONReadError) {
+    package mutating func expectLiteral(_ literal: StaticString) throws(JSONReadError) {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw fail(.unexpectedEnd) }
         for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] {
@@ -147,12 +149,12 @@ private struct Parser {
         index += count
     }
 
-    mutating func enter() throws(JSONReadError) {
+    package mutating func enter() throws(JSONReadError) {
         depth += 1
         guard depth <= JSONReader.maximumDepth else { throw fail(.tooDeep) }
     }
 
-    mutating func parseObject() throws(JSONReadError) -> JSONObject {
+    package mutating func parseObject() throws(JSONReadError) -> JSONObject {
         try enter()
         index += 1  // {
         var members: [JSONObject.Member] = []
@@ -193,7 +195,7 @@ private struct Parser {
         }
     }
 
-    mutating func parseArray() throws(JSONReadError) -> [JSONValue] {
+    package mutating func parseArray() throws(JSONReadError) -> [JSONValue] {
         try enter()
         index += 1  // [
         var elements: [JSONValue] = []
@@ -220,7 +222,7 @@ private struct Parser {
     }
 
     /// Steps over a string without decoding it; it must hold no escape and no control character.
-    mutating func skipSecretString() throws(JSONReadError) -> Range<Int> {
+    package mutating func skipSecretString() throws(JSONReadError) -> Range<Int> {
         guard index < bytes.count else { throw fail(.unexpectedEnd) }
         guard bytes[index] == UInt8(ascii: "\"") else { throw fail(.unexpectedByte) }
         index += 1
@@ -238,14 +240,14 @@ private struct Parser {
         throw fail(.unexpectedEnd)
     }
 
-    mutating func parseNumber() throws(JSONReadError) -> JSONNumber {
+    package mutating func parseNumber() throws(JSONReadError) -> JSONNumber {
         guard let length = JSONReader.numberLength(in: bytes, at: index) else { throw fail(.invalidNumber) }
         let literal = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[index..<(index + length)]), as: UTF8.self)
         index += length
         return JSONNumber(validatedLiteral: literal)
     }
 
-    mutating func parseString() throws(JSONReadError) -> String {
+    package mutating func parseString() throws(JSONReadError) -> String {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes. Find the closing quote, then validate the UTF-8 in one go.
@@ -268,7 +270,7 @@ private struct Parser {
         return try parseEscapedString(from: start)
     }
 
-    mutating func parseEscapedString(from start: Int) throws(JSONReadError) -> String {
+    package mutating func parseEscapedString(from start: Int) throws(JSONReadError) -> String {
         var decoded = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {
             let byte = bytes[index]
@@ -311,7 +313,7 @@ private struct Parser {
     }
 
     /// Reads the four hex digits after `\u` (and a second escape for a surrogate pair).
-    mutating func parseUnicodeEscape() throws(JSONReadError) -> Unicode.Scalar {
+    package mutating func parseUnicodeEscape() throws(JSONReadError) -> Unicode.Scalar {
         let escapeStart = index - 2
         let first = try parseHex4()
         switch first {
@@ -336,7 +338,7 @@ private struct Parser {
         }
     }
 
-    mutating func parseHex4() throws(JSONReadError) -> UInt32 {
+    package mutating func parseHex4() throws(JSONReadError) -> UInt32 {
         guard index + 4 <= bytes.count else { throw fail(.unexpectedEnd) }
         var value: UInt32 = 0
         for _ in 0..<4 {
@@ -354,7 +356,7 @@ private struct Parser {
         return value
     }
 
-    static func firstInvalidUTF8Offset(_ raw: UnsafeRawBufferPointer) -> Int {
+    package static func firstInvalidUTF8Offset(_ raw: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         var iterator = raw.makeIterator()
         var decoder = UTF8()
@@ -374,7 +376,7 @@ extension JSONReader {
     ///
     /// For key files, whose secret key must stay in wiped buffers. A secret member must be a
     /// string without escapes (base64 never needs one).
-    public static func parseObject(
+    package static func parseObject(
         _ bytes: UnsafeRawBufferPointer,
         withSecretMembers secretMembers: Set<String>
     ) throws(JSONReadError) -> (object: JSONObject, secretRanges: [String: Range<Int>]) {

@@ -1,4 +1,5 @@
 import Foundation
+package import KindlyPushCore
 
 /// Bridging to the `[AnyHashable: Any]` dictionaries that `UNNotificationContent.userInfo`
 /// and `JSONSerialization` use, for parity with the iOS SDK's signatures.

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A JSON value as RFC 8259 defines it, read and written by this project's own strict reader
 /// and writer (``JSONReader``, ``JSONWriter``).
 ///

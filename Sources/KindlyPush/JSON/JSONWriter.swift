@@ -1,8 +1,10 @@
+package import KindlyPushCore
+
 /// Writes JSON compactly, as the wire format measures it: no whitespace between tokens,
 /// UTF-8, `/` and non-ASCII characters not escaped; numbers as they were written.
-public enum JSONWriter {
+package enum JSONWriter {
     /// The compact UTF-8 text of `value`.
-    public static func compactBytes(_ value: JSONValue) -> [UInt8] {
+    package static func compactBytes(_ value: JSONValue) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(256)
         write(value, to: &output)
@@ -10,7 +12,7 @@ public enum JSONWriter {
     }
 
     /// Appends the compact text of `value` to `output`.
-    public static func write(_ value: JSONValue, to output: inout [UInt8]) {
+    package static func write(_ value: JSONValue, to output: inout [UInt8]) {
         switch value {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let flag): output.append(contentsOf: (flag ? "true" : "false").utf8)
@@ -38,14 +40,14 @@ public enum JSONWriter {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Appends `string` as a JSON string: only `"`, `\` and control characters are escaped.
-    public static func writeString(_ string: String, to output: inout [UInt8]) {
+    package static func writeString(_ string: String, to output: inout [UInt8]) {
         var string = string
         string.withUTF8 { writeString(utf8: UnsafeRawBufferPointer($0), to: &output) }
     }
 
     /// Appends UTF-8 text as a JSON string, escaped as ``writeString(_:to:)`` escapes it: runs
     /// that need no escape are copied whole.
-    static func writeString(utf8 text: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+    package static func writeString(utf8 text: UnsafeRawBufferPointer, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         var runStart = 0
         for index in 0..<text.count {

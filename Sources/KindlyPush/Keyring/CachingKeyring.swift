@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A keyring that remembers every key it has loaded, so that a stream of pushes loads each
 /// `kid` once per run instead of once per push. Failures are not remembered: a locked keyring
 /// that is unlocked later is asked again.

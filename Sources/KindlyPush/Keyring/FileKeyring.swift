@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -68,7 +70,7 @@ public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The current time in Unix seconds, for `created`.
-func unixTimeNow() -> Int64 {
+package func unixTimeNow() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     return Int64(now.tv_sec)

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A device key's id: `BLAKE2b(pk)` with an 8-byte digest length (wire format section 1).
 public struct KeyID: Sendable, Hashable, CustomStringConvertible {
     public static let length = 8
@@ -34,10 +36,10 @@ public struct DevicePublicKey: Sendable, Hashable, CustomStringConvertible {
     public let rawRepresentation: [UInt8]
 
     /// A public key from its 32 bytes.
-    public init(rawRepresentation: [UInt8]) throws(CryptoError) {
-        guard rawRepresentation.count == X25519.keyLength else {
-            throw .invalidLength(what: "an X25519 public key", expected: X25519.keyLength, actual: rawRepresentation.count)
-        }
+    ///
+    /// - Throws: ``KeyDecodingError/wrongLength(_:)`` unless `rawRepresentation` is 32 bytes.
+    public init(rawRepresentation: [UInt8]) throws(KeyDecodingError) {
+        guard rawRepresentation.count == X25519.keyLength else { throw .wrongLength("public key") }
         self.rawRepresentation = rawRepresentation
     }
 
@@ -73,18 +75,41 @@ public enum KeyDecodingError: Error, Sendable, Equatable, CustomStringConvertibl
 /// A device's X25519 secret key. Its bytes are reachable only inside ``withUnsafeBytes(_:)``,
 /// compare in constant time, and are wiped when the last copy goes away.
 public struct DeviceSecretKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    let storage: SecureBytes
+    package let storage: SecureBytes
 
     /// A secret key from a secure buffer of 32 bytes.
-    public init(_ bytes: SecureBytes) throws(CryptoError) {
+    package init(_ bytes: SecureBytes) throws(CryptoError) {
         guard bytes.count == X25519.keyLength else {
             throw .invalidLength(what: "an X25519 secret key", expected: X25519.keyLength, actual: bytes.count)
         }
         self.storage = bytes
     }
 
+    /// A secret key from its base64url (or standard base64) text, as a key file holds it.
+    ///
+    /// The decoded bytes go straight into a buffer that is wiped when the key goes away; no
+    /// intermediate copy is left behind. The error never quotes the text.
+    ///
+    /// ```swift
+    /// let secret = try DeviceSecretKey(base64: secretFromMyVault)
+    /// let keyring = InMemoryKeyring(keys: [DeviceKey(secretKey: secret)])
+    /// ```
+    ///
+    /// - Throws: ``KeyDecodingError/notBase64(_:)`` for text that is not canonical base64,
+    ///   ``KeyDecodingError/wrongLength(_:)`` unless it decodes to 32 bytes.
+    public init(base64 text: String) throws(KeyDecodingError) {
+        let bytes: SecureBytes
+        do {
+            bytes = try text.withUTF8Bytes { (raw) throws(Base64.DecodingError) in try Base64.decodeSecret(raw) }
+        } catch {
+            throw .notBase64("secret key")
+        }
+        guard let key = try? DeviceSecretKey(bytes) else { throw .wrongLength("secret key") }
+        self = key
+    }
+
     /// Calls `body` with the 32 secret bytes. Do not let them escape.
-    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try storage.withUnsafeBytes(body)
     }
 

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A key file (cli.md): the JSON object `{"kid": B64, "public_key": B64, "secret_key": B64}`
 /// in base64url, mode 0600.
 ///

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// Where the notification code reads the time, so that tests can set it exactly.
 ///
 /// Only intervals matter (how long ago a tap was), so the time is a monotonic instant: a

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A decrypted Kindly push as the host's delegate sees it, named as in the iOS SDK.
 public struct ExternalNotification: Sendable, Equatable {
     /// The decrypted chat id (from the payload, or from `kindly.chat_id` when the extension

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// How the system should present a notification in the foreground, standing in for
 /// `UNNotificationPresentationOptions` (what `willPresent`'s completion handler receives).
 public struct PresentationOptions: OptionSet, Sendable, Hashable {
@@ -84,8 +86,8 @@ public final class KindlyNotificationHandler: Sendable {
     private struct State {
         var delegate: (any KindlyNotificationDelegate)?
         var openChatOnNotificationTap = true
-        var appState: AppState = .background
-        var screen: Screen = .other
+        var appState: DisplayRules.AppState = .background
+        var screen: DisplayRules.Screen = .other
         var isStarted = false
         var pendingTap: PendingTap?
     }
@@ -128,19 +130,19 @@ public final class KindlyNotificationHandler: Sendable {
     }
 
     /// What is on screen (read in the foreground).
-    public var screen: Screen {
+    public var screen: DisplayRules.Screen {
         get { state.withLock { $0.screen } }
         set { state.withLock { $0.screen = newValue } }
     }
 
     /// The app state; `background` until the host says otherwise. Set it with ``setAppState(_:)``.
-    public var appState: AppState { state.withLock { $0.appState } }
+    public var appState: DisplayRules.AppState { state.withLock { $0.appState } }
 
     /// Whether ``start()`` has run.
     public var isStarted: Bool { state.withLock { $0.isStarted } }
 
     /// Records the app state; becoming `foreground` after `start()` replays a remembered tap.
-    public func setAppState(_ appState: AppState) {
+    public func setAppState(_ appState: DisplayRules.AppState) {
         state.withLock { $0.appState = appState }
         replayIfReady()
     }
@@ -227,7 +229,7 @@ public final class KindlyNotificationHandler: Sendable {
         return decision
     }
 
-    private func context(appState: AppState) -> RouteContext {
+    private func context(appState: DisplayRules.AppState) -> RouteContext {
         let (screen, delegate) = state.withLock { ($0.screen, $0.delegate) }
         if let delegate {
             return RouteContext(appState: appState, screen: screen, hasExtension: hasExtension, delegate: delegate)

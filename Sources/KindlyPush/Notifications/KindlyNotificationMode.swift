@@ -1,4 +1,5 @@
 import Foundation
+package import KindlyPushCore
 
 /// How the host wants Kindly pushes delivered, named as in the iOS SDK. It sets `push_mode` in
 /// the registration (wire format section 6), and so whether the backend sends visible or

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+package import KindlyPushCore
 
 /// The notification service extension's base type, standing in for the iOS SDK's subclass of
 /// `UNNotificationServiceExtension`: it decrypts a visible Kindly push and hands the system the

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The decrypted text of a push, as far as the display rules need it.
 public struct DisplayMessage: Sendable, Equatable {
     /// The Kindly chat the message belongs to.
@@ -45,16 +47,16 @@ public struct DisplayInput: Sendable, Equatable {
     public var kind: PushKind
     /// Whether the host ships a notification service extension built on the SDK.
     public var hasExtension: Bool
-    public var appState: AppState
+    public var appState: DisplayRules.AppState
     /// Read only in the foreground.
-    public var screen: Screen
+    public var screen: DisplayRules.Screen
     public var decryption: DecryptionOutcome
     /// The delegate's answer; read only when ``DisplayRules/consultsDelegate(_:)`` is true.
-    public var delegate: DelegateAnswer
+    public var delegate: DisplayRules.DelegateAnswer
 
     public init(
-        isKindly: Bool = true, kind: PushKind, hasExtension: Bool, appState: AppState, screen: Screen = .other,
-        decryption: DecryptionOutcome, delegate: DelegateAnswer = .allow
+        isKindly: Bool = true, kind: PushKind, hasExtension: Bool, appState: DisplayRules.AppState, screen: DisplayRules.Screen = .other,
+        decryption: DecryptionOutcome, delegate: DisplayRules.DelegateAnswer = .allow
     ) {
         self.isKindly = isKindly
         self.kind = kind
@@ -68,14 +70,16 @@ public struct DisplayInput: Sendable, Equatable {
 
 /// What the display rules decide for one push.
 public struct DisplayDecision: Sendable, Equatable {
-    public var presentation: Presentation
-    public var presenter: Presenter
+    public var presentation: DisplayRules.Presentation
+    public var presenter: DisplayRules.Presenter
     /// Whether `shouldHandleNotification` is asked (once, before the rule is applied).
     public var delegateConsulted: Bool
-    /// The decrypted message, exactly when `presentation` is ``Presentation/banner``.
+    /// The decrypted message, exactly when `presentation` is ``DisplayRules.Presentation/banner``.
     public var message: DisplayMessage?
 
-    public init(presentation: Presentation, presenter: Presenter, delegateConsulted: Bool, message: DisplayMessage? = nil) {
+    public init(
+        presentation: DisplayRules.Presentation, presenter: DisplayRules.Presenter, delegateConsulted: Bool, message: DisplayMessage? = nil
+    ) {
         self.presentation = presentation
         self.presenter = presenter
         self.delegateConsulted = delegateConsulted
@@ -89,7 +93,7 @@ public enum DisplayRules {
     /// Whether the app process receives this push at all: in the foreground every kind, in the
     /// background only `silent` (alerts are shown by the system or the extension without waking
     /// the app), and a killed app nothing.
-    public static func appProcessReceives(kind: PushKind, appState: AppState) -> Bool {
+    public static func appProcessReceives(kind: PushKind, appState: DisplayRules.AppState) -> Bool {
         switch appState {
         case .killed: return false
         case .background: return kind == .silent

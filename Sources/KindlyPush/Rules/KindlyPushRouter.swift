@@ -1,23 +1,28 @@
+package import KindlyPushCore
+
 /// The state of the app that receives a push: the inputs of display-rules.md that are not read
 /// from the push itself.
 public struct RouteContext: Sendable {
     /// Where the delegate's answer comes from.
     public enum Delegate: Sendable {
         /// A fixed answer (the `--delegate` option of `kindly-push route`).
-        case answer(DelegateAnswer)
+        case answer(DisplayRules.DelegateAnswer)
         /// The host's delegate, asked only when the rules consult it, and then exactly once.
         case object(any KindlyNotificationDelegate)
     }
 
-    public var appState: AppState
+    public var appState: DisplayRules.AppState
     /// Read only in the foreground.
-    public var screen: Screen
+    public var screen: DisplayRules.Screen
     /// Whether the host ships a notification service extension built on the SDK.
     public var hasExtension: Bool
     public var delegate: Delegate
 
     /// A context with a fixed delegate answer (by default `allow`, as when no delegate is set).
-    public init(appState: AppState, screen: Screen = .other, hasExtension: Bool = false, delegate: DelegateAnswer = .allow) {
+    public init(
+        appState: DisplayRules.AppState, screen: DisplayRules.Screen = .other, hasExtension: Bool = false,
+        delegate: DisplayRules.DelegateAnswer = .allow
+    ) {
         self.appState = appState
         self.screen = screen
         self.hasExtension = hasExtension
@@ -25,7 +30,10 @@ public struct RouteContext: Sendable {
     }
 
     /// A context that asks `delegate` when the rules consult it.
-    public init(appState: AppState, screen: Screen = .other, hasExtension: Bool = false, delegate: any KindlyNotificationDelegate) {
+    public init(
+        appState: DisplayRules.AppState, screen: DisplayRules.Screen = .other, hasExtension: Bool = false,
+        delegate: any KindlyNotificationDelegate
+    ) {
         self.appState = appState
         self.screen = screen
         self.hasExtension = hasExtension
@@ -33,10 +41,10 @@ public struct RouteContext: Sendable {
     }
 
     /// The delegate's answer for `notification`. Calls a delegate object, so call it once.
-    func askDelegate(_ notification: ExternalNotification) -> DelegateAnswer {
+    func askDelegate(_ notification: ExternalNotification) -> DisplayRules.DelegateAnswer {
         switch delegate {
         case .answer(let answer): return answer
-        case .object(let object): return DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification))
+        case .object(let object): return DisplayRules.DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification))
         }
     }
 }
@@ -77,8 +85,8 @@ public struct RouteDecision: Sendable, Equatable {
     /// `isKindlyNotification`.
     public let isKindly: Bool
     public let kind: PushKind
-    public let presentation: Presentation
-    public let presenter: Presenter
+    public let presentation: DisplayRules.Presentation
+    public let presenter: DisplayRules.Presenter
     /// Whether `shouldHandleNotification` was asked.
     public let delegateConsulted: Bool
     /// The decrypted chat id, title and body, exactly when `presentation` is `banner`.
@@ -90,7 +98,7 @@ public struct RouteDecision: Sendable, Equatable {
     public let reason: DecryptionFailure.Reason?
 
     public init(
-        isKindly: Bool, kind: PushKind, presentation: Presentation, presenter: Presenter, delegateConsulted: Bool,
+        isKindly: Bool, kind: PushKind, presentation: DisplayRules.Presentation, presenter: DisplayRules.Presenter, delegateConsulted: Bool,
         chatId: String? = nil, title: String? = nil, body: String? = nil, reason: DecryptionFailure.Reason? = nil
     ) {
         self.isKindly = isKindly

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The inputs and outputs of the display rules (display-rules.md), named as the spec and the
 /// `kindly-push route` command name them: each raw value is the spec's `code` word.
 
@@ -45,58 +47,60 @@ public enum PushKind: String, Sendable, CaseIterable {
     }
 }
 
-/// The state of the host app when the push arrives.
-public enum AppState: String, Sendable, CaseIterable {
-    /// Not running, or force-quit: the app process receives nothing.
-    case killed
-    /// Running but not active: the app process receives silent pushes only.
-    case background
-    /// Active: the app process receives every push (`willPresent` or the silent path).
-    case foreground
-}
-
-/// What is on screen; read only in the foreground.
-public enum Screen: String, Sendable, CaseIterable {
-    /// The chat conversation is on top: the message appears there, so nothing is presented.
-    case chat
-    /// Anything else.
-    case other
-}
-
-/// What the host's `shouldHandleNotification` returns for a decrypted push.
-public enum DelegateAnswer: String, Sendable, CaseIterable {
-    /// Let the SDK present it (the default when no delegate is set).
-    case allow
-    /// The host handles it itself: the SDK presents nothing.
-    case suppress
-
-    /// `allow` for `true`, as `shouldHandleNotification` answers.
-    public init(shouldHandle: Bool) {
-        self = shouldHandle ? .allow : .suppress
+extension DisplayRules {
+    /// The state of the host app when the push arrives.
+    public enum AppState: String, Sendable, CaseIterable {
+        /// Not running, or force-quit: the app process receives nothing.
+        case killed
+        /// Running but not active: the app process receives silent pushes only.
+        case background
+        /// Active: the app process receives every push (`willPresent` or the silent path).
+        case foreground
     }
-}
 
-/// What the user sees.
-public enum Presentation: String, Sendable, CaseIterable {
-    /// The decrypted title and body.
-    case banner
-    /// `aps.alert` exactly as the backend sent it (never message text, never ciphertext).
-    case placeholder
-    /// Nothing.
-    case none
-    /// Not Kindly's: the host hands it unchanged to its other provider, or presents it as before.
-    case passthrough
-}
+    /// What is on screen; read only in the foreground.
+    public enum Screen: String, Sendable, CaseIterable {
+        /// The chat conversation is on top: the message appears there, so nothing is presented.
+        case chat
+        /// Anything else.
+        case other
+    }
 
-/// Who shows it.
-public enum Presenter: String, Sendable, CaseIterable {
-    /// The notification service extension, with the content it decrypted.
-    case `extension`
-    /// The SDK in the app process: a banner it posts itself, or it tells the system to present
-    /// content that is already decrypted.
-    case sdk
-    /// The system, showing the payload as delivered.
-    case system
-    /// Nobody.
-    case none
+    /// What the host's `shouldHandleNotification` returns for a decrypted push.
+    public enum DelegateAnswer: String, Sendable, CaseIterable {
+        /// Let the SDK present it (the default when no delegate is set).
+        case allow
+        /// The host handles it itself: the SDK presents nothing.
+        case suppress
+
+        /// `allow` for `true`, as `shouldHandleNotification` answers.
+        public init(shouldHandle: Bool) {
+            self = shouldHandle ? .allow : .suppress
+        }
+    }
+
+    /// What the user sees.
+    public enum Presentation: String, Sendable, CaseIterable {
+        /// The decrypted title and body.
+        case banner
+        /// `aps.alert` exactly as the backend sent it (never message text, never ciphertext).
+        case placeholder
+        /// Nothing.
+        case none
+        /// Not Kindly's: the host hands it unchanged to its other provider, or presents it as before.
+        case passthrough
+    }
+
+    /// Who shows it.
+    public enum Presenter: String, Sendable, CaseIterable {
+        /// The notification service extension, with the content it decrypted.
+        case `extension`
+        /// The SDK in the app process: a banner it posts itself, or it tells the system to present
+        /// content that is already decrypted.
+        case sdk
+        /// The system, showing the payload as delivered.
+        case system
+        /// Nobody.
+        case none
+    }
 }

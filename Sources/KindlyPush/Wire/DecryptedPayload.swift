@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// A decrypted Kindly message (wire format section 4): the whole plaintext object, with its
 /// known keys typed and every other key kept as an extra.
 public struct DecryptedPayload: Sendable, Equatable {

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The cryptographic core of wire format v1, shared by sealing and decryption:
 ///
 ///     ss  = X25519(esk, pk)                      (all zeros: refused)
@@ -9,10 +11,10 @@
 /// `sodium_memzero` (``SecureBytes/wipeScratch(_:)``) as soon as the operation returns, the
 /// BLAKE2b state likewise; the ephemeral secret key is a ``SecureBytes`` or, on the fast path,
 /// another wiped stack buffer.
-enum KindlyBox {
+package enum KindlyBox {
     /// Seals `message` (the plaintext JSON text, unpadded) for `recipient` with the given
     /// ephemeral secret key and nonce.
-    static func seal(
+    package static func seal(
         _ message: UnsafeRawBufferPointer,
         for recipient: DevicePublicKey,
         ephemeralSecretKey: SecureBytes,
@@ -47,7 +49,7 @@ enum KindlyBox {
     /// The sealing core on raw buffers: writes `epk` (32 bytes) and `ct` (the padded length + 16
     /// bytes, returned) for `message`, using `padded` (at least the padded length) as scratch.
     /// The shared secret and the derived key live in a stack buffer wiped on every way out.
-    static func seal(
+    package static func seal(
         _ message: UnsafeRawBufferPointer,
         for recipient: DevicePublicKey,
         kid: UnsafeRawBufferPointer,
@@ -85,7 +87,7 @@ enum KindlyBox {
 
     /// Opens `envelope` with `key` and returns the unpadded plaintext bytes
     /// (reasons 5 and 6 of section 5; the padding part of 6).
-    static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> [UInt8] {
+    package static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> [UInt8] {
         let capacity = max(envelope.ciphertext.count - XChaCha20Poly1305.tagLength, 0)
         var failure: DecryptionFailure?
         let plaintext = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
@@ -111,13 +113,14 @@ enum KindlyBox {
     }
 
     /// Every authentication failure looks the same to the caller: one reason, one text.
-    static let authenticationFailure = DecryptionFailure(.authenticationFailed, "the push does not authenticate with this device's key")
+    package static let authenticationFailure = DecryptionFailure(
+        .authenticationFailed, "the push does not authenticate with this device's key")
 
     /// The decryption core on raw buffers: X25519, the key derivation, the AEAD and the padding
     /// check. Writes the unpadded plaintext at the start of `plaintext` (at least
     /// `ciphertext.count - 16` bytes) and returns its length. The shared secret and the derived
     /// key live in a stack buffer that is wiped with `sodium_memzero` on every way out.
-    static func open(
+    package static func open(
         ciphertext: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,
         ephemeralPublicKey: UnsafeRawBufferPointer,
@@ -169,7 +172,7 @@ enum KindlyBox {
 
     /// `k = BLAKE2b(LABEL || ss || epk || pk)` written into `out` (32 bytes), without copying the
     /// secret into another buffer.
-    static func deriveKey(
+    package static func deriveKey(
         sharedSecret: UnsafeRawBufferPointer, ephemeralPublicKey: UnsafeRawBufferPointer, recipient: DevicePublicKey,
         into out: UnsafeMutableRawBufferPointer
     ) {
@@ -181,7 +184,7 @@ enum KindlyBox {
     }
 
     /// Calls `body` with `aad = LABEL || kid` in a stack buffer.
-    static func withAssociatedData<R, E: Error>(
+    package static func withAssociatedData<R, E: Error>(
         kid: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
         let label = WireFormat.label

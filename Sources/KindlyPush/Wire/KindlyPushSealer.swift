@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The backend side of wire format v1: seals a message for one device (section 2) and
 /// writes the APNs payload (section 3).
 public enum KindlyPushSealer {
@@ -81,7 +83,7 @@ public enum KindlyPushSealer {
 
     /// Seals exactly the bytes `message` with a given ephemeral secret key and nonce: the
     /// deterministic core, for test vectors. Never reuse a nonce or ephemeral key in production.
-    public static func sealMessage(
+    package static func sealMessage(
         _ message: [UInt8],
         for recipient: DevicePublicKey,
         ephemeralSecretKey: SecureBytes,
@@ -103,7 +105,7 @@ public enum KindlyPushSealer {
     }
 
     /// The APNs document for a sealed envelope: `aps` first, then `kindly`.
-    public static func apnsDocument(_ envelope: SealedEnvelope, mode: Mode, placeholder: Placeholder = .default) -> JSONValue {
+    package static func apnsDocument(_ envelope: SealedEnvelope, mode: Mode, placeholder: Placeholder = .default) -> JSONValue {
         let aps: JSONObject
         switch mode {
         case .visible:

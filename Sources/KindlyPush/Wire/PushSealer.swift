@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// The fast path of sealing, for streams of plaintexts: the plaintext's JSON text in, the
 /// compact APNs document out, with buffers reused from push to push. One per thread.
 ///
@@ -8,8 +10,8 @@
 /// ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)`` writes, and the cryptography is
 /// ``KindlyBox``'s. Anything else (another spelling, a text section 4 refuses, a payload over
 /// 4096 bytes) is `.undecided`: the general path seals it or says why not.
-public struct PushSealer {
-    public let recipient: DevicePublicKey
+package struct PushSealer {
+    package let recipient: DevicePublicKey
     private let kid: [UInt8]
     /// The document with empty `epk`, `n` and `ct`, and where it is cut.
     private let template: [UInt8]
@@ -18,14 +20,14 @@ public struct PushSealer {
     private var buffer: [UInt8] = []
 
     /// What ``seal(plaintext:appendingTo:)`` did.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// The compact APNs document was appended.
         case sealed
         /// Left to ``KindlyPushSealer/seal(plaintext:for:mode:placeholder:)``; nothing was appended.
         case undecided
     }
 
-    public init(
+    package init(
         recipient: DevicePublicKey, mode: KindlyPushSealer.Mode = .visible, placeholder: KindlyPushSealer.Placeholder = .default
     ) {
         self.recipient = recipient
@@ -36,12 +38,12 @@ public struct PushSealer {
     }
 
     /// Seals the plaintext whose JSON text is `plaintext` with a fresh ephemeral key and nonce.
-    public mutating func seal(plaintext: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
+    package mutating func seal(plaintext: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
         seal(plaintext: plaintext, ephemeralSecretKey: nil, nonce: nil, appendingTo: &output)
     }
 
     /// The same with a given ephemeral secret key and nonce (for tests; never reuse them).
-    mutating func seal(
+    package mutating func seal(
         plaintext: UnsafeRawBufferPointer, ephemeralSecretKey: SecureBytes?, nonce: [UInt8]?, appendingTo output: inout [UInt8]
     ) -> Outcome {
         guard DecryptedPayload.isCanonicalCompactText(plaintext) else { return .undecided }

@@ -1,3 +1,5 @@
+package import KindlyPushCore
+
 /// What the device sends the backend when it registers its APNs token (wire format section 6).
 public struct Registration: Sendable, Equatable {
     /// How the backend should push to this device.

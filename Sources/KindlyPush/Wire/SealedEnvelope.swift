@@ -1,15 +1,17 @@
+package import KindlyPushCore
+
 /// The binary fields of a `kindly` envelope (wire format section 3), decoded and length-checked.
-public struct SealedEnvelope: Sendable, Equatable {
-    public static let ephemeralPublicKeyLength = 32
+package struct SealedEnvelope: Sendable, Equatable {
+    package static let ephemeralPublicKeyLength = 32
 
-    public let kid: KeyID
+    package let kid: KeyID
     /// The ephemeral public key, used as RFC 7748 defines X25519 (its top bit is ignored).
-    public let ephemeralPublicKey: [UInt8]
-    public let nonce: [UInt8]
+    package let ephemeralPublicKey: [UInt8]
+    package let nonce: [UInt8]
     /// Ciphertext followed by the 16-byte tag; 16 + 64·j bytes, j ≥ 1.
-    public let ciphertext: [UInt8]
+    package let ciphertext: [UInt8]
 
-    public init(kid: KeyID, ephemeralPublicKey: [UInt8], nonce: [UInt8], ciphertext: [UInt8]) {
+    package init(kid: KeyID, ephemeralPublicKey: [UInt8], nonce: [UInt8], ciphertext: [UInt8]) {
         self.kid = kid
         self.ephemeralPublicKey = ephemeralPublicKey
         self.nonce = nonce
@@ -17,7 +19,7 @@ public struct SealedEnvelope: Sendable, Equatable {
     }
 
     /// The envelope members as the wire format writes them: `v` then base64url fields.
-    public var members: [JSONObject.Member] {
+    package var members: [JSONObject.Member] {
         [
             .init(key: KindlyKey.version, value: 1),
             .init(key: KindlyKey.kid, value: .string(kid.base64URL)),
@@ -29,12 +31,12 @@ public struct SealedEnvelope: Sendable, Equatable {
 
     /// The top-level `kindly` members that are objects: a push is Kindly's exactly when there is
     /// one (reason 1 of section 5, and `isKindlyNotification`).
-    static func envelopes(in userInfo: JSONValue) -> [JSONObject] {
+    package static func envelopes(in userInfo: JSONValue) -> [JSONObject] {
         userInfo.objectValue?.values(named: KindlyKey.envelope).compactMap(\.objectValue) ?? []
     }
 
     /// Reads the envelope of a push, checking reasons 1 to 3 of section 5 in order.
-    public init(userInfo: JSONValue) throws(DecryptionFailure) {
+    package init(userInfo: JSONValue) throws(DecryptionFailure) {
         guard case .object(let document) = userInfo else {
             throw DecryptionFailure(.notKindly, "the push is not a JSON object")
         }
@@ -83,7 +85,7 @@ public struct SealedEnvelope: Sendable, Equatable {
     }
 
     /// `ct` holds at least one padded block and the tag: 16 + 64·j bytes, j ≥ 1.
-    static func isValidCiphertextLength(_ count: Int) -> Bool {
+    package static func isValidCiphertextLength(_ count: Int) -> Bool {
         count >= WireFormat.minimumCiphertextLength && (count - XChaCha20Poly1305.tagLength) % WireFormat.paddingBlockSize == 0
     }
 }

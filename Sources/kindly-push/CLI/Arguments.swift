@@ -1,3 +1,5 @@
+internal import KindlyPushCore
+
 /// The options a command accepts, for parsing and for its help text.
 struct OptionSpec: Sendable {
     enum Kind: Sendable {

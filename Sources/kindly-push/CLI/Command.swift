@@ -1,4 +1,5 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 /// What every command declares: its name, its help, its options, and how it runs.
 protocol Command: Sendable {

@@ -1,5 +1,6 @@
 import Dispatch
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 /// The error codes and exit statuses of cli.md, in one place.
 enum ErrorCode: String, Sendable {

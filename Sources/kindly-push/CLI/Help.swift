@@ -1,3 +1,5 @@
+internal import KindlyPushCore
+
 /// Help text in swift-argument-parser's layout: OVERVIEW, USAGE, OPTIONS (and SUBCOMMANDS).
 enum Help {
     static let overview = "Detect, decrypt and route end-to-end-encrypted Kindly push notifications."

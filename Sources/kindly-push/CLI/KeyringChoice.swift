@@ -1,4 +1,6 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
+internal import KindlyPushSecretService
 
 /// `--keyring auto|secret-service|file` and `--key-file`: where a command finds keys.
 enum KeyringChoice: String, CaseIterable, Sendable {

@@ -1,3 +1,5 @@
+internal import KindlyPushCore
+
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -1,4 +1,5 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 /// `kindly-push check`: is this push Kindly's, and was it decrypted already?
 struct CheckCommand: DocumentCommand {

@@ -1,4 +1,5 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 /// `kindly-push decrypt`: the device side. Prints the decrypted payload, or with `--apply`
 /// the whole APNs document rewritten for display.

@@ -1,4 +1,5 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 /// `kindly-push keygen`: creates a device key, stores it, prints the registration JSON.
 struct KeygenCommand: Command {

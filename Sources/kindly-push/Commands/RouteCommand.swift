@@ -1,4 +1,5 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 /// `kindly-push route`: the display decision of display-rules.md for a push.
 struct RouteCommand: DocumentCommand {
@@ -13,14 +14,16 @@ struct RouteCommand: DocumentCommand {
         """
     static let options: [OptionSpec] =
         [
-            .value("--app-state", "STATE", "killed, background or foreground (required).", choices: AppState.allCases.map(\.rawValue)),
+            .value(
+                "--app-state", "STATE", "killed, background or foreground (required).",
+                choices: DisplayRules.AppState.allCases.map(\.rawValue)),
             .value(
                 "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.",
-                choices: Screen.allCases.map(\.rawValue)),
+                choices: DisplayRules.Screen.allCases.map(\.rawValue)),
             .flag("--extension", "The host ships a notification service extension built on the SDK."),
             .value(
                 "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.",
-                choices: DelegateAnswer.allCases.map(\.rawValue)),
+                choices: DisplayRules.DelegateAnswer.allCases.map(\.rawValue)),
         ] + SharedOptions.decryption
 
     let context: RouteContext
@@ -29,14 +32,14 @@ struct RouteCommand: DocumentCommand {
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        guard let state = arguments.value("--app-state").flatMap(AppState.init(rawValue:)) else {
+        guard let state = arguments.value("--app-state").flatMap(DisplayRules.AppState.init(rawValue:)) else {
             throw CLIError(.usage, "missing '--app-state killed|background|foreground' (see 'kindly-push route --help')")
         }
         context = RouteContext(
             appState: state,
-            screen: arguments.value("--screen").flatMap(Screen.init(rawValue:)) ?? .other,
+            screen: arguments.value("--screen").flatMap(DisplayRules.Screen.init(rawValue:)) ?? .other,
             hasExtension: arguments.has("--extension"),
-            delegate: arguments.value("--delegate").flatMap(DelegateAnswer.init(rawValue:)) ?? .allow)
+            delegate: arguments.value("--delegate").flatMap(DisplayRules.DelegateAnswer.init(rawValue:)) ?? .allow)
         stream = try StreamOptions(arguments, command: Self.name)
         decryption = KindlyPushDecryption(keyring: try KeyringChoice.forDecryption(arguments, environment: environment))
     }

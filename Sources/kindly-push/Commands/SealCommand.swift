@@ -1,4 +1,5 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
 
 /// `kindly-push seal`: the backend side. Reads a plaintext object, prints a sealed APNs payload.
 struct SealCommand: DocumentCommand {

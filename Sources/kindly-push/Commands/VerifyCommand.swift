@@ -1,4 +1,6 @@
-import KindlyPush
+internal import KindlyPush
+internal import KindlyPushCore
+internal import KindlyPushVectors
 
 #if canImport(Glibc)
     import Glibc

@@ -1,7 +1,9 @@
 import KindlyPushTesting
+import KindlyPushVectors
 import Testing
 
 @testable import KindlyPush
+@testable import KindlyPushCore
 
 /// Collects what the wipe hook sees, from any thread.
 final class WipeRecorder: Sendable {

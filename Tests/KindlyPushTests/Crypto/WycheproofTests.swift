@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 /// Project Wycheproof's X25519 and XChaCha20-Poly1305 vectors (TestVectors/wycheproof/) run

@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 /// The file keyring written by separate processes (`kindly-push keygen --keyring file`): killed

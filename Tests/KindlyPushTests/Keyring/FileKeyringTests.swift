@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 @Suite("File keyring")

@@ -1,5 +1,7 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
+import KindlyPushSecretService
 import KindlyPushTesting
 import Testing
 

@@ -1,5 +1,7 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
+import KindlyPushSecretService
 import Testing
 
 /// What the Secret Service tests know about their surroundings.

@@ -1,5 +1,7 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
+import KindlyPushSecretService
 import Testing
 
 /// Against the real gnome-keyring that tools/with-secret-service starts. Every test uses fresh

@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
@@ -71,7 +72,7 @@ struct KindlyNotificationHandlerTests {
         let fixture = Fixture()
         fixture.handler.screen = .chat
         let result = fixture.handler.notificationWillPresent(NotificationContent(userInfo: try TestPushes.sealed(.visible, for: Self.key)))
-        #expect(result.decision.presentation == Presentation.none)
+        #expect(result.decision.presentation == DisplayRules.Presentation.none)
         #expect(result.options == [])
         #expect(fixture.posted.all.isEmpty)
         #expect(fixture.delegate.notifications.count == 1)
@@ -81,7 +82,7 @@ struct KindlyNotificationHandlerTests {
     func willPresentSuppressed() throws {
         let fixture = Fixture(allow: false)
         let result = fixture.handler.notificationWillPresent(NotificationContent(userInfo: try TestPushes.sealed(.plain, for: Self.key)))
-        #expect(result.decision.presentation == Presentation.none)
+        #expect(result.decision.presentation == DisplayRules.Presentation.none)
         #expect(result.decision.delegateConsulted)
         #expect(result.options == [])
         #expect(fixture.posted.all.isEmpty)
@@ -117,8 +118,9 @@ struct KindlyNotificationHandlerTests {
     }
 
     @Test(
-        "The silent path posts a decrypted banner in the background and in the foreground", arguments: [AppState.background, .foreground])
-    func silentBanner(appState: AppState) throws {
+        "The silent path posts a decrypted banner in the background and in the foreground",
+        arguments: [DisplayRules.AppState.background, .foreground])
+    func silentBanner(appState: DisplayRules.AppState) throws {
         let fixture = Fixture()
         fixture.handler.setAppState(appState)
         let decision = try #require(fixture.handler.notificationReceived(try TestPushes.sealed(.silent, for: Self.key)))
@@ -135,7 +137,7 @@ struct KindlyNotificationHandlerTests {
         let fixture = Fixture(keys: [])
         fixture.handler.setAppState(.background)
         let decision = try #require(fixture.handler.notificationReceived(try TestPushes.sealed(.silent, for: Self.key)))
-        #expect(decision.presentation == Presentation.none)
+        #expect(decision.presentation == DisplayRules.Presentation.none)
         #expect(decision.reason == .keyUnavailable)
         #expect(fixture.posted.all.isEmpty)
         #expect(fixture.delegate.notifications.isEmpty)

@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
@@ -75,7 +76,7 @@ struct KindlyNotificationServiceTests {
 
     @Test("A keyring that blocks past the deadline: the placeholder is delivered once at the deadline, and the late result is discarded")
     func keyringBlocksPastDeadline() async throws {
-        let keyring = BlockingKeyring(keys: [Self.key])
+        let keyring = ControllableKeyring.blocking(keys: [Self.key])
         let logs = LogRecorder()
         let service = RecordingService(
             decryption: KindlyPushDecryption(keyring: keyring), deadline: .milliseconds(200), logger: logs.logger)
@@ -99,7 +100,7 @@ struct KindlyNotificationServiceTests {
 
     @Test("A deadline of zero hands over the placeholder at once")
     func zeroDeadline() async throws {
-        let keyring = BlockingKeyring(keys: [Self.key])
+        let keyring = ControllableKeyring.blocking(keys: [Self.key])
         let service = KindlyNotificationService(decryption: KindlyPushDecryption(keyring: keyring), deadline: .zero, logger: .disabled)
         let original = try Self.content()
         let delivered = Recorder<NotificationContent>()
@@ -111,7 +112,7 @@ struct KindlyNotificationServiceTests {
 
     @Test("serviceExtensionTimeWillExpire delivers the content unchanged, once, even when called twice and when decryption ends later")
     func expiry() async throws {
-        let keyring = BlockingKeyring(keys: [Self.key])
+        let keyring = ControllableKeyring.blocking(keys: [Self.key])
         let service = RecordingService(decryption: KindlyPushDecryption(keyring: keyring), deadline: .seconds(30), logger: .disabled)
         let original = try Self.content()
         let delivered = Recorder<NotificationContent>()

@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
 import Testing
 

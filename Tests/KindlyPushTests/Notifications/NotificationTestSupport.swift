@@ -1,29 +1,7 @@
 import Dispatch
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
-
-/// A clock that moves only when the test says, so that tap ages are exact.
-final class ManualClock: KindlyClock {
-    private let base = ContinuousClock.now
-    private let offset = Locked(Duration.zero)
-
-    var now: ContinuousClock.Instant { base + offset.withLock { $0 } }
-
-    func advance(by duration: Duration) {
-        offset.withLock { $0 += duration }
-    }
-}
-
-/// Collects log lines.
-final class LogRecorder: Sendable {
-    private let lines = Locked<[(KindlyLogLevel, String)]>([])
-
-    var logger: KindlyLogger {
-        KindlyLogger { level, message in self.lines.withLock { $0.append((level, message)) } }
-    }
-
-    var messages: [String] { lines.withLock { $0.map(\.1) } }
-}
 
 /// Collects what a callback was called with.
 final class Recorder<Value: Sendable>: Sendable {
@@ -50,35 +28,12 @@ final class Recorder<Value: Sendable>: Sendable {
     }
 }
 
-/// A keyring whose look-ups block until the test releases them, then answer from an inner
-/// in-memory keyring: a keyring that hangs (a Secret Service that does not answer).
-final class BlockingKeyring: Keyring {
-    let name = "blocking"
-    let inner: InMemoryKeyring
-    private let gate = DispatchSemaphore(value: 0)
-    private let started = Locked(0)
-
-    init(keys: [DeviceKey]) {
-        inner = InMemoryKeyring(keys: keys)
+extension ControllableKeyring {
+    /// A keyring holding `keys` whose look-ups block until ``release()``: a Secret Service that
+    /// does not answer.
+    static func blocking(keys: [DeviceKey]) -> ControllableKeyring {
+        let keyring = ControllableKeyring(keys: keys)
+        keyring.blocksLookups = true
+        return keyring
     }
-
-    /// How many look-ups have begun (and are blocked until ``release()``).
-    var lookupsStarted: Int { started.withLock { $0 } }
-
-    /// Lets one blocked look-up (now or later) go on.
-    func release() {
-        gate.signal()
-    }
-
-    func store(_ key: DeviceKey, label: String) throws(KeyringError) { try inner.store(key, label: label) }
-
-    func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
-        started.withLock { $0 += 1 }
-        gate.wait()
-        return try inner.key(for: kid)
-    }
-
-    func list() throws(KeyringError) -> [KeyringEntry] { try inner.list() }
-
-    func delete(_ kid: KeyID) throws(KeyringError) { try inner.delete(kid) }
 }

@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 @Suite("The display-rule engine")
@@ -60,7 +61,7 @@ struct DisplayRulesTests {
     @Test("The app process receives every kind in the foreground, only silent pushes in the background, nothing when killed")
     func appProcessReceives() {
         for kind in PushKind.allCases {
-            for appState in AppState.allCases {
+            for appState in DisplayRules.AppState.allCases {
                 #expect(DisplayRules.appProcessReceives(kind: kind, appState: appState) == Spec.appProcessReceives(kind, appState))
             }
         }

@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
@@ -97,7 +98,7 @@ struct KindlyPushRouterTests {
         let applied = KindlyPushDecryption.apply(TestPushes.payload, toUserInfo: try TestPushes.sealed(.visible, for: Self.key))
         let keyring = InMemoryKeyring()
         keyring.isLocked = true
-        for appState in AppState.allCases {
+        for appState in DisplayRules.AppState.allCases {
             let decision = KindlyPushRouter.route(
                 userInfo: applied, context: RouteContext(appState: appState, hasExtension: true),
                 decryption: KindlyPushDecryption(keyring: keyring))

@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import Testing
 
 @Suite("Reading a push's kind")
@@ -56,10 +57,10 @@ struct PushKindTests {
     @Test("The raw values are the spec's words")
     func rawValues() {
         #expect(PushKind.allCases.map(\.rawValue) == ["visible", "plain", "silent"])
-        #expect(AppState.allCases.map(\.rawValue) == ["killed", "background", "foreground"])
-        #expect(Screen.allCases.map(\.rawValue) == ["chat", "other"])
-        #expect(DelegateAnswer.allCases.map(\.rawValue) == ["allow", "suppress"])
-        #expect(Presentation.allCases.map(\.rawValue) == ["banner", "placeholder", "none", "passthrough"])
-        #expect(Presenter.allCases.map(\.rawValue) == ["extension", "sdk", "system", "none"])
+        #expect(DisplayRules.AppState.allCases.map(\.rawValue) == ["killed", "background", "foreground"])
+        #expect(DisplayRules.Screen.allCases.map(\.rawValue) == ["chat", "other"])
+        #expect(DisplayRules.DelegateAnswer.allCases.map(\.rawValue) == ["allow", "suppress"])
+        #expect(DisplayRules.Presentation.allCases.map(\.rawValue) == ["banner", "placeholder", "none", "passthrough"])
+        #expect(DisplayRules.Presenter.allCases.map(\.rawValue) == ["extension", "sdk", "system", "none"])
     }
 }

@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 
 // The tables of display-rules.md, copied row by row, so that tests check the code against the
 // spec and never against the code itself. Where the spec says "either", the row has no
@@ -8,7 +9,7 @@ import KindlyPush
 enum SpecPlace: CustomStringConvertible {
     case killedOrBackground, killed, background, foregroundChat, foregroundOther
 
-    func matches(_ appState: AppState, _ screen: Screen) -> Bool {
+    func matches(_ appState: DisplayRules.AppState, _ screen: DisplayRules.Screen) -> Bool {
         switch self {
         case .killedOrBackground: return appState == .killed || appState == .background
         case .killed: return appState == .killed
@@ -33,11 +34,14 @@ enum SpecPlace: CustomStringConvertible {
 struct SpecRow: CustomStringConvertible {
     let place: SpecPlace
     let decrypts: Bool?
-    let delegate: DelegateAnswer?
-    let presentation: Presentation
-    let presenter: Presenter
+    let delegate: DisplayRules.DelegateAnswer?
+    let presentation: DisplayRules.Presentation
+    let presenter: DisplayRules.Presenter
 
-    init(_ place: SpecPlace, decrypts: Bool?, delegate: DelegateAnswer? = nil, _ presentation: Presentation, _ presenter: Presenter) {
+    init(
+        _ place: SpecPlace, decrypts: Bool?, delegate: DisplayRules.DelegateAnswer? = nil, _ presentation: DisplayRules.Presentation,
+        _ presenter: DisplayRules.Presenter
+    ) {
         self.place = place
         self.decrypts = decrypts
         self.delegate = delegate
@@ -99,7 +103,7 @@ enum Spec {
 
     /// "The app process receives a push in the foreground (every kind) and in the background
     /// (`silent` only); a killed app receives nothing."
-    static func appProcessReceives(_ kind: PushKind, _ appState: AppState) -> Bool {
+    static func appProcessReceives(_ kind: PushKind, _ appState: DisplayRules.AppState) -> Bool {
         switch (appState, kind) {
         case (.foreground, _): return true
         case (.background, .silent): return true
@@ -126,19 +130,19 @@ enum Spec {
 struct Combination: Sendable, CustomStringConvertible {
     let kind: PushKind
     let hasExtension: Bool
-    let appState: AppState
-    let screen: Screen
+    let appState: DisplayRules.AppState
+    let screen: DisplayRules.Screen
     let decrypts: Bool
-    let delegate: DelegateAnswer
+    let delegate: DisplayRules.DelegateAnswer
 
     /// Every combination: 3 kinds × extension yes/no × 3 app states × 2 screens × decrypts
     /// yes/no × 2 delegate answers = 144.
     static let all: [Combination] = PushKind.allCases.flatMap { kind in
         [false, true].flatMap { hasExtension in
-            AppState.allCases.flatMap { appState in
-                Screen.allCases.flatMap { screen in
+            DisplayRules.AppState.allCases.flatMap { appState in
+                DisplayRules.Screen.allCases.flatMap { screen in
                     [true, false].flatMap { decrypts in
-                        DelegateAnswer.allCases.map { delegate in
+                        DisplayRules.DelegateAnswer.allCases.map { delegate in
                             Combination(
                                 kind: kind, hasExtension: hasExtension, appState: appState, screen: screen,
                                 decrypts: decrypts, delegate: delegate)

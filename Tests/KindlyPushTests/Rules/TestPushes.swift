@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
 
 /// Real sealed pushes for the router and notification tests.

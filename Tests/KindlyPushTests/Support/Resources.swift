@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 
 /// Files the tests read, found from this source file's path as swift-crypto finds its
 /// Wycheproof vectors, so that tests run from any working folder.

@@ -1,8 +1,10 @@
 import Foundation
 import KindlyPushTesting
+import KindlyPushVectors
 import Testing
 
 @testable import KindlyPush
+@testable import KindlyPushCore
 
 /// The fast paths (``PushDecryptor``, ``FastJSON``, ``Base64``'s quick loop) against the general
 /// ones they stand in for: whatever a fast path decides, the general path must decide the same,

@@ -1,6 +1,8 @@
 import Foundation
 import KindlyPush
+import KindlyPushCore
 import KindlyPushTesting
+import KindlyPushVectors
 import Testing
 
 /// Every vector in TestVectors/*.json (made by tools/reference/gen_vectors.py, an independent

@@ -1,11 +1,11 @@
-import CSodium
+internal import CSodium
 
 /// X25519 (RFC 7748) through libsodium's `crypto_scalarmult`.
-public enum X25519 {
-    public static let keyLength = 32
+package enum X25519 {
+    package static let keyLength = 32
 
     /// The public key for `secretKey` (`crypto_scalarmult_base`).
-    public static func publicKey(for secretKey: SecureBytes) throws(CryptoError) -> [UInt8] {
+    package static func publicKey(for secretKey: SecureBytes) throws(CryptoError) -> [UInt8] {
         _ = Sodium.ready
         guard secretKey.count == keyLength else {
             throw .invalidLength(what: "an X25519 secret key", expected: keyLength, actual: secretKey.count)
@@ -20,7 +20,7 @@ public enum X25519 {
     }
 
     /// The public key for a 32-byte secret key in a buffer of the caller's, written into `out` (32 bytes).
-    static func publicKey(secretKey: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+    package static func publicKey(secretKey: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
         _ = Sodium.ready
         precondition(secretKey.count == keyLength && out.count == keyLength)
         _ = crypto_scalarmult_base(
@@ -31,7 +31,7 @@ public enum X25519 {
     ///
     /// The top bit of `publicKey` is ignored, as RFC 7748 says. Throws
     /// ``CryptoError/allZeroSharedSecret`` for low-order public keys (libsodium checks this).
-    public static func sharedSecret(
+    package static func sharedSecret(
         secretKey: SecureBytes,
         publicKey: UnsafeRawBufferPointer
     ) throws(CryptoError) -> SecureBytes {
@@ -51,7 +51,7 @@ public enum X25519 {
 
     /// The shared secret written into `out` (32 bytes), for callers that keep it in a buffer of
     /// their own and wipe it. All three buffers must be 32 bytes.
-    static func sharedSecret(
+    package static func sharedSecret(
         secretKey: UnsafeRawBufferPointer,
         publicKey: UnsafeRawBufferPointer,
         into out: UnsafeMutableRawBufferPointer

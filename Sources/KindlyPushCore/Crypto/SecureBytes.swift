@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 
 /// A fixed-size buffer for secret material (secret keys, shared secrets, derived keys).
 ///
@@ -6,9 +6,9 @@ import CSodium
 /// inside ``withUnsafeBytes(_:)``. When the last copy goes away the storage is wiped with
 /// `sodium_memzero` before it is freed, so a secret does not outlive its use. It never
 /// becomes a `String`, and `description` never shows the bytes.
-public struct SecureBytes: Sendable {
+package struct SecureBytes: Sendable {
     // Immutable after init, so sharing it across threads is safe.
-    final class Storage: @unchecked Sendable {
+    package final class Storage: @unchecked Sendable {
         let buffer: UnsafeMutableRawBufferPointer
 
         init(count: Int) {
@@ -23,14 +23,14 @@ public struct SecureBytes: Sendable {
         }
     }
 
-    let storage: Storage
+    package let storage: Storage
     /// The number of secret bytes.
-    public let count: Int
+    package let count: Int
 
     /// Makes a buffer of `count` bytes and lets `initializer` write them.
     ///
     /// If `initializer` throws, the partly written buffer is wiped and the error rethrown.
-    public init<E: Error>(
+    package init<E: Error>(
         count: Int,
         initializingWith initializer: (UnsafeMutableRawBufferPointer) throws(E) -> Void
     ) throws(E) {
@@ -41,23 +41,23 @@ public struct SecureBytes: Sendable {
     }
 
     /// Copies `bytes` into a new secure buffer. The caller remains responsible for its own copy.
-    public init(copying bytes: UnsafeRawBufferPointer) {
+    package init(copying bytes: UnsafeRawBufferPointer) {
         self.init(count: bytes.count) { $0.copyMemory(from: bytes) }
     }
 
     /// `count` bytes from the operating system's CSPRNG.
-    public static func random(count: Int) -> SecureBytes {
+    package static func random(count: Int) -> SecureBytes {
         SecureBytes(count: count) { Sodium.fillRandom($0) }
     }
 
     /// Calls `body` with the secret bytes. Do not let the pointer escape.
-    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<count]))
     }
 
     /// Wipes a scratch buffer that held secrets outside a ``SecureBytes`` (a stack buffer for a
     /// shared secret and a derived key, a hash state), and reports it to the test hook as well.
-    static func wipeScratch(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func wipeScratch(_ buffer: UnsafeMutableRawBufferPointer) {
         Sodium.wipe(buffer)
         if let observer = SecureBytes.wipeObserver { observer(UnsafeRawBufferPointer(buffer)) }
     }
@@ -70,12 +70,12 @@ public struct SecureBytes: Sendable {
 
 extension SecureBytes: Equatable {
     /// Constant-time comparison.
-    public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
+    package static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
         lhs.withUnsafeBytes { l in rhs.withUnsafeBytes { r in Sodium.constantTimeEquals(l, r) } }
     }
 }
 
 extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
-    public var description: String { "SecureBytes(\(count) bytes, redacted)" }
-    public var debugDescription: String { description }
+    package var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    package var debugDescription: String { description }
 }

@@ -1,6 +1,7 @@
-import KindlyPush
+package import KindlyPushCore
 
-/// A keyring that lives in memory, for tests of code that links KindlyPush.
+/// A keyring that lives in memory: for services that keep device keys in their own secret
+/// store and hand them over at start, and for tests.
 ///
 /// It can be locked and unlocked to exercise `key_unavailable`, and counts look-ups so that a
 /// test can check that keys are loaded once. Thread-safe.

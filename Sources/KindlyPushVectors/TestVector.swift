@@ -1,35 +1,38 @@
+package import KindlyPush
+package import KindlyPushCore
+
 /// A test vector of cli.md: a push for a device key and what decrypting it must give, and for
 /// a sealing vector the ephemeral key, nonce and plaintext that reproduce its envelope byte
 /// for byte. Any backend or client can check itself against these files.
-public struct TestVector: Sendable {
+package struct TestVector: Sendable {
     /// What decrypting `apns` must give.
-    public enum Expectation: Sendable, Equatable {
+    package enum Expectation: Sendable, Equatable {
         case payload(JSONObject)
         case failure(DecryptionFailure.Reason)
     }
 
     /// The inputs of a sealing vector.
-    public struct Sealing: Sendable {
-        public let ephemeralSecretKey: SecureBytes
-        public let nonce: [UInt8]
+    package struct Sealing: Sendable {
+        package let ephemeralSecretKey: SecureBytes
+        package let nonce: [UInt8]
         /// The exact UTF-8 JSON text that was padded and sealed.
-        public let plaintext: String
+        package let plaintext: String
     }
 
-    public let description: String
-    public let deviceKey: DeviceKey
-    public let apns: JSONValue
-    public let expected: Expectation
-    public let sealing: Sealing?
+    package let description: String
+    package let deviceKey: DeviceKey
+    package let apns: JSONValue
+    package let expected: Expectation
+    package let sealing: Sealing?
 
     /// Why a vector file could not be read.
-    public struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
-        public let description: String
+    package struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
+        package let description: String
     }
 
     /// The vectors in a file's bytes: one vector object, or `{"vectors": [...]}`. The file is read
     /// with the same strict reader as pushes, so duplicate members inside `apns` stay visible.
-    public static func vectors(inFile bytes: [UInt8]) throws(FormatError) -> [TestVector] {
+    package static func vectors(inFile bytes: [UInt8]) throws(FormatError) -> [TestVector] {
         let document: JSONValue
         do {
             document = try JSONReader.parse(bytes)
@@ -52,7 +55,7 @@ public struct TestVector: Sendable {
     }
 
     /// One vector from its object.
-    public init(_ object: JSONObject) throws(FormatError) {
+    package init(_ object: JSONObject) throws(FormatError) {
         func string(_ key: String) throws(FormatError) -> String {
             guard let value = object[key]?.stringValue else { throw FormatError(description: "\"\(key)\" is missing or not a string") }
             return value
@@ -94,7 +97,7 @@ public struct TestVector: Sendable {
     }
 
     /// Runs the vector through the library: `nil` when it passes, else what went wrong.
-    public func failure() -> String? {
+    package func failure() -> String? {
         let result = KindlyPushDecryption.decryptResult(userInfo: apns, using: deviceKey)
         switch (expected, result) {
         case (.payload(let expectedPayload), .success(let payload)):

@@ -1,11 +1,11 @@
-import CSodium
+internal import CSodium
 
 /// Unkeyed BLAKE2b with a chosen output length (libsodium `crypto_generichash`).
 ///
 /// The output length is BLAKE2b's own parameter: an 8-byte digest is not a truncated 32-byte one.
-public enum BLAKE2b {
+package enum BLAKE2b {
     /// The digest of `input` with `outputLength` bytes (16...64 for libsodium's generic hash, 8 is allowed too: 1...64).
-    public static func hash(_ input: UnsafeRawBufferPointer, outputLength: Int) -> [UInt8] {
+    package static func hash(_ input: UnsafeRawBufferPointer, outputLength: Int) -> [UInt8] {
         _ = Sodium.ready
         precondition((1...64).contains(outputLength), "BLAKE2b output length must be 1...64")
         var digest = [UInt8](repeating: 0, count: outputLength)
@@ -18,7 +18,7 @@ public enum BLAKE2b {
     /// The digest of the concatenation of four inputs, written into `out` (1...64 bytes), without
     /// copying them into one buffer. The hash state, which depends on the secret inputs, lives on
     /// the stack and is wiped before returning.
-    static func hash(
+    package static func hash(
         _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ c: UnsafeRawBufferPointer, _ d: UnsafeRawBufferPointer,
         into out: UnsafeMutableRawBufferPointer
     ) {

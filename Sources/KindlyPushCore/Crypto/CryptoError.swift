@@ -1,5 +1,5 @@
 /// Why a primitive refused its inputs. Messages never contain key material.
-public enum CryptoError: Error, Sendable, Equatable {
+package enum CryptoError: Error, Sendable, Equatable {
     /// A key, nonce or public value had the wrong length for the primitive.
     case invalidLength(what: String, expected: Int, actual: Int)
     /// X25519 gave the all-zero shared secret (a low-order public key).
@@ -13,7 +13,7 @@ public enum CryptoError: Error, Sendable, Equatable {
 }
 
 extension CryptoError: CustomStringConvertible {
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidLength(let what, let expected, let actual):
             return "\(what) must be \(expected) bytes, got \(actual)"

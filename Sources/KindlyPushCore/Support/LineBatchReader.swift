@@ -7,9 +7,9 @@
 ///
 /// Every line counts, an empty one included; a final line without a newline counts; the newline
 /// that ends the input does not start another. Public so that the fuzz targets reach it.
-public struct LineBatchReader: ~Copyable {
+package struct LineBatchReader: ~Copyable {
     /// One input line of a batch.
-    public enum Line: Sendable, Equatable {
+    package enum Line: Sendable, Equatable {
         /// The line's bytes in ``Batch/bytes``, without its newline.
         case text(Range<Int>)
         /// The line was longer than the limit; its content was dropped.
@@ -17,18 +17,18 @@ public struct LineBatchReader: ~Copyable {
     }
 
     /// Lines and the arena that holds their bytes.
-    public struct Batch: Sendable {
-        public var bytes: [UInt8] = []
-        public var lines: [Line] = []
+    package struct Batch: Sendable {
+        package var bytes: [UInt8] = []
+        package var lines: [Line] = []
 
-        public init() {}
+        package init() {}
     }
 
     /// Why the stream could not be read: `read(2)` failed with ``errorNumber``.
-    public struct ReadError: Error, Sendable, Equatable, CustomStringConvertible {
-        public let errorNumber: Int32
+    package struct ReadError: Error, Sendable, Equatable, CustomStringConvertible {
+        package let errorNumber: Int32
 
-        public var description: String { String(cString: strerror(errorNumber)) }
+        package var description: String { String(cString: strerror(errorNumber)) }
     }
 
     private let descriptor: Int32
@@ -44,7 +44,7 @@ public struct LineBatchReader: ~Copyable {
 
     /// A reader of `descriptor` (not closed by the reader) whose lines over `maximumLineLength`
     /// bytes are oversized, reading `chunkSize` bytes at a time.
-    public init(descriptor: Int32 = STDIN_FILENO, maximumLineLength: Int = WireFormat.maximumInputSize, chunkSize: Int = 1 << 16) {
+    package init(descriptor: Int32 = STDIN_FILENO, maximumLineLength: Int, chunkSize: Int = 1 << 16) {
         precondition(chunkSize > 0, "the chunk size must be positive")
         self.descriptor = descriptor
         self.maximumLineLength = maximumLineLength
@@ -53,7 +53,7 @@ public struct LineBatchReader: ~Copyable {
 
     /// Reads up to `maximumLines` lines into `batch` (cleared first), stopping early once the
     /// batch holds `maximumBytes` bytes. An empty batch means the input has ended.
-    public mutating func nextBatch(into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max) throws(ReadError) {
+    package mutating func nextBatch(into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max) throws(ReadError) {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
         while batch.lines.count < maximumLines, batch.bytes.count < maximumBytes {

@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 
 /// XChaCha20-Poly1305 (IETF construction, 24-byte nonce) through libsodium's
 /// `crypto_aead_xchacha20poly1305_ietf_*`.
@@ -6,13 +6,13 @@ import CSodium
 /// The sealed box is the ciphertext followed by the 16-byte Poly1305 tag:
 ///
 ///     ciphertext (same length as the message) || tag (16 bytes)
-public enum XChaCha20Poly1305 {
-    public static let keyLength = 32
-    public static let nonceLength = 24
-    public static let tagLength = 16
+package enum XChaCha20Poly1305 {
+    package static let keyLength = 32
+    package static let nonceLength = 24
+    package static let tagLength = 16
 
     /// Encrypts `message` and returns ciphertext || tag.
-    public static func seal(
+    package static func seal(
         _ message: UnsafeRawBufferPointer,
         key: SecureBytes,
         nonce: UnsafeRawBufferPointer,
@@ -39,7 +39,7 @@ public enum XChaCha20Poly1305 {
     /// Verifies the tag and returns the message, or throws ``CryptoError/authenticationFailure``.
     ///
     /// - Parameter sealed: ciphertext || 16-byte tag.
-    public static func open(
+    package static func open(
         _ sealed: UnsafeRawBufferPointer,
         key: SecureBytes,
         nonce: UnsafeRawBufferPointer,
@@ -68,7 +68,7 @@ public enum XChaCha20Poly1305 {
 
     /// Verifies the tag and writes the message into `out` (at least `sealed.count - 16` bytes);
     /// returns its length. For callers that keep the key in a buffer of their own (32 bytes).
-    static func open(
+    package static func open(
         _ sealed: UnsafeRawBufferPointer,
         key: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,
@@ -93,7 +93,7 @@ public enum XChaCha20Poly1305 {
 
     /// Encrypts `message` into `out` (at least `message.count + 16` bytes) as ciphertext || tag;
     /// returns the sealed length. For callers that keep the key in a buffer of their own (32 bytes).
-    static func seal(
+    package static func seal(
         _ message: UnsafeRawBufferPointer,
         key: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,

@@ -1,25 +1,25 @@
-import CSodium
+internal import CSodium
 
 /// libsodium must be initialised once per process before any primitive runs.
 ///
 /// A Swift global is initialised lazily and exactly once, under `swift_once`, so every
 /// primitive touches `Sodium.ready` first and concurrent first uses are safe.
-enum Sodium {
-    static let ready: Void = {
+package enum Sodium {
+    package static let ready: Void = {
         guard sodium_init() >= 0 else {
             fatalError("libsodium could not be initialised")
         }
     }()
 
     /// Fills `buffer` with bytes from the operating system's CSPRNG.
-    static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
         _ = ready
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         randombytes_buf(base, buffer.count)
     }
 
     /// `count` fresh random bytes. For nonces and other public values; secrets use ``SecureBytes/random(count:)``.
-    static func randomBytes(count: Int) -> [UInt8] {
+    package static func randomBytes(count: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             fillRandom(UnsafeMutableRawBufferPointer(buffer))
             initialized = count
@@ -27,7 +27,7 @@ enum Sodium {
     }
 
     /// Constant-time equality, so that comparing secrets leaks no timing.
-    static func constantTimeEquals(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
+    package static func constantTimeEquals(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
         _ = ready
         guard lhs.count == rhs.count else { return false }
         guard lhs.count > 0 else { return true }
@@ -35,7 +35,7 @@ enum Sodium {
     }
 
     /// Wipes memory in a way the optimiser cannot remove.
-    static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         sodium_memzero(base, buffer.count)
     }

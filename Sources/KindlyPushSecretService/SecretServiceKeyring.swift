@@ -1,5 +1,7 @@
-import CLibsecret
-import CSecretShim
+internal import CLibsecret
+internal import CSecretShim
+public import KindlyPush
+package import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc

@@ -4,12 +4,12 @@
 /// base64, padded or not, but only in the canonical form: one alphabet throughout, padding
 /// absent or exactly RFC 4648's, no whitespace, and zero trailing bits (section 3.5), so that
 /// a value has one spelling per alphabet and padding choice and two readers never disagree.
-public enum Base64 {
+package enum Base64 {
     private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// The decoded length of canonical base64 text with `count` characters, or `nil` when no
     /// canonical text has that length.
-    static func decodedLength(ofTextWithCount count: Int, padding: Int) -> Int? {
+    package static func decodedLength(ofTextWithCount count: Int, padding: Int) -> Int? {
         let dataCount = count - padding
         switch (dataCount % 4, padding) {
         case (0, 0): return dataCount / 4 * 3
@@ -20,17 +20,17 @@ public enum Base64 {
     }
 
     /// base64url without padding.
-    public static func urlEncoded(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func urlEncoded(_ bytes: UnsafeRawBufferPointer) -> String {
         String(decoding: urlEncodedBytes(bytes), as: UTF8.self)
     }
 
     /// base64url without padding.
-    public static func urlEncoded(_ bytes: [UInt8]) -> String {
+    package static func urlEncoded(_ bytes: [UInt8]) -> String {
         bytes.withUnsafeBytes { urlEncoded($0) }
     }
 
     /// base64url without padding, as UTF-8 bytes.
-    public static func urlEncodedBytes(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func urlEncodedBytes(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         let length = urlEncodedLength(of: bytes.count)
         return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
             urlEncode(bytes, into: UnsafeMutableRawBufferPointer(buffer))
@@ -39,13 +39,13 @@ public enum Base64 {
     }
 
     /// The length of the unpadded base64url text of `count` bytes.
-    public static func urlEncodedLength(of count: Int) -> Int {
+    package static func urlEncodedLength(of count: Int) -> Int {
         (count * 4 + 2) / 3
     }
 
     /// Writes the unpadded base64url text of `bytes` into `output` (``urlEncodedLength(of:)`` bytes),
     /// so that a secret can be encoded into a secure buffer without passing through a `String`.
-    public static func urlEncode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+    package static func urlEncode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         precondition(output.count >= urlEncodedLength(of: bytes.count))
         urlAlphabet.withUnsafeBufferPointer { alphabet in
             var index = 0
@@ -78,7 +78,7 @@ public enum Base64 {
     }
 
     /// Appends the unpadded base64url text of `bytes` to `output`.
-    static func appendURLEncoded(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+    package static func appendURLEncoded(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
         let start = output.count
         let length = urlEncodedLength(of: bytes.count)
         output.append(contentsOf: repeatElement(0, count: length))
@@ -86,14 +86,14 @@ public enum Base64 {
     }
 
     /// Why a text is not canonical base64. Carries no part of the text: it may be a secret.
-    public enum DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidCharacter(offset: Int)
         case mixedAlphabets
         case invalidLength
         case invalidPadding
         case nonZeroTrailingBits
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .invalidCharacter(let offset): return "not a base64 character at offset \(offset)"
             case .mixedAlphabets: return "mixes the standard and URL-safe alphabets"
@@ -105,12 +105,12 @@ public enum Base64 {
     }
 
     /// Decodes canonical base64 or base64url.
-    public static func decode(_ text: String) throws(DecodingError) -> [UInt8] {
+    package static func decode(_ text: String) throws(DecodingError) -> [UInt8] {
         try text.withUTF8Bytes { (utf8) throws(DecodingError) in try decode(utf8) }
     }
 
     /// Decodes canonical base64 or base64url from UTF-8 bytes.
-    public static func decode(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> [UInt8] {
+    package static func decode(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> [UInt8] {
         // Room for the longest text of this length; trimmed to what was decoded.
         var bytes = [UInt8](repeating: 0, count: text.count / 4 * 3 + 3)
         let length = try bytes.withMutableBytes { (buffer) throws(DecodingError) in try decode(text, into: buffer) }
@@ -125,7 +125,7 @@ public enum Base64 {
     /// One decoding loop (``quickDecode(_:into:)``); when it refuses a text,
     /// ``validatedDecodedLength(_:)`` says why, and what it does not check (the trailing bits) is
     /// then the reason.
-    static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) -> Int {
+    package static func decode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(DecodingError) -> Int {
         if let length = quickDecode(text, into: output) { return length }
         let length = try validatedDecodedLength(text)
         guard length <= output.count else { return length }
@@ -150,7 +150,7 @@ public enum Base64 {
     /// The decoding of canonical text in one table-driven pass; `nil` for any text that is not
     /// canonical, or when `output` is too small. It refuses exactly what
     /// ``validatedDecodedLength(_:)`` refuses, and also non-zero trailing bits.
-    static func quickDecode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+    package static func quickDecode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
         guard let input = text.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return text.isEmpty ? 0 : nil }
         var padding = 0
         while padding < text.count, padding < 3, input[text.count - 1 - padding] == UInt8(ascii: "=") { padding += 1 }
@@ -198,13 +198,13 @@ public enum Base64 {
     }
 
     /// Decodes canonical base64 straight into a secure buffer, for secret keys read from files.
-    public static func decodeSecret(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> SecureBytes {
+    package static func decodeSecret(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> SecureBytes {
         let length = try validatedDecodedLength(text)
         return try SecureBytes(count: length) { (buffer) throws(DecodingError) in _ = try decode(text, into: buffer) }
     }
 
     /// The decoded length after checking length, padding and alphabet.
-    static func validatedDecodedLength(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> Int {
+    package static func validatedDecodedLength(_ text: UnsafeRawBufferPointer) throws(DecodingError) -> Int {
         var padding = 0
         while padding < text.count, padding < 3, text[text.count - 1 - padding] == UInt8(ascii: "=") { padding += 1 }
         var sawStandard = false
