@@ -1,4 +1,5 @@
 import Foundation
+internal import KindlyPush
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -18,6 +19,10 @@ nonisolated func runKindlyPush(_ arguments: [String], environment: [String: Stri
     }
     if name == "--help" || name == "-h" {
         return Terminal.printText(Help.root(commands))
+    }
+    // cli.md, "General conventions": `--version` and `kindly-push version`.
+    if name == "--version" || name == "version" {
+        return Terminal.printText("kindly-push \(KindlyPushRelease.version)\n")
     }
     if name == "help" {
         guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(commands)) }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @Suite("kindly-push help and usage errors")
@@ -14,6 +15,7 @@ struct HelpAndUsageTests {
                 USAGE: kindly-push <subcommand> [<options>]
 
                 OPTIONS:
+                  --version               Show the version.
                   -h, --help              Show help information.
 
                 SUBCOMMANDS:
@@ -65,6 +67,17 @@ struct HelpAndUsageTests {
             #expect(output.stdout.contains("\nUSAGE: kindly-push \(name)"))
             #expect(output.stdout.contains("\nOPTIONS:\n"))
         }
+    }
+
+    @Test("--version and the version subcommand print the library's version, exit 0", arguments: [["--version"], ["version"]])
+    func version(_ arguments: [String]) throws {
+        let output = try CLI.run(arguments)
+        #expect(output.status == 0)
+        #expect(output.stderr == "")
+        #expect(output.stdout == "kindly-push 0.2.0\n")
+        // The CHANGELOG's newest release is the version the binary reports.
+        let changelog = try String(contentsOf: CLI.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains("## [0.2.0]"))
     }
 
     @Test(

@@ -6,7 +6,7 @@ enum Help {
 
     static func root(_ commands: [any Command.Type]) -> String {
         var text = "OVERVIEW: \(overview)\n\nUSAGE: kindly-push <subcommand> [<options>]\n\n"
-        text += "OPTIONS:\n" + row("-h, --help", "Show help information.") + "\n"
+        text += "OPTIONS:\n" + row("--version", "Show the version.") + row("-h, --help", "Show help information.") + "\n"
         text += "SUBCOMMANDS:\n"
         for command in commands { text += row(command.name, command.abstract) }
         text += "\n  See 'kindly-push help <subcommand>' for detailed help.\n"
