@@ -5,7 +5,32 @@
 // primitives, `package` access only) -> `KindlyPush` (the small public API). The Secret Service
 // keyring is its own product, the only one that links libsecret and glib, so that a service that
 // keeps its keys in files builds without them.
+import Foundation
 import PackageDescription
+
+/// The `-I` flags of a pkg-config package (`pkg-config --cflags-only-I`), read when the manifest
+/// is evaluated; empty when pkg-config or the package is missing (the targets that need them
+/// then fail to compile, with the apt package named in the error).
+///
+/// Why not `.systemLibrary(pkgConfig:)`: SwiftPM asks pkg-config about every such target in the
+/// graph, used or not, and prints glib's "prohibited flag(s): -pthread" in the build of every
+/// package that depends on this one, even one that links only `KindlyPush`. Reading the include
+/// paths here keeps libsecret and glib the Secret Service product's business alone.
+func pkgConfigIncludeFlags(_ name: String) -> [String] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["pkg-config", "--cflags-only-I", name]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return [] }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return [] }
+    return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+}
+
+let libsecretIncludes = pkgConfigIncludeFlags("libsecret-1")
 
 /// Upcoming features that keep a public surface honest: every existential is spelled `any`, and
 /// an import is internal unless it says otherwise, so that no dependency leaks into a client.
@@ -34,17 +59,16 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        .systemLibrary(
-            name: "CLibsecret",
-            pkgConfig: "libsecret-1",
-            providers: [.apt(["libsecret-1-dev"])]
-        ),
+        // libsecret (Debian: libsecret-1-dev). Its module map links libsecret, gio, gobject and
+        // glib; the include paths come from `libsecretIncludes`.
+        .systemLibrary(name: "CLibsecret"),
         // What Swift cannot call in libsecret (C-variadic constructors, the schema as a static,
         // one-time type registration, a never-prompting service class), kept thin as
         // swift-crypto keeps its C shims: C library -> shim -> Swift.
         .target(
             name: "CSecretShim",
-            dependencies: ["CLibsecret"]
+            dependencies: ["CLibsecret"],
+            cSettings: [.unsafeFlags(libsecretIncludes)]
         ),
         // Primitives on libsodium, canonical base64, secure buffers, line batching and locks.
         // Its API is `package`: nothing here is visible to a client of the products.
@@ -61,7 +85,7 @@ let package = Package(
         .target(
             name: "KindlyPushSecretService",
             dependencies: ["KindlyPush", "KindlyPushCore", "CLibsecret", "CSecretShim"],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings + [.unsafeFlags(libsecretIncludes.flatMap { ["-Xcc", $0] })]
         ),
         .target(
             name: "KindlyPushTesting",
