@@ -1,7 +1,7 @@
 internal import CLibsecret
 internal import CSecretShim
 public import KindlyPush
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,6 @@
 internal import Dispatch
 public import KindlyPush
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A keyring that fails or blocks on demand, around an ``InMemoryKeyring``: for testing how a
 /// service handles a locked keyring, an unreachable Secret Service, or one that hangs.

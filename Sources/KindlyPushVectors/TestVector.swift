@@ -81,7 +81,10 @@ package struct TestVector: Sendable {
             self.expected = .payload(payload)
         case "error":
             guard let reason = expected["reason"]?.stringValue else { throw FormatError(description: "\"expected.reason\" is missing") }
-            self.expected = .failure(DecryptionFailure.Reason(code: reason))
+            guard let known = DecryptionFailure.Reason(code: reason) else {
+                throw FormatError(description: "\"expected.reason\" is not a reason code of the spec")
+            }
+            self.expected = .failure(known)
         default:
             throw FormatError(description: "\"expected.result\" is neither \"ok\" nor \"error\"")
         }

@@ -97,7 +97,7 @@ enum DecryptTarget {
         let isKindly = KindlyPushDecryption.isKindlyNotification(document)
         switch result {
         case .failure(let failure):
-            require(DecryptionFailure.Reason.allKnown.contains(failure.reason), "an unknown reason \(failure.reason)")
+            require(DecryptionFailure.Reason.allCases.contains(failure.reason), "an unknown reason \(failure.reason)")
             require(expected == .failure(failure.reason), "fails with \(failure), the reference gives \(expected)")
             require((failure.reason == .notKindly) == !isKindly, "\(failure.reason) for a push that isKindlyNotification calls \(isKindly)")
         case .success(let payload):

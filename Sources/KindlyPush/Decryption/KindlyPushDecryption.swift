@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The device side of wire format v1 (section 5), named as in the iOS SDK.
 ///
@@ -15,6 +15,7 @@ public struct KindlyPushDecryption: Sendable {
     /// Where secret keys are looked up by each push's `kid`.
     public let keyring: any Keyring
 
+    /// Decryption that looks up each push's key in `keyring` (any thread may call it at once).
     public init(keyring: any Keyring) {
         self.keyring = keyring
     }
@@ -43,7 +44,7 @@ public struct KindlyPushDecryption: Sendable {
         do throws(KeyringError) {
             return try keyring.key(for: kid)
         } catch {
-            throw DecryptionFailure(.keyUnavailable, error.description)
+            throw DecryptionFailure(.keyUnavailable, error.description, keyringError: error)
         }
     }
 
@@ -52,7 +53,8 @@ public struct KindlyPushDecryption: Sendable {
         Result { () throws(DecryptionFailure) in
             let envelope = try SealedEnvelope(userInfo: userInfo)
             guard envelope.kid == key.kid else {
-                throw DecryptionFailure(.keyUnavailable, "no key with kid \(envelope.kid) is at hand")
+                throw DecryptionFailure(
+                    .keyUnavailable, "no key with kid \(envelope.kid) is at hand", keyringError: .notFound(envelope.kid))
             }
             return try open(envelope, with: key)
         }

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The fast path of decryption, for streams of pushes: JSON bytes in, the payload's compact JSON
 /// out, with its buffers reused from push to push and no tree of ``JSONValue``s built.

@@ -1,16 +1,18 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A keyring that remembers every key it has loaded, so that a stream of pushes loads each
 /// `kid` once per run instead of once per push. Failures are not remembered: a locked keyring
 /// that is unlocked later is asked again.
 ///
-/// Cached keys stay in their wiped ``SecureBytes`` storage and are released with the cache.
+/// Cached keys stay in their wiped secure buffers storage and are released with the cache.
 public final class CachingKeyring: Keyring {
+    /// The keyring asked on a miss.
     public let base: any Keyring
     private let cache = Locked<[KeyID: DeviceKey]>([:])
 
     public var name: String { base.name }
 
+    /// A cache in front of `base`.
     public init(_ base: any Keyring) {
         self.base = base
     }

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -117,7 +117,9 @@ public struct FileKeyring: Keyring {
 /// One key file used as a keyring (`--key-file`): it holds exactly one key.
 public struct KeyFileKeyring: Keyring {
     public let name = "key-file"
+    /// The one key, read from the file when the keyring was made.
     public let key: DeviceKey
+    /// The key file it was read from.
     public let path: String
 
     /// Reads the key file at `path` now, so that a missing or loose file is reported up front.

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A keyring that lives in memory: for services that keep device keys in their own secret
 /// store and hand them over at start, and for tests.
@@ -16,6 +16,7 @@ public final class InMemoryKeyring: Keyring {
 
     private let state = Locked(State())
 
+    /// A keyring holding `keys`, unlocked.
     public init(keys: [DeviceKey] = []) {
         for key in keys { try? store(key, label: "test key") }
     }

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -26,13 +26,17 @@ public protocol Keyring: Sendable {
 }
 
 /// A stored key's public information. Entries sort oldest first, then by kid, in every keyring.
-public struct KeyringEntry: Sendable, Equatable, Comparable {
+public struct KeyringEntry: Sendable, Hashable, Comparable, Codable {
+    /// The key's id.
     public let kid: KeyID
+    /// The key's public half.
     public let publicKey: DevicePublicKey
+    /// The label it was stored with.
     public let label: String
     /// Unix seconds when the key was stored.
     public let created: Int64
 
+    /// An entry; keyrings make these when they list their keys.
     public init(kid: KeyID, publicKey: DevicePublicKey, label: String, created: Int64) {
         self.kid = kid
         self.publicKey = publicKey
@@ -40,13 +44,20 @@ public struct KeyringEntry: Sendable, Equatable, Comparable {
         self.created = created
     }
 
+    enum CodingKeys: String, CodingKey {
+        case kid
+        case publicKey = "public_key"
+        case label, created
+    }
+
+    /// Older first, then by kid.
     public static func < (lhs: KeyringEntry, rhs: KeyringEntry) -> Bool {
         (lhs.created, lhs.kid.base64URL) < (rhs.created, rhs.kid.base64URL)
     }
 }
 
 /// Why a keyring could not do what was asked. Messages never contain key material.
-public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum KeyringError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No key with this kid is stored.
     case notFound(KeyID)
     /// A key with this kid is stored already.
@@ -58,6 +69,16 @@ public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Storage failed: a file, a folder, permissions.
     case io(String)
 
+    /// Whether asking again later may succeed: `true` for ``locked(_:)`` and
+    /// ``unreachable(_:)``, `false` for a key that is not there or storage that failed.
+    public var isTransient: Bool {
+        switch self {
+        case .locked, .unreachable: return true
+        case .notFound, .alreadyExists, .io: return false
+        }
+    }
+
+    /// One line for people; never key material.
     public var description: String {
         switch self {
         case .notFound(let kid): return "no key with kid \(kid) is stored"

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A key file (cli.md): the JSON object `{"kid": B64, "public_key": B64, "secret_key": B64}`
 /// in base64url, mode 0600.
@@ -20,7 +20,7 @@ public enum KeyFile {
     /// Parses and checks key-file text (`path` names it in errors); `object` is the file's
     /// object with the secret key's value replaced by `null`, for keyring metadata. Public so
     /// that the fuzz targets reach it.
-    public static func parse(
+    package static func parse(
         _ bytes: UnsafeRawBufferPointer, path: String
     ) throws(PrivateFileError) -> (key: DeviceKey, object: JSONObject) {
         func malformed(_ reason: String) -> PrivateFileError { .malformed(path: path, reason: reason) }

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -7,12 +7,19 @@ package import KindlyPushCore
 /// Why a private file (a key file, a keyring entry) could not be read or written.
 /// Messages name the path and the cause, never the contents.
 public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// There is no file at the path.
     case missing(path: String)
+    /// A file is there already and is never replaced.
     case exists(path: String)
+    /// Group or others may read the file (its mode is given): refused, as ssh refuses such keys.
     case tooOpen(path: String, mode: UInt32)
+    /// The path is a folder, a link, a FIFO or another non-regular file.
     case notRegularFile(path: String)
+    /// The file is larger than any key file can be.
     case tooLarge(path: String)
+    /// The file is not a key file; the reason never quotes its content.
     case malformed(path: String, reason: String)
+    /// A system call failed (`operation`, with its `errno`).
     case system(path: String, operation: String, errno: Int32)
 
     public var description: String {

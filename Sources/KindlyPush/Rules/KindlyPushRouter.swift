@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The state of the app that receives a push: the inputs of display-rules.md that are not read
 /// from the push itself.
@@ -11,11 +11,13 @@ public struct RouteContext: Sendable {
         case object(any KindlyNotificationDelegate)
     }
 
+    /// The host app's state when the push arrives.
     public var appState: DisplayRules.AppState
     /// Read only in the foreground.
     public var screen: DisplayRules.Screen
     /// Whether the host ships a notification service extension built on the SDK.
     public var hasExtension: Bool
+    /// How the host answers `shouldHandleNotification`.
     public var delegate: Delegate
 
     /// A context with a fixed delegate answer (by default `allow`, as when no delegate is set).
@@ -44,7 +46,8 @@ public struct RouteContext: Sendable {
     func askDelegate(_ notification: ExternalNotification) -> DisplayRules.DelegateAnswer {
         switch delegate {
         case .answer(let answer): return answer
-        case .object(let object): return DisplayRules.DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification))
+        case .object(let object):
+            return DisplayRules.DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification: notification))
         }
     }
 }
@@ -81,22 +84,28 @@ public enum DecryptionResolution: Sendable, Equatable {
 }
 
 /// The display decision for one push, as `kindly-push route` prints it.
-public struct RouteDecision: Sendable, Equatable {
+public struct RouteDecision: Sendable, Hashable {
     /// `isKindlyNotification`.
     public let isKindly: Bool
+    /// The kind of push, for every push.
     public let kind: PushKind
+    /// What the user sees.
     public let presentation: DisplayRules.Presentation
+    /// Who shows it.
     public let presenter: DisplayRules.Presenter
     /// Whether `shouldHandleNotification` was asked.
     public let delegateConsulted: Bool
     /// The decrypted chat id, title and body, exactly when `presentation` is `banner`.
     public let chatId: String?
+    /// The decrypted title, exactly when `presentation` is `banner`.
     public let title: String?
+    /// The decrypted text, exactly when `presentation` is `banner`.
     public let body: String?
     /// Why the push does not decrypt: present exactly when it is Kindly's, is not marked
     /// decrypted, and does not decrypt with the keys at hand (whatever the presentation).
     public let reason: DecryptionFailure.Reason?
 
+    /// A decision with these fields (``KindlyPushRouter`` makes them).
     public init(
         isKindly: Bool, kind: PushKind, presentation: DisplayRules.Presentation, presenter: DisplayRules.Presenter, delegateConsulted: Bool,
         chatId: String? = nil, title: String? = nil, body: String? = nil, reason: DecryptionFailure.Reason? = nil
@@ -164,7 +173,7 @@ public enum KindlyPushRouter {
         evaluate(userInfo: userInfo, context: context, decryption: decryption).decision
     }
 
-    /// ``route(userInfo:context:decryption:)`` with another way to decrypt, for instance one
+    /// ``route(userInfo:context:decryption:)-(JSONValue,_,_)`` with another way to decrypt, for instance one
     /// key read from a key file: `{ KindlyPushDecryption.decryptResult(userInfo: $0, using: key) }`.
     /// `decrypt` is called at most once, and never for a push that is marked decrypted or is not
     /// Kindly's.

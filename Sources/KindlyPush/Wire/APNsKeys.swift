@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// Every APNs and Kindly member name the library reads or writes, in one place.
 package enum APNsKey {

@@ -1,8 +1,8 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A decrypted Kindly message (wire format section 4): the whole plaintext object, with its
 /// known keys typed and every other key kept as an extra.
-public struct DecryptedPayload: Sendable, Equatable {
+public struct DecryptedPayload: Sendable, Hashable {
     /// The Kindly chat the message belongs to (non-empty).
     public let chatId: String
     /// The banner title.
@@ -51,7 +51,7 @@ public struct DecryptedPayload: Sendable, Equatable {
     }
 
     /// Reads and checks plaintext bytes: UTF-8 JSON text of one object, no byte-order mark.
-    public init(plaintext bytes: UnsafeRawBufferPointer) throws(PlaintextError) {
+    package init(plaintext bytes: UnsafeRawBufferPointer) throws(PlaintextError) {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes)
@@ -95,6 +95,7 @@ public struct DecryptedPayload: Sendable, Equatable {
 public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
 
+    /// An error saying which rule of wire-format section 4 the plaintext breaks.
     public init(_ description: String) {
         self.description = description
     }

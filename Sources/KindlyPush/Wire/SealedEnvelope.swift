@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The binary fields of a `kindly` envelope (wire format section 3), decoded and length-checked.
 package struct SealedEnvelope: Sendable, Equatable {

@@ -27,13 +27,12 @@ enum ErrorCode: String, Sendable {
         }
     }
 
-    /// The CLI code for a decryption reason. Unknown reasons only come from files (vectors),
-    /// never out of the library's decryption.
+    /// The CLI code for a decryption reason.
     init(_ reason: DecryptionFailure.Reason) {
         switch reason {
         case .notKindly: self = .notKindly
         case .unsupportedVersion: self = .unsupportedVersion
-        case .malformed, .unknown: self = .malformed
+        case .malformed: self = .malformed
         case .keyUnavailable: self = .keyUnavailable
         case .authenticationFailed: self = .authenticationFailed
         case .badPlaintext: self = .badPlaintext

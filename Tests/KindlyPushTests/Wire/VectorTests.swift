@@ -38,7 +38,7 @@ struct VectorTests {
                 if case .failure(let reason) = item.vector.expected { return reason }
                 return nil
             })
-        #expect(reasons == Set(DecryptionFailure.Reason.allKnown))
+        #expect(reasons == Set(DecryptionFailure.Reason.allCases))
         #expect(Self.cases.contains { $0.vector.sealing != nil })
     }
 
