@@ -23,6 +23,10 @@ let package = Package(
         .library(name: "KindlyPush", targets: ["KindlyPush"]),
         // The Secret Service keyring (libsecret): link it only where keys live in a desktop keyring.
         .library(name: "KindlyPushSecretService", targets: ["KindlyPushSecretService"]),
+        // Desktop banners (`kindly-push notify`): the freedesktop Notifications client over GDBus
+        // and the SQLite de-duplication store. Only a host that shows banners links it (and so
+        // GIO and SQLite); KindlyPush does not depend on it.
+        .library(name: "KindlyPushDesktop", targets: ["KindlyPushDesktop"]),
         // Test doubles for code that links KindlyPush, shipped as swift-log ships its own.
         .library(name: "KindlyPushTesting", targets: ["KindlyPushTesting"]),
         .executable(name: "kindly-push", targets: ["kindly-push"]),
@@ -46,6 +50,24 @@ let package = Package(
             name: "CSecretShim",
             dependencies: ["CLibsecret"]
         ),
+        // GIO's GDBus, for the desktop notification client, and SQLite, for its de-duplication
+        // store; only KindlyPushDesktop links them.
+        .systemLibrary(
+            name: "CGio",
+            pkgConfig: "gio-2.0",
+            providers: [.apt(["libglib2.0-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
+        // that runs on GDBus's worker thread, time budgets on a timer thread of their own).
+        .target(
+            name: "CDesktopShim",
+            dependencies: ["CGio"]
+        ),
         // Primitives on libsodium, canonical base64, secure buffers, line batching and locks.
         // Its API is `package`: nothing here is visible to a client of the products.
         .target(
@@ -64,6 +86,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "KindlyPushDesktop",
+            dependencies: ["KindlyPush", "KindlyPushCore", "CGio", "CSQLite", "CDesktopShim"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "KindlyPushTesting",
             dependencies: ["KindlyPush", "KindlyPushCore"],
             swiftSettings: strictSettings
@@ -77,7 +104,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "kindly-push",
-            dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors"],
+            dependencies: [
+                "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors", "KindlyPushDesktop",
+            ],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.
@@ -89,6 +118,10 @@ let package = Package(
         .testTarget(
             name: "KindlyPushTests",
             dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushTesting", "KindlyPushVectors"]
+        ),
+        .testTarget(
+            name: "KindlyPushDesktopTests",
+            dependencies: ["KindlyPushDesktop", "KindlyPush", "KindlyPushCore"]
         ),
         .testTarget(
             name: "KindlyPushCLITests",
