@@ -1,6 +1,7 @@
 #include "CDesktopShim.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -180,7 +181,9 @@ void kpd_event_clear(KpdEvent *event) {
 
 struct KpdListener {
     gint references;
-    GMutex lock;
+    // A pthread mutex, not a GMutex: GLib's is a bare futex that ThreadSanitizer cannot see,
+    // and the queue is shared with GDBus's worker thread.
+    pthread_mutex_t lock;
     GQueue events;  // of KpdEvent *
     int fd;
     gchar *server;
@@ -198,7 +201,7 @@ static void listener_unref(gpointer data) {
     }
     g_free(listener->server);
     close(listener->fd);
-    g_mutex_clear(&listener->lock);
+    pthread_mutex_destroy(&listener->lock);
     g_free(listener);
 }
 
@@ -224,7 +227,7 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *message, 
     } else {
         return message;
     }
-    g_mutex_lock(&listener->lock);
+    pthread_mutex_lock(&listener->lock);
     if (listener->server != NULL && g_strcmp0(g_dbus_message_get_sender(message), listener->server) == 0) {
         g_queue_push_tail(&listener->events, g_memdup2(&event, sizeof event));
         uint64_t one = 1;
@@ -235,7 +238,7 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *message, 
     } else {
         kpd_event_clear(&event);
     }
-    g_mutex_unlock(&listener->lock);
+    pthread_mutex_unlock(&listener->lock);
     return message;
 }
 
@@ -248,7 +251,7 @@ KpdListener *kpd_listener_new(GDBusConnection *connection, GError **error) {
     }
     KpdListener *listener = g_new0(KpdListener, 1);
     listener->references = 2;  // the caller's, and the filter's (dropped by GDBus when it lets go)
-    g_mutex_init(&listener->lock);
+    pthread_mutex_init(&listener->lock, NULL);
     g_queue_init(&listener->events);
     listener->fd = fd;
     listener->connection = g_object_ref(connection);
@@ -261,16 +264,16 @@ int kpd_listener_fd(KpdListener *listener) {
 }
 
 void kpd_listener_set_server(KpdListener *listener, const char *unique_name) {
-    g_mutex_lock(&listener->lock);
+    pthread_mutex_lock(&listener->lock);
     if (g_strcmp0(listener->server, unique_name) != 0) {
         g_free(listener->server);
         listener->server = g_strdup(unique_name);
     }
-    g_mutex_unlock(&listener->lock);
+    pthread_mutex_unlock(&listener->lock);
 }
 
 gboolean kpd_listener_take(KpdListener *listener, KpdEvent *event) {
-    g_mutex_lock(&listener->lock);
+    pthread_mutex_lock(&listener->lock);
     KpdEvent *head = g_queue_pop_head(&listener->events);
     if (g_queue_is_empty(&listener->events)) {
         // Nothing left: the descriptor stops being readable (it is non-blocking).
@@ -280,7 +283,7 @@ gboolean kpd_listener_take(KpdListener *listener, KpdEvent *event) {
             got = read(listener->fd, &count, sizeof count);
         } while (got < 0 && errno == EINTR);
     }
-    g_mutex_unlock(&listener->lock);
+    pthread_mutex_unlock(&listener->lock);
     if (head == NULL) return FALSE;
     *event = *head;
     g_free(head);

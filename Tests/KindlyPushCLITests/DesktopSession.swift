@@ -44,6 +44,17 @@ enum DesktopSession {
         }
     }
 
+    /// The unique names of the connections on the bus.
+    static func connections() throws -> [String] {
+        let output = try CLI.run(
+            [
+                "gdbus", "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                "org.freedesktop.DBus.ListNames",
+            ], environment: environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        guard output.status == 0 else { throw ControlFailure(description: "ListNames: \(output.stderr)") }
+        return output.stdout.split(separator: "'").map(String.init).filter { $0.hasPrefix(":") }
+    }
+
     /// Clicks the oldest notification on screen: dunst sends ActionInvoked to its client.
     static func click() throws { _ = try run(["click"]) }
 

@@ -182,13 +182,16 @@ struct NotifyDesktopTests {
             run.closeInput()
             #expect(run.waitUntil { run.stderr.contains("shown as notification") })
             let id = try #require(run.stderr.split(separator: " ").last.flatMap { UInt32($0.trimmingCharacters(in: .newlines)) })
-            // Another client on the bus sends the server's signal for this banner: not a click.
-            let forged = try CLI.run(
-                [
-                    "gdbus", "emit", "--session", "--object-path", "/org/freedesktop/Notifications", "--signal",
-                    "org.freedesktop.Notifications.ActionInvoked", "\(id)", "default",
-                ], environment: DesktopSession.environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
-            #expect(forged.status == 0, "\(forged.stderr)")
+            // Another client on the bus sends the server's signal for this banner, to every
+            // connection (notify's among them) and to all: not a click.
+            for destination in try DesktopSession.connections() + [nil] {
+                let forged = try CLI.run(
+                    ["gdbus", "emit", "--session", "--object-path", "/org/freedesktop/Notifications"]
+                        + (destination.map { ["--dest", $0] } ?? [])
+                        + ["--signal", "org.freedesktop.Notifications.ActionInvoked", "uint32 \(id)", "'default'"],
+                    environment: DesktopSession.environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
+                #expect(forged.status == 0, "\(forged.stderr)")
+            }
             usleep(500_000)
             #expect(run.stdout == "")
             #expect(run.process.isRunning)
