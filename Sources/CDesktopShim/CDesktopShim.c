@@ -96,6 +96,27 @@ gboolean kpd_add_match(GDBusConnection *connection, gint timeout_ms, GCancellabl
     return TRUE;
 }
 
+gchar *kpd_server_identity(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error) {
+    GVariant *id = g_dbus_connection_call_sync(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                               "org.freedesktop.DBus", "GetId", NULL, G_VARIANT_TYPE("(s)"),
+                                               G_DBUS_CALL_FLAGS_NONE, timeout_ms, cancellable, error);
+    if (id == NULL) return NULL;
+    GVariant *owner = g_dbus_connection_call_sync(
+        connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+        g_variant_new("(s)", bus_name), G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, timeout_ms, cancellable, error);
+    if (owner == NULL) {
+        g_variant_unref(id);
+        return NULL;
+    }
+    const char *bus_id = NULL, *unique_name = NULL;
+    g_variant_get(id, "(&s)", &bus_id);
+    g_variant_get(owner, "(&s)", &unique_name);
+    gchar *identity = g_strdup_printf("%s/%s", bus_id, unique_name);
+    g_variant_unref(id);
+    g_variant_unref(owner);
+    return identity;
+}
+
 gchar **kpd_get_capabilities(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error) {
     GVariant *reply = call(connection, "GetCapabilities", NULL, "(as)", timeout_ms, cancellable, error);
     if (reply == NULL) return NULL;

@@ -64,6 +64,7 @@ public struct ChatKey: Sendable, Hashable {
 
 /// Why the de-duplication store could not be used. The message names the file and the cause.
 public struct DeduplicationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, with the file's path.
     public let description: String
 
     /// An error that says `description`.
@@ -86,11 +87,12 @@ public protocol Deduplicator: Sendable {
     /// Forgets `key`, after its banner could not be shown, so that a later delivery shows it.
     func release(_ key: DeduplicationKey) throws(DeduplicationError)
 
-    /// The notification id of `chat`'s last banner, if one was recorded.
-    func notificationID(for chat: ChatKey) throws(DeduplicationError) -> UInt32?
+    /// The notification id of `chat`'s last banner, if one was recorded with `server` (a
+    /// ``DesktopNotifier/serverIdentity``): an id given by another server means nothing here.
+    func notificationID(for chat: ChatKey, server: String) throws(DeduplicationError) -> UInt32?
 
-    /// Records `id` as `chat`'s last banner, at `time`.
-    func setNotificationID(_ id: UInt32, for chat: ChatKey, at time: Int64) throws(DeduplicationError)
+    /// Records `id`, given by `server`, as `chat`'s last banner, at `time`.
+    func setNotificationID(_ id: UInt32, for chat: ChatKey, server: String, at time: Int64) throws(DeduplicationError)
 
     /// Forgets every entry recorded before `time`.
     func purge(before time: Int64) throws(DeduplicationError)
@@ -101,7 +103,7 @@ public protocol Deduplicator: Sendable {
 public final class InMemoryDeduplicator: Deduplicator {
     private struct State: Sendable {
         var shown: [DeduplicationKey: Int64] = [:]
-        var chats: [ChatKey: (id: UInt32, time: Int64)] = [:]
+        var chats: [ChatKey: (id: UInt32, server: String, time: Int64)] = [:]
     }
 
     private let state = Locked(State())
@@ -109,6 +111,7 @@ public final class InMemoryDeduplicator: Deduplicator {
     /// An empty store.
     public init() {}
 
+    /// Records `key`; `false` when it was recorded already.
     public func claim(_ key: DeduplicationKey, at time: Int64) -> Bool {
         state.withLock { state in
             guard state.shown[key] == nil else { return false }
@@ -117,18 +120,22 @@ public final class InMemoryDeduplicator: Deduplicator {
         }
     }
 
+    /// Forgets `key`.
     public func release(_ key: DeduplicationKey) {
         state.withLock { _ = $0.shown.removeValue(forKey: key) }
     }
 
-    public func notificationID(for chat: ChatKey) -> UInt32? {
-        state.withLock { $0.chats[chat]?.id }
+    /// The id of `chat`'s last banner, when `server` gave it.
+    public func notificationID(for chat: ChatKey, server: String) -> UInt32? {
+        state.withLock { state in state.chats[chat].flatMap { $0.server == server ? $0.id : nil } }
     }
 
-    public func setNotificationID(_ id: UInt32, for chat: ChatKey, at time: Int64) {
-        state.withLock { $0.chats[chat] = (id, time) }
+    /// Records `id`, given by `server`, as `chat`'s last banner.
+    public func setNotificationID(_ id: UInt32, for chat: ChatKey, server: String, at time: Int64) {
+        state.withLock { $0.chats[chat] = (id, server, time) }
     }
 
+    /// Forgets what was recorded before `time`.
     public func purge(before time: Int64) {
         state.withLock { state in
             state.shown = state.shown.filter { $0.value >= time }

@@ -39,12 +39,16 @@ public final class DesktopNotifier: @unchecked Sendable {
 
     private let connection: OpaquePointer
     private let listener: OpaquePointer
+    /// The bus's id and the unique name of the server that answers now.
+    private let server: Locked<(busID: Substring, owner: Substring)>
 
     /// A notification to post.
     public struct Notification: Sendable, Equatable {
         /// One action: the key the server reports in `ActionInvoked`, and the label it shows.
         public struct Action: Sendable, Equatable {
+            /// What `ActionInvoked` reports; `default` is a click on the notification itself.
             public var key: String
+            /// What the server shows.
             public var label: String
 
             /// An action with `key` and `label`; the key `default` is what a click on the
@@ -94,8 +98,11 @@ public final class DesktopNotifier: @unchecked Sendable {
 
     /// `GetServerInformation`.
     public struct ServerInformation: Sendable, Equatable {
+        /// The server's product name, such as `dunst` or `gnome-shell`.
         public var name: String
+        /// Who makes it.
         public var vendor: String
+        /// The server's own version.
         public var version: String
         /// The version of the specification the server implements, such as `1.2`.
         public var specificationVersion: String
@@ -139,8 +146,9 @@ public final class DesktopNotifier: @unchecked Sendable {
             throw DesktopNotifier.failure(error, "listen for notification signals", timeout: timeout)
         }
         let names: Set<String>
+        let identity: String
         do throws(DesktopNotifierError) {
-            names = try DesktopNotifier.handshake(connection, budget: budget, timeout: timeout)
+            (names, identity) = try DesktopNotifier.handshake(connection, budget: budget, timeout: timeout)
         } catch {
             kpd_listener_free(listener)
             kpd_connection_close(connection)
@@ -149,12 +157,15 @@ public final class DesktopNotifier: @unchecked Sendable {
         self.connection = connection
         self.listener = listener
         capabilities = names
+        let parts = identity.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        server = Locked((parts[0], parts.count > 1 ? parts[1] : ""))
     }
 
-    /// Subscribes to the server's broadcast signals and reads its capabilities.
+    /// Subscribes to the server's broadcast signals, reads its capabilities (which starts a server
+    /// that the bus can activate), and who it is.
     private static func handshake(
         _ connection: OpaquePointer, budget: DesktopDeadline, timeout: Duration
-    ) throws(DesktopNotifierError) -> Set<String> {
+    ) throws(DesktopNotifierError) -> (capabilities: Set<String>, identity: String) {
         var error: UnsafeMutablePointer<GError>?
         guard kpd_add_match(connection, budget.milliseconds, budget.cancellable, &error) != 0 else {
             throw failure(error, "subscribe to notification signals", timeout: timeout)
@@ -169,7 +180,11 @@ public final class DesktopNotifier: @unchecked Sendable {
             names.insert(String(cString: name))
             index += 1
         }
-        return names
+        guard let identity = kpd_server_identity(connection, budget.milliseconds, budget.cancellable, &error) else {
+            throw failure(error, "find the notification server on the bus", timeout: timeout)
+        }
+        defer { g_free(identity) }
+        return (names, String(cString: identity))
     }
 
     deinit {
@@ -178,6 +193,14 @@ public final class DesktopNotifier: @unchecked Sendable {
     }
 
     private var gConnection: OpaquePointer { connection }
+
+    /// Which server answers: the bus's id and the server's unique name on it, as one text. It
+    /// changes when the server or the bus is restarted, and a notification id means something
+    /// only to the server that gave it: a store keeps the two together (`replaces_id` given to
+    /// another server could replace some other application's notification).
+    public var serverIdentity: String {
+        server.withLock { "\($0.busID)/\($0.owner)" }
+    }
 
     /// Whether the server reads markup in the body (then this notifier escapes it).
     public var readsBodyMarkup: Bool { capabilities.contains("body-markup") }
@@ -230,6 +253,8 @@ public final class DesktopNotifier: @unchecked Sendable {
         guard id != 0 else { throw DesktopNotifier.failure(error, "show a notification", timeout: timeout) }
         if let server {
             kpd_listener_set_server(listener, server)
+            let owner = String(cString: server)
+            self.server.withLock { $0.owner = Substring(owner) }
             g_free(server)
         }
         return id
@@ -333,6 +358,7 @@ public enum DesktopNotifierError: Error, Sendable, Equatable, CustomStringConver
     /// The server refused the call or answered something else.
     case failed(String)
 
+    /// What went wrong, in one sentence.
     public var description: String {
         switch self {
         case .unreachable(let text), .timedOut(let text), .failed(let text): return text

@@ -87,6 +87,7 @@ public final class DesktopPresenter: Sendable {
         let deduplicationKey: DeduplicationKey?
     }
 
+    /// How banners look and what is checked.
     public let options: Options
     private let context: RouteContext
     private let decryption: KindlyPushDecryption
@@ -183,9 +184,11 @@ public final class DesktopPresenter: Sendable {
             guard claimed else { return .duplicate }
         }
         let chat = plan.chatID.map(ChatKey.init(chatID:))
+        // The id of the chat's last banner, when the server that answers now gave it.
+        let server = notifier.serverIdentity
         if let chat {
             notification.replacesID =
-                usingStore { store throws(DeduplicationError) in try store.notificationID(for: chat) }.flatMap { $0 } ?? 0
+                usingStore { store throws(DeduplicationError) in try store.notificationID(for: chat, server: server) }.flatMap { $0 } ?? 0
         }
         let id: UInt32
         do throws(DesktopNotifierError) {
@@ -197,7 +200,7 @@ public final class DesktopPresenter: Sendable {
             throw error
         }
         if let chat, let chatID = plan.chatID {
-            _ = usingStore { store throws(DeduplicationError) in try store.setNotificationID(id, for: chat, at: time) }
+            _ = usingStore { store throws(DeduplicationError) in try store.setNotificationID(id, for: chat, server: server, at: time) }
             if notifier.offersActions, !notification.actions.isEmpty {
                 openChats.withLock { $0.insert(chatID, for: id) }
             }

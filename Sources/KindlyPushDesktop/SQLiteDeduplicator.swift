@@ -53,6 +53,8 @@ public final class SQLiteDeduplicator: Deduplicator {
         self.database = Locked(database)
     }
 
+    /// Records `key` with one `INSERT … ON CONFLICT DO NOTHING`; `false` when another run or
+    /// process recorded it first.
     public func claim(_ key: DeduplicationKey, at time: Int64) throws(DeduplicationError) -> Bool {
         try database.withLock { database throws(DeduplicationError) in
             try database.run(
@@ -61,29 +63,35 @@ public final class SQLiteDeduplicator: Deduplicator {
         }
     }
 
+    /// Deletes `key`'s row.
     public func release(_ key: DeduplicationKey) throws(DeduplicationError) {
         try database.withLock { database throws(DeduplicationError) in
             try database.run("DELETE FROM shown WHERE key = ?1", [.blob(key.digest)])
         }
     }
 
-    public func notificationID(for chat: ChatKey) throws(DeduplicationError) -> UInt32? {
+    /// The id of `chat`'s last banner, when `server` gave it.
+    public func notificationID(for chat: ChatKey, server: String) throws(DeduplicationError) -> UInt32? {
         try database.withLock { database throws(DeduplicationError) in
-            try database.integer("SELECT notification FROM chats WHERE key = ?1", [.blob(chat.digest)]).flatMap(UInt32.init(exactly:))
+            try database.integer(
+                "SELECT notification FROM chats WHERE key = ?1 AND server = ?2", [.blob(chat.digest), .text(server)]
+            ).flatMap(UInt32.init(exactly:))
         }
     }
 
-    public func setNotificationID(_ id: UInt32, for chat: ChatKey, at time: Int64) throws(DeduplicationError) {
+    /// Records `id` as `chat`'s last banner (an upsert).
+    public func setNotificationID(_ id: UInt32, for chat: ChatKey, server: String, at time: Int64) throws(DeduplicationError) {
         try database.withLock { database throws(DeduplicationError) in
             try database.run(
                 """
-                INSERT INTO chats (key, notification, at) VALUES (?1, ?2, ?3)
-                ON CONFLICT (key) DO UPDATE SET notification = excluded.notification, at = excluded.at
+                INSERT INTO chats (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (key) DO UPDATE SET server = excluded.server, notification = excluded.notification, at = excluded.at
                 """,
-                [.blob(chat.digest), .integer(Int64(id)), .integer(time)])
+                [.blob(chat.digest), .text(server), .integer(Int64(id)), .integer(time)])
         }
     }
 
+    /// Deletes the rows recorded before `time`.
     public func purge(before time: Int64) throws(DeduplicationError) {
         try database.withLock { database throws(DeduplicationError) in
             try database.run("DELETE FROM shown WHERE at < ?1", [.integer(time)])
@@ -132,6 +140,7 @@ private final class Database: @unchecked Sendable {
 
     enum Value {
         case integer(Int64)
+        case text(String)
         case blob([UInt8])
     }
 
@@ -161,7 +170,8 @@ private final class Database: @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS shown (key BLOB PRIMARY KEY NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS shown_at ON shown (at);
             CREATE TABLE IF NOT EXISTS chats (
-                key BLOB PRIMARY KEY NOT NULL, notification INTEGER NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
+                key BLOB PRIMARY KEY NOT NULL, server TEXT NOT NULL, notification INTEGER NOT NULL, at INTEGER NOT NULL
+            ) WITHOUT ROWID;
             COMMIT;
             """,
         ]
@@ -225,6 +235,8 @@ private final class Database: @unchecked Sendable {
             switch value {
             case .integer(let number):
                 sqlite3_bind_int64(statement, position, number)
+            case .text(let text):
+                sqlite3_bind_text(statement, position, text, -1, transient)
             case .blob(let bytes):
                 _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), transient) }
             }

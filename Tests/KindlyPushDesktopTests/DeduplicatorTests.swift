@@ -63,19 +63,22 @@ func checkContract(_ store: any Deduplicator) throws {
     #expect(try store.claim(key, at: 300))
 
     let chat = ChatKey(chatID: "c-1")
-    #expect(try store.notificationID(for: chat) == nil)
-    try store.setNotificationID(7, for: chat, at: 100)
-    #expect(try store.notificationID(for: chat) == 7)
-    try store.setNotificationID(UInt32.max, for: chat, at: 300)
-    #expect(try store.notificationID(for: chat) == UInt32.max)
-    try store.setNotificationID(3, for: ChatKey(chatID: "old"), at: 50)
+    #expect(try store.notificationID(for: chat, server: "bus/:1.1") == nil)
+    try store.setNotificationID(7, for: chat, server: "bus/:1.1", at: 100)
+    #expect(try store.notificationID(for: chat, server: "bus/:1.1") == 7)
+    // An id that another server gave means nothing to this one.
+    #expect(try store.notificationID(for: chat, server: "bus/:1.9") == nil)
+    try store.setNotificationID(UInt32.max, for: chat, server: "bus/:1.9", at: 300)
+    #expect(try store.notificationID(for: chat, server: "bus/:1.9") == UInt32.max)
+    #expect(try store.notificationID(for: chat, server: "bus/:1.1") == nil)
+    try store.setNotificationID(3, for: ChatKey(chatID: "old"), server: "bus/:1.9", at: 50)
 
     // Entries recorded before the time are forgotten; later ones stay.
     try store.purge(before: 250)
     #expect(try store.claim(other, at: 400))
     #expect(try !store.claim(key, at: 400))
-    #expect(try store.notificationID(for: chat) == UInt32.max)
-    #expect(try store.notificationID(for: ChatKey(chatID: "old")) == nil)
+    #expect(try store.notificationID(for: chat, server: "bus/:1.9") == UInt32.max)
+    #expect(try store.notificationID(for: ChatKey(chatID: "old"), server: "bus/:1.9") == nil)
 }
 
 @Suite("De-duplication stores")
@@ -94,7 +97,7 @@ struct DeduplicatorTests {
         #expect(try SQLiteDeduplicator(path: path).claim(key, at: 1000))
         let reopened = try SQLiteDeduplicator(path: path)
         #expect(try !reopened.claim(key, at: 1001))
-        #expect(try reopened.notificationID(for: ChatKey(chatID: "c-1")) == UInt32.max)
+        #expect(try reopened.notificationID(for: ChatKey(chatID: "c-1"), server: "bus/:1.9") == UInt32.max)
     }
 
     @Test("the file is 0600 in a 0700 folder, in WAL mode, and holds only digests")
@@ -104,7 +107,7 @@ struct DeduplicatorTests {
         let store = try SQLiteDeduplicator(path: path)
         let push = try sealedPush(chat: "chat-in-clear", messageID: "message-in-clear")
         _ = try store.claim(try #require(DeduplicationKey(userInfo: push, messageID: "message-in-clear")), at: 1)
-        try store.setNotificationID(1, for: ChatKey(chatID: "chat-in-clear"), at: 1)
+        try store.setNotificationID(1, for: ChatKey(chatID: "chat-in-clear"), server: "bus/:1.1", at: 1)
         var status = stat()
         #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
         #expect(stat(folder.path + "/made", &status) == 0 && status.st_mode & 0o777 == 0o700)

@@ -64,6 +64,9 @@ struct DesktopNotifierTests {
         let information = try notifier.serverInformation()
         #expect(information.name == "dunst")
         #expect(information.specificationVersion == "1.2")
+        // The bus's id and dunst's unique name: the same for every client while dunst runs.
+        #expect(notifier.serverIdentity.contains("/:"))
+        #expect(try DesktopNotifier().serverIdentity == notifier.serverIdentity)
     }
 
     @Test("notify posts escaped text and hints; a click and a close come back as events of that id")

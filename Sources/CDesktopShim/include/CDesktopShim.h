@@ -44,6 +44,11 @@ void kpd_connection_close(GDBusConnection *connection);
 /// (servers that broadcast ActionInvoked instead of sending it to the notification's client).
 gboolean kpd_add_match(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error);
 
+/// Who serves notifications now: the bus's id (org.freedesktop.DBus.GetId, new for every bus)
+/// and the unique name of org.freedesktop.Notifications' owner, as "BUS-ID/UNIQUE-NAME" (g_free);
+/// NULL with `error` set when there is no owner.
+gchar *kpd_server_identity(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error);
+
 /// GetCapabilities: a NULL-terminated array (g_strfreev), or NULL with `error` set.
 gchar **kpd_get_capabilities(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error);
 
