@@ -40,7 +40,16 @@ struct NotifyCommand: Command {
             .value("--state", "PATH", "The state store (default: $XDG_STATE_HOME/kindly-push/state.sqlite3)."),
             .flag("--no-dedup", "Show every push, also one shown before."),
             .value("--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d)."),
-        ] + SharedOptions.decryption.filter { $0.name != SharedOptions.jobs.name }
+        ]
+        // decrypt's key options, whatever they become; --jsonl and --verbose say more here.
+        + SharedOptions.decryption.filter {
+            ![SharedOptions.jobs, SharedOptions.jsonl, SharedOptions.verbose, SharedOptions.help].map(\.name).contains($0.name)
+        }
+        + [
+            .flag("--jsonl", "Read one push per line and show each as its line arrives, for as long as the input is open."),
+            .flag("--verbose", "Say on standard error which keyring is used and what became of each push."),
+            SharedOptions.help,
+        ]
 
     let context: RouteContext
     let decryption: KindlyPushDecryption
@@ -137,7 +146,7 @@ private final class NotifySession {
     }
 
     static func warnAboutStore(_ error: DeduplicationError) {
-        Diagnostics.line("kindly-push: warning: \(error); the state store is not used in this run (duplicates are shown)")
+        Diagnostics.line("kindly-push: warning: \(error); this run goes on without it and remembers nothing for the next one")
     }
 
     static func now() -> Int64 { Int64(time(nil)) }
@@ -162,7 +171,7 @@ private final class NotifySession {
         }
     }
 
-    /// Shows one push. Throws a usage-free CLI error: bad input, not Kindly's, or no server.
+    /// Shows one push. Throws `bad_input`, `not_kindly` (without --passthrough) or `io` (no server).
     func present(_ bytes: UnsafeRawBufferPointer) throws(CLIError) {
         let document = try StandardInput.parseObject(bytes)
         let plan = presenter.plan(userInfo: document)
