@@ -97,7 +97,8 @@ struct NotifyCommand: Command {
             appName: arguments.value("--app-name") ?? "Kindly", desktopEntry: arguments.value("--desktop-entry"),
             // A click is only handled while notify runs: a banner posted by a run that exits at
             // once carries no action that would do nothing.
-            offersOpenAction: isLineMode || wait != nil, deduplicates: deduplicates, showsPassthrough: arguments.has("--passthrough"))
+            offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: deduplicates,
+            showsPassthrough: arguments.has("--passthrough"))
     }
 
     /// `N`, `Ns`, `Nm`, `Nh` or `Nd` in seconds.
