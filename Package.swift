@@ -31,6 +31,7 @@ func pkgConfigIncludeFlags(_ name: String) -> [String] {
 }
 
 let libsecretIncludes = pkgConfigIncludeFlags("libsecret-1")
+let gioIncludes = pkgConfigIncludeFlags("gio-2.0")
 
 /// Upcoming features that keep a public surface honest: every existential is spelled `any`, and
 /// an import is internal unless it says otherwise, so that no dependency leaks into a client.
@@ -48,6 +49,10 @@ let package = Package(
         .library(name: "KindlyPush", targets: ["KindlyPush"]),
         // The Secret Service keyring (libsecret): link it only where keys live in a desktop keyring.
         .library(name: "KindlyPushSecretService", targets: ["KindlyPushSecretService"]),
+        // Desktop banners (`kindly-push notify`): the freedesktop Notifications client over GDBus
+        // and the SQLite de-duplication store. Only a host that shows banners links it (and so
+        // GIO and SQLite); KindlyPush does not depend on it.
+        .library(name: "KindlyPushDesktop", targets: ["KindlyPushDesktop"]),
         // Test doubles for code that links KindlyPush, shipped as swift-log ships its own.
         .library(name: "KindlyPushTesting", targets: ["KindlyPushTesting"]),
         .executable(name: "kindly-push", targets: ["kindly-push"]),
@@ -70,6 +75,20 @@ let package = Package(
             dependencies: ["CLibsecret"],
             cSettings: [.unsafeFlags(libsecretIncludes)]
         ),
+        // GIO's GDBus (Debian libglib2.0-dev), for the desktop notification client, and SQLite
+        // (libsqlite3-dev), for its de-duplication store; only KindlyPushDesktop links them. Their
+        // module maps name the libraries; GIO's include paths come from `gioIncludes` (no
+        // `pkgConfig:`, for the reason given at `pkgConfigIncludeFlags`), SQLite's header is on
+        // the compiler's default path.
+        .systemLibrary(name: "CGio"),
+        .systemLibrary(name: "CSQLite"),
+        // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
+        // that runs on GDBus's worker thread, time budgets on a timer thread of their own).
+        .target(
+            name: "CDesktopShim",
+            dependencies: ["CGio"],
+            cSettings: [.unsafeFlags(gioIncludes)]
+        ),
         // Primitives on libsodium, canonical base64, secure buffers, line batching and locks.
         // Its API is `package`: nothing here is visible to a client of the products.
         .target(
@@ -88,6 +107,11 @@ let package = Package(
             swiftSettings: strictSettings + [.unsafeFlags(libsecretIncludes.flatMap { ["-Xcc", $0] })]
         ),
         .target(
+            name: "KindlyPushDesktop",
+            dependencies: ["KindlyPush", "KindlyPushCore", "CGio", "CSQLite", "CDesktopShim"],
+            swiftSettings: strictSettings + [.unsafeFlags(gioIncludes.flatMap { ["-Xcc", $0] })]
+        ),
+        .target(
             name: "KindlyPushTesting",
             dependencies: ["KindlyPush", "KindlyPushCore"],
             swiftSettings: strictSettings
@@ -101,7 +125,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "kindly-push",
-            dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors"],
+            dependencies: [
+                "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors", "KindlyPushDesktop",
+            ],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.
@@ -113,6 +139,10 @@ let package = Package(
         .testTarget(
             name: "KindlyPushTests",
             dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushTesting", "KindlyPushVectors"]
+        ),
+        .testTarget(
+            name: "KindlyPushDesktopTests",
+            dependencies: ["KindlyPushDesktop", "KindlyPush", "KindlyPushCore"]
         ),
         .testTarget(
             name: "KindlyPushCLITests",

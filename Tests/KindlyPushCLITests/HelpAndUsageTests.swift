@@ -25,6 +25,7 @@ struct HelpAndUsageTests {
                   check                   Tell whether a push is Kindly's and whether it is marked decrypted.
                   decrypt                 Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push).
                   route                   Print who presents what for a push (the display rules).
+                  notify                  Show a push as a desktop notification (freedesktop Notifications).
                   verify                  Run test-vector files and report each failure.
 
                   See 'kindly-push help <subcommand>' for detailed help.
@@ -57,7 +58,7 @@ struct HelpAndUsageTests {
 
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
-        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "verify"])
+        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "notify", "verify"])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {
             let output = try CLI.run(form)

@@ -44,7 +44,7 @@ public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertibl
 /// Files only their owner may read: created 0600 whatever the umask, written atomically
 /// (temporary file, fsync, rename or link, fsync of the folder) so that a crash never leaves
 /// a torn or lost key, and refused when group or others can read them, as ssh does.
-enum PrivateFile {
+package enum PrivateFile {
     static let maximumSize = 64 * 1024
 
     /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
@@ -158,7 +158,7 @@ enum PrivateFile {
     }
 
     /// Makes `path` (and its parents) a folder only its owner can enter, or checks that it is one.
-    static func makePrivateFolder(_ path: String) throws(PrivateFileError) {
+    package static func makePrivateFolder(_ path: String) throws(PrivateFileError) {
         var status = stat()
         if stat(path, &status) != 0 {
             let parent = folderName(of: path)
@@ -196,7 +196,7 @@ enum PrivateFile {
         guard mkdir(path, mode) == 0 || errno == EEXIST else { throw .system(path: path, operation: "mkdir", errno: errno) }
     }
 
-    static func folderName(of path: String) -> String {
+    package static func folderName(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         if slash == path.startIndex { return "/" }
         return String(path[..<slash])

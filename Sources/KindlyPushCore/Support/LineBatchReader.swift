@@ -51,14 +51,25 @@ package struct LineBatchReader: ~Copyable {
         self.chunk = [UInt8](repeating: 0, count: chunkSize)
     }
 
+    /// Whether the input has ended and every line has been returned.
+    package var isAtEnd: Bool { endOfInput && chunkStart == chunkEnd && !pendingStarted }
+
     /// Reads up to `maximumLines` lines into `batch` (cleared first), stopping early once the
     /// batch holds `maximumBytes` bytes. An empty batch means the input has ended.
-    package mutating func nextBatch(into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max) throws(ReadError) {
+    ///
+    /// With `maximumReads` (a live stream, read when `poll` says so), the call reads at most that
+    /// many times and returns the whole lines it has, possibly none: then an empty batch means
+    /// the input has ended only when ``isAtEnd`` says so.
+    package mutating func nextBatch(
+        into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max, maximumReads: Int = .max
+    ) throws(ReadError) {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
+        var reads = 0
         while batch.lines.count < maximumLines, batch.bytes.count < maximumBytes {
             if chunkStart == chunkEnd {
-                if endOfInput { break }
+                if endOfInput || reads == maximumReads { break }
+                reads += 1
                 try refill()
                 if chunkStart == chunkEnd {
                     // End of input: a final line without a newline still counts.
