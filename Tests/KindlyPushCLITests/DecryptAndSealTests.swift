@@ -201,9 +201,10 @@ struct DecryptAndSealTests {
     func kidWithLeadingDash() throws {
         let folder = try KeyFolder()
         let ring = folder.url.appendingPathComponent("ring").path
-        // About one kid in 64 begins with "-": make keys until one does.
+        // About one kid in 64 begins with "-": make keys until one does. One in 4,096 begins with
+        // "--", which is an option's spelling and goes after `--` (as `other` does below).
         var key = DeviceKey.generate()
-        while !key.kid.base64URL.hasPrefix("-") { key = DeviceKey.generate() }
+        while !key.kid.base64URL.hasPrefix("-") || key.kid.base64URL.hasPrefix("--") { key = DeviceKey.generate() }
         try FileKeyring(folder: ring).store(key, label: "dash")
         let other = DeviceKey.generate()
         try FileKeyring(folder: ring).store(other, label: "other")
