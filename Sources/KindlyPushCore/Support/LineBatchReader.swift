@@ -54,14 +54,32 @@ package struct LineBatchReader: ~Copyable {
     /// Whether the input has ended and every line has been returned.
     package var isAtEnd: Bool { endOfInput && chunkStart == chunkEnd && !pendingStarted }
 
+    /// Whether the next read would wait: nothing is buffered, the input has not ended, and the
+    /// descriptor has nothing to read right now (`poll` with no timeout). A live filter writes
+    /// what it has before such a read, so that a result appears as soon as its line has.
+    package func inputWouldBlock() -> Bool {
+        guard chunkStart == chunkEnd, !endOfInput else { return false }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&entry, 1, 0)
+            if ready < 0, errno == EINTR { continue }
+            // An error or hang-up is not "would block": the read then reports it or the end.
+            return ready == 0
+        }
+    }
+
     /// Reads up to `maximumLines` lines into `batch` (cleared first), stopping early once the
     /// batch holds `maximumBytes` bytes. An empty batch means the input has ended.
     ///
     /// With `maximumReads` (a live stream, read when `poll` says so), the call reads at most that
     /// many times and returns the whole lines it has, possibly none: then an empty batch means
     /// the input has ended only when ``isAtEnd`` says so.
+    ///
+    /// With `live`, a batch that holds at least one line ends as soon as the next read would
+    /// wait (``inputWouldBlock()``): the lines that arrived are handed over at once, and only an
+    /// empty batch waits for input. A stream at full speed never waits, so its batches stay full.
     package mutating func nextBatch(
-        into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max, maximumReads: Int = .max
+        into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max, maximumReads: Int = .max, live: Bool = false
     ) throws(ReadError) {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
@@ -69,6 +87,7 @@ package struct LineBatchReader: ~Copyable {
         while batch.lines.count < maximumLines, batch.bytes.count < maximumBytes {
             if chunkStart == chunkEnd {
                 if endOfInput || reads == maximumReads { break }
+                if live, !batch.lines.isEmpty, inputWouldBlock() { break }
                 reads += 1
                 try refill()
                 if chunkStart == chunkEnd {

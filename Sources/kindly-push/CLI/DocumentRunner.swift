@@ -76,8 +76,10 @@ enum DocumentRunner {
         var scratch = command.makeScratch()
         var output: [UInt8] = []
         while true {
+            // A live filter: before a read that would wait, what is done goes out.
+            if reader.inputWouldBlock(), !stdout.flush() { return nil }
             do throws(LineBatchReader.ReadError) {
-                try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes)
+                try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
             } catch {
                 return readFailure(error)
             }
@@ -212,8 +214,21 @@ enum DocumentRunner {
         var ended = false
         while true {
             while !ended, let slot = free.popLast() {
+                // A live filter: rather than wait for input with batches in flight, write them
+                // first; with none in flight, flush what was written before waiting.
+                if reader.inputWouldBlock() {
+                    if !inFlight.isEmpty {
+                        free.append(slot)
+                        break
+                    }
+                    if !stdout.flush() {
+                        ended = true
+                        free.append(slot)
+                        break
+                    }
+                }
                 do throws(LineBatchReader.ReadError) {
-                    try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes)
+                    try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
                 } catch {
                     // As with --jobs 1: the lines of a batch cut short by the error are not processed.
                     readError = readFailure(error)

@@ -10,6 +10,8 @@ struct OutputStream: ~Copyable {
     let descriptor: Int32
     private var buffer: [UInt8] = []
     private(set) var failed = false
+    /// `errno` of the write that failed, read right after it.
+    private(set) var errorNumber: Int32 = 0
     private let capacity: Int
 
     init(descriptor: Int32, capacity: Int = 1 << 16) {
@@ -39,6 +41,7 @@ struct OutputStream: ~Copyable {
             let written = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0, errno == EINTR { continue }
             guard written > 0 else {
+                errorNumber = written < 0 ? errno : EIO
                 failed = true
                 break
             }
