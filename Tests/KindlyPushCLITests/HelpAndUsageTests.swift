@@ -10,7 +10,8 @@ struct HelpAndUsageTests {
         #expect(output.stderr == "")
         #expect(
             output.stdout == """
-                OVERVIEW: Detect, decrypt and route end-to-end-encrypted Kindly push notifications.
+                OVERVIEW: Detect, decrypt and route end-to-end-encrypted Kindly push
+                notifications.
 
                 USAGE: kindly-push <subcommand> [<options>]
 
@@ -19,14 +20,23 @@ struct HelpAndUsageTests {
                   -h, --help              Show help information.
 
                 SUBCOMMANDS:
-                  keygen                  Create a device key, store it, and print its registration JSON.
+                  keygen                  Create a device key, store it, and print its
+                                          registration JSON.
                   keys                    List the stored keys, or delete one.
-                  seal                    Seal a plaintext message for one device and print the APNs payload.
-                  check                   Tell whether a push is Kindly's and whether it is marked decrypted.
-                  decrypt                 Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push).
-                  route                   Print who presents what for a push (the display rules).
-                  notify                  Show a push as a desktop notification (freedesktop Notifications).
+                  seal                    Seal a plaintext message for one device and print the
+                                          APNs payload.
+                  check                   Tell whether a push is Kindly's and whether it is
+                                          marked decrypted.
+                  decrypt                 Decrypt a Kindly push and print its payload (or, with
+                                          --apply, the rewritten push).
+                  route                   Print who presents what for a push (the display
+                                          rules).
+                  notify                  Show a push as a desktop notification (freedesktop
+                                          Notifications).
                   verify                  Run test-vector files and report each failure.
+                  completions             Print a shell completion script (bash, zsh or fish).
+                  man                     Print the man page (roff; view it with `kindly-push
+                                          man | man -l -`).
 
                   See 'kindly-push help <subcommand>' for detailed help.
 
@@ -43,14 +53,16 @@ struct HelpAndUsageTests {
             output.stdout == """
                 OVERVIEW: Tell whether a push is Kindly's and whether it is marked decrypted.
 
-                Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
-                Exits 0 when the push is Kindly's and 1 when it is not.
+                Reads an APNs JSON document on standard input and prints {"kindly": BOOL,
+                "decrypted": BOOL}. Exits 0 when the push is Kindly's and 1 when it is not.
 
-                USAGE: kindly-push check [<options>]
+                USAGE: kindly-push check [--jsonl] [--jobs <n>]
 
                 OPTIONS:
-                  --jsonl                 Read one JSON document per line and write one JSON object per line, in order.
-                  --jobs <n>              With --jsonl, process N lines at once (default: the number of cores).
+                  --jsonl                 Read one JSON document per line and write one JSON
+                                          object per line, in order.
+                  --jobs <n>              With --jsonl, process N lines at once (default: the
+                                          number of cores).
                   -h, --help              Show help information.
 
                 """)

@@ -31,7 +31,10 @@ package struct LineBatchReader: ~Copyable {
         package var description: String { String(cString: strerror(errorNumber)) }
     }
 
-    private let descriptor: Int32
+    /// The streams read one after the other, as one (`cat` of several files).
+    private let descriptors: [Int32]
+    private var current = 0
+    private var descriptor: Int32 { descriptors[current] }
     private let maximumLineLength: Int
     private var chunk: [UInt8]
     private var chunkStart = 0
@@ -45,8 +48,15 @@ package struct LineBatchReader: ~Copyable {
     /// A reader of `descriptor` (not closed by the reader) whose lines over `maximumLineLength`
     /// bytes are oversized, reading `chunkSize` bytes at a time.
     package init(descriptor: Int32 = STDIN_FILENO, maximumLineLength: Int, chunkSize: Int = 1 << 16) {
+        self.init(descriptors: [descriptor], maximumLineLength: maximumLineLength, chunkSize: chunkSize)
+    }
+
+    /// A reader of several descriptors in turn, as one stream: the end of one is not the end of a
+    /// line (a last line without a newline continues into the next), as `cat` joins files.
+    package init(descriptors: [Int32], maximumLineLength: Int, chunkSize: Int = 1 << 16) {
         precondition(chunkSize > 0, "the chunk size must be positive")
-        self.descriptor = descriptor
+        precondition(!descriptors.isEmpty, "there must be a descriptor to read")
+        self.descriptors = descriptors
         self.maximumLineLength = maximumLineLength
         self.chunk = [UInt8](repeating: 0, count: chunkSize)
     }
@@ -146,9 +156,14 @@ package struct LineBatchReader: ~Copyable {
 
     private mutating func refill() throws(ReadError) {
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+            let source = descriptor
+            let count = chunk.withUnsafeMutableBytes { read(source, $0.baseAddress!, $0.count) }
             if count < 0, errno == EINTR { continue }
             if count < 0 { throw ReadError(errorNumber: errno) }
+            if count == 0, current + 1 < descriptors.count {
+                current += 1
+                continue
+            }
             chunkStart = 0
             chunkEnd = count
             if count == 0 { endOfInput = true }

@@ -12,13 +12,29 @@ struct OptionSpec: Sendable {
     let name: String
     let kind: Kind
     let help: String
+    /// The command cannot run without it (usage writes it without brackets).
+    var isRequired = false
 
     static func flag(_ name: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .flag, help: help)
     }
 
-    static func value(_ name: String, _ placeholder: String, _ help: String, choices: [String] = []) -> OptionSpec {
-        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: choices), help: help)
+    static func value(
+        _ name: String, _ placeholder: String, _ help: String, choices: [String] = [], required: Bool = false
+    ) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: choices), help: help, isRequired: required)
+    }
+
+    /// The allowed values, when the option restricts them (for completions and the man page).
+    var choices: [String] {
+        if case .value(_, let choices) = kind { return choices }
+        return []
+    }
+
+    /// Whether the option takes a value.
+    var takesValue: Bool {
+        if case .value = kind { return true }
+        return false
     }
 }
 
@@ -64,7 +80,7 @@ struct ParsedArguments: Sendable {
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
             guard let spec = specs.first(where: { $0.name == name }) else {
-                throw usage("unknown option '\(name)'")
+                throw usage("unknown option '\(name)'\(Suggestion.phrase(for: name, among: specs.map(\.name)))")
             }
             switch spec.kind {
             case .flag:

@@ -5,9 +5,11 @@ internal import KindlyPushCore
 protocol Command: Sendable {
     static var name: String { get }
     static var abstract: String { get }
-    static var usage: String { get }
     static var discussion: String { get }
     static var options: [OptionSpec] { get }
+    /// The arguments after the options in the usage line (`<path> ...`), or several forms of the
+    /// command (`list`, `delete <kid>`); derived help, usage, completions and the man page read it.
+    static var arguments: [String] { get }
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
 
@@ -17,6 +19,17 @@ protocol Command: Sendable {
 
 extension Command {
     static var discussion: String { "" }
+    static var arguments: [String] { [""] }
+
+    /// Each form of the usage line, derived from the declarations: the arguments, then every
+    /// option (`[--name <value>]`) but help.
+    static var synopses: [String] {
+        let options = self.options.filter { $0.name != "--help" }.map { $0.isRequired ? $0.label : "[\($0.label)]" }
+            .joined(separator: " ")
+        return arguments.map { form in
+            [name, form, options].filter { !$0.isEmpty }.joined(separator: " ")
+        }
+    }
 }
 
 /// A command that turns one push (or plaintext) document into one output document:

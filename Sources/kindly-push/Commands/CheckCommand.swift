@@ -5,7 +5,6 @@ internal import KindlyPushCore
 struct CheckCommand: DocumentCommand {
     static let name = "check"
     static let abstract = "Tell whether a push is Kindly's and whether it is marked decrypted."
-    static let usage = "kindly-push check [<options>]"
     static let discussion = """
         Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
         Exits 0 when the push is Kindly's and 1 when it is not.

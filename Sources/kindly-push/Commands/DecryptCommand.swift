@@ -6,7 +6,6 @@ internal import KindlyPushCore
 struct DecryptCommand: DocumentCommand {
     static let name = "decrypt"
     static let abstract = "Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push)."
-    static let usage = "kindly-push decrypt [--key-file <path> | --keyring <kind>] [--apply] [<options>]"
     static let discussion = """
         Reads an APNs JSON document on standard input. The key is looked up by the push's kid in
         the keyring, or read from --key-file. Failures exit with the reason's code:

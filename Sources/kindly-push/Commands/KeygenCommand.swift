@@ -5,7 +5,6 @@ internal import KindlyPushCore
 struct KeygenCommand: Command {
     static let name = "keygen"
     static let abstract = "Create a device key, store it, and print its registration JSON."
-    static let usage = "kindly-push keygen [--key-file <path> | --keyring <kind>] [<options>]"
     static let discussion = """
         Generates an X25519 key pair, stores it in the keyring (or writes a 0600 key file with
         --key-file; an existing file is never replaced) and prints the registration object of
@@ -107,8 +106,8 @@ extension KeygenCommand {
 /// `kindly-push keys list` / `kindly-push keys delete KID`.
 struct KeysCommand: Command {
     static let name = "keys"
+    static let arguments = ["list", "delete <kid>"]
     static let abstract = "List the stored keys, or delete one."
-    static let usage = "kindly-push keys list [--keyring <kind>]\n       kindly-push keys delete <kid> [--keyring <kind>]"
     static let discussion = """
         list prints one JSON object per key: {"kid", "public_key", "label", "created"} (never a
         secret). delete removes the key with that kid; exit 4 (key_unavailable) when there is none.

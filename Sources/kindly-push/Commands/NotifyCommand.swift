@@ -11,7 +11,6 @@ internal import KindlyPushDesktop
 struct NotifyCommand: Command {
     static let name = "notify"
     static let abstract = "Show a push as a desktop notification (freedesktop Notifications)."
-    static let usage = "kindly-push notify [--app-state <state>] [--on-open <command>] [--wait <seconds>] [--jsonl] [<options>]"
     static let discussion = """
         Reads an APNs JSON document on standard input (with --jsonl, one per line, each shown as
         its line arrives, for as long as the input is open) and shows what the display rules

@@ -5,7 +5,6 @@ internal import KindlyPushCore
 struct RouteCommand: DocumentCommand {
     static let name = "route"
     static let abstract = "Print who presents what for a push (the display rules)."
-    static let usage = "kindly-push route --app-state <state> [--screen <screen>] [--extension] [--delegate <answer>] [<options>]"
     static let discussion = """
         Reads an APNs JSON document on standard input and prints the decision:
         {"kindly", "kind", "presentation", "presenter", "delegate_consulted"}, with "chat_id",
@@ -14,14 +13,14 @@ struct RouteCommand: DocumentCommand {
         """
     static let options: [OptionSpec] =
         [
-            appStateOption("killed, background or foreground (required)."), screenOption,
+            appStateOption("killed, background or foreground (required).", required: true), screenOption,
             .flag("--extension", "The host ships a notification service extension built on the SDK."),
             delegateOption,
         ] + SharedOptions.decryption
 
     /// The display-rule inputs that `route` and `notify` read from the command line.
-    static func appStateOption(_ help: String) -> OptionSpec {
-        .value("--app-state", "STATE", help, choices: DisplayRules.AppState.allCases.map(\.rawValue))
+    static func appStateOption(_ help: String, required: Bool = false) -> OptionSpec {
+        .value("--app-state", "STATE", help, choices: DisplayRules.AppState.allCases.map(\.rawValue), required: required)
     }
     static let screenOption = OptionSpec.value(
         "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.",

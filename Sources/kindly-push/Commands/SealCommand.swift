@@ -5,7 +5,6 @@ internal import KindlyPushCore
 struct SealCommand: DocumentCommand {
     static let name = "seal"
     static let abstract = "Seal a plaintext message for one device and print the APNs payload."
-    static let usage = "kindly-push seal (--public-key <b64> | --key-file <path>) [<options>]"
     static let discussion = """
         Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
         the compact APNs payload (wire-format section 3), at most 4096 bytes.

@@ -9,8 +9,8 @@ internal import KindlyPushVectors
 /// `kindly-push verify PATH...`: runs test-vector files.
 struct VerifyCommand: Command {
     static let name = "verify"
+    static let arguments = ["<path> ..."]
     static let abstract = "Run test-vector files and report each failure."
-    static let usage = "kindly-push verify <path> ..."
     static let discussion = """
         Each path is a vector file or a folder, of which every *.json file (not recursing) is run.
         Every vector is decrypted with its device key and compared with its expected payload or
