@@ -390,7 +390,7 @@ def not_kindly(v: Files):
 def version(v: Files):
     v.start("version.json")
     rejected = [
-        (MISSING, "v missing"), (2, "v 2"), (0, "v 0"), (-1, "v -1"), ("1", 'v the string "1"'),
+        (MISSING, "v missing"), (3, "v 3"), (0, "v 0"), (-1, "v -1"), ("1", 'v the string "1"'),
         (True, "v true (not a number, though true == 1 in some languages)"), (False, "v false"),
         (None, "v null"), (num("1.5"), "v 1.5"), ([1], "v [1]"), ({"v": 1}, "v {\"v\":1}"),
         (num("1e1"), "v 1e1 = 10"), (num("11e-1"), "v 11e-1 = 1.1"), (num("-1.0"), "v -1.0"),
@@ -738,14 +738,14 @@ def check_order(v: Files):
          {"kindly": [p.kindly(v=2)]}, "not_kindly"),
         ("unsupported_version: kindly is the empty object (every field missing, v first)",
          {"aps": VISIBLE_APS, "kindly": {}}, "unsupported_version"),
-        ("unsupported_version before malformed: v 2 with kid not base64",
-         visible(p.kindly(v=2, kid="*not base64*")), "unsupported_version"),
+        ("unsupported_version before malformed: v 3 with kid not base64",
+         visible(p.kindly(v=3, kid="*not base64*")), "unsupported_version"),
         ('unsupported_version before malformed: v "1" with ct of a wrong length',
          visible(p.kindly(v="1", ct=encode(bytes(79)))), "unsupported_version"),
         ("unsupported_version before malformed: v missing and epk missing",
          visible(p.kindly(v=MISSING, epk=MISSING)), "unsupported_version"),
-        ("malformed (duplicate) before unsupported_version: duplicate kid and v 2",
-         {"aps": VISIBLE_APS, "kindly": obj(("v", 2), *list(p.kindly(v=MISSING).items()), ("kid", encode(e.kid)))},
+        ("malformed (duplicate) before unsupported_version: duplicate kid and v 3",
+         {"aps": VISIBLE_APS, "kindly": obj(("v", 3), *list(p.kindly(v=MISSING).items()), ("kid", encode(e.kid)))},
          "malformed"),
         ("malformed (duplicate) before unsupported_version: duplicate top-level member and v missing",
          obj(("aps", VISIBLE_APS), ("kindly", p.kindly(v=MISSING)), ("aps", VISIBLE_APS)), "malformed"),
