@@ -860,11 +860,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options, of every command, that take a value."""
+    names = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names |= _value_options(sub)
+        elif action.nargs is None and action.option_strings and not isinstance(action, argparse._HelpAction):
+            names.update(o for o in action.option_strings if o.startswith("--"))
+    return names
+
+
+def _join_values(argv: list[str], value_options: set[str]) -> list[str]:
+    """`--opt VALUE` -> `--opt=VALUE`: a base64url key may begin with '-', which
+    argparse would otherwise take for an option ('expected one argument')."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in value_options and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     handlers = {"keygen": _cmd_keygen, "sender-keygen": _cmd_sender_keygen, "seal": _cmd_seal,
                 "decrypt": _cmd_decrypt}
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else argv
+        args = parser.parse_args(_join_values(argv, _value_options(parser)))
         output = handlers[args.command](args)
     except KindlyError as exc:
         print(f"kindly-ref: {exc.code}: {exc.message}", file=sys.stderr)
