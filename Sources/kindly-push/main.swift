@@ -7,7 +7,8 @@ internal import KindlyPushCore
 
 /// The commands, in the order help lists them.
 nonisolated let commands: [any Command.Type] = [
-    KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, VerifyCommand.self,
+    KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self,
+    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self,
 ]
 
 /// Parses the command line, runs one command and returns the exit status.

@@ -1,6 +1,6 @@
 package import KindlyPushCore
 
-/// Why a push did not decrypt: one of the reasons of wire format section 5, with a detail
+/// Why a push did not decrypt: one of the reasons of wire format sections 5 and 7.3, with a detail
 /// for people. The detail never contains key material or plaintext.
 public struct DecryptionFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// The reasons, in the order they are checked.
@@ -9,6 +9,9 @@ public struct DecryptionFailure: Error, Sendable, Equatable, CustomStringConvert
         case unsupportedVersion
         case malformed
         case keyUnavailable
+        /// A version 2 push whose `sid` names no pinned sender key, or a version 1 push read in
+        /// pinned mode (wire format section 7.3).
+        case untrustedSender
         case authenticationFailed
         case badPlaintext
         /// A code this version does not know (read from a vector file or a newer peer).
@@ -16,7 +19,7 @@ public struct DecryptionFailure: Error, Sendable, Equatable, CustomStringConvert
 
         /// Every known reason, in check order.
         public static let allKnown: [Reason] = [
-            .notKindly, .unsupportedVersion, .malformed, .keyUnavailable, .authenticationFailed, .badPlaintext,
+            .notKindly, .unsupportedVersion, .malformed, .keyUnavailable, .untrustedSender, .authenticationFailed, .badPlaintext,
         ]
 
         /// The spec's code: `not_kindly`, `unsupported_version`, …
@@ -26,6 +29,7 @@ public struct DecryptionFailure: Error, Sendable, Equatable, CustomStringConvert
             case .unsupportedVersion: return "unsupported_version"
             case .malformed: return "malformed"
             case .keyUnavailable: return "key_unavailable"
+            case .untrustedSender: return "untrusted_sender"
             case .authenticationFailed: return "authentication_failed"
             case .badPlaintext: return "bad_plaintext"
             case .unknown(let code): return code

@@ -1,13 +1,16 @@
 package import KindlyPushCore
 
 /// A keyring that remembers every key it has loaded, so that a stream of pushes loads each
-/// `kid` once per run instead of once per push. Failures are not remembered: a locked keyring
-/// that is unlocked later is asked again.
+/// `kid` once per run instead of once per push, and the pinned sender keys once. Failures are
+/// not remembered: a locked keyring that is unlocked later is asked again. Pins added or removed
+/// through this keyring refresh the remembered list; pins changed elsewhere are seen by the next
+/// run.
 ///
 /// Cached keys stay in their wiped ``SecureBytes`` storage and are released with the cache.
 public final class CachingKeyring: Keyring {
     public let base: any Keyring
     private let cache = Locked<[KeyID: DeviceKey]>([:])
+    private let senders = Locked<[PinnedSender]?>(nil)
 
     public var name: String { base.name }
 
@@ -34,5 +37,24 @@ public final class CachingKeyring: Keyring {
         try base.delete(kid)
         // Evicted after the delete: a look-up racing it cannot put the key back for good.
         cache.withLock { _ = $0.removeValue(forKey: kid) }
+        SenderSecretCache.shared.evict(kid: kid)
+    }
+
+    public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
+        try base.pinSender(key, label: label)
+        senders.withLock { $0 = nil }
+    }
+
+    public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
+        if let pinned = senders.withLock({ $0 }) { return pinned }
+        let pinned = try base.pinnedSenders()
+        senders.withLock { $0 = pinned }
+        return pinned
+    }
+
+    public func unpinSender(_ sid: SenderID) throws(KeyringError) {
+        try base.unpinSender(sid)
+        senders.withLock { $0 = nil }
+        SenderSecretCache.shared.evict(sid: sid)
     }
 }

@@ -12,6 +12,8 @@ struct OptionSpec: Sendable {
     let name: String
     let kind: Kind
     let help: String
+    /// A value option that may be given more than once (read with ``ParsedArguments/values(_:)``).
+    var isRepeatable = false
 
     static func flag(_ name: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .flag, help: help)
@@ -20,6 +22,10 @@ struct OptionSpec: Sendable {
     static func value(_ name: String, _ placeholder: String, _ help: String, choices: [String] = []) -> OptionSpec {
         OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: choices), help: help)
     }
+
+    static func repeatableValue(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: []), help: help, isRepeatable: true)
+    }
 }
 
 /// Parsed command-line arguments of one command.
@@ -27,9 +33,12 @@ struct ParsedArguments: Sendable {
     private(set) var flags: Set<String> = []
     private(set) var values: [String: String] = [:]
     private(set) var positionals: [String] = []
+    private(set) var repeatedValues: [String: [String]] = [:]
 
     func has(_ flag: String) -> Bool { flags.contains(flag) }
     func value(_ name: String) -> String? { values[name] }
+    /// Every value of a repeatable option, in order.
+    func values(_ name: String) -> [String] { repeatedValues[name] ?? [] }
 
     /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
     /// offending argument.
@@ -81,6 +90,10 @@ struct ParsedArguments: Sendable {
                 }
                 if !choices.isEmpty, !choices.contains(value) {
                     throw usage("'\(value)' is not a valid value for '\(name)'; expected one of: \(choices.joined(separator: ", "))")
+                }
+                if spec.isRepeatable {
+                    parsed.repeatedValues[name, default: []].append(value)
+                    continue
                 }
                 guard parsed.values[name] == nil else { throw usage("'\(name)' is given twice") }
                 parsed.values[name] = value
