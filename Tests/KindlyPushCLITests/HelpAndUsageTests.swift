@@ -23,6 +23,8 @@ struct HelpAndUsageTests {
                   check                   Tell whether a push is Kindly's and whether it is marked decrypted.
                   decrypt                 Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push).
                   route                   Print who presents what for a push (the display rules).
+                  sender-keygen           Create a sender key in a 0600 sender key file and print its sid and public key.
+                  senders                 Pin a sender key in the keyring, list the pinned keys, or remove one.
                   verify                  Run test-vector files and report each failure.
 
                   See 'kindly-push help <subcommand>' for detailed help.
