@@ -76,16 +76,19 @@ public final class ControllableKeyring: Keyring {
         try inner.delete(kid)
     }
 
+    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         if let failure { throw failure }
         try inner.pinSender(key, label: label)
     }
 
+    /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         if let failure { throw failure }
         return try inner.pinnedSenders()
     }
 
+    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
         if let failure { throw failure }
         try inner.unpinSender(sid)

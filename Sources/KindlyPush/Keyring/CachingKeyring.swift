@@ -40,11 +40,13 @@ public final class CachingKeyring: Keyring {
         SenderSecretCache.shared.evict(kid: kid)
     }
 
+    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         try base.pinSender(key, label: label)
         senders.withLock { $0 = nil }
     }
 
+    /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         if let pinned = senders.withLock({ $0 }) { return pinned }
         let pinned = try base.pinnedSenders()
@@ -52,6 +54,7 @@ public final class CachingKeyring: Keyring {
         return pinned
     }
 
+    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
         try base.unpinSender(sid)
         senders.withLock { $0 = nil }

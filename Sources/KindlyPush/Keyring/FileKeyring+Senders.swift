@@ -17,6 +17,7 @@ extension FileKeyring {
         "\(sendersFolder)/\(sid.base64URL).json"
     }
 
+    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         do throws(PrivateFileError) {
             try PrivateFile.makePrivateFolder(folder)
@@ -36,6 +37,7 @@ extension FileKeyring {
         }
     }
 
+    /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         do throws(PrivateFileError) {
             try PrivateFile.checkPrivateFolder(sendersFolder)
@@ -74,6 +76,7 @@ extension FileKeyring {
         return pinned.sorted()
     }
 
+    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
         let path = senderPath(for: sid)
         guard unlink(path) == 0 else {

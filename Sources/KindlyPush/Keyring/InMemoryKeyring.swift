@@ -63,6 +63,7 @@ public final class InMemoryKeyring: Keyring {
         SenderSecretCache.shared.evict(kid: kid)
     }
 
+    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         let result: KeyringError? = state.withLock { state in
             if state.isLocked { return .locked("in-memory keyring") }
@@ -79,6 +80,7 @@ public final class InMemoryKeyring: Keyring {
         state.withLock { $0.senders.values.sorted() }
     }
 
+    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
         let removed = state.withLock { $0.senders.removeValue(forKey: sid) != nil }
         if !removed { throw .senderNotFound(sid) }

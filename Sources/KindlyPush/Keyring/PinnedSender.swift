@@ -5,6 +5,7 @@ package import KindlyPushCore
 public struct PinnedSender: Sendable, Equatable, Comparable {
     /// The pinned key, as its bytes were pinned.
     public let publicKey: SenderPublicKey
+    /// A human-readable label given when it was pinned.
     public let label: String
     /// Unix seconds when the key was pinned.
     public let created: Int64
@@ -12,12 +13,14 @@ public struct PinnedSender: Sendable, Equatable, Comparable {
     /// The pinned key's id.
     public var sid: SenderID { publicKey.sid }
 
+    /// An entry for `publicKey`.
     public init(publicKey: SenderPublicKey, label: String, created: Int64) {
         self.publicKey = publicKey
         self.label = label
         self.created = created
     }
 
+    /// Oldest first, then by sid.
     public static func < (lhs: PinnedSender, rhs: PinnedSender) -> Bool {
         (lhs.created, lhs.sid.base64URL) < (rhs.created, rhs.sid.base64URL)
     }

@@ -3,6 +3,7 @@ package import KindlyPushCore
 /// A sender key's id: `BLAKE2b(spk)` with an 8-byte digest length (wire format section 7.1), as
 /// ``KeyID`` is a device key's.
 public struct SenderID: Sendable, Hashable, CustomStringConvertible {
+    /// 8 bytes.
     public static let length = 8
 
     /// The 8 bytes.
@@ -29,6 +30,7 @@ public struct SenderID: Sendable, Hashable, CustomStringConvertible {
     /// base64url without padding, as the wire format writes it.
     public var base64URL: String { Base64.urlEncoded(bytes) }
 
+    /// The base64url text.
     public var description: String { base64URL }
 }
 
@@ -61,6 +63,7 @@ public struct SenderPublicKey: Sendable, Hashable, CustomStringConvertible {
     /// base64url without padding.
     public var base64URL: String { Base64.urlEncoded(rawRepresentation) }
 
+    /// The base64url text.
     public var description: String { base64URL }
 }
 
@@ -112,5 +115,6 @@ public struct SenderKey: Sendable, CustomStringConvertible {
         try! SenderKey(secretKey: SecureBytes.random(count: X25519.keyLength))
     }
 
+    /// The sid and the public key, never the secret key.
     public var description: String { "SenderKey(sid: \(sid), public key: \(publicKey))" }
 }
