@@ -57,7 +57,7 @@ struct HelpAndUsageTests {
 
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
-        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "verify"])
+        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "sender-keygen", "senders", "verify"])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {
             let output = try CLI.run(form)
