@@ -71,10 +71,8 @@ enum DecryptTarget {
         require(sender.publicKey.rawRepresentation == senderPublicKey && sender.sid.bytes == sid, "the sender key does not match libsodium")
         let document = try? JSONReader.parse(input)
         for reader in readers {
-            if let document {
-                checkDocument(document, reader)
-            }
-            checkFastPath(input, document: document, reader)
+            let general = document.map { checkDocument($0, reader) }
+            checkFastPath(input, document: document, general: general, reader)
         }
         checkSealed(plaintext: Array(input))
     }
@@ -82,17 +80,19 @@ enum DecryptTarget {
     /// The fast path of `decrypt --jsonl` (``PushDecryptor``) on the raw text must agree with the
     /// general path whenever it decides: never on a text the strict reader refuses, the same
     /// payload bytes when it decrypts, the same failure (reason and text) when it fails.
-    static func checkFastPath(_ input: UnsafeRawBufferPointer, document: JSONValue?, _ reader: Reader) {
-        let decryption = reader.throughKeyring
-        var decryptor = PushDecryptor(decryption)
+    /// `general` is the reader's general result for `document` (``checkDocument(_:_:)``).
+    static func checkFastPath(
+        _ input: UnsafeRawBufferPointer, document: JSONValue?, general: Result<DecryptedPayload, DecryptionFailure>?, _ reader: Reader
+    ) {
+        var decryptor = PushDecryptor(reader.throughKeyring)
         var output: [UInt8] = []
         let outcome = decryptor.decrypt(input, appendingTo: &output)
         if case .undecided = outcome {
             require(output.isEmpty, "the fast path wrote output without deciding")
             return
         }
-        guard let document, case .object = document else { fail("the fast path decided a text the strict reader refuses") }
-        switch (outcome, decryption.decryptResult(userInfo: document)) {
+        guard let document, case .object = document, let general else { fail("the fast path decided a text the strict reader refuses") }
+        switch (outcome, general) {
         case (.decrypted, .success(let payload)):
             require(output == JSONWriter.compactBytes(.object(payload.object)), "the fast path wrote another payload")
         case (.failed(let fast), .failure(let general)):
@@ -127,19 +127,21 @@ enum DecryptTarget {
             }
             for reader in readers {
                 let trusted = (version == 2) == !reader.keys.isEmpty
-                switch checkDocument(document, reader) {
+                let general = checkDocument(document, reader)
+                switch general {
                 case .success:
                     require(trusted, "a version \(version) push decrypts for a reader pinning \(reader.keys.count) keys")
                 case .failure(let failure):
                     let expected: DecryptionFailure.Reason = trusted ? .badPlaintext : .untrustedSender
                     require(failure.reason == expected, "a well-sealed version \(version) push fails with \(failure.reason)")
                 }
-                text.withUnsafeBytes { checkFastPath($0, document: document, reader) }
+                text.withUnsafeBytes { checkFastPath($0, document: document, general: general, reader) }
             }
         }
     }
 
-    /// Decrypts `document` every way there is and checks the results against the reference.
+    /// Decrypts `document` every way there is and checks the results against the reference;
+    /// returns the result through the reader's keyring (the fast path's general result).
     @discardableResult
     static func checkDocument(_ document: JSONValue, _ reader: Reader) -> Result<DecryptedPayload, DecryptionFailure> {
         let result = KindlyPushDecryption.decryptResult(userInfo: document, using: key, pinnedSenderKeys: reader.keys)
@@ -156,8 +158,10 @@ enum DecryptTarget {
             checkPayload(payload)
             checkApply(payload, to: document, reader)
         }
-        for decryption in [reader.throughKeyring, reader.givenPins] {
-            let viaKeyring = decryption.decryptResult(userInfo: document)
+        // Without pins the two readers are the same; with them, pins in the keyring and pins given agree.
+        let general = reader.throughKeyring.decryptResult(userInfo: document)
+        let others = reader.keys.isEmpty ? [] : [reader.givenPins.decryptResult(userInfo: document)]
+        for viaKeyring in [general] + others {
             switch (result, viaKeyring) {
             case (.success(let lhs), .success(let rhs)):
                 require(lhs == rhs, "the keyring path decrypts to another payload")
@@ -167,7 +171,7 @@ enum DecryptTarget {
                 fail("the keyring path gives \(viaKeyring), the fixed key \(result)")
             }
         }
-        return result
+        return general
     }
 
     /// A payload is section 4's: the fields are the object's, and it validates again.
