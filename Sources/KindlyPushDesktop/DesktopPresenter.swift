@@ -169,6 +169,7 @@ public final class DesktopPresenter: Sendable {
     /// Pinned mode (wire format section 7.3) trusts nothing in a push that does not decrypt, its
     /// alert included: there this returns ``Options/placeholder`` whatever the push says.
     func placeholderText(userInfo: JSONValue) -> KindlyPushSealer.Placeholder {
+        if decryption.isInPinnedMode { return options.placeholder }
         let alert = NotificationContent(userInfo: userInfo)
         if alert.title.isEmpty, alert.body.isEmpty { return options.placeholder }
         return KindlyPushSealer.Placeholder(title: alert.title, body: alert.body)

@@ -9,7 +9,7 @@ internal import KindlyPushCore
 /// The commands that work on pushes and keys, in the order help lists them.
 nonisolated let commands: [any Command.Type] = [
     KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
-    VerifyCommand.self,
+    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self,
 ]
 
 /// Every command, in the order help lists them (top-level code initializes in order: this

@@ -33,6 +33,10 @@ struct HelpAndUsageTests {
                                           rules).
                   notify                  Show a push as a desktop notification (freedesktop
                                           Notifications).
+                  sender-keygen           Create a sender key in a 0600 sender key file and
+                                          print its sid and public key.
+                  senders                 Pin a sender key in the keyring, list the pinned keys,
+                                          or remove one.
                   verify                  Run test-vector files and report each failure.
                   completions             Print a shell completion script (bash, zsh or fish).
                   man                     Print the man page (roff; view it with `kindly-push
@@ -70,7 +74,7 @@ struct HelpAndUsageTests {
 
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
-        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "notify", "verify"])
+        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "completions", "man"])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {
             let output = try CLI.run(form)

@@ -95,6 +95,28 @@ struct NotifyDesktopTests {
         }
     }
 
+    @Test("in pinned mode a push that does not decrypt shows the reader's own placeholder, never the alert it carries")
+    func pinnedModePlaceholder() async throws {
+        try await DesktopSession.exclusive {
+            let pinned = SenderKey.generate()
+            let payload = try DecryptedPayload(chatId: "c", title: "Secret title", body: "Secret body")
+            // A version 1 push, whose alert anybody could have written: untrusted in pinned mode.
+            let sealed = String(
+                decoding: try KindlyPushSealer.seal(
+                    payload, for: keys.key.publicKey, placeholder: .init(title: "Your bank \(marker)", body: "Log in at evil.example")),
+                as: UTF8.self)
+            let output = try notify(sealed, ["--verbose", "--app-name", "Pinned \(marker)", "--sender-key=" + pinned.publicKey.base64URL])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(output.stderr.contains("(untrusted_sender)"))
+            let shown = try DesktopSession.shown("Pinned \(marker)")
+            try #require(shown.count == 1, "\(shown)")
+            #expect(shown[0].summary == "New message")
+            #expect(shown[0].body == "Open the app to read it")
+            #expect(!shown[0].message.contains("bank"))
+            #expect(!shown[0].message.contains("Secret"))
+        }
+    }
+
     @Test("a new message of a chat replaces the chat's banner (replaces_id, across runs); another chat gets its own")
     func oneBannerPerChat() async throws {
         try await DesktopSession.exclusive {

@@ -21,7 +21,9 @@ struct RegistrationLifecycleTests {
         #expect(b["token"] == "bb")
         let list = try CLI.run(["keys", "list", "--keyring", "file"], environment: environment)
         #expect(list.stdout.split(separator: "\n").count == 1)
-        // Without --reuse a new key is made; --reuse then picks the newest.
+        // Without --reuse a new key is made; --reuse then picks the newest (keys are dated in whole
+        // seconds: wait for the next one, so that "newest" is not a tie).
+        Thread.sleep(forTimeInterval: 1.1)
         let third = try JSONValue(parsing: try CLI.run(["keygen", "--keyring", "file"], environment: environment).stdout)
         #expect(third["kid"] != a["kid"])
         let fourth = try JSONValue(parsing: try CLI.run(["keygen", "--keyring", "file", "--reuse"], environment: environment).stdout)

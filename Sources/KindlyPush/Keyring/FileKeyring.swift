@@ -4,7 +4,8 @@ internal import KindlyPushCore
     import Glibc
 #endif
 
-/// The embedded default keyring: one key file per key in a folder only its owner can enter.
+/// The embedded default keyring: one key file per key in a folder only its owner can enter,
+/// and one file per pinned sender key in its `senders` folder (see ``sendersFolder``).
 ///
 /// Each file is `KID.json` (the kid in base64url), holding the key-file object of cli.md plus
 /// `label` and `created`. Files are 0600 and written atomically (a nameless file, fsync, link
@@ -111,6 +112,7 @@ public struct FileKeyring: Keyring {
             throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
         }
         PrivateFile.syncFolder(folder)
+        SenderSecretCache.shared.evict(kid: kid)
     }
 }
 

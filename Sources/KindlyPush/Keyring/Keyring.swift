@@ -4,10 +4,18 @@ internal import KindlyPushCore
     import Glibc
 #endif
 
-/// Where device keys live: the Secret Service, a folder of key files, memory.
+/// Where device keys live: the Secret Service, a folder of key files, memory; and the sender
+/// keys the device pinned (wire format section 7.1).
 ///
 /// Several keys may coexist (rotation): ``KindlyPushDecryption`` looks up the key named by
-/// each push's `kid`. Implementations are `Sendable` and safe to call from many threads.
+/// each push's `kid`, and the pinned sender key named by a version 2 push's `sid`. A keyring
+/// that holds a pinned sender key puts its reader in pinned mode: version 1 pushes are refused.
+/// Implementations are `Sendable` and safe to call from many threads.
+///
+/// The pinning requirements have default implementations for keyrings that cannot hold pinned
+/// keys: they hold none (so their reader is never in pinned mode), pinning fails, and unpinning
+/// finds nothing. A keyring that wraps another must forward all three, or its reader would
+/// leave pinned mode.
 public protocol Keyring: Sendable {
     /// A short name for messages (`file`, `secret-service`, `memory`).
     var name: String { get }
@@ -23,6 +31,19 @@ public protocol Keyring: Sendable {
 
     /// Deletes the key whose kid is `kid`.
     func delete(_ kid: KeyID) throws(KeyringError)
+
+    /// Pins the sender key `key` with a human-readable `label`. Pinned keys are public, but
+    /// whoever adds one can send pushes that authenticate: they are stored with the same care as
+    /// device keys.
+    func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError)
+
+    /// Every pinned sender key, oldest first. The reader is in pinned mode exactly when there is
+    /// one. A keyring that cannot say (a file it cannot read, a locked collection) throws: its
+    /// reader then trusts no push (`untrusted_sender`) rather than leave pinned mode.
+    func pinnedSenders() throws(KeyringError) -> [PinnedSender]
+
+    /// Removes the pinned sender key whose sid is `sid`.
+    func unpinSender(_ sid: SenderID) throws(KeyringError)
 }
 
 /// A stored key's public information. Entries sort oldest first, then by kid, in every keyring.
@@ -68,13 +89,17 @@ public enum KeyringError: Error, Sendable, Hashable, CustomStringConvertible {
     case unreachable(String)
     /// Storage failed: a file, a folder, permissions.
     case io(String)
+    /// No sender key with this sid is pinned.
+    case senderNotFound(SenderID)
+    /// A sender key with this sid is pinned already.
+    case senderAlreadyPinned(SenderID)
 
     /// Whether asking again later may succeed: `true` for ``locked(_:)`` and
     /// ``unreachable(_:)``, `false` for a key that is not there or storage that failed.
     public var isTransient: Bool {
         switch self {
         case .locked, .unreachable: return true
-        case .notFound, .alreadyExists, .io: return false
+        case .notFound, .alreadyExists, .io, .senderNotFound, .senderAlreadyPinned: return false
         }
     }
 
@@ -86,6 +111,8 @@ public enum KeyringError: Error, Sendable, Hashable, CustomStringConvertible {
         case .locked(let detail): return "the keyring is locked (\(detail))"
         case .unreachable(let detail): return "the keyring cannot be reached (\(detail))"
         case .io(let detail): return detail
+        case .senderNotFound(let sid): return "no sender key with sid \(sid) is pinned"
+        case .senderAlreadyPinned(let sid): return "a sender key with sid \(sid) is pinned already"
         }
     }
 }

@@ -63,7 +63,8 @@ public enum DecryptionResolution: Sendable, Equatable {
     case markedWithoutChat
     /// Decrypted here with a key the keyring holds now.
     case decrypted(DecryptedPayload)
-    /// Not marked decrypted, and it does not decrypt with the keys at hand.
+    /// Not marked decrypted (in pinned mode: whatever the mark), and it does not decrypt with the
+    /// keys at hand.
     case failed(DecryptionFailure)
 
     /// The display rules' input.
@@ -75,8 +76,8 @@ public enum DecryptionResolution: Sendable, Equatable {
         }
     }
 
-    /// The failure's reason: present exactly for a push that is not marked decrypted and does
-    /// not decrypt (cli.md, "Output of route").
+    /// The failure's reason: present exactly for a push that is not marked decrypted (in pinned
+    /// mode: whatever the mark) and does not decrypt (cli.md, "Output of route").
     public var reason: DecryptionFailure.Reason? {
         if case .failed(let failure) = self { return failure.reason }
         return nil
@@ -166,6 +167,10 @@ public struct RouteDecision: Sendable, Hashable {
 ///   readable then); without an extension it is the app's only attempt. The attempt is made in
 ///   every row, also where the rules show the placeholder either way, because `reason` reports
 ///   whether the push decrypts with the keys at hand, whatever the presentation.
+/// - In pinned mode (wire format section 7.1; ``KindlyPushDecryption/isInPinnedMode``) the mark
+///   proves nothing, since anybody can write it: every Kindly push is decrypted now, and a marked
+///   push that does not decrypt is handled as its reason says (display-rules.md). The functions
+///   that take a `decrypt` closure cannot know the reader's mode and trust the mark.
 public enum KindlyPushRouter {
     /// The display decision for `userInfo` in `context`. Asks a delegate object at most once,
     /// and only where the rules consult it.
@@ -186,7 +191,7 @@ public enum KindlyPushRouter {
     /// The push's decrypted form: marked decrypted, decrypted now, or the failure.
     /// A push that is not Kindly's fails with `not_kindly`.
     public static func resolve(userInfo: JSONValue, decryption: KindlyPushDecryption) -> DecryptionResolution {
-        resolve(userInfo: userInfo, decrypt: decryption.decryptResult(userInfo:))
+        resolve(userInfo: userInfo, trustsMark: !decryption.isInPinnedMode, decrypt: decryption.decryptResult(userInfo:))
     }
 
     /// ``resolve(userInfo:decryption:)`` with another way to decrypt; `decrypt` is called only
@@ -194,7 +199,15 @@ public enum KindlyPushRouter {
     public static func resolve(
         userInfo: JSONValue, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
     ) -> DecryptionResolution {
-        if KindlyPushDecryption.isDecrypted(userInfo: userInfo) {
+        resolve(userInfo: userInfo, trustsMark: true, decrypt: decrypt)
+    }
+
+    /// The resolution; the mark `kindly.decrypted` counts only when `trustsMark` (read only for a
+    /// marked push) is true, that is outside pinned mode.
+    static func resolve(
+        userInfo: JSONValue, trustsMark: @autoclosure () -> Bool, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
+    ) -> DecryptionResolution {
+        if KindlyPushDecryption.isDecrypted(userInfo: userInfo), trustsMark() {
             return markedMessage(userInfo: userInfo).map(DecryptionResolution.alreadyDecrypted) ?? .markedWithoutChat
         }
         switch decrypt(userInfo) {
@@ -220,17 +233,19 @@ public enum KindlyPushRouter {
     static func evaluate(
         userInfo: JSONValue, context: RouteContext, decryption: KindlyPushDecryption
     ) -> (decision: RouteDecision, resolution: DecryptionResolution?) {
-        evaluate(userInfo: userInfo, context: context, decrypt: decryption.decryptResult(userInfo:))
+        evaluate(
+            userInfo: userInfo, context: context, trustsMark: !decryption.isInPinnedMode, decrypt: decryption.decryptResult(userInfo:))
     }
 
     static func evaluate(
-        userInfo: JSONValue, context: RouteContext, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
+        userInfo: JSONValue, context: RouteContext, trustsMark: @autoclosure () -> Bool = true,
+        decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
     ) -> (decision: RouteDecision, resolution: DecryptionResolution?) {
         let kind = PushKind(userInfo: userInfo)
         guard KindlyPushDecryption.isKindlyNotification(userInfo) else {
             return (.notKindly(kind: kind), nil)
         }
-        let resolution = resolve(userInfo: userInfo, decrypt: decrypt)
+        let resolution = resolve(userInfo: userInfo, trustsMark: trustsMark(), decrypt: decrypt)
         var input = DisplayInput(
             kind: kind, hasExtension: context.hasExtension, appState: context.appState, screen: context.screen,
             decryption: resolution.outcome)

@@ -13,6 +13,9 @@ public struct DecryptedPayload: Sendable, Hashable {
     public let messageId: String?
     /// Unix seconds when the backend sent it, when present.
     public let sentAt: Int64?
+    /// Whether the backend cut `body` to fit the size limit (the app fetches the whole message
+    /// by ``messageId``), when the plaintext says.
+    public let truncated: Bool?
     /// Every key of the plaintext not named above, unchanged (derived from ``object`` when asked).
     public var extras: JSONObject { JSONObject(object.members.filter { !DecryptedPayload.knownKeys.contains($0.key) }) }
     /// The whole plaintext object as it was sealed.
@@ -47,6 +50,12 @@ public struct DecryptedPayload: Sendable, Hashable {
         } else {
             sentAt = nil
         }
+        if let value = object[KindlyKey.truncated] {
+            guard case .bool(let flag) = value else { throw PlaintextError("\"truncated\" is \(value.typeName), not a boolean") }
+            truncated = flag
+        } else {
+            truncated = nil
+        }
         self.object = object
     }
 
@@ -79,7 +88,9 @@ public struct DecryptedPayload: Sendable, Hashable {
     }
 
     /// The keys of section 4; every other key is an extra.
-    static let knownKeys: Set<String> = [KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt]
+    static let knownKeys: Set<String> = [
+        KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt, KindlyKey.truncated,
+    ]
 
     /// Whether some object, at any depth, has a member name twice.
     static func hasDuplicateNames(_ value: JSONValue) -> Bool {

@@ -95,19 +95,7 @@ public enum KindlyPushSealer {
         ephemeralSecretKey: SecureBytes,
         nonce: [UInt8]
     ) throws(SealingError) -> SealedEnvelope {
-        guard ephemeralSecretKey.count == X25519.keyLength else {
-            throw .invalidParameter("the ephemeral secret key must be 32 bytes")
-        }
-        guard nonce.count == XChaCha20Poly1305.nonceLength else { throw .invalidParameter("the nonce must be 24 bytes") }
-        do throws(CryptoError) {
-            return try message.withBytes { (bytes) throws(CryptoError) in
-                try KindlyBox.seal(bytes, for: recipient, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
-            }
-        } catch .allZeroSharedSecret {
-            throw .unusableRecipientKey
-        } catch {
-            throw .invalidParameter(error.description)
-        }
+        try sealMessage(message, for: recipient, sender: nil, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
     }
 
     /// The APNs document for a sealed envelope: `aps` first, then `kindly`.

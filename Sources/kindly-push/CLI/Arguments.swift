@@ -14,6 +14,8 @@ struct OptionSpec: Sendable {
     let help: String
     /// The command cannot run without it (usage writes it without brackets).
     var isRequired = false
+    /// A value option that may be given more than once (read with ``ParsedArguments/values(_:)``).
+    var isRepeatable = false
 
     static func flag(_ name: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .flag, help: help)
@@ -36,6 +38,10 @@ struct OptionSpec: Sendable {
         if case .value = kind { return true }
         return false
     }
+
+    static func repeatableValue(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: []), help: help, isRequired: false, isRepeatable: true)
+    }
 }
 
 /// Parsed command-line arguments of one command.
@@ -43,9 +49,12 @@ struct ParsedArguments: Sendable {
     private(set) var flags: Set<String> = []
     private(set) var values: [String: String] = [:]
     private(set) var positionals: [String] = []
+    private(set) var repeatedValues: [String: [String]] = [:]
 
     func has(_ flag: String) -> Bool { flags.contains(flag) }
     func value(_ name: String) -> String? { values[name] }
+    /// Every value of a repeatable option, in order.
+    func values(_ name: String) -> [String] { repeatedValues[name] ?? [] }
 
     /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
     /// offending argument.
@@ -97,6 +106,10 @@ struct ParsedArguments: Sendable {
                 }
                 if !choices.isEmpty, !choices.contains(value) {
                     throw usage("'\(value)' is not a valid value for '\(name)'; expected one of: \(choices.joined(separator: ", "))")
+                }
+                if spec.isRepeatable {
+                    parsed.repeatedValues[name, default: []].append(value)
+                    continue
                 }
                 guard parsed.values[name] == nil else { throw usage("'\(name)' is given twice") }
                 parsed.values[name] = value

@@ -24,7 +24,10 @@ extension Command {
     /// Each form of the usage line, derived from the declarations: the arguments, then every
     /// option (`[--name <value>]`) but help.
     static var synopses: [String] {
-        let options = self.options.filter { $0.name != "--help" }.map { $0.isRequired ? $0.label : "[\($0.label)]" }
+        let options = self.options.filter { $0.name != "--help" }.map { option in
+            let label = option.isRepeatable ? option.label + " ..." : option.label
+            return option.isRequired ? label : "[\(label)]"
+        }
             .joined(separator: " ")
         return arguments.map { form in
             [name, form, options].filter { !$0.isEmpty }.joined(separator: " ")
@@ -80,11 +83,14 @@ enum SharedOptions {
     static let keyFile = OptionSpec.value("--key-file", "PATH", "Read the device key from this key file instead of the keyring.")
     static let keyring = OptionSpec.value(
         "--keyring", "KIND", "Where keys live: auto (default), secret-service or file.", choices: KeyringChoice.allCases.map(\.rawValue))
+    static let senderKey = OptionSpec.repeatableValue(
+        "--sender-key", "B64",
+        "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
     static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
     static let help = OptionSpec.flag("--help", "Show help information.")
 
     /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
-    static let decryption = [keyFile, keyring, verbose, jsonl, jobs, help]
+    static let decryption = [keyFile, keyring, senderKey, verbose, jsonl, jobs, help]
 
     static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {

@@ -7,6 +7,7 @@ enum ErrorCode: String, Sendable {
     case unsupportedVersion = "unsupported_version"
     case malformed
     case keyUnavailable = "key_unavailable"
+    case untrustedSender = "untrusted_sender"
     case authenticationFailed = "authentication_failed"
     case badPlaintext = "bad_plaintext"
     case usage
@@ -19,6 +20,7 @@ enum ErrorCode: String, Sendable {
         case .unsupportedVersion: return 2
         case .malformed: return 3
         case .keyUnavailable: return 4
+        case .untrustedSender: return 7
         case .authenticationFailed: return 5
         case .badPlaintext: return 6
         case .usage: return 64
@@ -34,6 +36,7 @@ enum ErrorCode: String, Sendable {
         case .unsupportedVersion: self = .unsupportedVersion
         case .malformed: self = .malformed
         case .keyUnavailable: self = .keyUnavailable
+        case .untrustedSender: self = .untrustedSender
         case .authenticationFailed: self = .authenticationFailed
         case .badPlaintext: self = .badPlaintext
         }

@@ -91,7 +91,7 @@ struct NotifyCommand: Command {
         statePath = arguments.value("--state") ?? SQLiteDeduplicator.defaultPath(environment: environment)
         deduplicates = !arguments.has("--no-dedup")
         self.environment = environment
-        decryption = KindlyPushDecryption(keyring: try KeyringChoice.forDecryption(arguments, environment: environment))
+        decryption = try KeyringChoice.decryption(arguments, environment: environment)
         options = DesktopPresenter.Options(
             appName: arguments.value("--app-name") ?? "Kindly", desktopEntry: arguments.value("--desktop-entry"),
             // A click is only handled while notify runs: a banner posted by a run that exits at

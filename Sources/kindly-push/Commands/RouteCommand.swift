@@ -9,7 +9,9 @@ struct RouteCommand: DocumentCommand {
         Reads an APNs JSON document on standard input and prints the decision:
         {"kindly", "kind", "presentation", "presenter", "delegate_consulted"}, with "chat_id",
         "title" and "body" for a banner, and "reason" when a Kindly push that is not marked
-        decrypted does not decrypt with the keys at hand. Exits 0 whatever the decision.
+        decrypted does not decrypt with the keys at hand. With a pinned sender key (in the keyring,
+        or given with --sender-key) the mark kindly.decrypted counts for nothing: a push counts as
+        decrypted only when it decrypts now. Exits 0 whatever the decision.
         """
     static let options: [OptionSpec] =
         [
@@ -52,7 +54,7 @@ struct RouteCommand: DocumentCommand {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments.has("--extension"))
         stream = try StreamOptions(arguments, command: Self.name)
-        decryption = KindlyPushDecryption(keyring: try KeyringChoice.forDecryption(arguments, environment: environment))
+        decryption = try KeyringChoice.decryption(arguments, environment: environment)
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {

@@ -13,9 +13,10 @@ struct VerifyCommand: Command {
     static let abstract = "Run test-vector files and report each failure."
     static let discussion = """
         Each path is a vector file or a folder, of which every *.json file (not recursing) is run.
-        Every vector is decrypted with its device key and compared with its expected payload or
-        reason; a sealing vector is also re-sealed and compared byte for byte. Prints a line for
-        each failure and last "N passed, N failed"; exits 0 only when none failed.
+        Every vector is decrypted with its device key (in pinned mode when it has
+        pinned_sender_keys) and compared with its expected payload or reason; a sealing vector is
+        also re-sealed (version 2 with its sender_secret_key) and compared byte for byte. Prints a
+        line for each failure and last "N passed, N failed"; exits 0 only when none failed.
         """
     static let options: [OptionSpec] = [SharedOptions.help]
 

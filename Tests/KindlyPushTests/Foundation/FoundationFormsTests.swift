@@ -159,9 +159,6 @@ struct FoundationFormsTests {
 }
 
 extension Result {
+    /// The value, when there is one.
     var success: Success? { try? get() }
-    var failure: Failure? {
-        if case .failure(let failure) = self { return failure }
-        return nil
-    }
 }

@@ -106,7 +106,8 @@ struct ValueTypesTests {
     func reasons() {
         #expect(
             DecryptionFailure.Reason.allCases.map(\.code) == [
-                "not_kindly", "unsupported_version", "malformed", "key_unavailable", "authentication_failed", "bad_plaintext",
+                "not_kindly", "unsupported_version", "malformed", "key_unavailable", "untrusted_sender", "authentication_failed",
+                "bad_plaintext",
             ])
         #expect(DecryptionFailure.Reason(code: "key_unavailable") == .keyUnavailable)
         #expect(DecryptionFailure.Reason(code: "future_reason") == nil)
