@@ -74,7 +74,9 @@ struct HelpAndUsageTests {
 
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
-        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "completions", "man"])
+        arguments: [
+            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "completions", "man",
+        ])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {
             let output = try CLI.run(form)

@@ -28,7 +28,7 @@ extension Command {
             let label = option.isRepeatable ? option.label + " ..." : option.label
             return option.isRequired ? label : "[\(label)]"
         }
-            .joined(separator: " ")
+        .joined(separator: " ")
         return arguments.map { form in
             [name, form, options].filter { !$0.isEmpty }.joined(separator: " ")
         }
