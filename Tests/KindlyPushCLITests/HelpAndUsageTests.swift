@@ -60,13 +60,20 @@ struct HelpAndUsageTests {
                 Reads an APNs JSON document on standard input and prints {"kindly": BOOL,
                 "decrypted": BOOL}. Exits 0 when the push is Kindly's and 1 when it is not.
 
-                USAGE: kindly-push check [--jsonl] [--jobs <n>]
+                USAGE: kindly-push check [<file> ...] [--jsonl] [--jobs <n>] [--output <path>]
+                         [--quiet] [--summary]
 
                 OPTIONS:
                   --jsonl                 Read one JSON document per line and write one JSON
                                           object per line, in order.
                   --jobs <n>              With --jsonl, process N lines at once (default: the
                                           number of cores).
+                  --output <path>         Write the output to this file (a temporary file
+                                          renamed into place, mode 0600) instead of standard
+                                          output.
+                  --quiet                 No progress line, even on a terminal.
+                  --summary               With --jsonl, print the count of each result code on
+                                          standard error at the end.
                   -h, --help              Show help information.
 
                 """)
@@ -111,7 +118,16 @@ struct HelpAndUsageTests {
                 ["decrypt", "--keyring", "vault"],
                 "kindly-push: usage: 'vault' is not a valid value for '--keyring'; expected one of: auto, secret-service, file (see 'kindly-push decrypt --help')"
             ),
-            (["check", "extra"], "kindly-push: usage: unexpected argument 'extra' (see 'kindly-push check --help')"),
+            (["man", "extra"], "kindly-push: usage: unexpected argument 'extra' (see 'kindly-push man --help')"),
+            (["decyrpt"], "kindly-push: usage: unknown subcommand 'decyrpt'; did you mean 'decrypt'? (see 'kindly-push --help')"),
+            (
+                ["decrypt", "--key-fil", "k.json"],
+                "kindly-push: usage: unknown option '--key-fil'; did you mean '--key-file'? (see 'kindly-push decrypt --help')"
+            ),
+            (
+                ["completions", "bsh"],
+                "kindly-push: usage: 'bsh' is not a shell this command knows; expected one of: bash, zsh, fish; did you mean 'bash'?"
+            ),
             (["check", "--jsonl=yes"], "kindly-push: usage: '--jsonl' takes no value (see 'kindly-push check --help')"),
             (["check", "--jobs", "0"], "kindly-push: usage: '--jobs' takes a whole number from 1 to 256 (see 'kindly-push check --help')"),
             (

@@ -89,8 +89,16 @@ enum SharedOptions {
     static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
     static let help = OptionSpec.flag("--help", "Show help information.")
 
+    static let output = OptionSpec.value(
+        "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output.")
+    static let quiet = OptionSpec.flag("--quiet", "No progress line, even on a terminal.")
+    static let summary = OptionSpec.flag("--summary", "With --jsonl, print the count of each result code on standard error at the end.")
+
+    /// How the document commands (`seal`, `check`, `decrypt`, `route`) read and write streams.
+    static let stream = [jsonl, jobs, output, quiet, summary]
+
     /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
-    static let decryption = [keyFile, keyring, senderKey, verbose, jsonl, jobs, help]
+    static let decryption = [keyFile, keyring, senderKey, verbose] + stream + [help]
 
     static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
@@ -99,21 +107,39 @@ enum SharedOptions {
     }
 }
 
-/// How a document command reads its input: `--jsonl` (one document per line) and `--jobs N`.
+/// How a document command reads its input and writes its output (cli.md, "General
+/// conventions"): `--jsonl`, `--jobs N`, FILE arguments (`-` is standard input), `--output`,
+/// `--quiet`, `--summary`.
 struct StreamOptions: Sendable {
     /// `--jsonl` given.
     let isLineMode: Bool
     /// `--jobs N` (lines processed at once); 1 is strictly sequential. Defaults to the number of cores.
     let jobs: Int
+    /// The files to read, in order, as one stream; empty means standard input.
+    let inputs: [String]
+    /// `--output PATH`: the output goes there, atomically, instead of standard output.
+    let outputPath: String?
+    /// `--quiet`: no progress line even on a terminal.
+    let isQuiet: Bool
+    /// `--summary`: counts per result code on standard error at the end of a `--jsonl` run.
+    let showsSummary: Bool
 
     init(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+        func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
         isLineMode = arguments.has("--jsonl")
+        inputs = arguments.positionals
+        outputPath = arguments.value("--output")
+        isQuiet = arguments.has("--quiet")
+        showsSummary = arguments.has("--summary")
+        if !isLineMode, inputs.count > 1 { throw usage("one document is one file: give --jsonl to read several files as one stream") }
+        if showsSummary, !isLineMode { throw usage("'--summary' goes with --jsonl") }
+        if outputPath?.isEmpty == true { throw usage("'--output' takes a path") }
         guard let text = arguments.value("--jobs") else {
             jobs = DocumentRunner.coreCount
             return
         }
         guard let count = Int(text), (1...256).contains(count) else {
-            throw CLIError(.usage, "'--jobs' takes a whole number from 1 to 256 (see 'kindly-push \(command) --help')")
+            throw usage("'--jobs' takes a whole number from 1 to 256")
         }
         jobs = count
     }

@@ -2,7 +2,7 @@ internal import KindlyPush
 internal import KindlyPushCore
 
 /// The error codes and exit statuses of cli.md, in one place.
-enum ErrorCode: String, Sendable {
+enum ErrorCode: String, Sendable, CaseIterable {
     case notKindly = "not_kindly"
     case unsupportedVersion = "unsupported_version"
     case malformed

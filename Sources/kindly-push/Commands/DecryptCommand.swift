@@ -6,6 +6,7 @@ internal import KindlyPushCore
 struct DecryptCommand: DocumentCommand {
     static let name = "decrypt"
     static let abstract = "Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push)."
+    static let arguments = ["[<file> ...]"]
     static let discussion = """
         Reads an APNs JSON document on standard input. The key is looked up by the push's kid in
         the keyring, or read from --key-file. With a pinned sender key (in the keyring, or given
@@ -24,7 +25,6 @@ struct DecryptCommand: DocumentCommand {
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
         applies = arguments.has("--apply")
         stream = try StreamOptions(arguments, command: Self.name)
         decryption = try KeyringChoice.decryption(arguments, environment: environment)

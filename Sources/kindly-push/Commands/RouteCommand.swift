@@ -5,6 +5,7 @@ internal import KindlyPushCore
 struct RouteCommand: DocumentCommand {
     static let name = "route"
     static let abstract = "Print who presents what for a push (the display rules)."
+    static let arguments = ["[<file> ...]"]
     static let discussion = """
         Reads an APNs JSON document on standard input and prints the decision:
         {"kindly", "kind", "presentation", "presenter", "delegate_consulted"}, with "chat_id",
@@ -51,7 +52,6 @@ struct RouteCommand: DocumentCommand {
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
         context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments.has("--extension"))
         stream = try StreamOptions(arguments, command: Self.name)
         decryption = try KeyringChoice.decryption(arguments, environment: environment)

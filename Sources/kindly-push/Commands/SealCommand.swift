@@ -5,6 +5,7 @@ internal import KindlyPushCore
 struct SealCommand: DocumentCommand {
     static let name = "seal"
     static let abstract = "Seal a plaintext message for one device and print the APNs payload."
+    static let arguments = ["[<file> ...]"]
     static let discussion = """
         Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
         the compact APNs payload (wire-format section 3), at most 4096 bytes. With
@@ -18,8 +19,7 @@ struct SealCommand: DocumentCommand {
         .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
         .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
         .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
-        SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
-    ]
+    ] + SharedOptions.stream + [SharedOptions.help]
 
     let recipient: DevicePublicKey
     /// Version 2's binding to the recipient, computed once for the run: the second shared secret
@@ -33,7 +33,6 @@ struct SealCommand: DocumentCommand {
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
         mode = arguments.value("--mode").flatMap(KindlyPushSealer.Mode.init(rawValue:)) ?? .visible
         let title = arguments.value("--placeholder-title")
         let body = arguments.value("--placeholder-body")

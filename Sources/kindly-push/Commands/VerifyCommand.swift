@@ -18,9 +18,10 @@ struct VerifyCommand: Command {
         also re-sealed (version 2 with its sender_secret_key) and compared byte for byte. Prints a
         line for each failure and last "N passed, N failed"; exits 0 only when none failed.
         """
-    static let options: [OptionSpec] = [SharedOptions.help]
+    static let options: [OptionSpec] = [SharedOptions.quiet, SharedOptions.help]
 
     let files: [String]
+    let isQuiet: Bool
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         guard !arguments.positionals.isEmpty else {
@@ -37,6 +38,7 @@ struct VerifyCommand: Command {
             }
         }
         self.files = files
+        isQuiet = arguments.has("--quiet")
     }
 
     static func jsonFiles(in folder: String) throws(CLIError) -> [String] {
@@ -53,8 +55,15 @@ struct VerifyCommand: Command {
 
     func run() -> Int32 {
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
+        var progress = ProgressLine(quiet: isQuiet, noun: "vectors")
         var passed = 0
         var failed = 0
+        /// A failure line: on a terminal, the progress line is cleared first so that they do not mix.
+        func report(_ line: String) {
+            progress.clear()
+            stdout.write(line)
+            if progress.isShown { stdout.flush() }
+        }
         for file in files {
             let vectors: [TestVector]
             do throws(CLIError) {
@@ -66,19 +75,21 @@ struct VerifyCommand: Command {
                 }
             } catch {
                 failed += 1
-                stdout.write("FAIL \(error.message)\n")
+                report("FAIL \(error.message)\n")
                 continue
             }
             for (index, vector) in vectors.enumerated() {
                 if let failure = vector.failure() {
                     failed += 1
                     let name = vector.description.isEmpty ? "" : " (\(vector.description))"
-                    stdout.write("FAIL \(file) #\(index + 1)\(name): \(failure)\n")
+                    report("FAIL \(file) #\(index + 1)\(name): \(failure)\n")
                 } else {
                     passed += 1
                 }
+                progress.update(count: passed + failed)
             }
         }
+        progress.clear()
         stdout.write("\(passed) passed, \(failed) failed\n")
         let status = Terminal.finish(&stdout)
         return status != 0 ? status : (failed == 0 ? 0 : 1)
