@@ -42,8 +42,11 @@ struct NotifyCommand: Command {
         ]
         // decrypt's key options, whatever they become; --jsonl and --verbose say more here.
         + SharedOptions.decryption.filter {
-            ![SharedOptions.jobs, SharedOptions.jsonl, SharedOptions.verbose, SharedOptions.help, SharedOptions.output, SharedOptions.quiet,
-                SharedOptions.summary].map(\.name).contains($0.name)
+            ![
+                SharedOptions.jobs, SharedOptions.jsonl, SharedOptions.verbose, SharedOptions.help, SharedOptions.output,
+                SharedOptions.quiet,
+                SharedOptions.summary,
+            ].map(\.name).contains($0.name)
         }
         + [
             .flag("--jsonl", "Read one push per line and show each as its line arrives, for as long as the input is open."),
