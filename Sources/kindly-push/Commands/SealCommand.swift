@@ -12,14 +12,15 @@ struct SealCommand: DocumentCommand {
         --sender-key-file the push is version 2 (wire-format section 7): it proves its sender, and
         only devices that pinned the sender key decrypt it; without, it is version 1.
         """
-    static let options: [OptionSpec] = [
-        .value("--public-key", "B64", "The device's public key (base64url or base64)."),
-        SharedOptions.keyFile,
-        .value("--sender-key-file", "PATH", "Seal version 2 with this sender key file (sender-keygen writes one); default: version 1."),
-        .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
-        .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
-        .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
-    ] + SharedOptions.stream + [SharedOptions.help]
+    static let options: [OptionSpec] =
+        [
+            .value("--public-key", "B64", "The device's public key (base64url or base64)."),
+            SharedOptions.keyFile,
+            .value("--sender-key-file", "PATH", "Seal version 2 with this sender key file (sender-keygen writes one); default: version 1."),
+            .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
+            .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
+            .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
+        ] + SharedOptions.stream + [SharedOptions.help]
 
     let recipient: DevicePublicKey
     /// Version 2's binding to the recipient, computed once for the run: the second shared secret
