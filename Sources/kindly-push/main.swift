@@ -41,7 +41,7 @@ nonisolated func runKindlyPush(_ arguments: [String], environment: [String: Stri
         let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
         if parsed.has("--help") { return Terminal.printText(Help.command(command)) }
-        return try command.init(parsed, environment: environment).run()
+        return try command.make(parsed, environment: environment).run()
     } catch {
         Diagnostics.report(error)
         return error.code.exitStatus

@@ -11,12 +11,20 @@ protocol Command: Sendable {
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
 
+    /// The command that runs for these arguments: `Self` unless an option selects another way of
+    /// doing the job (`seal --recipients-inline`).
+    static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command
+
     /// Runs the command and returns the exit status.
     func run() -> Int32
 }
 
 extension Command {
     static var discussion: String { "" }
+
+    static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+        try Self(arguments, environment: environment)
+    }
 }
 
 /// A command that turns one push (or plaintext) document into one output document:

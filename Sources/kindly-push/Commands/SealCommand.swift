@@ -5,10 +5,12 @@ internal import KindlyPushCore
 struct SealCommand: DocumentCommand {
     static let name = "seal"
     static let abstract = "Seal a plaintext message for one device and print the APNs payload."
-    static let usage = "kindly-push seal (--public-key <b64> | --key-file <path>) [<options>]"
+    static let usage = "kindly-push seal (--public-key <b64> | --key-file <path> | --recipients-inline) [<options>]"
     static let discussion = """
         Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
         the compact APNs payload (wire-format section 3), at most 4096 bytes.
+        With --recipients-inline each input is {"public_key": B64, "plaintext": {...}} (and
+        optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device.
         """
     static let options: [OptionSpec] = [
         .value("--public-key", "B64", "The device's public key (base64url or base64)."),
@@ -16,24 +18,23 @@ struct SealCommand: DocumentCommand {
         .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
         .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
         .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
+        .flag("--fit", "Cut a body too long for APNs to the longest prefix that fits, ended with \"…\" and marked \"truncated\": true."),
+        .flag(
+            "--recipients-inline",
+            "Read {\"public_key\", \"plaintext\"} objects, each sealed for its own device (with --jsonl: one per line)."),
         SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
     ]
 
     let recipient: DevicePublicKey
     let mode: KindlyPushSealer.Mode
     let placeholder: KindlyPushSealer.Placeholder
+    let oversize: KindlyPushSealer.Oversize
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        mode = arguments.value("--mode").flatMap(KindlyPushSealer.Mode.init(rawValue:)) ?? .visible
-        let title = arguments.value("--placeholder-title")
-        let body = arguments.value("--placeholder-body")
-        if mode == .silent, title != nil || body != nil {
-            throw CLIError(.usage, "a silent push has no alert: --placeholder-title and --placeholder-body need --mode visible")
-        }
-        placeholder = KindlyPushSealer.Placeholder(
-            title: title ?? KindlyPushSealer.Placeholder.default.title, body: body ?? KindlyPushSealer.Placeholder.default.body)
+        (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
+        oversize = PlaintextSealing.oversize(arguments)
         stream = try StreamOptions(arguments, command: Self.name)
         switch (arguments.value("--public-key"), arguments.value("--key-file")) {
         case (let text?, nil):
@@ -56,16 +57,12 @@ struct SealCommand: DocumentCommand {
     /// The fast path for plaintexts already in compact form; the rest goes the general way, which
     /// gives the same output (with other random bytes) and the exact error.
     func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        if scratch.seal(plaintext: bytes, appendingTo: &output) == .sealed { return .success }
+        if PlaintextSealing.sealFast(bytes, with: &scratch, into: &output) { return .success }
         return try process(bytes: bytes, into: &output)
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        do throws(KindlyPushSealer.SealingError) {
-            output += try KindlyPushSealer.seal(plaintext: document, for: recipient, mode: mode, placeholder: placeholder)
-            return .success
-        } catch {
-            throw CLIError(.badInput, error.description)
-        }
+        try PlaintextSealing.seal(document, for: recipient, mode: mode, placeholder: placeholder, oversize: oversize, into: &output)
+        return .success
     }
 }
