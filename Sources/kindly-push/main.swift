@@ -9,7 +9,7 @@ internal import KindlyPushCore
 /// The commands, in the order help lists them.
 nonisolated let commands: [any Command.Type] = [
     KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
-    VerifyCommand.self,
+    VerifyCommand.self, DoctorCommand.self,
 ]
 
 /// Parses the command line, runs one command and returns the exit status.
