@@ -27,6 +27,7 @@ struct HelpAndUsageTests {
                   route                   Print who presents what for a push (the display rules).
                   notify                  Show a push as a desktop notification (freedesktop Notifications).
                   verify                  Run test-vector files and report each failure.
+                  doctor                  Check what decrypting needs here: keyring, session bus, Secret Service, key files, libraries.
 
                   See 'kindly-push help <subcommand>' for detailed help.
 
@@ -58,7 +59,7 @@ struct HelpAndUsageTests {
 
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
-        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "notify", "verify"])
+        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "notify", "verify", "doctor"])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {
             let output = try CLI.run(form)

@@ -12,7 +12,7 @@ internal import KindlyPushCore
 /// information), never prompts, and spends at most the keyring's budget (1.5 s) on the bus.
 struct DoctorCommand: Command {
     static let name = "doctor"
-    static let abstract = "Check where keys live and what they need: keyring, session bus, Secret Service, key files, libraries."
+    static let abstract = "Check what decrypting needs here: keyring, session bus, Secret Service, key files, libraries."
     static let usage = "kindly-push doctor [<options>]"
     static let discussion = """
         Prints one line per check: ok, warning or problem, what was found, and what to do.
