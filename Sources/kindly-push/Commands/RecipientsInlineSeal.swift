@@ -254,13 +254,14 @@ private struct CompactLine {
         } while reader.consume(UInt8(ascii: ","))
         guard reader.consume(UInt8(ascii: "}")), reader.atEnd, let publicKey, let plaintext else { return nil }
         // A silent line with placeholders is left to the strict way, which says why it is refused.
-        guard
-            let alert = try? LineAlert(
-                mode: mode, title: title, body: body, defaultMode: defaultMode, defaultPlaceholder: defaultPlaceholder)
-        else { return nil }
+        // (`nil`, no alert of its own, is the common case, not a failure.)
+        do throws(CLIError) {
+            alert = try LineAlert(mode: mode, title: title, body: body, defaultMode: defaultMode, defaultPlaceholder: defaultPlaceholder)
+        } catch {
+            return nil
+        }
         self.publicKey = publicKey
         self.plaintext = plaintext
-        self.alert = alert
     }
 
     /// The text of a string with no escape (already checked as UTF-8); `nil` when it has one.
