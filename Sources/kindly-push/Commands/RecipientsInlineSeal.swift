@@ -59,16 +59,15 @@ struct RecipientsInlineSeal: DocumentCommand {
             if sealed { return .success }
         }
         let document = try StandardInput.parseObject(bytes)
-        return try process(document, scratch: &scratch, into: &output)
+        return try process(document, scratch: scratch, into: &output)
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        var scratch = LRUCache<RecipientKey, PushSealer>(capacity: 1)
-        return try process(document, scratch: &scratch, into: &output)
+        try process(document, scratch: LRUCache(capacity: 1), into: &output)
     }
 
     /// The general path: the line read with the strict reader.
-    private func process(_ document: JSONValue, scratch: inout LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
+    private func process(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CLIError)
         -> Completion
     {
@@ -200,7 +199,10 @@ private struct Line {
 /// A compact line as a backend writes it, found without building a value: the ranges of the
 /// public key's text and of the plaintext object, and the line's own alert. `nil` for anything
 /// else (whitespace, escapes in the public key or the placeholders, a member name twice, an
-/// unknown member, an invalid line): the strict reader then decides and explains.
+/// unknown member, an invalid line): the strict reader then decides and explains. A plaintext
+/// that comes last after the public key is taken as the rest of the line, unread: the fast path
+/// seals it only when it is one object in the writer's compact form (members after it, or any
+/// other spelling, go the strict way).
 private struct CompactLine {
     let publicKey: Range<Int>
     let plaintext: Range<Int>
@@ -222,6 +224,7 @@ private struct CompactLine {
         var mode: KindlyPushSealer.Mode?
         var title: String?
         var body: String?
+        var endsWithPlaintext = false
         guard reader.consume(UInt8(ascii: "{")) else { return nil }
         repeat {
             guard let name = reader.string(), reader.consume(UInt8(ascii: ":")) else { return nil }
@@ -231,6 +234,14 @@ private struct CompactLine {
             } else if reader.text(name, is: "plaintext") {
                 guard first(2), reader.current == UInt8(ascii: "{") else { return nil }
                 let start = reader.index
+                if publicKey != nil, bytes.count - 1 > start, bytes[bytes.count - 1] == UInt8(ascii: "}") {
+                    // Last, as a backend writes it: the plaintext runs to the line's closing brace.
+                    // Not stepped over here: the fast path takes it only when it is exactly one
+                    // object in the writer's form, so that nothing can follow it.
+                    plaintext = start..<(bytes.count - 1)
+                    endsWithPlaintext = true
+                    break
+                }
                 guard reader.skipValue() else { return nil }
                 plaintext = start..<reader.index
             } else if reader.text(name, is: "mode") {
@@ -252,7 +263,7 @@ private struct CompactLine {
                 return nil
             }
         } while reader.consume(UInt8(ascii: ","))
-        guard reader.consume(UInt8(ascii: "}")), reader.atEnd, let publicKey, let plaintext else { return nil }
+        guard endsWithPlaintext || (reader.consume(UInt8(ascii: "}")) && reader.atEnd), let publicKey, let plaintext else { return nil }
         // A silent line with placeholders is left to the strict way, which says why it is refused.
         // (`nil`, no alert of its own, is the common case, not a failure.)
         do throws(CLIError) {

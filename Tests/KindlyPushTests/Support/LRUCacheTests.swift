@@ -5,7 +5,7 @@ import Testing
 struct LRUCacheTests {
     @Test("it keeps at most its capacity and evicts the least recently used, a look-up counting as a use")
     func evictionOrder() {
-        var cache = LRUCache<Int, String>(capacity: 3)
+        let cache = LRUCache<Int, String>(capacity: 3)
         var made: [Int] = []
         func get(_ key: Int) -> String {
             cache.withValue(
@@ -32,7 +32,7 @@ struct LRUCacheTests {
 
     @Test("a value is changed in place, and the change is kept")
     func inPlace() {
-        var cache = LRUCache<String, [Int]>(capacity: 2)
+        let cache = LRUCache<String, [Int]>(capacity: 2)
         cache.withValue(for: "a", default: []) { $0.append(1) }
         cache.withValue(for: "a", default: []) { $0.append(2) }
         #expect(cache.withValue(for: "a", default: []) { $0 } == [1, 2])
@@ -41,7 +41,7 @@ struct LRUCacheTests {
 
     @Test("a long random workload matches a plain list model")
     func matchesModel() {
-        var cache = LRUCache<Int, Int>(capacity: 7)
+        let cache = LRUCache<Int, Int>(capacity: 7)
         var model: [Int] = []  // most recent first
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
@@ -59,7 +59,7 @@ struct LRUCacheTests {
     func wipesOnEviction() {
         let recorder = WipeRecorder()
         recorder.observing {
-            var cache = LRUCache<Int, SecureBytes>(capacity: 2)
+            let cache = LRUCache<Int, SecureBytes>(capacity: 2)
             for key in 0..<3 {
                 cache.withValue(
                     for: key, default: SecureBytes(count: 41) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(0xA0 + key)) }
