@@ -229,6 +229,22 @@ struct DoctorTests {
         )
     }
 
+    @Test("a bus that authenticates and then never answers (not even Hello): doctor still ends within 2 s")
+    func busThatNeverSaysHello() throws {
+        let keyring = try Keyring(keys: 1)
+        try FileManager.default.createDirectory(atPath: keyring.folder, withIntermediateDirectories: true)
+        let socketPath = (keyring.folder as NSString).deletingLastPathComponent + "/bus"
+        let bus = try MuteBus(path: socketPath)
+        let output = try Self.doctor(keyring: keyring, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"])
+        #expect(output.status == 0)
+        #expect(
+            Self.lines(output)[1]
+                == "warning  session-bus: DBUS_SESSION_BUS_ADDRESS is set but the bus does not answer (it did not answer within 1.5 seconds); to fix: start the session bus, or unset DBUS_SESSION_BUS_ADDRESS where there is none"
+        )
+        bus.stop()
+        #expect(bus.authenticated)
+    }
+
     @Test("no key folder yet: ok, and a warning that no key can decrypt here")
     func noFolder() throws {
         let keyring = try Keyring(keys: 0)
@@ -262,5 +278,67 @@ final class SilentSocket {
     func close() {
         if descriptor >= 0 { _ = Glibc.close(descriptor) }
         descriptor = -1
+    }
+}
+
+/// A D-Bus server that completes the authentication (SASL EXTERNAL) of every client and then
+/// reads and never answers, not even the `Hello` that GLib sends without a deadline.
+final class MuteBus {
+    static let script = """
+        import socket, sys
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(sys.argv[1])
+        server.listen(8)
+        print("ready", flush=True)
+        clients = []
+        while True:
+            client, _ = server.accept()
+            clients.append(client)
+            pending = b""
+            talking = True
+            while talking:
+                data = client.recv(4096)
+                if not data:
+                    break
+                pending += data
+                while talking and b"\\r\\n" in pending:
+                    line, pending = pending.split(b"\\r\\n", 1)
+                    line = line.lstrip(b"\\0")
+                    if line.startswith(b"AUTH EXTERNAL") or line.startswith(b"DATA"):
+                        client.sendall(b"OK 0123456789abcdef0123456789abcdef\\r\\n")
+                        print("authenticated", flush=True)
+                    elif line.startswith(b"AUTH"):
+                        client.sendall(b"REJECTED EXTERNAL\\r\\n")
+                    elif line.startswith(b"NEGOTIATE_UNIX_FD"):
+                        client.sendall(b"AGREE_UNIX_FD\\r\\n")
+                    elif line.startswith(b"BEGIN"):
+                        talking = False
+        """
+
+    let process = Process()
+    private let output = Pipe()
+
+    init(path: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", MuteBus.script, path]
+        process.standardOutput = output
+        try process.run()
+        guard String(decoding: output.fileHandleForReading.readData(ofLength: 6), as: UTF8.self) == "ready\n" else {
+            throw DoctorTests.Failure(description: "the mute bus did not start")
+        }
+    }
+
+    /// Whether a client got through the authentication (read after `stop()`).
+    private(set) var authenticated = false
+
+    deinit {
+        if process.isRunning { stop() }
+    }
+
+    func stop() {
+        // SIGKILL: a child started from a Dispatch thread inherits its blocked signals, SIGTERM included.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        authenticated = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("authenticated")
     }
 }

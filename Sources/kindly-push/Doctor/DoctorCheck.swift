@@ -1,3 +1,4 @@
+import Dispatch
 internal import KindlyPush
 internal import KindlyPushCore
 internal import KindlyPushSecretService
@@ -55,34 +56,31 @@ struct DoctorCheck: Sendable {
     }
 }
 
-/// What the checks share: the command's environment, the keyring it was asked about, the time
-/// budget of everything that talks to the session bus, and what earlier checks found out.
+/// What the checks share: the command's environment, the keyring it was asked about, and what
+/// the session bus and the Secret Service said, asked once within the keyring's time budget.
 final class DoctorContext {
     /// The budget of everything that talks to the bus: the keyring's own budget, so that doctor
     /// never waits longer than a command that reads keys would.
     static let busBudget: Duration = SecretServiceKeyring.defaultTimeout
 
+    /// A listing of the Secret Service collection, and how long it took.
+    typealias Listing = (result: Result<[KeyringEntry], KeyringError>, took: Duration)
+
     let environment: [String: String]
     /// `--keyring` (default `auto`).
     let choice: KeyringChoice
-    private let clock = ContinuousClock()
-    private let started: ContinuousClock.Instant
 
     init(environment: [String: String], choice: KeyringChoice) {
         self.environment = environment
         self.choice = choice
-        started = clock.now
     }
 
-    /// What is left of ``busBudget`` (never below 1 ms), at most `limit`.
-    func remainingBudget(atMost limit: Duration) -> Duration {
-        let left = DoctorContext.busBudget - (clock.now - started)
-        return max(.milliseconds(1), min(limit, left))
-    }
+    /// The session bus (probed as `auto` probes it, at most 500 ms) and, when it offers the
+    /// Secret Service, the collection's keys (listed within what is left of the budget).
+    private lazy var busFindings: (bus: SecretServiceKeyring.SessionBusProbe, listing: Listing?) = lookAtTheBus()
 
-    /// The session bus, probed once (at most 500 ms, as `auto` does).
-    private(set) lazy var bus: SecretServiceKeyring.SessionBusProbe = SecretServiceKeyring.probeSessionBus(
-        busAddress: KeyringChoice.busAddress(environment), timeout: remainingBudget(atMost: .milliseconds(500)))
+    /// The session bus, as `auto` sees it.
+    var bus: SecretServiceKeyring.SessionBusProbe { busFindings.bus }
 
     /// The keyring that commands use with this `--keyring`: `auto` resolved as
     /// `KeyringChoice.resolve` resolves it (the Secret Service exactly when the probe finds it).
@@ -93,17 +91,8 @@ final class DoctorContext {
         }
     }
 
-    /// The Secret Service collection's keys, listed once within what is left of the budget, and
-    /// how long that took; `nil` when the bus offers no Secret Service.
-    private(set) lazy var secretServiceListing: (result: Result<[KeyringEntry], KeyringError>, took: Duration)? = {
-        guard bus == .available else { return nil }
-        let keyring = SecretServiceKeyring(
-            collection: collection, busAddress: KeyringChoice.busAddress(environment),
-            timeout: remainingBudget(atMost: DoctorContext.busBudget))
-        let start = clock.now
-        let result = Result { () throws(KeyringError) in try keyring.list() }
-        return (result, clock.now - start)
-    }()
+    /// The Secret Service collection's keys; `nil` when the bus offers no Secret Service.
+    var secretServiceListing: Listing? { busFindings.listing }
 
     var collection: SecretServiceKeyring.Collection { KeyringChoice.secretServiceCollection(environment: environment) }
 
@@ -112,6 +101,40 @@ final class DoctorContext {
 
     /// Now, in Unix seconds.
     let now = unixTimeNow()
+
+    /// Asks the bus on a thread of its own and waits at most the budget (and a little for the
+    /// thread to hand the answers over): every call below has its own deadline, but GLib's
+    /// connection set-up sends `Hello` without one, so a bus that authenticates and then never
+    /// answers would hold the caller for GDBus's 25 s. The thread is left behind then; the
+    /// process ends when doctor has printed.
+    private func lookAtTheBus() -> (bus: SecretServiceKeyring.SessionBusProbe, listing: Listing?) {
+        let budget = DoctorContext.busBudget
+        let address = KeyringChoice.busAddress(environment)
+        let collection = self.collection
+        let probe = Locked<SecretServiceKeyring.SessionBusProbe?>(nil)
+        let listing = Locked<Listing?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let clock = ContinuousClock()
+            let start = clock.now
+            let found = SecretServiceKeyring.probeSessionBus(busAddress: address, timeout: min(.milliseconds(500), budget))
+            probe.withLock { $0 = found }
+            if found == .available {
+                let keyring = SecretServiceKeyring(
+                    collection: collection, busAddress: address, timeout: max(.milliseconds(1), budget - (clock.now - start)))
+                let listed = clock.now
+                let result = Result { () throws(KeyringError) in try keyring.list() }
+                listing.withLock { $0 = (result, clock.now - listed) }
+            }
+            done.signal()
+        }
+        let (seconds, attoseconds) = (budget + .milliseconds(250)).components
+        _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+        let silence = "it did not answer within \(budget)"
+        let bus = probe.withLock { $0 } ?? .unreachable(silence)
+        guard bus == .available else { return (bus, nil) }
+        return (bus, listing.withLock { $0 } ?? (.failure(.unreachable(silence)), budget))
+    }
 }
 
 /// A group of checks: the lines it adds, in order. Checks that depend on other work (pinned
