@@ -201,6 +201,31 @@ struct RecipientsInlineTests {
         }
     }
 
+    @Test("--fit cuts each line's long body for its own device, and leaves short ones alone")
+    func fitPerLine() throws {
+        let first = try KeyFolder()
+        let second = try KeyFolder()
+        let long = #"{"chat_id":"c","title":"t","body":"\#(String(repeating: "👍🏽", count: 2_000))","message_id":"m"}"#
+        let short = #"{"chat_id":"c","title":"t","body":"b"}"#
+        let input = [Self.line(first.key, long), Self.line(second.key, short), Self.line(second.key, long, extra: #","mode":"silent""#)]
+        let output = try CLI.run(["seal", "--jsonl", "--fit", "--recipients-inline"], stdin: input.joined(separator: "\n"))
+        #expect(output.status == 0)
+        let pushes = Self.lines(output)
+        try #require(pushes.count == 3)
+        for (push, folder) in zip(pushes, [first, second, second]) {
+            #expect(push.utf8.count <= 4096)
+            let decrypted = try CLI.run(["decrypt", "--key-file", folder.keyFile], stdin: push)
+            #expect(decrypted.status == 0)
+        }
+        let cut = try JSONValue(parsing: try CLI.run(["decrypt", "--key-file", first.keyFile], stdin: pushes[0]).stdout)
+        #expect(cut["truncated"] == true && cut["message_id"] == "m")
+        #expect(cut["body"]?.stringValue?.hasSuffix("👍🏽…") == true)
+        #expect(try CLI.run(["decrypt", "--key-file", second.keyFile], stdin: pushes[1]).stdout == short + "\n")
+        // The silent push has a smaller template, so more of the body fits.
+        let silent = try JSONValue(parsing: try CLI.run(["decrypt", "--key-file", second.keyFile], stdin: pushes[2]).stdout)
+        #expect((silent["body"]?.stringValue?.utf8.count ?? 0) > (cut["body"]?.stringValue?.utf8.count ?? 0))
+    }
+
     @Test("usage: --recipients-inline with a device key of the command is refused")
     func usage() throws {
         let key = DeviceKey.generate()
