@@ -22,7 +22,8 @@ struct DoctorSecretServiceTests {
         let locked = try DoctorTests.doctor(keyring: keyring, environment: environment)
         #expect(locked.status == 1)
         let lines = DoctorTests.lines(locked)
-        try #require(lines.count == 9, "\(locked.stdout)")
+        // The notification server depends on the harness (dunst joins the bus under tools/with-desktop).
+        try #require(lines.count == 10, "\(locked.stdout)")
         let name = "the Secret Service collection \(collection)"
         #expect(
             lines[0]
@@ -36,7 +37,8 @@ struct DoctorSecretServiceTests {
         )
         #expect(lines[4] == "ok       file-keyring: \(keyring.folder) does not exist (not used)")
         #expect(lines[5] == "warning  device-keys: not listed: the Secret Service collection cannot be read (see above)")
-        #expect(lines[8] == "1 problem, 1 warning")
+        #expect(lines[6].contains(" notification-server: "))
+        #expect(lines[9] == (lines[6].hasPrefix("warning") ? "1 problem, 2 warnings" : "1 problem, 1 warning"))
 
         try SecretServiceSession.control(["unlock", collection])
         let unlocked = try DoctorTests.doctor(keyring: keyring, environment: environment)
@@ -44,7 +46,8 @@ struct DoctorSecretServiceTests {
         let after = DoctorTests.lines(unlocked)
         #expect(after[3] == "ok       secret-service-collection: \(name) is unlocked (1 device key)")
         #expect(after[5] == "ok       device-keys: 1 in the secret-service keyring: \(kid) (0 days old)")
-        #expect(after.last == "0 problems, 0 warnings")
+        #expect(after.last?.hasPrefix("0 problems, ") == true)
+        #expect(after.filter { $0.hasPrefix("warning") }.allSatisfy { $0.hasPrefix("warning  notification-server: ") })
         // Asked about the file keyring, the locked collection is a warning only.
         try SecretServiceSession.control(["lock", collection])
         let files = try DoctorTests.doctor(["--keyring", "file"], keyring: keyring, environment: environment)
@@ -121,5 +124,46 @@ final class TestBus {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// `kindly-push doctor` beside the real notification server (dunst) of tools/with-desktop.
+@Suite(
+    "kindly-push doctor with a notification server",
+    .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"))
+struct DoctorDesktopTests {
+    /// What dunst says through gdbus: an implementation other than the one under test.
+    static func gdbus(_ method: String) throws -> String {
+        let output = try CLI.run(
+            [
+                "gdbus", "call", "--session", "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
+                "--method", "org.freedesktop.Notifications.\(method)",
+            ], environment: DesktopSession.environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        guard output.status == 0 else { throw DoctorTests.Failure(description: output.stderr) }
+        return output.stdout
+    }
+
+    /// The quoted strings of a gdbus answer, in order: `('dunst', 'knopwob', '1.9.0', '1.2')`.
+    static func strings(_ answer: String) -> [String] {
+        answer.split(separator: "'", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+    }
+
+    @Test("the notification server's name, vendor, version, specification and capabilities, as the server gives them")
+    func notificationServer() throws {
+        let information = Self.strings(try Self.gdbus("GetServerInformation"))
+        try #require(information.count == 4)
+        let capabilities = Self.strings(try Self.gdbus("GetCapabilities")).sorted()
+        let keyring = try DoctorTests.Keyring(keys: 1)
+        let output = try DoctorTests.doctor(keyring: keyring, environment: DesktopSession.environment)
+        let line = try #require(DoctorTests.lines(output).first { $0.contains(" notification-server: ") })
+        #expect(
+            line
+                == "ok       notification-server: \(information[0]) \(information[2]) (\(information[1])), specification \(information[3]); capabilities: \(capabilities.joined(separator: ", "))"
+        )
+        let json = try DoctorTests.doctor(["--json"], keyring: keyring, environment: DesktopSession.environment)
+        let object = try #require(
+            try DoctorTests.lines(json).map { try JSONValue(parsing: $0) }.first { $0["check"] == "notification-server" })
+        #expect(object["capabilities"] == .array(capabilities.map { .string($0) }))
+        #expect(object["name"]?.stringValue == information[0])
     }
 }

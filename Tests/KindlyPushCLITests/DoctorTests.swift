@@ -104,7 +104,11 @@ struct DoctorTests {
             "ok       file-keyring: \(keyring.folder): owner uid \(keyring.uid) (this user), mode 0700",
         ]
         expected += files.map { "ok       key-file: \($0.path): owner uid \(keyring.uid) (this user), mode 0600" }
-        expected += [try keyring.deviceKeysLine()] + (try Self.libraryLines()) + ["0 problems, 0 warnings"]
+        expected += [
+            try keyring.deviceKeysLine(),
+            "ok       notification-server: not used: no session bus (kindly-push notify needs a desktop session)",
+        ]
+        expected += try Self.libraryLines() + ["0 problems, 0 warnings"]
         #expect(Self.lines(output) == expected)
         #expect(output.status == 0)
     }
@@ -117,7 +121,8 @@ struct DoctorTests {
         let objects = try Self.lines(output).map { try JSONValue(parsing: $0) }
         #expect(
             objects.compactMap { $0["check"]?.stringValue } == [
-                "keyring", "session-bus", "secret-service", "file-keyring", "key-file", "device-keys", "libsodium", "libsecret",
+                "keyring", "session-bus", "secret-service", "file-keyring", "key-file", "device-keys", "notification-server", "libsodium",
+                "libsecret",
             ])
         #expect(objects.allSatisfy { $0["status"] == "ok" && $0["message"]?.stringValue != nil && $0["action"] == nil })
         let file = try #require(objects.first { $0["check"] == "key-file" })
@@ -189,13 +194,14 @@ struct DoctorTests {
         let output = try Self.doctor(keyring: keyring, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/kindly-bus"])
         let lines = Self.lines(output)
         #expect(output.status == 0)
-        try #require(lines.count == 9)
+        try #require(lines.count == 10)
         #expect(lines[0] == "ok       keyring: auto uses the file keyring (\(keyring.folder)): the session bus does not answer")
         #expect(lines[1].hasPrefix("warning  session-bus: DBUS_SESSION_BUS_ADDRESS is set but the bus does not answer ("))
         #expect(lines[1].hasSuffix("); to fix: start the session bus, or unset DBUS_SESSION_BUS_ADDRESS where there is none"))
         #expect(lines[2] == "ok       secret-service: not used: no session bus")
         #expect(lines[5] == (try keyring.deviceKeysLine()))
-        #expect(lines.last == "0 problems, 1 warning")
+        #expect(lines[6].hasPrefix("warning  notification-server: kindly-push notify cannot show banners here: "))
+        #expect(lines.last == "0 problems, 2 warnings")
 
         // Asked for the Secret Service explicitly, the same is a problem.
         let asked = try Self.doctor(

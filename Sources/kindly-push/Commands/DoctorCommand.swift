@@ -17,7 +17,7 @@ struct DoctorCommand: Command {
     static let discussion = """
         Prints one line per check: ok, warning or problem, what was found, and what to do.
         Exits 0 when there is no problem and 1 otherwise. Never prints a secret, never prompts,
-        and waits at most 1.5 s for the session bus and the Secret Service.
+        and waits at most 1.5 s for the session bus, the Secret Service and the notification server.
         """
     static let options: [OptionSpec] = [
         SharedOptions.keyring,
@@ -29,7 +29,7 @@ struct DoctorCommand: Command {
     /// share what they find through the context (the bus is probed once).
     static let checks: [DoctorChecks] = [
         KeyringChecks.choice, KeyringChecks.sessionBus, KeyringChecks.secretService, FileKeyringChecks.folder,
-        KeyringChecks.deviceKeys, LibraryChecks.libsodium, LibraryChecks.libsecret,
+        KeyringChecks.deviceKeys, NotificationChecks.server, LibraryChecks.libsodium, LibraryChecks.libsecret,
     ]
 
     let choice: KeyringChoice

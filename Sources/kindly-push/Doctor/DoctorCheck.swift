@@ -1,6 +1,7 @@
 import Dispatch
 internal import KindlyPush
 internal import KindlyPushCore
+internal import KindlyPushDesktop
 internal import KindlyPushSecretService
 
 #if canImport(Glibc)
@@ -57,7 +58,13 @@ struct DoctorCheck: Sendable {
 }
 
 /// What the checks share: the command's environment, the keyring it was asked about, and what
-/// the session bus and the Secret Service said, asked once within the keyring's time budget.
+/// the session bus, the Secret Service and the notification server said.
+///
+/// Those three are asked at once when the context is made, each on a thread of its own, and
+/// waited for until the keyring's budget (and a little for the threads to hand over) at most:
+/// every call has its own deadline, but GLib's connection set-up sends `Hello` without one, so a
+/// bus that authenticates and then never answers would hold the caller for GDBus's 25 s. A thread
+/// still waiting then is left behind; the process ends when doctor has printed.
 final class DoctorContext {
     /// The budget of everything that talks to the bus: the keyring's own budget, so that doctor
     /// never waits longer than a command that reads keys would.
@@ -66,21 +73,50 @@ final class DoctorContext {
     /// A listing of the Secret Service collection, and how long it took.
     typealias Listing = (result: Result<[KeyringEntry], KeyringError>, took: Duration)
 
+    /// What the notification server said.
+    enum NotificationServer: Sendable {
+        /// No session bus to ask (neither `DBUS_SESSION_BUS_ADDRESS` nor `$XDG_RUNTIME_DIR/bus`).
+        case noBus
+        case found(DesktopNotifier.ServerInformation, capabilities: Set<String>)
+        case failed(DesktopNotifierError)
+    }
+
     let environment: [String: String]
     /// `--keyring` (default `auto`).
     let choice: KeyringChoice
 
+    private let probe = Locked<SecretServiceKeyring.SessionBusProbe?>(nil)
+    private let listing = Locked<Listing?>(nil)
+    private let notifications = Locked<NotificationServer?>(nil)
+    private let busDone = DispatchSemaphore(value: 0)
+    private let notificationsDone = DispatchSemaphore(value: 0)
+    private let deadline: DispatchTime
+    private var waited = false
+
     init(environment: [String: String], choice: KeyringChoice) {
         self.environment = environment
         self.choice = choice
+        let (seconds, attoseconds) = (DoctorContext.busBudget + .milliseconds(250)).components
+        deadline = .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        askTheBus()
+        askTheNotificationServer()
     }
 
-    /// The session bus (probed as `auto` probes it, at most 500 ms) and, when it offers the
-    /// Secret Service, the collection's keys (listed within what is left of the budget).
-    private lazy var busFindings: (bus: SecretServiceKeyring.SessionBusProbe, listing: Listing?) = lookAtTheBus()
+    private static var silence: String { "it did not answer within \(busBudget)" }
+
+    /// Waits for the answers, until the deadline at most.
+    private func waitForAnswers() {
+        guard !waited else { return }
+        waited = true
+        _ = busDone.wait(timeout: deadline)
+        _ = notificationsDone.wait(timeout: deadline)
+    }
 
     /// The session bus, as `auto` sees it.
-    var bus: SecretServiceKeyring.SessionBusProbe { busFindings.bus }
+    var bus: SecretServiceKeyring.SessionBusProbe {
+        waitForAnswers()
+        return probe.withLock { $0 } ?? .unreachable(DoctorContext.silence)
+    }
 
     /// The keyring that commands use with this `--keyring`: `auto` resolved as
     /// `KeyringChoice.resolve` resolves it (the Secret Service exactly when the probe finds it).
@@ -92,7 +128,16 @@ final class DoctorContext {
     }
 
     /// The Secret Service collection's keys; `nil` when the bus offers no Secret Service.
-    var secretServiceListing: Listing? { busFindings.listing }
+    var secretServiceListing: Listing? {
+        guard bus == .available else { return nil }
+        return listing.withLock { $0 } ?? (.failure(.unreachable(DoctorContext.silence)), DoctorContext.busBudget)
+    }
+
+    /// The notification server that `kindly-push notify` would use.
+    var notificationServer: NotificationServer {
+        waitForAnswers()
+        return notifications.withLock { $0 } ?? .failed(.timedOut(DoctorContext.silence))
+    }
 
     var collection: SecretServiceKeyring.Collection { KeyringChoice.secretServiceCollection(environment: environment) }
 
@@ -102,18 +147,13 @@ final class DoctorContext {
     /// Now, in Unix seconds.
     let now = unixTimeNow()
 
-    /// Asks the bus on a thread of its own and waits at most the budget (and a little for the
-    /// thread to hand the answers over): every call below has its own deadline, but GLib's
-    /// connection set-up sends `Hello` without one, so a bus that authenticates and then never
-    /// answers would hold the caller for GDBus's 25 s. The thread is left behind then; the
-    /// process ends when doctor has printed.
-    private func lookAtTheBus() -> (bus: SecretServiceKeyring.SessionBusProbe, listing: Listing?) {
+    /// Probes the bus as `auto` does (at most 500 ms) and, when it offers the Secret Service,
+    /// lists the collection within what is left of the budget.
+    private func askTheBus() {
         let budget = DoctorContext.busBudget
         let address = KeyringChoice.busAddress(environment)
         let collection = self.collection
-        let probe = Locked<SecretServiceKeyring.SessionBusProbe?>(nil)
-        let listing = Locked<Listing?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let (probe, listing, done) = (self.probe, self.listing, busDone)
         DispatchQueue.global().async {
             let clock = ContinuousClock()
             let start = clock.now
@@ -128,15 +168,29 @@ final class DoctorContext {
             }
             done.signal()
         }
-        let (seconds, attoseconds) = (budget + .milliseconds(250)).components
-        _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
-        let silence = "it did not answer within \(budget)"
-        let bus = probe.withLock { $0 } ?? .unreachable(silence)
-        guard bus == .available else { return (bus, nil) }
-        return (bus, listing.withLock { $0 } ?? (.failure(.unreachable(silence)), budget))
+    }
+
+    /// Asks the notification server for its capabilities and who it is, as `notify` finds it
+    /// (two calls, at most 0.7 s each).
+    private func askTheNotificationServer() {
+        let (notifications, done) = (self.notifications, notificationsDone)
+        DispatchQueue.global().async {
+            defer { done.signal() }
+            guard let address = DesktopNotifier.sessionBusAddress() else {
+                notifications.withLock { $0 = .noBus }
+                return
+            }
+            do throws(DesktopNotifierError) {
+                let notifier = try DesktopNotifier(busAddress: address, timeout: .milliseconds(700))
+                let information = try notifier.serverInformation()
+                notifications.withLock { $0 = .found(information, capabilities: notifier.capabilities) }
+            } catch {
+                notifications.withLock { $0 = .failed(error) }
+            }
+        }
     }
 }
 
-/// A group of checks: the lines it adds, in order. Checks that depend on other work (pinned
-/// sender keys, the notification server) are one more function in ``DoctorCommand/checks``.
+/// A group of checks: the lines it adds, in order. A new check (pinned sender keys, once version
+/// 2 exists) is one more function in ``DoctorCommand/checks``.
 typealias DoctorChecks = @Sendable (DoctorContext) -> [DoctorCheck]
