@@ -85,17 +85,7 @@ public struct SecretServiceKeyring: Keyring {
     ///
     /// Never prompts and never starts anything itself.
     public static func sessionBusAnswers(busAddress: String? = nil, timeout: Duration = .milliseconds(500)) -> Bool {
-        guard let address = busAddress ?? environmentBusAddress() else { return false }
-        let deadline = Deadline(timeout)
-        var error: UnsafeMutablePointer<GError>?
-        guard let connection = kps_connection_open(address, deadline.cancellable, &error) else {
-            if let error { g_error_free(error) }
-            return false
-        }
-        defer { BusConnection.close(connection) }
-        let available = kps_bus_name_available(connection, busName, deadline.cancellable, &error)
-        if let error { g_error_free(error) }
-        return available != 0
+        probeSessionBus(busAddress: busAddress, timeout: timeout) == .available
     }
 
     static func environmentBusAddress() -> String? {

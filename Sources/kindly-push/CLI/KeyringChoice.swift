@@ -35,15 +35,17 @@ enum KeyringChoice: String, CaseIterable, Sendable {
     /// The Secret Service keyring, in the default collection or the one that
     /// `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names (an alias such as `login`, or an object path).
     private static func secretService(environment: [String: String]) throws(CLIError) -> any Keyring {
-        var collection = SecretServiceKeyring.Collection.default
-        if let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty {
-            collection = name.hasPrefix("/") ? .objectPath(name) : .alias(name)
-        }
-        return SecretServiceKeyring(collection: collection, busAddress: busAddress(environment))
+        SecretServiceKeyring(collection: secretServiceCollection(environment: environment), busAddress: busAddress(environment))
+    }
+
+    /// The collection `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names, else the default one.
+    static func secretServiceCollection(environment: [String: String]) -> SecretServiceKeyring.Collection {
+        guard let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty else { return .default }
+        return name.hasPrefix("/") ? .objectPath(name) : .alias(name)
     }
 
     /// `DBUS_SESSION_BUS_ADDRESS` of the command's environment; unset or empty means no bus.
-    private static func busAddress(_ environment: [String: String]) -> String? {
+    static func busAddress(_ environment: [String: String]) -> String? {
         guard let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else { return nil }
         return address
     }
