@@ -26,7 +26,7 @@ struct DoctorTests {
         /// The key files, by name, with their JSON.
         func files() throws -> [(path: String, object: JSONValue)] {
             guard FileManager.default.fileExists(atPath: folder) else { return [] }
-            return try FileManager.default.contentsOfDirectory(atPath: folder).sorted().map { name in
+            return try FileManager.default.contentsOfDirectory(atPath: folder).sorted().filter { $0.hasSuffix(".json") }.map { name in
                 let path = folder + "/" + name
                 return (path, try JSONValue(parsing: String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)))
             }
@@ -106,10 +106,29 @@ struct DoctorTests {
         expected += files.map { "ok       key-file: \($0.path): owner uid \(keyring.uid) (this user), mode 0600" }
         expected += [
             try keyring.deviceKeysLine(),
+            "ok       pinned-senders: none: version 1 pushes are read, version 2 pushes are refused (untrusted_sender)",
             "ok       notification-server: not used: no session bus (kindly-push notify needs a desktop session)",
         ]
         expected += try Self.libraryLines() + ["0 problems, 0 warnings"]
         #expect(Self.lines(output) == expected)
+        #expect(output.status == 0)
+    }
+
+    @Test("pinned sender keys: listed by sid, the senders folder checked as a private folder")
+    func pinnedSenders() throws {
+        let keyring = try Keyring(keys: 1)
+        let senders = [SenderKey.generate(), SenderKey.generate()]
+        for sender in senders {
+            let added = try CLI.run(
+                ["senders", "add", "--keyring", "file", "--public-key=" + sender.publicKey.base64URL], environment: keyring.environment)
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        let output = try Self.doctor(keyring: keyring)
+        let lines = Self.lines(output)
+        #expect(lines.contains("ok       file-keyring: \(keyring.folder)/senders: owner uid \(keyring.uid) (this user), mode 0700"))
+        let pinned = try #require(lines.first { $0.hasPrefix("ok       pinned-senders: 2 pinned (") })
+        for sender in senders { #expect(pinned.contains(sender.publicKey.sid.base64URL)) }
+        #expect(!lines.contains { $0.contains("not a key file name") })
         #expect(output.status == 0)
     }
 
@@ -121,8 +140,8 @@ struct DoctorTests {
         let objects = try Self.lines(output).map { try JSONValue(parsing: $0) }
         #expect(
             objects.compactMap { $0["check"]?.stringValue } == [
-                "keyring", "session-bus", "secret-service", "file-keyring", "key-file", "device-keys", "notification-server", "libsodium",
-                "libsecret",
+                "keyring", "session-bus", "secret-service", "file-keyring", "key-file", "device-keys", "pinned-senders",
+                "notification-server", "libsodium", "libsecret",
             ])
         #expect(objects.allSatisfy { $0["status"] == "ok" && $0["message"]?.stringValue != nil && $0["action"] == nil })
         let file = try #require(objects.first { $0["check"] == "key-file" })
@@ -194,13 +213,14 @@ struct DoctorTests {
         let output = try Self.doctor(keyring: keyring, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/kindly-bus"])
         let lines = Self.lines(output)
         #expect(output.status == 0)
-        try #require(lines.count == 10)
+        try #require(lines.count == 11)
         #expect(lines[0] == "ok       keyring: auto uses the file keyring (\(keyring.folder)): the session bus does not answer")
         #expect(lines[1].hasPrefix("warning  session-bus: DBUS_SESSION_BUS_ADDRESS is set but the bus does not answer ("))
         #expect(lines[1].hasSuffix("); to fix: start the session bus, or unset DBUS_SESSION_BUS_ADDRESS where there is none"))
         #expect(lines[2] == "ok       secret-service: not used: no session bus")
         #expect(lines[5] == (try keyring.deviceKeysLine()))
-        #expect(lines[6].hasPrefix("warning  notification-server: kindly-push notify cannot show banners here: "))
+        #expect(lines[6].hasPrefix("ok       pinned-senders: none"))
+        #expect(lines[7].hasPrefix("warning  notification-server: kindly-push notify cannot show banners here: "))
         #expect(lines.last == "0 problems, 2 warnings")
 
         // Asked for the Secret Service explicitly, the same is a problem.

@@ -28,7 +28,8 @@ struct DoctorCommand: Command {
     /// share what they find through the context (the bus is probed once).
     static let checks: [DoctorChecks] = [
         KeyringChecks.choice, KeyringChecks.sessionBus, KeyringChecks.secretService, FileKeyringChecks.folder,
-        KeyringChecks.deviceKeys, NotificationChecks.server, LibraryChecks.libsodium, LibraryChecks.libsecret,
+        KeyringChecks.deviceKeys, KeyringChecks.pinnedSenders, NotificationChecks.server, LibraryChecks.libsodium,
+        LibraryChecks.libsecret,
     ]
 
     let choice: KeyringChoice

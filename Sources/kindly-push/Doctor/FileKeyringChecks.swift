@@ -64,6 +64,11 @@ enum FileKeyringChecks {
                         action: "rm \(path)", details: [pathDetail]))
                 continue
             }
+            // Version 2's pinned sender keys live in a folder of their own, 0700 as this one.
+            if name == FileKeyring.sendersFolderName, file.st_mode & S_IFMT == S_IFDIR {
+                lines.append(ownershipCheck("file-keyring", path: path, status: file, wantedMode: 0o700, kind: "folder"))
+                continue
+            }
             guard name.hasSuffix(".json"), !name.hasPrefix("."), KeyID(base64: String(name.dropLast(5))) != nil else {
                 lines.append(
                     DoctorCheck(

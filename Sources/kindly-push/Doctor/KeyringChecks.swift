@@ -171,3 +171,40 @@ enum KeyringChecks {
         return [DoctorCheck("device-keys", .ok, message, details: details)]
     }
 }
+
+extension KeyringChecks {
+    /// `pinned-senders`: the sender keys the reader pins (wire format section 7.1). With one or
+    /// more, version 1 pushes are refused (`untrusted_sender`): a device that still receives
+    /// version 1 pushes and pins a sender decrypts nothing, which this line makes visible.
+    static func pinnedSenders(_ context: DoctorContext) -> [DoctorCheck] {
+        guard context.keyringInUse != .secretService else {
+            return [
+                DoctorCheck(
+                    "pinned-senders", .ok, "in the Secret Service: not listed here",
+                    action: "kindly-push senders list --keyring secret-service")
+            ]
+        }
+        let keyring = FileKeyring(folder: context.fileFolder)
+        let pinned: [PinnedSender]
+        do throws(KeyringError) {
+            pinned = try keyring.pinnedSenders()
+        } catch {
+            return [DoctorCheck("pinned-senders", .problem, "cannot be listed: \(error)", action: "see the file-keyring line")]
+        }
+        let sids = pinned.map { JSONValue.string($0.publicKey.sid.base64URL) }
+        guard !pinned.isEmpty else {
+            return [
+                DoctorCheck(
+                    "pinned-senders", .ok, "none: version 1 pushes are read, version 2 pushes are refused (untrusted_sender)",
+                    details: [.init(key: "sids", value: [])])
+            ]
+        }
+        return [
+            DoctorCheck(
+                "pinned-senders", .ok,
+                "\(pinned.count) pinned (\(pinned.map { $0.publicKey.sid.base64URL }.joined(separator: ", ")));"
+                    + " only version 2 pushes from them decrypt, version 1 is refused",
+                details: [.init(key: "sids", value: .array(sids))])
+        ]
+    }
+}
