@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A pinned sender key and its metadata (wire format section 7.1). Entries sort oldest first,
 /// then by sid, in every keyring.
