@@ -46,6 +46,38 @@ public struct SecretServiceKeyring: Keyring {
             case .objectPath(let path): return "the Secret Service collection \(path)"
             }
         }
+
+        /// Why an ``objectPath(_:)`` is not a D-Bus object path, or `nil` when it is one (or an alias).
+        /// GLib refuses such a path with a critical warning and never starts the call, which then
+        /// waits forever; it is checked here first, so that it fails at once.
+        package var objectPathProblem: String? {
+            guard case .objectPath(let path) = self, !SecretServiceKeyring.isObjectPath(path) else { return nil }
+            return "'\(path)' is not a D-Bus object path (\"/\" or \"/\" and elements of A-Z, a-z, 0-9 and \"_\" "
+                + "separated by single \"/\", with no \"/\" at the end)"
+        }
+    }
+
+    /// Whether `path` is a D-Bus object path, as `g_variant_is_object_path` checks it: `/`, or
+    /// `/` followed by one or more elements of `[A-Za-z0-9_]` separated by single `/`, with no `/`
+    /// at the end.
+    package static func isObjectPath(_ path: String) -> Bool {
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/") else { return false }
+        if bytes.count == 1 { return true }
+        var elementLength = 0
+        for byte in bytes.dropFirst() {
+            switch byte {
+            case UInt8(ascii: "/"):
+                guard elementLength > 0 else { return false }
+                elementLength = 0
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"):
+                elementLength += 1
+            default:
+                return false
+            }
+        }
+        return elementLength > 0
     }
 
     /// The D-Bus name every Secret Service implementation owns.
@@ -83,17 +115,37 @@ public struct SecretServiceKeyring: Keyring {
     ///
     /// Never prompts and never starts anything itself.
     public static func sessionBusAnswers(busAddress: String? = nil, timeout: Duration = .milliseconds(500)) -> Bool {
-        guard let address = busAddress ?? environmentBusAddress() else { return false }
+        probeSessionBus(busAddress: busAddress, timeout: timeout) == .available
+    }
+
+    /// What ``probeSessionBus(busAddress:timeout:)`` found.
+    package enum BusProbe: Sendable, Equatable {
+        /// A session bus answered, with the Secret Service running or startable.
+        case available
+        /// No session bus (none known, nothing listening), or one without a Secret Service.
+        case absent
+        /// Something is there but did not answer within the time budget: a bus or service that
+        /// hangs, or one that is just slow. It may hold keys that a fallback would not see.
+        case unresponsive
+    }
+
+    /// As ``sessionBusAnswers(busAddress:timeout:)``, telling a bus that is absent from one that
+    /// did not answer in time.
+    package static func probeSessionBus(busAddress: String? = nil, timeout: Duration = .milliseconds(500)) -> BusProbe {
+        guard let address = busAddress ?? environmentBusAddress() else { return .absent }
         let deadline = Deadline(timeout)
         var error: UnsafeMutablePointer<GError>?
         guard let connection = kps_connection_open(address, deadline.cancellable, &error) else {
+            let cancelled = kps_error_kind(error) == KPS_ERROR_CANCELLED
             if let error { g_error_free(error) }
-            return false
+            return cancelled ? .unresponsive : .absent
         }
         defer { BusConnection.close(connection) }
         let available = kps_bus_name_available(connection, busName, deadline.cancellable, &error)
+        let cancelled = error != nil && kps_error_kind(error) == KPS_ERROR_CANCELLED
         if let error { g_error_free(error) }
-        return available != 0
+        if available != 0 { return .available }
+        return cancelled ? .unresponsive : .absent
     }
 
     static func environmentBusAddress() -> String? {
@@ -105,6 +157,7 @@ public struct SecretServiceKeyring: Keyring {
     // MARK: Keyring
 
     public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
+        if let problem = KeyringLabel.problem(with: label) { throw .io("cannot store the key: \(problem)") }
         let operation = try Operation(self, "store a key")
         guard let collection = try operation.unlockedCollection() else {
             // Creating a collection needs a password prompt, which this keyring never shows.
@@ -216,6 +269,9 @@ extension SecretServiceKeyring {
 
         init(_ keyring: SecretServiceKeyring, _ what: String) throws(KeyringError) {
             self.keyring = keyring
+            if let problem = keyring.collection.objectPathProblem {
+                throw .io("cannot use the Secret Service collection: \(problem)")
+            }
             deadline = Deadline(keyring.timeout)
             guard let address = keyring.busAddress else {
                 throw .unreachable("no session bus: DBUS_SESSION_BUS_ADDRESS is not set")

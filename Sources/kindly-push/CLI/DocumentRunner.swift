@@ -27,9 +27,17 @@ enum DocumentRunner {
     static func runSingle<C: DocumentCommand>(_ command: C) -> Int32 {
         var output: [UInt8] = []
         var scratch = command.makeScratch()
+        var input: [UInt8] = []
+        // The input (a plaintext, for seal), the output (a payload, for decrypt) and the scratch
+        // are zeroed when the run ends.
+        defer {
+            command.wipe(&scratch)
+            input.wipeCapacity()
+            output.wipeCapacity()
+        }
         let completion: Completion
         do throws(CLIError) {
-            let input = try StandardInput.readDocument()
+            input = try StandardInput.readDocument()
             completion = try input.withUnsafeBytes { raw in
                 Result { () throws(CLIError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
             }.get()
@@ -41,6 +49,7 @@ enum DocumentRunner {
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
         stdout.write(output)
         let status = Terminal.finish(&stdout)
+        stdout.wipe()
         return status != 0 ? status : completion.exitStatus
     }
 
@@ -55,6 +64,8 @@ enum DocumentRunner {
             command.stream.jobs == 1
             ? runSequential(command, reader: &reader, stdout: &stdout) : runParallel(command, reader: &reader, stdout: &stdout)
         let status = Terminal.finish(&stdout)
+        stdout.wipe()
+        reader.wipe()
         guard status == 0 else { return status }
         if let readError {
             Diagnostics.report(readError)
@@ -75,6 +86,11 @@ enum DocumentRunner {
         var batch = LineBatchReader.Batch()
         var scratch = command.makeScratch()
         var output: [UInt8] = []
+        defer {
+            command.wipe(&scratch)
+            output.wipeCapacity()
+            batch.bytes.wipeCapacity()
+        }
         while true {
             do throws(LineBatchReader.ReadError) {
                 try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes)
@@ -87,7 +103,10 @@ enum DocumentRunner {
                 appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output)
             }
             stdout.write(output)
-            if output.capacity > keptOutputCapacity { output = [] }
+            if output.capacity > keptOutputCapacity {
+                output.wipeCapacity()
+                output = []
+            }
             if stdout.failed { return nil }
         }
     }
@@ -114,6 +133,12 @@ enum DocumentRunner {
 
         var chunkCount: Int { (batch.lines.count + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines }
 
+        /// Zeroes the batch's input and the chunks' output, for the end of a run.
+        func wipe() {
+            batch.bytes.wipeCapacity()
+            for chunk in 0..<Slot.maximumChunks { outputs[chunk].wipeCapacity() }
+        }
+
         /// Processes one chunk; true when it was the batch's last.
         func process<C: DocumentCommand>(chunk: Int, _ command: C, scratch: UnsafeMutablePointer<C.Scratch>) -> Bool {
             let batch = self.batch
@@ -129,7 +154,10 @@ enum DocumentRunner {
         func write(to stdout: inout OutputStream) {
             for chunk in 0..<chunkCount {
                 stdout.write(outputs[chunk])
-                if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity { outputs[chunk] = [] }
+                if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity {
+                    outputs[chunk].wipeCapacity()
+                    outputs[chunk] = []
+                }
             }
             batch.lines.removeAll(keepingCapacity: true)
         }
@@ -157,6 +185,7 @@ enum DocumentRunner {
         }
 
         deinit {
+            for index in 0..<jobs { command.wipe(&scratches[index]) }
             scratches.deinitialize(count: jobs)
             scratches.deallocate()
         }
@@ -236,6 +265,7 @@ enum DocumentRunner {
         }
         queue.stop()
         threads.wait()
+        for slot in free + inFlight { slot.wipe() }
         return readError
     }
 

@@ -27,7 +27,7 @@ enum Terminal {
 
     static func finish(_ stdout: inout OutputStream) -> Int32 {
         guard stdout.flush() else {
-            Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(errno)))"))
+            Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(stdout.errorNumber)))"))
             return ErrorCode.io.exitStatus
         }
         return 0
