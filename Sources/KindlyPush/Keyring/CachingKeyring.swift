@@ -85,9 +85,10 @@ public final class CachingKeyring: Keyring {
 
     /// The key, or the failure, that the caches hold for `kid` now; `nil` when the keyring must be asked.
     private func remembered(_ kid: KeyID) -> Result<DeviceKey, KeyringError>? {
-        let now = clock.now
-        return state.withLock { state in
+        state.withLock { state in
             if let key = state.keys[kid] { return .success(key) }
+            // The clock is read only on a miss: a loaded key costs one dictionary look-up.
+            let now = clock.now
             if let outage = state.outage, now < outage.until { return .failure(outage.error) }
             if let failure = state.failures[kid] {
                 if now < failure.until { return .failure(failure.error) }
