@@ -5,7 +5,33 @@
 // primitives, `package` access only) -> `KindlyPush` (the small public API). The Secret Service
 // keyring is its own product, the only one that links libsecret and glib, so that a service that
 // keeps its keys in files builds without them.
+import Foundation
 import PackageDescription
+
+/// The `-I` flags of a pkg-config package (`pkg-config --cflags-only-I`), read when the manifest
+/// is evaluated; empty when pkg-config or the package is missing (the targets that need them
+/// then fail to compile, with the apt package named in the error).
+///
+/// Why not `.systemLibrary(pkgConfig:)`: SwiftPM asks pkg-config about every such target in the
+/// graph, used or not, and prints glib's "prohibited flag(s): -pthread" in the build of every
+/// package that depends on this one, even one that links only `KindlyPush`. Reading the include
+/// paths here keeps libsecret and glib the Secret Service product's business alone.
+func pkgConfigIncludeFlags(_ name: String) -> [String] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["pkg-config", "--cflags-only-I", name]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return [] }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return [] }
+    return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+}
+
+let libsecretIncludes = pkgConfigIncludeFlags("libsecret-1")
+let gioIncludes = pkgConfigIncludeFlags("gio-2.0")
 
 /// Upcoming features that keep a public surface honest: every existential is spelled `any`, and
 /// an import is internal unless it says otherwise, so that no dependency leaks into a client.
@@ -23,6 +49,10 @@ let package = Package(
         .library(name: "KindlyPush", targets: ["KindlyPush"]),
         // The Secret Service keyring (libsecret): link it only where keys live in a desktop keyring.
         .library(name: "KindlyPushSecretService", targets: ["KindlyPushSecretService"]),
+        // Desktop banners (`kindly-push notify`): the freedesktop Notifications client over GDBus
+        // and the SQLite de-duplication store. Only a host that shows banners links it (and so
+        // GIO and SQLite); KindlyPush does not depend on it.
+        .library(name: "KindlyPushDesktop", targets: ["KindlyPushDesktop"]),
         // Test doubles for code that links KindlyPush, shipped as swift-log ships its own.
         .library(name: "KindlyPushTesting", targets: ["KindlyPushTesting"]),
         .executable(name: "kindly-push", targets: ["kindly-push"]),
@@ -34,17 +64,30 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        .systemLibrary(
-            name: "CLibsecret",
-            pkgConfig: "libsecret-1",
-            providers: [.apt(["libsecret-1-dev"])]
-        ),
+        // libsecret (Debian: libsecret-1-dev). Its module map links libsecret, gio, gobject and
+        // glib; the include paths come from `libsecretIncludes`.
+        .systemLibrary(name: "CLibsecret"),
         // What Swift cannot call in libsecret (C-variadic constructors, the schema as a static,
         // one-time type registration, a never-prompting service class), kept thin as
         // swift-crypto keeps its C shims: C library -> shim -> Swift.
         .target(
             name: "CSecretShim",
-            dependencies: ["CLibsecret"]
+            dependencies: ["CLibsecret"],
+            cSettings: [.unsafeFlags(libsecretIncludes)]
+        ),
+        // GIO's GDBus (Debian libglib2.0-dev), for the desktop notification client, and SQLite
+        // (libsqlite3-dev), for its de-duplication store; only KindlyPushDesktop links them. Their
+        // module maps name the libraries; GIO's include paths come from `gioIncludes` (no
+        // `pkgConfig:`, for the reason given at `pkgConfigIncludeFlags`), SQLite's header is on
+        // the compiler's default path.
+        .systemLibrary(name: "CGio"),
+        .systemLibrary(name: "CSQLite"),
+        // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
+        // that runs on GDBus's worker thread, time budgets on a timer thread of their own).
+        .target(
+            name: "CDesktopShim",
+            dependencies: ["CGio"],
+            cSettings: [.unsafeFlags(gioIncludes)]
         ),
         // What the command does before it reads a key: standard streams held, the process made
         // non-dumpable, crash handlers that print one fixed line and dump nothing (prctl is
@@ -65,7 +108,12 @@ let package = Package(
         .target(
             name: "KindlyPushSecretService",
             dependencies: ["KindlyPush", "KindlyPushCore", "CLibsecret", "CSecretShim"],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings + [.unsafeFlags(libsecretIncludes.flatMap { ["-Xcc", $0] })]
+        ),
+        .target(
+            name: "KindlyPushDesktop",
+            dependencies: ["KindlyPush", "KindlyPushCore", "CGio", "CSQLite", "CDesktopShim"],
+            swiftSettings: strictSettings + [.unsafeFlags(gioIncludes.flatMap { ["-Xcc", $0] })]
         ),
         .target(
             name: "KindlyPushTesting",
@@ -81,7 +129,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "kindly-push",
-            dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors", "CProcessGuard"],
+            dependencies: [
+                "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors", "KindlyPushDesktop", "CProcessGuard",
+            ],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.
@@ -93,6 +143,10 @@ let package = Package(
         .testTarget(
             name: "KindlyPushTests",
             dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushTesting", "KindlyPushVectors"]
+        ),
+        .testTarget(
+            name: "KindlyPushDesktopTests",
+            dependencies: ["KindlyPushDesktop", "KindlyPush", "KindlyPushCore"]
         ),
         .testTarget(
             name: "KindlyPushCLITests",

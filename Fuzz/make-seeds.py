@@ -112,7 +112,7 @@ def write(target, name, data):
 
 def main():
     shutil.rmtree(CORPUS, ignore_errors=True)
-    documents, plaintexts, fields, secret_keys = {}, {}, {}, {}
+    documents, plaintexts, fields, secret_keys, sender_keys = {}, {}, {}, {}, {}
     for path in sorted(glob.glob(os.path.join(ROOT, "TestVectors", "*.json"))):
         stem = os.path.splitext(os.path.basename(path))[0]
         top = load(path)
@@ -124,21 +124,24 @@ def main():
                 documents.setdefault(compact(apns).encode("utf-8", "surrogatepass"), name)
                 envelope = get(apns, "kindly") if isinstance(apns, Pairs) else None
                 # Every field of the files about encodings, the first two vectors' of the others.
-                if isinstance(envelope, Pairs) and (stem in ("encodings", "malformed") or index < 2):
-                    for field in ("kid", "epk", "n", "ct"):
+                if isinstance(envelope, Pairs) and (stem in ("encodings", "malformed", "v2-encodings") or index < 2):
+                    for field in ("kid", "sid", "epk", "n", "ct"):
                         value = get(envelope, field)
                         if isinstance(value, str) and not isinstance(value, Number):
                             fields.setdefault(value.encode("utf-8", "surrogatepass"), f"{name}-{field}")
             plaintext = get(vector, "plaintext")
             if plaintext is not None:
                 plaintexts.setdefault(plaintext.encode("utf-8", "surrogatepass"), name)
-            for field in ("device_secret_key", "ephemeral_secret_key", "nonce"):
+            for field in ("device_secret_key", "ephemeral_secret_key", "nonce", "sender_secret_key"):
                 value = get(vector, field)
                 if value is not None:
                     fields.setdefault(value.encode(), f"{name}-{field}")
             secret = get(vector, "device_secret_key")
             if secret is not None:
                 secret_keys.setdefault(secret, name)
+            sender = get(vector, "sender_secret_key")
+            if sender is not None:
+                sender_keys.setdefault(sender, name)
 
     # decrypt: every vector's APNs document, every sealed plaintext, and a few already padded.
     for data, name in documents.items():
@@ -189,6 +192,20 @@ def main():
                       base64.b64encode(kid).decode())).encode())
             write("fuzz-keyfile", "public-key-mismatch",
                   f'{{"kid":"{b64url(kid)}","public_key":"{b64url(bytes(32))}","secret_key":"{secret_text}"}}'.encode())
+
+    # keyfile: sender key files (sid in place of kid) of the version 2 vectors' sender keys, and
+    # files that mix the two kinds.
+    for index, secret_text in enumerate(sorted(sender_keys)):
+        secret = base64.urlsafe_b64decode(secret_text + "=" * (-len(secret_text) % 4))
+        public = x25519_base(secret)
+        sid = hashlib.blake2b(public, digest_size=8).digest()
+        write("fuzz-keyfile", f"sender-keygen-{index}",
+              f'{{"sid":"{b64url(sid)}","public_key":"{b64url(public)}","secret_key":"{secret_text}"}}\n'.encode())
+        if index == 0:
+            write("fuzz-keyfile", "sender-with-kid",
+                  f'{{"sid":"{b64url(sid)}","kid":"{b64url(sid)}","public_key":"{b64url(public)}","secret_key":"{secret_text}"}}'.encode())
+            write("fuzz-keyfile", "sender-sid-mismatch",
+                  f'{{"sid":"{b64url(bytes(8))}","public_key":"{b64url(public)}","secret_key":"{secret_text}"}}'.encode())
 
     # jsonl: three header bytes (line limit, read size, batch size; 0xFF = the command's), then lines.
     lines = [data for data in list(documents)[:3]]

@@ -115,6 +115,23 @@ const SecretSchema *kps_schema(void) {
     return &schema;
 }
 
+static const SecretSchema sender_schema = {
+    "ai.kindly.push.SenderKey",
+    SECRET_SCHEMA_NONE,
+    {
+        { "sid", SECRET_SCHEMA_ATTRIBUTE_STRING },
+        { "label", SECRET_SCHEMA_ATTRIBUTE_STRING },
+        { "created", SECRET_SCHEMA_ATTRIBUTE_STRING },
+        { "public_key", SECRET_SCHEMA_ATTRIBUTE_STRING },
+        { NULL, 0 },
+    },
+};
+
+const SecretSchema *kps_sender_schema(void) {
+    kps_secret_init();
+    return &sender_schema;
+}
+
 GHashTable *kps_attributes_new(void) {
     return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 }
@@ -222,7 +239,12 @@ SecretCollection *kps_collection_for_path(SecretService *service, const char *pa
 
 gchar **kps_collection_search_paths(SecretCollection *collection, GHashTable *attributes,
                                     GCancellable *cancellable, GError **error) {
-    return secret_collection_search_for_dbus_paths_sync(collection, kps_schema(), attributes, cancellable, error);
+    return kps_collection_search_schema_paths(collection, kps_schema(), attributes, cancellable, error);
+}
+
+gchar **kps_collection_search_schema_paths(SecretCollection *collection, const SecretSchema *schema,
+                                           GHashTable *attributes, GCancellable *cancellable, GError **error) {
+    return secret_collection_search_for_dbus_paths_sync(collection, schema, attributes, cancellable, error);
 }
 
 SecretItem *kps_item_for_path(SecretService *service, const char *path,

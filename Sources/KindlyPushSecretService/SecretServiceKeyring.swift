@@ -1,7 +1,7 @@
 internal import CLibsecret
 internal import CSecretShim
 public import KindlyPush
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -15,6 +15,8 @@ package import KindlyPushCore
 /// the user's default keyring). The item's secret is the 32-byte secret key, binary; its
 /// attributes are public: `kid` and `public_key` (base64url), `label`, and `created` (Unix
 /// seconds as decimal text). Several keys coexist (rotation); a look-up finds the push's `kid`.
+/// Pinned sender keys are items of their own schema in the same collection (see
+/// ``pinnedSenders()``).
 ///
 /// The keyring never prompts and never blocks:
 /// - it checks the collection's locked state before anything else, with calls that cannot
@@ -253,6 +255,7 @@ public struct SecretServiceKeyring: Keyring {
                 secret_item_delete_sync(item.pointer, operation.deadline.cancellable, error)
             }
         }
+        SenderSecretCache.shared.evict(kid: kid)
     }
 }
 
@@ -261,7 +264,7 @@ public struct SecretServiceKeyring: Keyring {
 extension SecretServiceKeyring {
     /// One keyring operation: its time budget and the Secret Service proxy it talks through.
     /// Lives on one thread, for one call.
-    private final class Operation {
+    final class Operation {
         let keyring: SecretServiceKeyring
         let deadline: Deadline
         let connection: BusConnection
@@ -371,9 +374,15 @@ extension SecretServiceKeyring {
         /// without unlocking and without loading secrets, so nothing can prompt. An item that
         /// another client deletes during the search is left out, not an error.
         func items(in collection: GObject<SecretCollection>, kid: KeyID?) throws(KeyringError) -> [GObject<SecretItem>] {
-            let attributes = Attributes(kid.map { [("kid", $0.base64URL)] } ?? [])
+            try items(in: collection, schema: kps_schema(), attributes: Attributes(kid.map { [("kid", $0.base64URL)] } ?? []))
+        }
+
+        /// The items of `schema` in `collection` that match `attributes`, as ``items(in:kid:)``.
+        func items(
+            in collection: GObject<SecretCollection>, schema: UnsafePointer<SecretSchema>, attributes: Attributes
+        ) throws(KeyringError) -> [GObject<SecretItem>] {
             let paths = try call("search the keyring") { error in
-                kps_collection_search_paths(collection.pointer, attributes.table, deadline.cancellable, error)
+                kps_collection_search_schema_paths(collection.pointer, schema, attributes.table, deadline.cancellable, error)
             }
             defer { g_strfreev(paths) }
             var items: [GObject<SecretItem>] = []
@@ -393,7 +402,7 @@ extension SecretServiceKeyring {
 // MARK: - GLib plumbing
 
 /// An owned reference to a GObject, released when this goes away.
-private final class GObject<Pointee> {
+final class GObject<Pointee> {
     let pointer: UnsafeMutablePointer<Pointee>
 
     init(taking pointer: UnsafeMutablePointer<Pointee>) {
@@ -406,7 +415,7 @@ private final class GObject<Pointee> {
 }
 
 /// A libsecret attribute table (public values only: never a secret).
-private final class Attributes {
+final class Attributes {
     let table: OpaquePointer
 
     init(_ pairs: [(String, String)]) {

@@ -1,6 +1,6 @@
 internal import Dispatch
 public import KindlyPush
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A keyring that fails or blocks on demand, around an ``InMemoryKeyring``: for testing how a
 /// service handles a locked keyring, an unreachable Secret Service, or one that hangs.
@@ -26,9 +26,9 @@ public final class ControllableKeyring: Keyring {
     private let state = Locked(State())
     private let gate = DispatchSemaphore(value: 0)
 
-    /// A keyring holding `keys`, answering normally until told otherwise.
-    public init(keys: [DeviceKey] = []) {
-        inner = InMemoryKeyring(keys: keys)
+    /// A keyring holding `keys` and pinning `pinnedSenders`, answering normally until told otherwise.
+    public init(keys: [DeviceKey] = [], pinnedSenders: [SenderPublicKey] = []) {
+        inner = InMemoryKeyring(keys: keys, pinnedSenders: pinnedSenders)
     }
 
     /// When set, every operation throws this error instead of answering.
@@ -74,5 +74,23 @@ public final class ControllableKeyring: Keyring {
     public func delete(_ kid: KeyID) throws(KeyringError) {
         if let failure { throw failure }
         try inner.delete(kid)
+    }
+
+    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
+    public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
+        if let failure { throw failure }
+        try inner.pinSender(key, label: label)
+    }
+
+    /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
+    public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
+        if let failure { throw failure }
+        return try inner.pinnedSenders()
+    }
+
+    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
+    public func unpinSender(_ sid: SenderID) throws(KeyringError) {
+        if let failure { throw failure }
+        try inner.unpinSender(sid)
     }
 }

@@ -1,5 +1,5 @@
 public import KindlyPush
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// Collects what the library logs, so that a test can check a log line was (or was not) written.
 ///

@@ -1,5 +1,5 @@
 public import KindlyPush
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A ``KindlyClock`` that moves only when the test says, so that tap ages and deadlines are exact.
 ///

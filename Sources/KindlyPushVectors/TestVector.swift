@@ -1,9 +1,10 @@
 package import KindlyPush
 package import KindlyPushCore
 
-/// A test vector of cli.md: a push for a device key and what decrypting it must give, and for
-/// a sealing vector the ephemeral key, nonce and plaintext that reproduce its envelope byte
-/// for byte. Any backend or client can check itself against these files.
+/// A test vector of cli.md: a push for a device key (and the reader's pinned sender keys) and
+/// what decrypting it must give, and for a sealing vector the ephemeral key, nonce, plaintext
+/// (and for version 2 the sender's secret key) that reproduce its envelope byte for byte. Any
+/// backend or client can check itself against these files.
 package struct TestVector: Sendable {
     /// What decrypting `apns` must give.
     package enum Expectation: Sendable, Equatable {
@@ -17,10 +18,14 @@ package struct TestVector: Sendable {
         package let nonce: [UInt8]
         /// The exact UTF-8 JSON text that was padded and sealed.
         package let plaintext: String
+        /// `sender_secret_key`: the sender key of a version 2 sealing vector.
+        package let sender: SenderKey?
     }
 
     package let description: String
     package let deviceKey: DeviceKey
+    /// `pinned_sender_keys`: the reader's pinned set (absent: none). Non-empty is pinned mode.
+    package let pinnedSenderKeys: [SenderPublicKey]
     package let apns: JSONValue
     package let expected: Expectation
     package let sealing: Sealing?
@@ -78,6 +83,17 @@ package struct TestVector: Sendable {
             throw FormatError(description: "\"device_secret_key\" is not 32 bytes")
         }
         deviceKey = DeviceKey(secretKey: secretKey)
+        var pinned: [SenderPublicKey] = []
+        if let list = object["pinned_sender_keys"] {
+            guard case .array(let elements) = list else { throw FormatError(description: "\"pinned_sender_keys\" is not an array") }
+            for element in elements {
+                guard let text = element.stringValue, let key = try? SenderPublicKey(base64: text) else {
+                    throw FormatError(description: "\"pinned_sender_keys\" holds something other than 32-byte base64 keys")
+                }
+                pinned.append(key)
+            }
+        }
+        pinnedSenderKeys = pinned
         guard let apns = object["apns"] else { throw FormatError(description: "\"apns\" is missing") }
         self.apns = apns
         guard let expected = object["expected"]?.objectValue, let result = expected["result"]?.stringValue else {
@@ -89,15 +105,26 @@ package struct TestVector: Sendable {
             self.expected = .payload(payload)
         case "error":
             guard let reason = expected["reason"]?.stringValue else { throw FormatError(description: "\"expected.reason\" is missing") }
-            self.expected = .failure(DecryptionFailure.Reason(code: reason))
+            guard let known = DecryptionFailure.Reason(code: reason) else {
+                throw FormatError(description: "\"expected.reason\" is not a reason code of the spec")
+            }
+            self.expected = .failure(known)
         default:
             throw FormatError(description: "\"expected.result\" is neither \"ok\" nor \"error\"")
         }
         if object["ephemeral_secret_key"] != nil || object["nonce"] != nil || object["plaintext"] != nil {
+            var sender: SenderKey?
+            if object["sender_secret_key"] != nil {
+                guard let key = try? SenderKey(base64: try string("sender_secret_key")) else {
+                    throw FormatError(description: "\"sender_secret_key\" is not 32 bytes of base64")
+                }
+                sender = key
+            }
             sealing = Sealing(
                 ephemeralSecretKey: try secret("ephemeral_secret_key"),
                 nonce: try bytes("nonce"),
-                plaintext: try string("plaintext"))
+                plaintext: try string("plaintext"),
+                sender: sender)
         } else {
             sealing = nil
         }
@@ -105,7 +132,7 @@ package struct TestVector: Sendable {
 
     /// Runs the vector through the library: `nil` when it passes, else what went wrong.
     package func failure() -> String? {
-        let result = KindlyPushDecryption.decryptResult(userInfo: apns, using: deviceKey)
+        let result = KindlyPushDecryption.decryptResult(userInfo: apns, using: deviceKey, pinnedSenderKeys: pinnedSenderKeys)
         switch (expected, result) {
         case (.payload(let expectedPayload), .success(let payload)):
             guard payload.object.hasSameMembers(as: expectedPayload) else {
@@ -121,21 +148,26 @@ package struct TestVector: Sendable {
         return sealing.flatMap(resealingFailure)
     }
 
-    /// Re-seals the plaintext with the vector's ephemeral key and nonce and compares the
-    /// envelope's four binary fields byte for byte.
+    /// Re-seals the plaintext with the vector's ephemeral key and nonce (and sender key) and
+    /// compares the envelope's binary fields byte for byte: `kid`, `epk`, `n`, `ct`, and `sid`
+    /// for version 2.
     private func resealingFailure(_ sealing: Sealing) -> String? {
         let envelope: SealedEnvelope
         do throws(KindlyPushSealer.SealingError) {
+            let binding = try sealing.sender.map { (sender) throws(KindlyPushSealer.SealingError) in
+                try KindlyPushSealer.binding(of: sender, for: deviceKey.publicKey)
+            }
             envelope = try KindlyPushSealer.sealMessage(
-                Array(sealing.plaintext.utf8), for: deviceKey.publicKey, ephemeralSecretKey: sealing.ephemeralSecretKey,
-                nonce: sealing.nonce)
+                Array(sealing.plaintext.utf8), for: deviceKey.publicKey, sender: binding,
+                ephemeralSecretKey: sealing.ephemeralSecretKey, nonce: sealing.nonce)
         } catch {
             return "re-sealing failed: \(error)"
         }
         guard let kindly = apns.objectValue?["kindly"]?.objectValue else { return "a sealing vector without a kindly object" }
-        let fields: [(String, [UInt8])] = [
+        var fields: [(String, [UInt8])] = [
             ("kid", envelope.kid.bytes), ("epk", envelope.ephemeralPublicKey), ("n", envelope.nonce), ("ct", envelope.ciphertext),
         ]
+        if let sid = envelope.senderID { fields.append(("sid", sid.bytes)) }
         for (name, bytes) in fields {
             guard let text = kindly[name]?.stringValue, let written = try? Base64.decode(text) else {
                 return "re-sealing: \"kindly.\(name)\" is not base64"

@@ -8,6 +8,7 @@ import Testing
 struct DecryptAndSealTests {
     static let exitStatus: [String: Int32] = [
         "not_kindly": 1, "unsupported_version": 2, "malformed": 3, "key_unavailable": 4, "authentication_failed": 5, "bad_plaintext": 6,
+        "untrusted_sender": 7,
     ]
 
     struct VectorCase: CustomTestStringConvertible, Sendable {
@@ -30,7 +31,8 @@ struct DecryptAndSealTests {
     @Test("decrypt prints each vector's payload, or exits with its reason's code and one stderr line", arguments: vectors)
     func vectorThroughCLI(_ item: VectorCase) throws {
         let folder = try KeyFolder(key: item.vector.deviceKey)
-        let output = try CLI.run(["decrypt", "--key-file", folder.keyFile], stdin: JSONWriter.compactBytes(item.vector.apns))
+        let pins = item.vector.pinnedSenderKeys.map { "--sender-key=" + $0.base64URL }
+        let output = try CLI.run(["decrypt", "--key-file", folder.keyFile] + pins, stdin: JSONWriter.compactBytes(item.vector.apns))
         switch item.vector.expected {
         case .payload(let expected):
             #expect(output.status == 0)
@@ -201,9 +203,10 @@ struct DecryptAndSealTests {
     func kidWithLeadingDash() throws {
         let folder = try KeyFolder()
         let ring = folder.url.appendingPathComponent("ring").path
-        // About one kid in 64 begins with "-": make keys until one does.
+        // About one kid in 64 begins with "-": make keys until one does. One in 4,096 begins with
+        // "--", which is an option's spelling and goes after `--` (as `other` does below).
         var key = DeviceKey.generate()
-        while !key.kid.base64URL.hasPrefix("-") { key = DeviceKey.generate() }
+        while !key.kid.base64URL.hasPrefix("-") || key.kid.base64URL.hasPrefix("--") { key = DeviceKey.generate() }
         try FileKeyring(folder: ring).store(key, label: "dash")
         let other = DeviceKey.generate()
         try FileKeyring(folder: ring).store(other, label: "other")
@@ -236,7 +239,7 @@ struct DecryptAndSealTests {
 
     @Test("a document of exactly 64 KiB is read")
     func exactLimit() throws {
-        let prefix = #"{"kindly":{"v":2},"pad":""#
+        let prefix = #"{"kindly":{"v":3},"pad":""#
         let text = prefix + String(repeating: "x", count: 65_536 - prefix.utf8.count - 2) + "\"}"
         #expect(text.utf8.count == 65_536)
         let output = try CLI.run(["decrypt", "--keyring", "file"], stdin: text)

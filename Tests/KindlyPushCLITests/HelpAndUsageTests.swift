@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @Suite("kindly-push help and usage errors")
@@ -9,21 +10,37 @@ struct HelpAndUsageTests {
         #expect(output.stderr == "")
         #expect(
             output.stdout == """
-                OVERVIEW: Detect, decrypt and route end-to-end-encrypted Kindly push notifications.
+                OVERVIEW: Detect, decrypt and route end-to-end-encrypted Kindly push
+                notifications.
 
                 USAGE: kindly-push <subcommand> [<options>]
 
                 OPTIONS:
+                  --version               Show the version.
                   -h, --help              Show help information.
 
                 SUBCOMMANDS:
-                  keygen                  Create a device key, store it, and print its registration JSON.
+                  keygen                  Create a device key, store it, and print its
+                                          registration JSON.
                   keys                    List the stored keys, or delete one.
-                  seal                    Seal a plaintext message for one device and print the APNs payload.
-                  check                   Tell whether a push is Kindly's and whether it is marked decrypted.
-                  decrypt                 Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push).
-                  route                   Print who presents what for a push (the display rules).
+                  seal                    Seal a plaintext message for one device and print the
+                                          APNs payload.
+                  check                   Tell whether a push is Kindly's and whether it is
+                                          marked decrypted.
+                  decrypt                 Decrypt a Kindly push and print its payload (or, with
+                                          --apply, the rewritten push).
+                  route                   Print who presents what for a push (the display
+                                          rules).
+                  notify                  Show a push as a desktop notification (freedesktop
+                                          Notifications).
+                  sender-keygen           Create a sender key in a 0600 sender key file and
+                                          print its sid and public key.
+                  senders                 Pin a sender key in the keyring, list the pinned keys,
+                                          or remove one.
                   verify                  Run test-vector files and report each failure.
+                  completions             Print a shell completion script (bash, zsh or fish).
+                  man                     Print the man page (roff; view it with `kindly-push
+                                          man | man -l -`).
 
                   See 'kindly-push help <subcommand>' for detailed help.
 
@@ -40,14 +57,23 @@ struct HelpAndUsageTests {
             output.stdout == """
                 OVERVIEW: Tell whether a push is Kindly's and whether it is marked decrypted.
 
-                Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
-                Exits 0 when the push is Kindly's and 1 when it is not.
+                Reads an APNs JSON document on standard input and prints {"kindly": BOOL,
+                "decrypted": BOOL}. Exits 0 when the push is Kindly's and 1 when it is not.
 
-                USAGE: kindly-push check [<options>]
+                USAGE: kindly-push check [<file> ...] [--jsonl] [--jobs <n>] [--output <path>]
+                         [--quiet] [--summary]
 
                 OPTIONS:
-                  --jsonl                 Read one JSON document per line and write one JSON object per line, in order.
-                  --jobs <n>              With --jsonl, process N lines at once (default: the number of cores).
+                  --jsonl                 Read one JSON document per line and write one JSON
+                                          object per line, in order.
+                  --jobs <n>              With --jsonl, process N lines at once (default: the
+                                          number of cores).
+                  --output <path>         Write the output to this file (a temporary file
+                                          renamed into place, mode 0600) instead of standard
+                                          output.
+                  --quiet                 No progress line, even on a terminal.
+                  --summary               With --jsonl, print the count of each result code on
+                                          standard error at the end.
                   -h, --help              Show help information.
 
                 """)
@@ -55,7 +81,9 @@ struct HelpAndUsageTests {
 
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
-        arguments: ["keygen", "keys", "seal", "check", "decrypt", "route", "verify"])
+        arguments: [
+            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "completions", "man",
+        ])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {
             let output = try CLI.run(form)
@@ -65,6 +93,17 @@ struct HelpAndUsageTests {
             #expect(output.stdout.contains("\nUSAGE: kindly-push \(name)"))
             #expect(output.stdout.contains("\nOPTIONS:\n"))
         }
+    }
+
+    @Test("--version and the version subcommand print the library's version, exit 0", arguments: [["--version"], ["version"]])
+    func version(_ arguments: [String]) throws {
+        let output = try CLI.run(arguments)
+        #expect(output.status == 0)
+        #expect(output.stderr == "")
+        #expect(output.stdout == "kindly-push 0.2.0\n")
+        // The CHANGELOG's newest release is the version the binary reports.
+        let changelog = try String(contentsOf: CLI.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains("## [0.2.0]"))
     }
 
     @Test(
@@ -79,7 +118,16 @@ struct HelpAndUsageTests {
                 ["decrypt", "--keyring", "vault"],
                 "kindly-push: usage: 'vault' is not a valid value for '--keyring'; expected one of: auto, secret-service, file (see 'kindly-push decrypt --help')"
             ),
-            (["check", "extra"], "kindly-push: usage: unexpected argument 'extra' (see 'kindly-push check --help')"),
+            (["man", "extra"], "kindly-push: usage: unexpected argument 'extra' (see 'kindly-push man --help')"),
+            (["decyrpt"], "kindly-push: usage: unknown subcommand 'decyrpt'; did you mean 'decrypt'? (see 'kindly-push --help')"),
+            (
+                ["decrypt", "--key-fil", "k.json"],
+                "kindly-push: usage: unknown option '--key-fil'; did you mean '--key-file'? (see 'kindly-push decrypt --help')"
+            ),
+            (
+                ["completions", "bsh"],
+                "kindly-push: usage: 'bsh' is not a shell this command knows; expected one of: bash, zsh, fish; did you mean 'bash'?"
+            ),
             (["check", "--jsonl=yes"], "kindly-push: usage: '--jsonl' takes no value (see 'kindly-push check --help')"),
             (["check", "--jobs", "0"], "kindly-push: usage: '--jobs' takes a whole number from 1 to 256 (see 'kindly-push check --help')"),
             (

@@ -2,11 +2,13 @@
 """Checks test-vector files against kindly_ref, the independent reference.
 
 For every vector (cli.md, "Test-vector files"): decrypts `apns` with
-`device_secret_key` and compares with `expected` (the payload as a JSON value,
-numbers by exact value; or the reason); for a sealing vector, seals
-`plaintext` again with `ephemeral_secret_key` and `nonce` and compares the
-bytes of kid, epk, n and ct. Then checks that the files are exactly what
-gen_vectors.py writes, so that a stale or hand-edited file is noticed.
+`device_secret_key` and the pinned sender keys `pinned_sender_keys` (absent:
+none) and compares with `expected` (the payload as a JSON value, numbers by
+exact value; or the reason); for a sealing vector, seals `plaintext` again
+with `ephemeral_secret_key` and `nonce` (and, for version 2,
+`sender_secret_key`) and compares the bytes of kid, epk, n and ct (and sid).
+Then checks that the files are exactly what gen_vectors.py writes, so that a
+stale or hand-edited file is noticed.
 
     python3 tools/reference/check_vectors.py [PATH...]     (default: TestVectors/*.json)
 
@@ -26,7 +28,8 @@ from kindly_ref import JsonNumber, JsonObject  # noqa: E402
 
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "TestVectors"
 SEALING_FIELDS = ("ephemeral_secret_key", "nonce", "plaintext")
-VECTOR_FIELDS = ("description", "device_secret_key", "apns", "expected") + SEALING_FIELDS
+VECTOR_FIELDS = ("description", "device_secret_key", "apns", "expected", "pinned_sender_keys",
+                 "sender_secret_key") + SEALING_FIELDS
 
 
 class VectorError(Exception):
@@ -66,12 +69,30 @@ def _key(vector: dict, name: str, size: int) -> bytes:
     return data
 
 
-def _envelope_bytes(apns: JsonObject) -> dict[str, bytes]:
+def _pinned(vector: dict) -> list[bytes]:
+    if "pinned_sender_keys" not in vector:
+        return []
+    keys = vector["pinned_sender_keys"]
+    if not isinstance(keys, list):
+        raise VectorError("pinned_sender_keys is not an array")
+    pinned = []
+    for index, text in enumerate(keys):
+        try:
+            key = k.b64decode_canonical(text) if isinstance(text, str) else None
+        except ValueError:
+            key = None
+        if key is None or len(key) != 32:
+            raise VectorError(f"pinned_sender_keys[{index}] is not 32 bytes of base64")
+        pinned.append(key)
+    return pinned
+
+
+def _envelope_bytes(apns: JsonObject, names=("kid", "epk", "n", "ct")) -> dict[str, bytes]:
     kindly = [v for v in apns.values_of("kindly") if isinstance(v, JsonObject)]
     if len(kindly) != 1:
         raise VectorError("a sealing vector needs exactly one kindly object")
     fields = {}
-    for name in ("kid", "epk", "n", "ct"):
+    for name in names:
         values = kindly[0].values_of(name)
         if len(values) != 1 or not isinstance(values[0], str):
             raise VectorError(f"a sealing vector needs kindly.{name} once, as a string")
@@ -102,8 +123,10 @@ def check_vector(raw) -> None:
     if not isinstance(expected, dict):
         raise VectorError("expected is not an object")
 
+    pinned = _pinned(vector)
+
     try:
-        outcome = {"result": "ok", "payload": k.decrypt(apns, [secret_key])}
+        outcome = {"result": "ok", "payload": k.decrypt(apns, [secret_key], pinned)}
     except k.KindlyError as exc:
         outcome = {"result": "error", "reason": exc.code}
     if expected.get("result") == "ok":
@@ -122,13 +145,17 @@ def check_vector(raw) -> None:
     present = [name for name in SEALING_FIELDS if name in vector]
     if present and len(present) != len(SEALING_FIELDS):
         raise VectorError(f"a sealing vector needs all of {SEALING_FIELDS}, this one has {present}")
+    if "sender_secret_key" in vector and not present:
+        raise VectorError(f"sender_secret_key belongs to a sealing vector, which also has all of {SEALING_FIELDS}")
     if present:
         esk = _key(vector, "ephemeral_secret_key", 32)
         nonce = _key(vector, "nonce", 24)
+        sender_sk = _key(vector, "sender_secret_key", 32) if "sender_secret_key" in vector else None
         if not isinstance(vector["plaintext"], str):
             raise VectorError("plaintext is not a string")
-        resealed = k.seal(vector["plaintext"].encode("utf-8"), k.public_key_of(secret_key), esk, nonce)
-        for name, data in _envelope_bytes(apns).items():
+        resealed = k.seal(vector["plaintext"].encode("utf-8"), k.public_key_of(secret_key), esk, nonce, sender_sk)
+        names = ("kid", "epk", "n", "ct") if sender_sk is None else ("kid", "sid", "epk", "n", "ct")
+        for name, data in _envelope_bytes(apns, names).items():
             if getattr(resealed, name) != data:
                 raise VectorError(f"re-sealing gives a different {name}")
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the wire-format v1 test vectors (TestVectors/*.json) with kindly_ref.
+"""Writes the wire-format test vectors (TestVectors/*.json) with kindly_ref:
+version 1 (sections 1 to 6) and version 2 (section 7, files v2-*.json).
 
 Deterministic: every key, ephemeral key and nonce is SHAKE-256 of a label
 fixed in this file, so re-running gives byte-identical files (check_vectors.py
@@ -12,6 +13,9 @@ with `ephemeral_secret_key` and `nonce` to the device key gives are sealing
 vectors (cli.md) and carry those three fields. Vectors whose envelope was
 changed after sealing, or whose sealed message is not pad(text) for some text
 (bad padding, invalid UTF-8), or that were sealed to another key, do not.
+A version 2 sealing vector also carries `sender_secret_key` (and its kid, sid,
+epk, n and ct are the seal's); a vector read with pinned sender keys carries
+`pinned_sender_keys` (every version 2 vector does, [] or absent meaning none).
 
     python3 tools/reference/gen_vectors.py
 """
@@ -87,12 +91,17 @@ class Push:
     envelope: k.Envelope
     text: str | None              # the text whose pad() was sealed; None if the message was not pad(text)
     sealing: dict | None = None   # the sealing-vector fields, when the envelope is exactly
-                                  # seal(text, ephemeral_secret_key, nonce) to the device key
+                                  # seal(text, ephemeral_secret_key, nonce[, sender_secret_key])
+                                  # to the device key
 
     def kindly(self, style: str = "url", **changes) -> dict:
         e = self.envelope
-        fields = {"v": 1, "kid": encode(e.kid, style), "epk": encode(e.epk, style),
-                  "n": encode(e.n, style), "ct": encode(e.ct, style)}
+        if e.sid is None:
+            fields = {"v": 1, "kid": encode(e.kid, style), "epk": encode(e.epk, style),
+                      "n": encode(e.n, style), "ct": encode(e.ct, style)}
+        else:
+            fields = {"v": 2, "kid": encode(e.kid, style), "sid": encode(e.sid, style),
+                      "epk": encode(e.epk, style), "n": encode(e.n, style), "ct": encode(e.ct, style)}
         for name, value in changes.items():
             if value is MISSING:
                 del fields[name]
@@ -169,18 +178,23 @@ class Files:
     def start(self, name: str):
         self.current = self.files.setdefault(name, [])
 
-    def add(self, description: str, apns, expected: dict, push: Push | None = None, secret_key: bytes = DEVICE_SK):
+    def add(self, description: str, apns, expected: dict, push: Push | None = None, secret_key: bytes = DEVICE_SK,
+            pinned: list[bytes] | None = None):
+        """pinned: the reader's pinned sender public keys, written as
+        pinned_sender_keys when not None ([] is written: an explicit none)."""
         vector = {"description": description, "device_secret_key": b64url(secret_key)}
         if push is not None and push.sealing:
             vector.update(push.sealing)
+        if pinned is not None:
+            vector["pinned_sender_keys"] = [b64url(key) for key in pinned]
         vector["apns"] = apns
         vector["expected"] = expected
         self.current.append(vector)
 
-    def ok_push(self, description: str, push: Push, apns=None, **kindly_changes):
+    def ok_push(self, description: str, push: Push, apns=None, pinned: list[bytes] | None = None, **kindly_changes):
         """A push that decrypts to its own plaintext."""
         apns = visible(push.kindly(**kindly_changes)) if apns is None else apns
-        self.add(description, apns, ok(push.payload()), push)
+        self.add(description, apns, ok(push.payload()), push, pinned=pinned)
 
     def texts(self) -> dict[str, str]:
         return {name: k.dumps({"vectors": vectors}, indent=2) + "\n" for name, vectors in self.files.items()}
@@ -390,7 +404,7 @@ def not_kindly(v: Files):
 def version(v: Files):
     v.start("version.json")
     rejected = [
-        (MISSING, "v missing"), (2, "v 2"), (0, "v 0"), (-1, "v -1"), ("1", 'v the string "1"'),
+        (MISSING, "v missing"), (3, "v 3"), (0, "v 0"), (-1, "v -1"), ("1", 'v the string "1"'),
         (True, "v true (not a number, though true == 1 in some languages)"), (False, "v false"),
         (None, "v null"), (num("1.5"), "v 1.5"), ([1], "v [1]"), ({"v": 1}, "v {\"v\":1}"),
         (num("1e1"), "v 1e1 = 10"), (num("11e-1"), "v 11e-1 = 1.1"), (num("-1.0"), "v -1.0"),
@@ -738,14 +752,14 @@ def check_order(v: Files):
          {"kindly": [p.kindly(v=2)]}, "not_kindly"),
         ("unsupported_version: kindly is the empty object (every field missing, v first)",
          {"aps": VISIBLE_APS, "kindly": {}}, "unsupported_version"),
-        ("unsupported_version before malformed: v 2 with kid not base64",
-         visible(p.kindly(v=2, kid="*not base64*")), "unsupported_version"),
+        ("unsupported_version before malformed: v 3 with kid not base64",
+         visible(p.kindly(v=3, kid="*not base64*")), "unsupported_version"),
         ('unsupported_version before malformed: v "1" with ct of a wrong length',
          visible(p.kindly(v="1", ct=encode(bytes(79)))), "unsupported_version"),
         ("unsupported_version before malformed: v missing and epk missing",
          visible(p.kindly(v=MISSING, epk=MISSING)), "unsupported_version"),
-        ("malformed (duplicate) before unsupported_version: duplicate kid and v 2",
-         {"aps": VISIBLE_APS, "kindly": obj(("v", 2), *list(p.kindly(v=MISSING).items()), ("kid", encode(e.kid)))},
+        ("malformed (duplicate) before unsupported_version: duplicate kid and v 3",
+         {"aps": VISIBLE_APS, "kindly": obj(("v", 3), *list(p.kindly(v=MISSING).items()), ("kid", encode(e.kid)))},
          "malformed"),
         ("malformed (duplicate) before unsupported_version: duplicate top-level member and v missing",
          obj(("aps", VISIBLE_APS), ("kindly", p.kindly(v=MISSING)), ("aps", VISIBLE_APS)), "malformed"),
@@ -812,12 +826,463 @@ def sizes(v: Files):
               "decrypt has no such check", p, apns)
 
 
+# ---------------------------------------------------------------------------
+# The plaintext's `truncated` key (section 4), and version 2 (section 7).
+# ---------------------------------------------------------------------------
+
+def truncated(v: Files):
+    v.start("truncated.json")
+    with_id = {**BASIC, "message_id": "m-77"}
+    for i, (description, plaintext) in enumerate([
+            ("truncated true with message_id: seal --fit cut the body, the app fetches the message by its id",
+             {**with_id, "body": "The first words of a long mess", "truncated": True}),
+            ("truncated false", {**with_id, "truncated": False}),
+            ("truncated true without message_id (message_id stays optional)", {**BASIC, "truncated": True}),
+            ("truncated false, written before the required keys", '{"truncated":false,"chat_id":"c-1","title":"Anna",'
+                                                                   '"body":"Hi!"}')]):
+        v.ok_push(description, seal(f"truncated ok {i}", plaintext))
+    for i, (description, value) in enumerate([
+            ('truncated the string "yes"', "yes"), ('truncated the string "true"', "true"),
+            ("truncated the number 1 (a number, not a boolean)", 1), ("truncated the number 0", 0),
+            ("truncated null (an optional key, when present, must have its type)", None),
+            ("truncated [true]", [True]), ("truncated {}", {})]):
+        p = seal(f"truncated bad {i}", {**with_id, "truncated": value})
+        v.add(description, visible(p.kindly()), error("bad_plaintext"), p)
+    p = seal("truncated bad dup", '{"chat_id":"c-1","title":"Anna","body":"Hi!","truncated":true,"truncated":false}')
+    v.add("truncated twice (true, then false): a duplicate member name", visible(p.kindly()), error("bad_plaintext"), p)
+
+
+def _sender_key(name: str) -> bytes:
+    """The first key `name i` whose sid's base64url shows both '-' and '_', so
+    that the alphabet vectors have something to change in sid."""
+    for i in itertools.count():
+        sk = det(f"{name} {i}", 32)
+        sid = b64url(k.sender_id(k.public_key_of(sk)))
+        if "-" in sid and "_" in sid:
+            return sk
+
+
+SENDER_SK = _sender_key("sender key")              # the backend's sender key, pinned by the device
+SENDER_PK = k.public_key_of(SENDER_SK)
+SENDER_SID = k.sender_id(SENDER_PK)
+SENDER2_SK = det("second sender key", 32)          # the same backend's next key (rotation)
+SENDER2_PK = k.public_key_of(SENDER2_SK)
+SENDER2_SID = k.sender_id(SENDER2_PK)
+STRANGER_SK = det("stranger sender key", 32)       # a sender key nobody pins
+STRANGER_PK = k.public_key_of(STRANGER_SK)
+PINNED = [SENDER_PK]
+BASIC_MESSAGE = k.pad(k.dumps(BASIC).encode())
+
+
+def seal2(label: str, plaintext, sender_sk: bytes = SENDER_SK, pk: bytes = DEVICE_PK) -> Push:
+    """Seal version 2 exactly as section 7.2 says."""
+    text = plaintext if isinstance(plaintext, str) else k.dumps(plaintext)
+    esk, nonce = _fresh(label)
+    sealing = {"ephemeral_secret_key": b64url(esk), "nonce": b64url(nonce), "plaintext": text,
+               "sender_secret_key": b64url(sender_sk)}
+    return Push(k.seal(text.encode("utf-8"), pk, esk, nonce, sender_sk), text, sealing if pk == DEVICE_PK else None)
+
+
+def craft2(label: str, message: bytes = BASIC_MESSAGE, *, spk: bytes = SENDER_PK, epk: bytes | None = None,
+           kid: bytes = DEVICE_KID, sid: bytes | None = None, aad: bytes | None = None,
+           derive=k.derive_key_v2, text: str | None = None) -> Push:
+    """A version 2 envelope built from the device's side: ss_e = X25519(device sk,
+    epk), ss_s = X25519(device sk, spk) (the same values a sender computes), k and
+    aad as section 7.2 says unless changed. Makes pushes no sender could seal as
+    such (low-order epk or spk, non-canonical spk bytes, another kid, sid, aad or
+    derivation), and tags that verify for a reader that skips a check."""
+    esk, nonce = _fresh(label)
+    epk = k.public_key_of(esk) if epk is None else epk
+    sid = k.sender_id(spk) if sid is None else sid
+    key = derive(k.x25519(DEVICE_SK, epk), k.x25519(DEVICE_SK, spk), epk, DEVICE_PK, spk)
+    ct = k.aead_encrypt(key, nonce, k.aad_v2(kid, sid) if aad is None else aad, message)
+    return Push(k.Envelope(kid, epk, nonce, ct, sid), text)
+
+
+def _check_craft2_is_seal2():
+    """craft2 with nothing changed is the sender's seal: the device-side
+    construction the crafted vectors rely on is the spec's."""
+    esk, nonce = det("craft2 self-check esk", 32), det("craft2 self-check nonce", 24)
+    sealed = k.seal(k.dumps(BASIC).encode(), DEVICE_PK, esk, nonce, SENDER_SK)
+    key = k.derive_key_v2(k.x25519(DEVICE_SK, sealed.epk), k.x25519(DEVICE_SK, SENDER_PK), sealed.epk, DEVICE_PK,
+                          SENDER_PK)
+    assert k.aead_encrypt(key, nonce, k.aad_v2(DEVICE_KID, SENDER_SID), BASIC_MESSAGE) == sealed.ct
+
+
+def low_order_points(top_bits=(False,)):
+    for name, hex_u in LOW_ORDER:
+        for top in top_bits:
+            u = bytearray.fromhex(hex_u)
+            if top:
+                u[31] |= 0x80
+            u = bytes(u)
+            assert k.x25519(DEVICE_SK, u) == bytes(32)
+            yield f"{name}{' with the top bit set' if top else ''}", u
+
+
+def v2_ok(v: Files):
+    v.start("v2-ok.json")
+    _check_craft2_is_seal2()
+    p = seal2("v2 ok visible", BASIC)
+    v.ok_push("version 2 visible push, minimal plaintext; the reader pins its sender key", p, pinned=PINNED)
+    p = seal2("v2 ok silent", {"chat_id": "c-2", "title": "Ben", "body": "silent one"})
+    v.ok_push("version 2 silent push", p, {"aps": SILENT_APS, "kindly": p.kindly()}, pinned=PINNED)
+    p = seal2("v2 ok no aps", {"chat_id": "c-3", "title": "Cleo", "body": "no aps at all"})
+    v.ok_push("version 2 push without aps", p, {"kindly": p.kindly()}, pinned=PINNED)
+    p = seal2("v2 ok full", {"chat_id": "chat-42", "title": "Anna", "body": "See you at 8?", "message_id": "m-1001",
+                             "sent_at": 1700000000})
+    v.ok_push("version 2 push with message_id and sent_at", p, pinned=PINNED)
+    p = seal2("v2 ok truncated", {"chat_id": "chat-42", "title": "Anna", "body": "The first words of a long mess",
+                                  "message_id": "m-1002", "truncated": True})
+    v.ok_push("version 2 push with truncated true and message_id", p, pinned=PINNED)
+    p = seal2("v2 ok unicode", {"chat_id": "чат-𝄞", "title": "👩‍👩‍👧‍👦 你好", "body": "مرحبا \u2028 Cafe\u0301"})
+    v.ok_push("version 2 push with non-ASCII text (emoji ZWJ sequence, CJK, Arabic, U+2028, a combining mark)", p,
+              pinned=PINNED)
+    p = seal2("v2 ok extras", {**BASIC, "meta": {"a": [1, None, True]}, "v": 1, "sid": "x"})
+    v.ok_push("version 2 push whose plaintext has extras (named v and sid among them: just extras)", p, pinned=PINNED)
+    p = seal2("v2 ok second pinned", {"chat_id": "c-4", "title": "Dan", "body": "second of two"})
+    v.ok_push("two pinned keys, the sender's is the second", p, pinned=[SENDER2_PK, SENDER_PK])
+    p = seal2("v2 ok third pinned", {"chat_id": "c-5", "title": "Eva", "body": "third of three"})
+    v.ok_push("three pinned keys, the sender's is the third; the first is the all-zero point (a pinned key that "
+              "can never authenticate does not stop the others)", p, pinned=[bytes(32), STRANGER_PK, SENDER_PK])
+    p = seal2("v2 ok rotation", {"chat_id": "c-6", "title": "Finn", "body": "the backend's next key"},
+              sender_sk=SENDER2_SK)
+    v.ok_push("sealed with the backend's second sender key (rotation); both keys pinned, the first is the older one",
+              p, pinned=[SENDER_PK, SENDER2_PK])
+    p = seal2("v2 ok pinned twice", {"chat_id": "c-7", "title": "Gus", "body": "pinned twice"})
+    v.ok_push("the same sender key pinned twice", p, pinned=[SENDER_PK, SENDER_PK])
+    p = seal2("v2 ok kindly extras", {"chat_id": "c-8", "title": "Hana", "body": "extra keys in kindly"})
+    v.ok_push("other keys inside kindly are ignored (decrypted, chat_id, unknown ones)", p, pinned=PINNED,
+              decrypted=True, chat_id="another-chat", x=[1, {"y": None}])
+    p = seal2("v2 ok order", {"chat_id": "c-9", "title": "Ida", "body": "fields in another order"})
+    e = p.kindly()
+    v.ok_push("kindly members in another order (sid, ct, n, epk, kid, v), kindly before aps", p,
+              {"kindly": {name: e[name] for name in ("sid", "ct", "n", "epk", "kid", "v")}, "aps": VISIBLE_APS},
+              pinned=PINNED)
+    for size in (63, 64):
+        p = seal2(f"v2 ok size {size}", text_of_length(size))
+        v.ok_push(f"plaintext of {size} bytes: ct {len(p.envelope.ct)} bytes", p, pinned=PINNED)
+
+    def compact_size(apns) -> int:
+        return len(k.dumps(apns).encode("utf-8"))
+    size = 2000
+    while True:
+        p = seal2(f"v2 limit visible probe {size}", text_of_length(size, "Limit"))
+        if compact_size(k.apns_payload(p.envelope)) > k.APNS_LIMIT:
+            break
+        best, size = p, size + 64
+    spare = k.APNS_LIMIT - compact_size(k.apns_payload(best.envelope))
+    apns = k.apns_payload(best.envelope, body=k.DEFAULT_BODY + "." * spare)
+    assert compact_size(apns) == k.APNS_LIMIT
+    v.ok_push(f"version 2 visible push of exactly 4096 bytes as seal writes it (compact UTF-8), plaintext "
+              f"{len(best.text)} bytes, ct {len(best.envelope.ct)} bytes", best, apns, pinned=PINNED)
+
+
+def v2_version(v: Files):
+    v.start("v2-version.json")
+    for lexeme in ("2", "2.0", "2e0", "2E0", "2e+0", "2.00", "20e-1", "0.2e1", "200e-2"):
+        p = seal2(f"v2 version accepted {lexeme}", {"chat_id": "c-v", "title": "Anna", "body": f"v {lexeme}"})
+        v.ok_push(f"v {lexeme}: a JSON number equal to 2 is version 2", p, pinned=PINNED, v=num(lexeme))
+    rejected = [
+        ("2", 'v the string "2"'), ("2.0", 'v the string "2.0"'), (3, "v 3"), (0, "v 0"), (-2, "v -2"),
+        (num("2.5"), "v 2.5"), (num("2e1"), "v 2e1 = 20"), (num("-2.0"), "v -2.0"),
+        (num("2.0000000000000000000001"), "v 2.0000000000000000000001: not exactly 2 (a double would round it to 2)"),
+        (num("1.9999999999999999999999"), "v 1.9999999999999999999999: not exactly 2"),
+        (True, "v true"), (None, "v null"), ([2], "v [2]"), ({"v": 2}, 'v {"v":2}'), (MISSING, "v missing"),
+    ]
+    for i, (value, description) in enumerate(rejected):
+        p = seal2(f"v2 version rejected {i}", {"chat_id": f"c-v{i}", "title": "Anna", "body": "version"})
+        v.add(f"{description} on a version 2 envelope, sender pinned", visible(p.kindly(v=value)),
+              error("unsupported_version"), p, pinned=PINNED)
+
+
+def v2_encodings(v: Files):
+    v.start("v2-encodings.json")
+    p = seal2("v2 encodings base", BASIC)
+    sid = encode(SENDER_SID)
+    assert "-" in sid and "_" in sid
+    styles = {"url=": "base64url padded", "std": "standard base64 unpadded", "std=": "standard base64 padded"}
+    for style, name in styles.items():
+        v.ok_push(f"sid {name} ({encode(SENDER_SID, style)}), the others base64url unpadded", p, pinned=PINNED,
+                  sid=encode(SENDER_SID, style))
+    v.ok_push("every field standard base64 padded", p, visible(p.kindly("std=")), pinned=PINNED)
+    v.ok_push("sid written with a JSON escape (\\u00XX) for its first character: the string value is canonical base64",
+              p, pinned=PINNED, sid=RawJson('"\\u%04x%s"' % (ord(sid[0]), sid[1:])))
+    v.ok_push("standard-base64 sid whose '/' is written as the JSON escape \\/", p, pinned=PINNED,
+              sid=RawJson('"%s"' % encode(SENDER_SID, "std").replace("/", "\\/")))
+
+    def bad(description, value):
+        v.add(f"{description}; sender pinned, everything else valid", visible(p.kindly(sid=value)),
+              error("malformed"), pinned=PINNED)
+
+    def bump(text: str, padded: str = "") -> str:
+        alphabet = k._URL_ALPHABET
+        return text[:-1] + alphabet[alphabet.index(text[-1]) + 1] + padded
+    bad("sid missing (version 2 needs it)", MISSING)
+    bad("sid is a number", 12345678)
+    bad("sid is null", None)
+    bad("sid is true", True)
+    bad("sid is an array holding its base64 string", [sid])
+    bad("sid is an object", {"sid": sid})
+    bad("sid is the empty string", "")
+    bad("sid has a character outside both alphabets ('*')", sid[:4] + "*" + sid[5:])
+    bad("sid mixes the alphabets ('+' and '_')", sid.replace("-", "+"))
+    bad("sid has a space inside", sid[:5] + " " + sid[5:])
+    bad("sid has a leading space", " " + sid)
+    bad("sid ends with a line feed", sid + "\n")
+    bad("sid with '==' (too much padding: 8 bytes take one '=')", sid + "==")
+    bad("sid with '=' in the middle", sid[:4] + "=" + sid[4:])
+    bad("sid with non-zero trailing bits (the last character's unused 2 bits)", bump(sid))
+    bad("sid with non-zero trailing bits, padded", bump(sid, "="))
+    bad("sid with one extra character 'A' (12 characters: 9 bytes)", sid + "A")
+    bad("sid with two extra characters (13 characters, length % 4 == 1)", sid + "AA")
+    bad("sid of 7 bytes: the pinned sid's first 7", encode(SENDER_SID[:7]))
+    bad("sid of 9 bytes: the pinned sid and a zero byte", encode(SENDER_SID + b"\x00"))
+    bad("sid of 16 bytes: kid and sid together", encode(DEVICE_KID + SENDER_SID))
+    bad("sid of 32 bytes: the sender public key itself instead of its id", encode(SENDER_PK))
+    bad("sid made of hex digits (16 characters, all in the alphabet, 12 bytes)", SENDER_SID.hex())
+    bad("sid with a fullwidth letter (U+FF21) in place of a letter", sid[:3] + "\uff21" + sid[4:])
+
+
+def v2_reasons(v: Files):
+    v.start("v2-reasons.json")
+    p = seal2("v2 reasons base", BASIC)
+    e = p.envelope
+    stranger = seal2("v2 reasons stranger", {"chat_id": "c-s", "title": "Mallory", "body": "not pinned"},
+                     sender_sk=STRANGER_SK)
+    other_device = seal2("v2 reasons other device", BASIC, pk=OTHER_PK)
+    v1 = seal("v2 reasons v1 push", BASIC)
+    random_kid = det("v2 random kid", 8)
+    random_sid = det("v2 random sid", 8)
+    low = bytes.fromhex(LOW_ORDER[2][1])
+
+    def case(description, apns, reason, push=None, pinned=PINNED):
+        v.add(description, apns, error(reason), push, pinned=pinned)
+
+    # 1. not_kindly, and the duplicate rule before v.
+    case("not_kindly: kindly is an array holding a valid version 2 envelope", {"aps": VISIBLE_APS,
+         "kindly": [p.kindly()]}, "not_kindly")
+    case("not_kindly: the envelope's fields at top level, no kindly object",
+         {"aps": VISIBLE_APS, **p.kindly()}, "not_kindly")
+    case("malformed before everything else: sid twice inside kindly (the same value)",
+         {"aps": VISIBLE_APS, "kindly": obj(*p.kindly().items(), ("sid", encode(SENDER_SID)))}, "malformed")
+    case("malformed: sid twice inside kindly, an unpinned sid first and the pinned one second",
+         {"aps": VISIBLE_APS, "kindly": obj(("sid", encode(random_sid)), *p.kindly().items())}, "malformed")
+    case("malformed (duplicate) before unsupported_version: v twice (2 and 1)",
+         {"aps": VISIBLE_APS, "kindly": obj(("v", 1), *p.kindly().items())}, "malformed")
+    case("malformed (duplicate) before unsupported_version: duplicate top-level aps and v \"2\"",
+         obj(("aps", VISIBLE_APS), ("kindly", p.kindly(v="2")), ("aps", SILENT_APS)), "malformed")
+    # 2. unsupported_version before malformed.
+    case("unsupported_version before malformed: v 3 and sid missing", visible(p.kindly(v=3, sid=MISSING)),
+         "unsupported_version")
+    case('unsupported_version before malformed: v "2" and sid of 9 bytes',
+         visible(p.kindly(v="2", sid=encode(SENDER_SID + b"\x00"))), "unsupported_version")
+    # 3. malformed before key_unavailable and untrusted_sender.
+    case("malformed: a version 1 push relabelled v 2, no sid added", visible(v1.kindly(v=2)), "malformed")
+    case("malformed before key_unavailable: sid not base64 and kid unknown",
+         visible(p.kindly(kid=encode(random_kid), sid="!" * 11)), "malformed")
+    case("malformed before untrusted_sender: sid of 7 bytes and no pinned key at all",
+         visible(p.kindly(sid=encode(SENDER_SID[:7]))), "malformed", pinned=None)
+    case("malformed before untrusted_sender: a stranger's push with its sid missing",
+         visible(stranger.kindly(sid=MISSING)), "malformed")
+    case("malformed before authentication_failed: ct of 81 bytes, sender pinned",
+         visible(p.kindly(ct=encode(det("v2 ct 81", 81)))), "malformed")
+    # 4. key_unavailable before untrusted_sender.
+    case("key_unavailable: sealed correctly (version 2, pinned sender) to another device's key",
+         visible(other_device.kindly()), "key_unavailable", other_device)
+    case("key_unavailable before untrusted_sender: unknown kid and an unpinned sid",
+         visible(p.kindly(kid=encode(random_kid), sid=encode(random_sid))), "key_unavailable")
+    case("key_unavailable before untrusted_sender: unknown kid and no pinned key at all",
+         visible(p.kindly(kid=encode(OTHER_KID))), "key_unavailable", pinned=None)
+    case("key_unavailable before authentication_failed: unknown kid, pinned sender, flipped tag",
+         visible(p.kindly(kid=encode(random_kid), ct=encode(flip(e.ct, -1)))), "key_unavailable")
+    case("key_unavailable before authentication_failed: another device's push with the all-zero point as epk",
+         visible(other_device.kindly(epk=encode(bytes(32)))), "key_unavailable")
+    # 5. untrusted_sender before authentication_failed and bad_plaintext.
+    pa = seal2("v2 reasons no pins", BASIC)
+    case("untrusted_sender: a correctly sealed version 2 push read with no pinned sender key "
+         "(pinned_sender_keys absent)", visible(pa.kindly()), "untrusted_sender", pa, pinned=None)
+    pa = seal2("v2 reasons empty pins", BASIC)
+    case("untrusted_sender: a correctly sealed version 2 push read with pinned_sender_keys []",
+         visible(pa.kindly()), "untrusted_sender", pa, pinned=[])
+    case("untrusted_sender: sealed correctly by a sender key that is not pinned", visible(stranger.kindly()),
+         "untrusted_sender", stranger)
+    case("untrusted_sender: sealed by a key that is not pinned, two other keys pinned",
+         visible(stranger.kindly()), "untrusted_sender", stranger, pinned=[SENDER_PK, SENDER2_PK])
+    case("untrusted_sender: sid replaced by 8 random bytes", visible(p.kindly(sid=encode(random_sid))),
+         "untrusted_sender")
+    case("untrusted_sender: sid all zeros", visible(p.kindly(sid=encode(bytes(8)))), "untrusted_sender")
+    case("untrusted_sender: sid replaced by the device's kid", visible(p.kindly(sid=encode(DEVICE_KID))),
+         "untrusted_sender")
+    case("untrusted_sender before authentication_failed: an unpinned sid and a flipped tag byte",
+         visible(stranger.kindly(ct=encode(flip(stranger.envelope.ct, -1)))), "untrusted_sender")
+    case("untrusted_sender before authentication_failed: an unpinned sid and the all-zero point as epk",
+         visible(stranger.kindly(epk=encode(bytes(32)))), "untrusted_sender")
+    case("untrusted_sender before authentication_failed: an unpinned sid, only a low-order key pinned",
+         visible(stranger.kindly()), "untrusted_sender", stranger, pinned=[low])
+    pb = seal2("v2 reasons stranger bad plaintext", '{"chat_id":"","title":"Anna","body":"Hi!"}',
+               sender_sk=STRANGER_SK)
+    case("untrusted_sender before bad_plaintext: sealed by an unpinned sender, empty chat_id",
+         visible(pb.kindly()), "untrusted_sender", pb)
+    for i, (how, sid) in enumerate([
+            ("BLAKE2b-512 of spk truncated to 8 bytes (not BLAKE2b with output length 8)",
+             hashlib.blake2b(SENDER_PK).digest()[:8]),
+            ("BLAKE2b-8 of the sender secret key instead of its public key", k.sender_id(SENDER_SK)),
+            ("the first 8 bytes of spk", SENDER_PK[:8])]):
+        case(f"untrusted_sender: sid computed as {how}, used as sid and in the aad: a reader that derives sids "
+             "that way would decrypt it", visible(craft2(f"v2 wrong sid {i}", sid=sid).kindly()), "untrusted_sender")
+    top = bytearray(SENDER_PK)
+    top[31] |= 0x80
+    top = bytes(top)
+    pt = seal2("v2 reasons top bit pinned", BASIC)
+    case("untrusted_sender: the device pinned the sender key with its top bit set (other bytes, so another sid); "
+         "the push is sealed normally", visible(pt.kindly()), "untrusted_sender", pt, pinned=[top])
+    text = k.dumps({"chat_id": "c-top", "title": "Anna", "body": "spk top bit"})
+    v.ok_push("ok: the pinned key has its top bit set and the push was made for those bytes (sid and k over the "
+              "pinned bytes; X25519 ignores the top bit)",
+              craft2("v2 top bit pinned ok", k.pad(text.encode()), spk=top, text=text), pinned=[top])
+    # 6. authentication_failed.
+    case("authentication_failed: a version 1 push relabelled v 2 with the pinned sender's sid added",
+         visible(v1.kindly(v=2, sid=encode(SENDER_SID))), "authentication_failed")
+    case("authentication_failed: sid swapped for another pinned sender's (sealed with the first, sid of the second)",
+         visible(p.kindly(sid=encode(SENDER2_SID))), "authentication_failed", pinned=[SENDER_PK, SENDER2_PK])
+    p2 = seal2("v2 reasons swap 2", BASIC, sender_sk=SENDER2_SK)
+    case("authentication_failed: sid swapped the other way (sealed with the second, sid of the first)",
+         visible(p2.kindly(sid=encode(SENDER_SID))), "authentication_failed", pinned=[SENDER2_PK, SENDER_PK])
+    case("authentication_failed: first ciphertext byte flipped", visible(p.kindly(ct=encode(flip(e.ct, 0)))),
+         "authentication_failed")
+    case("authentication_failed: last tag byte flipped", visible(p.kindly(ct=encode(flip(e.ct, -1, 0x80)))),
+         "authentication_failed")
+    case("authentication_failed: nonce with one bit flipped", visible(p.kindly(n=encode(flip(e.n, 0)))),
+         "authentication_failed")
+    case("authentication_failed: epk of another push", visible(p.kindly(epk=encode(stranger.envelope.epk))),
+         "authentication_failed")
+    case("authentication_failed: epk with its top bit set in transit (k binds the epk bytes)",
+         visible(p.kindly(epk=encode(flip(e.epk, 31, 0x80)))), "authentication_failed")
+    case("authentication_failed: ct and sid of the stranger's push, kid of the device, stranger pinned too",
+         visible(p.kindly(ct=encode(stranger.envelope.ct), sid=encode(stranger.envelope.sid))),
+         "authentication_failed", pinned=[SENDER_PK, STRANGER_PK])
+
+    def derive_v1(ss_e, ss_s, epk, pk, spk):
+        return k.derive_key(ss_e, epk, pk)
+    crafted = [
+        ("k = BLAKE2b-256(LABEL2 || ss_e || epk || pk || spk): ss_s left out", dict(
+            derive=lambda ss_e, ss_s, epk, pk, spk: hashlib.blake2b(k.LABEL2 + ss_e + epk + pk + spk,
+                                                                     digest_size=32).digest())),
+        ("k = BLAKE2b-256(LABEL2 || ss_e || ss_s || epk || pk): spk left out", dict(
+            derive=lambda ss_e, ss_s, epk, pk, spk: hashlib.blake2b(k.LABEL2 + ss_e + ss_s + epk + pk,
+                                                                     digest_size=32).digest())),
+        ("k with ss_s before ss_e", dict(derive=lambda ss_e, ss_s, epk, pk, spk: k.derive_key_v2(ss_s, ss_e, epk, pk, spk))),
+        ("k with pk and spk swapped", dict(derive=lambda ss_e, ss_s, epk, pk, spk: k.derive_key_v2(ss_e, ss_s, epk, spk, pk))),
+        ("k with LABEL (kindly-push/v1) in place of LABEL2", dict(
+            derive=lambda ss_e, ss_s, epk, pk, spk: hashlib.blake2b(k.LABEL + ss_e + ss_s + epk + pk + spk,
+                                                                     digest_size=32).digest())),
+        ("k of version 1 (BLAKE2b-256(LABEL || ss_e || epk || pk)) with the version 2 aad", dict(derive=derive_v1)),
+        ("aad = LABEL2 || kid: sid left out", dict(aad=k.LABEL2 + DEVICE_KID)),
+        ("aad = LABEL2 || sid || kid: kid and sid swapped", dict(aad=k.LABEL2 + SENDER_SID + DEVICE_KID)),
+        ("aad = LABEL || kid || sid: the version 1 label", dict(aad=k.LABEL + DEVICE_KID + SENDER_SID)),
+        ("aad = LABEL || kid: the version 1 aad", dict(aad=k.aad_for(DEVICE_KID))),
+        ("an empty aad", dict(aad=b"")),
+        ("aad with another sender's sid than the envelope's", dict(aad=k.aad_v2(DEVICE_KID, SENDER2_SID))),
+    ]
+    for i, (how, changes) in enumerate(crafted):
+        case(f"authentication_failed: sealed with {how}", visible(craft2(f"v2 crafted {i}", **changes).kindly()),
+             "authentication_failed")
+    # Low-order points: the tag was made with the all-zero shared secret, so a
+    # reader that skips the all-zero check would decrypt these.
+    for name, u in low_order_points():
+        case(f"authentication_failed: low-order epk {name} ({u.hex()}), all-zero ss_e; the tag verifies over "
+             "k derived from it", visible(craft2(f"v2 low epk {u.hex()}", epk=u).kindly()), "authentication_failed")
+    for name, u in low_order_points((False,)):
+        case(f"authentication_failed: pinned sender key low-order, {name} ({u.hex()}), all-zero ss_s; sid is that "
+             "key's and the tag verifies over k derived from it",
+             visible(craft2(f"v2 low spk {u.hex()}", spk=u).kindly()), "authentication_failed", pinned=[u])
+    for name, u in list(low_order_points((True,)))[:2]:
+        case(f"authentication_failed: pinned sender key low-order, {name} ({u.hex()})",
+             visible(craft2(f"v2 low spk {u.hex()}", spk=u).kindly()), "authentication_failed", pinned=[SENDER_PK, u])
+    case("authentication_failed: the all-zero point both as epk and as the pinned sender key",
+         visible(craft2("v2 low both", epk=bytes(32), spk=bytes(32)).kindly()), "authentication_failed",
+         pinned=[bytes(32)])
+    case("authentication_failed before bad_plaintext: a low-order pinned key and a message with bad padding",
+         visible(craft2("v2 low bad pad", BASIC_MESSAGE[:-1] + b"\x01", spk=bytes(32)).kindly()),
+         "authentication_failed", pinned=[bytes(32)])
+    # 7. bad_plaintext last.
+    pb = seal2("v2 reasons bad plaintext", '{"chat_id":"","title":"Anna","body":"Hi!"}')
+    case("bad_plaintext: authenticates (pinned sender), chat_id empty", visible(pb.kindly()), "bad_plaintext", pb)
+    pb = seal2("v2 reasons bad truncated", {**BASIC, "truncated": "yes"})
+    case('bad_plaintext: authenticates, truncated "yes"', visible(pb.kindly()), "bad_plaintext", pb)
+    pb = seal2("v2 reasons bad dup", '{"chat_id":"c-1","title":"Anna","body":"Hi!","title":"Mallory"}')
+    case("bad_plaintext: authenticates, title twice", visible(pb.kindly()), "bad_plaintext", pb)
+    good = k.dumps(BASIC).encode()
+    case("bad_plaintext: authenticates, padding marker 0x81",
+         visible(craft2("v2 bad pad", good + b"\x81" + bytes(63 - len(good))).kindly()), "bad_plaintext")
+
+
+def v2_pinned_v1(v: Files):
+    v.start("v2-pinned-v1.json")
+    p = seal("v2 pinned v1 base", BASIC)
+    v.add("a correctly sealed version 1 push read in pinned mode: untrusted_sender (no downgrade)",
+          visible(p.kindly()), error("untrusted_sender"), p, pinned=PINNED)
+    p = seal("v2 pinned v1 two", BASIC)
+    v.add("a correctly sealed version 1 push, two sender keys pinned", visible(p.kindly()), error("untrusted_sender"),
+          p, pinned=[SENDER_PK, SENDER2_PK])
+    p = seal("v2 pinned v1 zero", BASIC)
+    v.add("a version 1 push, the only pinned key the all-zero point: still pinned mode", visible(p.kindly()),
+          error("untrusted_sender"), p, pinned=[bytes(32)])
+    p = seal("v2 pinned v1 empty", BASIC)
+    v.ok_push("a version 1 push with pinned_sender_keys []: not pinned mode, read as sections 1 to 6 say", p,
+              pinned=[])
+    p = seal("v2 pinned v1 1.0", {"chat_id": "c-1", "title": "Anna", "body": "v 1.0"})
+    v.add("a version 1 push written v 1.0, read in pinned mode", visible(p.kindly(v=num("1.0"))),
+          error("untrusted_sender"), p, pinned=PINNED)
+    p = seal("v2 pinned v1 order", BASIC)
+    e = p.envelope
+    v.add("version 1 in pinned mode, ct with a flipped tag byte: untrusted_sender before authentication_failed",
+          visible(p.kindly(ct=encode(flip(e.ct, -1)))), error("untrusted_sender"), pinned=PINNED)
+    v.add("version 1 in pinned mode, the all-zero point as epk: untrusted_sender before authentication_failed",
+          visible(p.kindly(epk=encode(bytes(32)))), error("untrusted_sender"), pinned=PINNED)
+    pb = seal("v2 pinned v1 bad plaintext", '{"chat_id":"","title":"Anna","body":"Hi!"}')
+    v.add("version 1 in pinned mode, empty chat_id: untrusted_sender before bad_plaintext", visible(pb.kindly()),
+          error("untrusted_sender"), pb, pinned=PINNED)
+    v.add("version 1 in pinned mode with an unknown kid: key_unavailable before untrusted_sender",
+          visible(p.kindly(kid=encode(det("v2 pinned v1 random kid", 8)))), error("key_unavailable"), pinned=PINNED)
+    po = seal("v2 pinned v1 other device", BASIC, pk=OTHER_PK)
+    v.add("version 1 sealed to another device, read in pinned mode: key_unavailable", visible(po.kindly()),
+          error("key_unavailable"), po, pinned=PINNED)
+    v.add("version 1 in pinned mode with ct of 79 bytes: malformed before untrusted_sender",
+          visible(p.kindly(ct=encode(det("v2 pinned v1 ct 79", 79)))), error("malformed"), pinned=PINNED)
+    v.add('version 1 in pinned mode with v "1": unsupported_version', visible(p.kindly(v="1")),
+          error("unsupported_version"), pinned=PINNED)
+    # Version 1 ignores a sid field.
+    p = seal("v2 pinned v1 with sid", BASIC)
+    v.add("a version 1 push carrying the pinned sender's sid, read in pinned mode: v says 1, a sid does not make "
+          "it version 2", visible(p.kindly(sid=encode(SENDER_SID))), error("untrusted_sender"), p, pinned=PINNED)
+    for i, (description, value) in enumerate([
+            ("a valid sid (the sender's)", encode(SENDER_SID)), ("a sid that is a number", 12345678),
+            ("a sid that is not base64", "*not base64*"), ("a sid of 9 bytes", encode(SENDER_SID + b"\x00")),
+            ("a sid that is null", None)]):
+        p = seal(f"v2 v1 ignores sid {i}", {"chat_id": f"c-s{i}", "title": "Anna", "body": "v1 with a sid"})
+        v.ok_push(f"a version 1 push with {description}, no pinned keys: version 1 ignores a sid field", p,
+                  pinned=[], sid=value)
+    # A version 2 push relabelled as version 1.
+    p = seal2("v2 relabelled v1", BASIC)
+    v.add("a version 2 push relabelled v 1 (sid kept), read in pinned mode: untrusted_sender",
+          visible(p.kindly(v=1)), error("untrusted_sender"), pinned=PINNED)
+    v.add("a version 2 push relabelled v 1 (sid kept), no pinned keys: read as version 1, the tag fails",
+          visible(p.kindly(v=1)), error("authentication_failed"))
+    v.add("a version 2 push relabelled v 1, sid removed, pinned_sender_keys []: the tag fails",
+          visible(p.kindly(v=1, sid=MISSING)), error("authentication_failed"), pinned=[])
+    v.add("a version 2 push relabelled v 1.0, sid removed, read in pinned mode: untrusted_sender",
+          visible(p.kindly(v=num("1.0"), sid=MISSING)), error("untrusted_sender"), pinned=PINNED)
+
+
 def build() -> dict[str, str]:
     """The vector files' names and exact texts."""
     _labels.clear()
     v = Files()
     for section in (ok_basic, ok_plaintext, ok_unicode, encodings, not_kindly, version, malformed,
-                    key_unavailable, authentication, epk_handling, bad_plaintext, check_order, sizes):
+                    key_unavailable, authentication, epk_handling, bad_plaintext, check_order, sizes,
+                    truncated, v2_ok, v2_version, v2_encodings, v2_reasons, v2_pinned_v1):
         section(v)
     return v.texts()
 

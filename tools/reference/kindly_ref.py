@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference implementation of the Kindly push wire format, version 1.
+"""Independent reference implementation of the Kindly push wire format, versions 1 and 2.
 
 This file is written from /work/shared/spec/wire-format.md alone, so that the
 Swift implementation can be checked against something that shares none of its
@@ -14,14 +14,22 @@ code and none of its crypto library:
 Usage (exit codes are those of cli.md):
 
   kindly_ref.py keygen [--secret-key B64]
-  kindly_ref.py seal (--public-key B64 | --key-file PATH) [--mode visible|silent]
-                     [--placeholder-title T] [--placeholder-body B]
+  kindly_ref.py sender-keygen [--secret-key B64]
+  kindly_ref.py seal (--public-key B64 | --key-file PATH)
+                     [--sender-key-file PATH | --sender-secret-key B64]
+                     [--mode visible|silent] [--placeholder-title T] [--placeholder-body B]
                      [--ephemeral-secret-key B64 --nonce B64] [--verbatim]   < plaintext.json
-  kindly_ref.py decrypt (--secret-key B64 | --key-file PATH)...              < apns.json
+  kindly_ref.py decrypt (--secret-key B64 | --key-file PATH)...
+                        [--sender-key B64]...                                < apns.json
+
+`seal` writes version 1, or version 2 (wire-format section 7.2) when given a
+sender key. `decrypt` reads both versions (section 7.3); each `--sender-key`
+pins one sender public key, and with at least one it reads in pinned mode.
 
 Python cannot wipe memory (bytes are immutable and may be copied by the
-runtime), so unlike the spec's step 8 this reference makes no attempt to wipe
-esk, ss or k. It is a test tool, not something to run with real device keys.
+runtime), so unlike the spec's steps 2.8 and 7.2.8 this reference makes no
+attempt to wipe esk, ss, ss_e, ss_s or k. It is a test tool, not something to
+run with real device or sender keys.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from Crypto.Cipher import ChaCha20_Poly1305
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 LABEL = b"kindly-push/v1"
+LABEL2 = b"kindly-push/v2"   # wire-format section 7
 BLOCK_SIZE = 64            # padding block (wire-format 2.6)
 TAG_SIZE = 16              # Poly1305 tag appended to the ciphertext
 APNS_LIMIT = 4096          # Apple's limit for the whole compact payload
@@ -56,13 +65,16 @@ EXIT_CODES = {
     "key_unavailable": 4,
     "authentication_failed": 5,
     "bad_plaintext": 6,
+    "untrusted_sender": 7,
     "usage": 64,
     "bad_input": 65,
     "io": 74,
 }
-# The reasons decrypt can fail with, in the order wire-format section 5 checks them.
-DECRYPT_REASONS = ("not_kindly", "unsupported_version", "malformed",
-                   "key_unavailable", "authentication_failed", "bad_plaintext")
+# The reasons decrypt can fail with, in the order wire-format section 7.3 checks
+# them (section 5's order, with untrusted_sender between key_unavailable and
+# authentication_failed).
+DECRYPT_REASONS = ("not_kindly", "unsupported_version", "malformed", "key_unavailable",
+                   "untrusted_sender", "authentication_failed", "bad_plaintext")
 
 
 class KindlyError(Exception):
@@ -346,6 +358,11 @@ def key_id(public_key: bytes) -> bytes:
     return hashlib.blake2b(public_key, digest_size=8).digest()
 
 
+def sender_id(sender_public_key: bytes) -> bytes:
+    """sid (section 7.1): computed as kid is, over the sender public key's bytes."""
+    return hashlib.blake2b(sender_public_key, digest_size=8).digest()
+
+
 def public_key_of(secret_key: bytes) -> bytes:
     return X25519PrivateKey.from_private_bytes(secret_key).public_key().public_bytes_raw()
 
@@ -368,6 +385,17 @@ def derive_key(shared: bytes, epk: bytes, pk: bytes) -> bytes:
 
 def aad_for(kid: bytes) -> bytes:
     return LABEL + kid
+
+
+def derive_key_v2(shared_e: bytes, shared_s: bytes, epk: bytes, pk: bytes, spk: bytes) -> bytes:
+    """Section 7.2 step 3: k = BLAKE2b-256(LABEL2 || ss_e || ss_s || epk || pk || spk);
+    epk and spk are hashed as the bytes transmitted / pinned."""
+    return hashlib.blake2b(LABEL2 + shared_e + shared_s + epk + pk + spk, digest_size=32).digest()
+
+
+def aad_v2(kid: bytes, sid: bytes) -> bytes:
+    """Section 7.2 step 5: aad = LABEL2 || kid || sid."""
+    return LABEL2 + kid + sid
 
 
 def aead_encrypt(key: bytes, nonce: bytes, aad: bytes, message: bytes) -> bytes:
@@ -420,15 +448,25 @@ class Envelope:
     epk: bytes
     n: bytes
     ct: bytes
+    sid: bytes | None = None   # version 2 exactly when set
+
+    @property
+    def version(self) -> int:
+        return 1 if self.sid is None else 2
 
     def to_json(self) -> dict:
-        return {"v": 1, "kid": b64url(self.kid), "epk": b64url(self.epk),
+        if self.sid is None:
+            return {"v": 1, "kid": b64url(self.kid), "epk": b64url(self.epk),
+                    "n": b64url(self.n), "ct": b64url(self.ct)}
+        return {"v": 2, "kid": b64url(self.kid), "sid": b64url(self.sid), "epk": b64url(self.epk),
                 "n": b64url(self.n), "ct": b64url(self.ct)}
 
 
-def seal(text: bytes, pk: bytes, esk: bytes | None = None, nonce: bytes | None = None) -> Envelope:
-    """Seal the UTF-8 plaintext text to the device public key pk. esk and nonce
-    are random unless given (the test vectors give them)."""
+def seal(text: bytes, pk: bytes, esk: bytes | None = None, nonce: bytes | None = None,
+         sender_secret_key: bytes | None = None) -> Envelope:
+    """Seal the UTF-8 plaintext text to the device public key pk: version 1
+    (section 2), or version 2 (section 7.2) when sender_secret_key is given.
+    esk and nonce are random unless given (the test vectors give them)."""
     esk = os.urandom(32) if esk is None else esk
     nonce = os.urandom(24) if nonce is None else nonce
     epk = public_key_of(esk)
@@ -436,8 +474,16 @@ def seal(text: bytes, pk: bytes, esk: bytes | None = None, nonce: bytes | None =
     if shared == bytes(32):
         raise KindlyError("bad_input", "the public key gives an all-zero shared secret (low-order point)")
     kid = key_id(pk)
-    key = derive_key(shared, epk, pk)
-    return Envelope(kid, epk, nonce, aead_encrypt(key, nonce, aad_for(kid), pad(text)))
+    if sender_secret_key is None:
+        key = derive_key(shared, epk, pk)
+        return Envelope(kid, epk, nonce, aead_encrypt(key, nonce, aad_for(kid), pad(text)))
+    shared_s = x25519(sender_secret_key, pk)
+    if shared_s == bytes(32):
+        raise KindlyError("bad_input", "the public key gives an all-zero sender shared secret (low-order point)")
+    spk = public_key_of(sender_secret_key)
+    sid = sender_id(spk)
+    key = derive_key_v2(shared, shared_s, epk, pk, spk)
+    return Envelope(kid, epk, nonce, aead_encrypt(key, nonce, aad_v2(kid, sid), pad(text)), sid)
 
 
 def apns_payload(envelope: Envelope, mode: str = "visible",
@@ -504,6 +550,9 @@ def parse_plaintext(text: bytes, code: str = "bad_plaintext") -> dict:
         value = sent_at.integer() if isinstance(sent_at, JsonNumber) else None
         if value is None or not 0 <= value <= MAX_SAFE_INTEGER:
             raise KindlyError(code, "sent_at is not an integer from 0 to 2^53-1")
+    # JSON true or false only (bool is its own type here: numbers are JsonNumber, so 1 is not True).
+    if "truncated" in obj and not isinstance(obj["truncated"], bool):
+        raise KindlyError(code, "truncated is not a boolean")
     return obj
 
 
@@ -535,11 +584,24 @@ def is_kindly(doc: JsonObject) -> bool:
 
 
 _FIELDS = ("kid", "epk", "n", "ct")
+_FIELDS_V2 = ("kid", "sid", "epk", "n", "ct")
+_SIZES = {"kid": 8, "sid": 8, "epk": 32, "n": 24}
+
+
+def envelope_version(value) -> int | None:
+    """1 or 2 when value is a JSON number whose exact value is 1 or 2 (1, 1.0,
+    1e0, 2, 2.0, 2e0, 20e-1, ...); None for anything else: true, "2", 3,
+    2.0000000000000000000001 (a double would round it to 2)."""
+    if not isinstance(value, JsonNumber):
+        return None
+    number = value.integer()
+    return number if number in (1, 2) else None
 
 
 def read_envelope(doc: JsonObject) -> Envelope:
-    """Checks 1 to 3 of section 5, in order: not_kindly, the duplicate-member
-    rule (malformed, before v is read), unsupported_version, malformed."""
+    """Checks 1 to 3 of sections 5 and 7.3, in order: not_kindly, the
+    duplicate-member rule (malformed, before v is read), unsupported_version,
+    malformed. The version of the result is that of the push (sid set for 2)."""
     if not is_kindly(doc):
         raise KindlyError("not_kindly", "no top-level kindly object")
     if doc.has_duplicates():
@@ -549,13 +611,13 @@ def read_envelope(doc: JsonObject) -> Envelope:
         raise KindlyError("malformed", "a member name inside kindly appears twice")
     fields = dict(kindly.members)
 
-    version = fields.get("v")
-    # A JsonNumber whose exact value is 1: true (a bool), "1" and 1.0000000000000000000001 are not.
-    if not (isinstance(version, JsonNumber) and version.is_one()):
-        raise KindlyError("unsupported_version", "kindly.v is missing or not the number 1")
+    version = envelope_version(fields.get("v"))
+    if version is None:
+        raise KindlyError("unsupported_version", "kindly.v is missing or not the number 1 or 2")
 
     decoded = {}
-    for name in _FIELDS:
+    # Version 1 ignores a sid field: it is not read at all, whatever it holds.
+    for name in _FIELDS if version == 1 else _FIELDS_V2:
         value = fields.get(name)
         if not isinstance(value, str):
             raise KindlyError("malformed", f"kindly.{name} is missing or not a string")
@@ -563,24 +625,35 @@ def read_envelope(doc: JsonObject) -> Envelope:
             decoded[name] = b64decode_canonical(value)
         except ValueError as exc:
             raise KindlyError("malformed", f"kindly.{name} is not canonical base64: {exc}") from None
-    lengths = {"kid": 8, "epk": 32, "n": 24}
-    for name, size in lengths.items():
-        if len(decoded[name]) != size:
-            raise KindlyError("malformed", f"kindly.{name} decodes to {len(decoded[name])} bytes, not {size}")
+    for name, data in decoded.items():
+        size = _SIZES.get(name)
+        if size is not None and len(data) != size:
+            raise KindlyError("malformed", f"kindly.{name} decodes to {len(data)} bytes, not {size}")
     ct_size = len(decoded["ct"])
     if ct_size < TAG_SIZE + BLOCK_SIZE or (ct_size - TAG_SIZE) % BLOCK_SIZE:
         raise KindlyError("malformed", f"kindly.ct decodes to {ct_size} bytes, not 16 + a positive multiple of 64")
     return Envelope(**decoded)
 
 
-def open_envelope(envelope: Envelope, secret_key: bytes) -> bytes:
-    """Checks 5 and the padding part of 6: returns the unpadded plaintext text."""
+def open_envelope(envelope: Envelope, secret_key: bytes, sender_public_key: bytes | None = None) -> bytes:
+    """Check 6 of section 7.3 (5 of section 5) and the padding part of the
+    last: returns the unpadded plaintext text. A version 2 envelope needs the
+    pinned sender public key its sid names."""
     pk = public_key_of(secret_key)
     shared = x25519(secret_key, envelope.epk)
     if shared == bytes(32):
         raise KindlyError("authentication_failed", "epk gives an all-zero shared secret")
-    key = derive_key(shared, envelope.epk, pk)
-    padded = aead_decrypt(key, envelope.n, aad_for(envelope.kid), envelope.ct)
+    if envelope.version == 1:
+        key = derive_key(shared, envelope.epk, pk)
+        aad = aad_for(envelope.kid)
+    else:
+        assert sender_public_key is not None and sender_id(sender_public_key) == envelope.sid
+        shared_s = x25519(secret_key, sender_public_key)
+        if shared_s == bytes(32):
+            raise KindlyError("authentication_failed", "the sender key gives an all-zero shared secret")
+        key = derive_key_v2(shared, shared_s, envelope.epk, pk, sender_public_key)
+        aad = aad_v2(envelope.kid, envelope.sid)
+    padded = aead_decrypt(key, envelope.n, aad, envelope.ct)
     if padded is None:
         raise KindlyError("authentication_failed", "the AEAD tag does not verify")
     text = unpad(padded)
@@ -589,14 +662,27 @@ def open_envelope(envelope: Envelope, secret_key: bytes) -> bytes:
     return text
 
 
-def decrypt(doc: JsonObject, secret_keys: list[bytes]) -> dict:
-    """decrypt(userInfo) with the reason: the plaintext object, or KindlyError."""
+def decrypt(doc: JsonObject, secret_keys: list[bytes], sender_keys=()) -> dict:
+    """decrypt(userInfo) with the reason: the plaintext object, or KindlyError.
+
+    secret_keys is the keyring (device secret keys); sender_keys the pinned
+    sender public keys. With at least one pinned key the reader is in pinned
+    mode (section 7.1) and refuses version 1 pushes as untrusted_sender."""
     envelope = read_envelope(doc)
     keys = {key_id(public_key_of(sk)): sk for sk in secret_keys}
     secret_key = keys.get(envelope.kid)
     if secret_key is None:
         raise KindlyError("key_unavailable", "no secret key with this kid")
-    return parse_plaintext(open_envelope(envelope, secret_key))
+    pinned = {sender_id(spk): spk for spk in sender_keys}
+    sender_public_key = None
+    if envelope.version == 1:
+        if pinned:
+            raise KindlyError("untrusted_sender", "a version 1 push read in pinned mode")
+    else:
+        sender_public_key = pinned.get(envelope.sid)
+        if sender_public_key is None:
+            raise KindlyError("untrusted_sender", "no pinned sender key with this sid")
+    return parse_plaintext(open_envelope(envelope, secret_key, sender_public_key))
 
 
 # ---------------------------------------------------------------------------
@@ -620,10 +706,19 @@ def _key_arg(text: str, what: str) -> bytes:
     return key
 
 
-def _key_file(path: str, field: str) -> bytes:
+def _key_file(path: str, field: str, kind: str = "kid") -> bytes:
+    """One key of a key file (kind "kid") or a sender key file (kind "sid").
+    cli.md: neither kind is accepted where the other is expected, so a file
+    holding the other kind's id member is refused."""
+    other = "sid" if kind == "kid" else "kid"
     try:
         with open(path, "rb") as handle:
             obj = json.loads(handle.read().decode("utf-8"))
+        if not isinstance(obj, dict):
+            raise TypeError("not a JSON object")
+        if other in obj:
+            raise KindlyError("io", f"key file {path}: has {other}, so it is not a "
+                                    f"{'device key file' if kind == 'kid' else 'sender key file'}")
         key = b64decode_canonical(obj[field])
         if len(key) != 32:
             raise ValueError("not 32 bytes")
@@ -632,9 +727,31 @@ def _key_file(path: str, field: str) -> bytes:
         raise KindlyError("io", f"key file {path}: cannot read {field} ({type(exc).__name__})") from None
 
 
+def _sender_key_file(path: str) -> bytes:
+    """The secret key of a sender key file {sid, public_key, secret_key}, whose
+    three members must agree (a file whose sid names another key would make
+    pushes that no device pinning that key can read)."""
+    secret_key = _key_file(path, "secret_key", "sid")
+    try:
+        with open(path, "rb") as handle:
+            obj = json.loads(handle.read().decode("utf-8"))
+        public_key, sid = b64decode_canonical(obj["public_key"]), b64decode_canonical(obj["sid"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise KindlyError("io", f"sender key file {path}: cannot read sid and public_key ({type(exc).__name__})") from None
+    if public_key_of(secret_key) != public_key or sender_id(public_key) != sid:
+        raise KindlyError("io", f"sender key file {path}: sid, public_key and secret_key do not agree")
+    return secret_key
+
+
 def _key_file_json(secret_key: bytes) -> dict:
     pk = public_key_of(secret_key)
     return {"kid": b64url(key_id(pk)), "public_key": b64url(pk), "secret_key": b64url(secret_key)}
+
+
+def _sender_key_file_json(secret_key: bytes) -> dict:
+    """A sender key file (cli.md): a key file with sid in place of kid."""
+    spk = public_key_of(secret_key)
+    return {"sid": b64url(sender_id(spk)), "public_key": b64url(spk), "secret_key": b64url(secret_key)}
 
 
 def _read_stdin() -> bytes:
@@ -651,6 +768,12 @@ def _cmd_keygen(args) -> str:
     return dumps(_key_file_json(secret_key))
 
 
+def _cmd_sender_keygen(args) -> str:
+    secret_key = _key_arg(args.secret_key, "--secret-key") if args.secret_key else \
+        X25519PrivateKey.generate().private_bytes_raw()
+    return dumps(_sender_key_file_json(secret_key))
+
+
 def _cmd_seal(args) -> str:
     if args.public_key and args.key_file:
         raise KindlyError("usage", "give --public-key or --key-file, not both")
@@ -660,6 +783,13 @@ def _cmd_seal(args) -> str:
         pk = _key_file(args.key_file, "public_key")
     else:
         raise KindlyError("usage", "seal needs --public-key or --key-file")
+    if args.sender_key_file and args.sender_secret_key:
+        raise KindlyError("usage", "give --sender-key-file or --sender-secret-key, not both")
+    sender_secret_key = None
+    if args.sender_secret_key:
+        sender_secret_key = _key_arg(args.sender_secret_key, "--sender-secret-key")
+    elif args.sender_key_file:
+        sender_secret_key = _sender_key_file(args.sender_key_file)
     if (args.ephemeral_secret_key is None) != (args.nonce is None):
         raise KindlyError("usage", "--ephemeral-secret-key and --nonce go together")
     esk = nonce = None
@@ -677,7 +807,7 @@ def _cmd_seal(args) -> str:
     # Compact, non-ASCII and '/' unescaped, numbers as written; --verbatim seals
     # the input bytes themselves (for byte-exact comparison with another sealer).
     text = data if args.verbatim else dumps(plaintext).encode("utf-8")
-    envelope = seal(text, pk, esk, nonce)
+    envelope = seal(text, pk, esk, nonce, sender_secret_key)
     payload = dumps(apns_payload(envelope, args.mode, args.placeholder_title, args.placeholder_body))
     size = len(payload.encode("utf-8"))
     if size > APNS_LIMIT:
@@ -690,19 +820,30 @@ def _cmd_decrypt(args) -> str:
     keys += [_key_file(path, "secret_key") for path in args.key_file or []]
     if not keys:
         raise KindlyError("usage", "decrypt needs --secret-key or --key-file")
-    return dumps(decrypt(parse_document(_read_stdin()), keys))
+    # Pinned sender public keys: any 32 bytes are taken (a low-order key is the
+    # reader's business to refuse at authentication, as section 7.3 says).
+    senders = [_key_arg(s, "--sender-key") for s in args.sender_key or []]
+    return dumps(decrypt(parse_document(_read_stdin()), keys, senders))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kindly_ref.py", description="Kindly push wire format v1, reference implementation")
+    parser = _Parser(prog="kindly_ref.py",
+                     description="Kindly push wire format versions 1 and 2, reference implementation")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     keygen = commands.add_parser("keygen", help="print a key file {kid, public_key, secret_key}")
     keygen.add_argument("--secret-key", help="derive the key file from this secret key instead of a fresh one")
 
+    sender_keygen = commands.add_parser("sender-keygen",
+                                        help="print a sender key file {sid, public_key, secret_key}")
+    sender_keygen.add_argument("--secret-key",
+                               help="derive the sender key file from this secret key instead of a fresh one")
+
     seal_cmd = commands.add_parser("seal", help="seal the plaintext object on stdin")
     seal_cmd.add_argument("--public-key")
     seal_cmd.add_argument("--key-file")
+    seal_cmd.add_argument("--sender-key-file", help="seal version 2 with this sender key file {sid, public_key, secret_key}")
+    seal_cmd.add_argument("--sender-secret-key", help="seal version 2 with this sender secret key")
     seal_cmd.add_argument("--mode", choices=("visible", "silent"), default="visible")
     seal_cmd.add_argument("--placeholder-title", default=DEFAULT_TITLE)
     seal_cmd.add_argument("--placeholder-body", default=DEFAULT_BODY)
@@ -714,13 +855,44 @@ def build_parser() -> argparse.ArgumentParser:
     decrypt_cmd = commands.add_parser("decrypt", help="decrypt the APNs document on stdin")
     decrypt_cmd.add_argument("--secret-key", action="append", help="repeatable")
     decrypt_cmd.add_argument("--key-file", action="append", help="repeatable")
+    decrypt_cmd.add_argument("--sender-key", action="append",
+                             help="pin this sender public key (repeatable); one or more is pinned mode")
     return parser
 
 
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options, of every command, that take a value."""
+    names = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names |= _value_options(sub)
+        elif action.nargs is None and action.option_strings and not isinstance(action, argparse._HelpAction):
+            names.update(o for o in action.option_strings if o.startswith("--"))
+    return names
+
+
+def _join_values(argv: list[str], value_options: set[str]) -> list[str]:
+    """`--opt VALUE` -> `--opt=VALUE`: a base64url key may begin with '-', which
+    argparse would otherwise take for an option ('expected one argument')."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in value_options and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    handlers = {"keygen": _cmd_keygen, "seal": _cmd_seal, "decrypt": _cmd_decrypt}
+    handlers = {"keygen": _cmd_keygen, "sender-keygen": _cmd_sender_keygen, "seal": _cmd_seal,
+                "decrypt": _cmd_decrypt}
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else argv
+        args = parser.parse_args(_join_values(argv, _value_options(parser)))
         output = handlers[args.command](args)
     except KindlyError as exc:
         print(f"kindly-ref: {exc.code}: {exc.message}", file=sys.stderr)

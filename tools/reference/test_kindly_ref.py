@@ -243,7 +243,9 @@ class Cli(unittest.TestCase):
                 codes.setdefault(reason, vector)
         self.assertEqual(set(codes), {"ok", *k.DECRYPT_REASONS})
         for reason, vector in codes.items():
-            out = run(["decrypt", "--secret-key", field(vector, "device_secret_key")],
+            pinned = vector.values_of("pinned_sender_keys")
+            senders = [arg for key in (pinned[0] if pinned else []) for arg in ("--sender-key", key)]
+            out = run(["decrypt", "--secret-key", field(vector, "device_secret_key"), *senders],
                       k.dumps(field(vector, "apns")).encode())
             self.assertEqual(out.returncode, 0 if reason == "ok" else k.EXIT_CODES[reason], reason)
             if reason != "ok":
@@ -262,6 +264,185 @@ class Cli(unittest.TestCase):
             self.assertEqual(out.returncode, 0, out.stderr)
             out = run(["decrypt", "--key-file", str(Path(tmp) / "missing.json")], sealed.stdout)
             self.assertEqual(out.returncode, 74)
+
+
+class Version2(unittest.TestCase):
+    """Wire-format section 7 in kindly_ref: the construction, and the CLI's
+    sender-keygen, seal --sender-key-file / --sender-secret-key, decrypt --sender-key."""
+
+    PLAINTEXT = {"chat_id": "c-1", "title": "Anna", "body": "Hi!", "message_id": "m-1", "truncated": True}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.device = json.loads(run(["keygen"]).stdout)
+        out = run(["sender-keygen"])
+        assert out.returncode == 0, out.stderr
+        cls.sender = json.loads(out.stdout)
+        cls.other_sender = json.loads(run(["sender-keygen"]).stdout)
+
+    def seal(self, *extra: str, plaintext=None) -> subprocess.CompletedProcess:
+        text = json.dumps(self.PLAINTEXT if plaintext is None else plaintext).encode()
+        return run(["seal", "--public-key", self.device["public_key"], *extra], text)
+
+    def decrypt(self, sealed: bytes, *senders: str) -> subprocess.CompletedProcess:
+        args = ["decrypt", "--secret-key", self.device["secret_key"]]
+        for key in senders:
+            args += ["--sender-key", key]
+        return run(args, sealed)
+
+    def test_construction_from_the_spec_text(self):
+        """Section 7.2 step by step with the libraries called directly (not
+        kindly_ref's helpers), against kindly_ref.seal."""
+        from Crypto.Cipher import ChaCha20_Poly1305
+        from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+        sk, ssk, esk, nonce = os.urandom(32), os.urandom(32), os.urandom(32), os.urandom(24)
+
+        def pub(secret):
+            return X25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
+
+        def dh(secret, public):
+            return X25519PrivateKey.from_private_bytes(secret).exchange(X25519PublicKey.from_public_bytes(public))
+        pk, spk, epk = pub(sk), pub(ssk), pub(esk)
+        kid = __import__("hashlib").blake2b(pk, digest_size=8).digest()
+        sid = __import__("hashlib").blake2b(spk, digest_size=8).digest()
+        key = __import__("hashlib").blake2b(b"kindly-push/v2" + dh(esk, pk) + dh(ssk, pk) + epk + pk + spk,
+                                           digest_size=32).digest()
+        text = b'{"chat_id":"c","title":"t","body":"b"}'
+        message = text + b"\x80" + bytes(63 - len(text))
+        cipher = ChaCha20_Poly1305.new(key=key, nonce=nonce)
+        cipher.update(b"kindly-push/v2" + kid + sid)
+        ct, tag = cipher.encrypt_and_digest(message)
+        sealed = k.seal(text, pk, esk, nonce, ssk)
+        self.assertEqual((sealed.kid, sealed.sid, sealed.epk, sealed.n, sealed.ct), (kid, sid, epk, nonce, ct + tag))
+        self.assertEqual(sealed.version, 2)
+        self.assertEqual(k.seal(text, pk, esk, nonce).version, 1)
+        # ss_s = X25519(ssk, pk) = X25519(sk, spk): the device computes the same secret.
+        self.assertEqual(dh(ssk, pk), dh(sk, spk))
+
+    def test_envelope_version_is_exact(self):
+        for lexeme, want in (("1", 1), ("1.0", 1), ("2", 2), ("2.0", 2), ("2e0", 2), ("20e-1", 2), ("0.2e1", 2),
+                             ("2E+0", 2), ("3", None), ("0", None), ("-2", None), ("2.5", None),
+                             ("2.0000000000000000000001", None), ("1.9999999999999999999999", None)):
+            self.assertEqual(k.envelope_version(k.JsonNumber(lexeme)), want, lexeme)
+        for value in ("2", "1", True, None, [2]):
+            self.assertIsNone(k.envelope_version(value), value)
+
+    def test_sender_keygen_format(self):
+        self.assertEqual(list(self.sender), ["sid", "public_key", "secret_key"])
+        spk = k.b64decode_canonical(self.sender["public_key"])
+        self.assertEqual(k.b64decode_canonical(self.sender["sid"]), k.sender_id(spk))
+        self.assertEqual(spk, k.public_key_of(k.b64decode_canonical(self.sender["secret_key"])))
+        again = run(["sender-keygen", "--secret-key", self.sender["secret_key"]])
+        self.assertEqual(json.loads(again.stdout), self.sender)
+
+    def test_cli_round_trip_and_untrusted_sender(self):
+        sealed = self.seal("--sender-secret-key", self.sender["secret_key"])
+        self.assertEqual(sealed.returncode, 0, sealed.stderr)
+        payload = json.loads(sealed.stdout)
+        self.assertEqual(list(payload["kindly"]), ["v", "kid", "sid", "epk", "n", "ct"])
+        self.assertEqual(payload["kindly"]["v"], 2)
+        self.assertEqual(payload["kindly"]["sid"], self.sender["sid"])
+        self.assertEqual(payload["kindly"]["kid"], self.device["kid"])
+
+        opened = self.decrypt(sealed.stdout, self.sender["public_key"])
+        self.assertEqual(opened.returncode, 0, opened.stderr)
+        self.assertEqual(json.loads(opened.stdout), self.PLAINTEXT)
+        opened = self.decrypt(sealed.stdout, self.other_sender["public_key"], self.sender["public_key"])
+        self.assertEqual(opened.returncode, 0, opened.stderr)   # the right key second
+
+        for senders in ([], [self.other_sender["public_key"]]):
+            refused = self.decrypt(sealed.stdout, *senders)
+            self.assertEqual(refused.returncode, 7, senders)
+            self.assertEqual(refused.stdout, b"")
+            self.assertTrue(refused.stderr.startswith(b"kindly-ref: untrusted_sender: "), refused.stderr)
+
+    def test_version_1_in_pinned_mode(self):
+        sealed = self.seal()
+        self.assertEqual(json.loads(sealed.stdout)["kindly"]["v"], 1)
+        self.assertEqual(self.decrypt(sealed.stdout).returncode, 0)
+        refused = self.decrypt(sealed.stdout, self.sender["public_key"])
+        self.assertEqual(refused.returncode, 7)
+        self.assertTrue(refused.stderr.startswith(b"kindly-ref: untrusted_sender: "), refused.stderr)
+
+    def test_sender_key_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            sender_file, device_file, bad_file = (Path(tmp) / n for n in ("sender.json", "device.json", "bad.json"))
+            sender_file.write_text(json.dumps(self.sender))
+            device_file.write_text(json.dumps(self.device))
+            bad_file.write_text(json.dumps({**self.sender, "sid": self.other_sender["sid"]}))
+            sealed = self.seal("--sender-key-file", str(sender_file))
+            self.assertEqual(sealed.returncode, 0, sealed.stderr)
+            self.assertEqual(self.decrypt(sealed.stdout, self.sender["public_key"]).returncode, 0)
+            # neither kind of key file is accepted where the other is expected (cli.md)
+            self.assertEqual(self.seal("--sender-key-file", str(device_file)).returncode, 74)
+            out = run(["seal", "--key-file", str(sender_file)], json.dumps(self.PLAINTEXT).encode())
+            self.assertEqual(out.returncode, 74)
+            out = run(["decrypt", "--key-file", str(sender_file)], sealed.stdout)
+            self.assertEqual(out.returncode, 74)
+            # a sender key file whose sid names another key
+            self.assertEqual(self.seal("--sender-key-file", str(bad_file)).returncode, 74)
+            self.assertEqual(self.seal("--sender-key-file", str(Path(tmp) / "missing.json")).returncode, 74)
+
+    def test_values_beginning_with_a_dash(self):
+        """base64url keys begin with '-' one time in 64: they are values, not options."""
+        sk = next(key for key in (os.urandom(32) for _ in range(100000)) if k.b64url(key).startswith("-"))
+        ssk = next(key for key in (os.urandom(32) for _ in range(100000)) if k.b64url(key).startswith("-"))
+        device = json.loads(run(["keygen", "--secret-key", k.b64url(sk)]).stdout)
+        sender = json.loads(run(["sender-keygen", "--secret-key", k.b64url(ssk)]).stdout)
+        sealed = run(["seal", "--public-key", device["public_key"], "--sender-secret-key", k.b64url(ssk),
+                      "--placeholder-title", "-x-"], json.dumps(self.PLAINTEXT).encode())
+        self.assertEqual(sealed.returncode, 0, sealed.stderr)
+        out = run(["decrypt", "--secret-key", k.b64url(sk), "--sender-key", sender["public_key"]], sealed.stdout)
+        self.assertEqual(out.returncode, 0, out.stderr)
+
+    def test_usage(self):
+        for args in (["--sender-secret-key", self.sender["secret_key"], "--sender-key-file", "x"],
+                     ["--sender-secret-key", "AAAA"]):
+            out = self.seal(*args)
+            self.assertEqual(out.returncode, 64, args)
+        out = self.decrypt(self.seal().stdout, "not base64!")
+        self.assertEqual(out.returncode, 64)
+        out = self.decrypt(self.seal().stdout, self.sender["sid"])   # 8 bytes: a sid, not a key
+        self.assertEqual(out.returncode, 64)
+
+    def test_seal_refuses_a_low_order_device_key(self):
+        out = run(["seal", "--public-key", k.b64url(bytes(32)), "--sender-secret-key", self.sender["secret_key"]],
+                  json.dumps(self.PLAINTEXT).encode())
+        self.assertEqual(out.returncode, 65)
+
+    def test_truncated_must_be_a_boolean(self):
+        for value in (True, False):
+            sealed = self.seal("--sender-secret-key", self.sender["secret_key"],
+                               plaintext={**self.PLAINTEXT, "truncated": value})
+            self.assertEqual(sealed.returncode, 0, sealed.stderr)
+        for value in ("yes", 1, None):
+            out = self.seal(plaintext={**self.PLAINTEXT, "truncated": value})
+            self.assertEqual(out.returncode, 65, value)
+            self.assertTrue(out.stderr.startswith(b"kindly-ref: bad_input: "), out.stderr)
+
+    def test_seal_reproduces_version_2_sealing_vectors(self):
+        vectors = load_vectors("v2-ok.json")
+        vectors = [vectors[0], vectors[1]]   # the visible and the silent push, as seal writes them
+        for vector in vectors:
+            pk = json.loads(run(["keygen", "--secret-key", field(vector, "device_secret_key")]).stdout)["public_key"]
+            apns = field(vector, "apns")
+            args = ["seal", "--public-key", pk, "--sender-secret-key", field(vector, "sender_secret_key"),
+                    "--ephemeral-secret-key", field(vector, "ephemeral_secret_key"), "--nonce", field(vector, "nonce"),
+                    "--verbatim"]
+            if not field(apns, "aps").values_of("alert"):
+                args += ["--mode", "silent"]
+            sealed = run(args, field(vector, "plaintext").encode())
+            self.assertEqual(sealed.returncode, 0, sealed.stderr)
+            self.assertEqual(sealed.stdout.decode().rstrip("\n"), k.dumps(apns), field(vector, "description"))
+
+    def test_every_v2_file_has_pinned_keys_where_version_2_needs_them(self):
+        """Every vector whose envelope says v 2 and decrypts carries pinned_sender_keys."""
+        for path in sorted(VECTOR_DIR.glob("v2-*.json")):
+            for vector in load_vectors(path.name):
+                if field(field(vector, "expected"), "result") == "ok":
+                    self.assertTrue(vector.values_of("pinned_sender_keys") or
+                                    field(field(field(vector, "apns"), "kindly"), "v") == 1,
+                                    field(vector, "description"))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@ import FuzzSupport
 import KindlyPush
 import KindlyPushCore
 
-/// Wire-format sections 3 to 5 written out again from the spec, on libsodium directly, as the
-/// oracle the library's decryption is checked against. It shares only the JSON reader and the
+/// Wire-format sections 3 to 5 and 7 written out again from the spec, on libsodium directly, as
+/// the oracle the library's decryption is checked against. It shares only the JSON reader and the
 /// base64 decoder with the library (each has a fuzz target of its own).
 enum Reference {
     /// What decrypting a push should give.
@@ -13,22 +13,30 @@ enum Reference {
     }
 
     static let label = Array("kindly-push/v1".utf8)
+    static let label2 = Array("kindly-push/v2".utf8)
 
-    /// Section 5, `decrypt(userInfo)` with the one device key `secretKey` at hand.
-    static func decrypt(_ document: JSONValue, secretKey: [UInt8], publicKey: [UInt8], kid: [UInt8]) -> Outcome {
+    /// Sections 5 and 7.3, `decrypt(userInfo)` with the one device key `secretKey` at hand and
+    /// the pinned sender public keys `pinned` (none: not in pinned mode).
+    static func decrypt(
+        _ document: JSONValue, secretKey: [UInt8], publicKey: [UInt8], kid: [UInt8], pinned: [[UInt8]] = []
+    ) -> Outcome {
         // 1. not_kindly: no top-level `kindly` member whose value is an object.
         guard case .object(let top) = document,
             let envelope = top.members.lazy.filter({ same($0.key, "kindly") }).compactMap({ objectValue($0.value) }).first
         else { return .failure(.notKindly) }
         // Duplicate names at the top level or inside `kindly`: malformed, before `v` is read.
         if hasDuplicateNames(top) || hasDuplicateNames(envelope) { return .failure(.malformed) }
-        // 2. unsupported_version: `v` must be a number equal to 1.
-        guard case .number(let version)? = member(envelope, "v"), isOne(version.literal) else { return .failure(.unsupportedVersion) }
-        // 3. malformed: each field a string of canonical base64 with the right decoded length.
+        // 2. unsupported_version: `v` must be a number equal to 1 or 2.
+        guard case .number(let versionNumber)? = member(envelope, "v"), let version = self.version(versionNumber.literal) else {
+            return .failure(.unsupportedVersion)
+        }
+        // 3. malformed: each field a string of canonical base64 with the right decoded length;
+        // version 2 also has `sid`, version 1 ignores it.
         var fields: [[UInt8]] = []
-        let rules: [(String, (Int) -> Bool)] = [
+        var rules: [(String, (Int) -> Bool)] = [
             ("kid", { $0 == 8 }), ("epk", { $0 == 32 }), ("n", { $0 == 24 }), ("ct", { $0 >= 16 + 64 && ($0 - 16) % 64 == 0 }),
         ]
+        if version == 2 { rules.append(("sid", { $0 == 8 })) }
         for (name, isValidLength) in rules {
             guard case .string(let text)? = member(envelope, name), let bytes = try? Base64.decode(text), isValidLength(bytes.count) else {
                 return .failure(.malformed)
@@ -38,13 +46,34 @@ enum Reference {
         let (pushKid, epk, nonce, ciphertext) = (fields[0], fields[1], fields[2], fields[3])
         // 4. key_unavailable: only one key is at hand.
         guard pushKid == kid else { return .failure(.keyUnavailable) }
-        // 5. authentication_failed: all-zero shared secret, or the tag does not verify.
+        // 5. untrusted_sender: a version 2 push whose sid names no pinned key (compared as the
+        // BLAKE2b-8 of the pinned bytes); a version 1 push in pinned mode.
+        var senderKey: [UInt8]?
+        if version == 2 {
+            let sid = fields[4]
+            guard let key = pinned.first(where: { RawSodium.blake2b($0, outputLength: 8) == sid }) else {
+                return .failure(.untrustedSender)
+            }
+            senderKey = key
+        } else if !pinned.isEmpty {
+            return .failure(.untrustedSender)
+        }
+        // 6. authentication_failed: an all-zero shared secret, or the tag does not verify.
         guard let sharedSecret = RawSodium.scalarMult(secretKey, epk) else { return .failure(.authenticationFailed) }
-        let key = RawSodium.blake2b(label + sharedSecret + epk + publicKey, outputLength: 32)
-        guard let padded = RawSodium.open(ciphertext, additionalData: label + kid, nonce: nonce, key: key) else {
+        let key: [UInt8]
+        let additionalData: [UInt8]
+        if let senderKey {
+            guard let senderSecret = RawSodium.scalarMult(secretKey, senderKey) else { return .failure(.authenticationFailed) }
+            key = RawSodium.blake2b(label2 + sharedSecret + senderSecret + epk + publicKey + senderKey, outputLength: 32)
+            additionalData = label2 + kid + fields[4]
+        } else {
+            key = RawSodium.blake2b(label + sharedSecret + epk + publicKey, outputLength: 32)
+            additionalData = label + kid
+        }
+        guard let padded = RawSodium.open(ciphertext, additionalData: additionalData, nonce: nonce, key: key) else {
             return .failure(.authenticationFailed)
         }
-        // 6. bad_plaintext: the padding, then section 4.
+        // 7. bad_plaintext: the padding, then section 4.
         guard let message = unpad(padded) else { return .failure(.badPlaintext) }
         return validate(message)
     }
@@ -79,6 +108,9 @@ enum Reference {
         }
         if let sentAt = member(object, "sent_at") {
             guard case .number(let number) = sentAt, isInteger(number.literal, atMost: 1 << 53 - 1) else { return .failure(.badPlaintext) }
+        }
+        if let truncated = member(object, "truncated") {
+            guard case .bool = truncated else { return .failure(.badPlaintext) }
         }
         return .payload(object)
     }
@@ -159,9 +191,11 @@ enum Reference {
         return (negative, digits, exponent)
     }
 
-    static func isOne(_ literal: String) -> Bool {
+    /// 1 or 2 when the literal's exact value is 1 or 2, else `nil`.
+    static func version(_ literal: String) -> Int? {
         let value = decimal(literal)
-        return !value.negative && value.digits == [1] && value.exponent == 0
+        guard !value.negative, value.exponent == 0, value.digits == [1] || value.digits == [2] else { return nil }
+        return Int(value.digits[0])
     }
 
     /// Whether the literal is a whole number from 0 to `maximum`.

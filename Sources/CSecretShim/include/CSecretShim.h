@@ -35,6 +35,10 @@ void kps_deadline_free(KpsDeadline *deadline);
 /// and `public_key`.
 const SecretSchema *kps_schema(void);
 
+/// The schema `ai.kindly.push.SenderKey` of pinned sender keys (wire-format section 7.1), with
+/// the string attributes `sid`, `label`, `created` and `public_key`.
+const SecretSchema *kps_sender_schema(void);
+
 /// A new attribute table (string keys to string values, both copied).
 GHashTable *kps_attributes_new(void);
 
@@ -66,6 +70,10 @@ SecretCollection *kps_collection_for_path(SecretService *service, const char *pa
 /// `attributes` (a NULL-terminated array to free with g_strfreev). Never unlocks, never prompts.
 gchar **kps_collection_search_paths(SecretCollection *collection, GHashTable *attributes,
                                     GCancellable *cancellable, GError **error);
+
+/// The same for the items of `schema` (the project's device-key or sender-key schema).
+gchar **kps_collection_search_schema_paths(SecretCollection *collection, const SecretSchema *schema,
+                                           GHashTable *attributes, GCancellable *cancellable, GError **error);
 
 /// The item at D-Bus object path `path`, its properties loaded, its secret not.
 SecretItem *kps_item_for_path(SecretService *service, const char *path,

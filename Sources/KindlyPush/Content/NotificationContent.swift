@@ -1,13 +1,17 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The content of a notification, standing in for `UNMutableNotificationContent` so that
 /// ``KindlyPushDecryption/apply(_:to:)`` has the SDK's shape.
 public struct NotificationContent: Sendable, Equatable {
+    /// The banner title.
     public var title: String
+    /// The banner subtitle (empty when none).
     public var subtitle: String
+    /// The banner text.
     public var body: String
     /// The sound's name (`default`, a file name), or `nil` for none.
     public var sound: String?
+    /// The app badge number to set, when the push sets one.
     public var badge: JSONNumber?
     /// `aps.thread-id`.
     public var threadIdentifier: String
@@ -16,6 +20,7 @@ public struct NotificationContent: Sendable, Equatable {
     /// The whole push document.
     public var userInfo: JSONObject
 
+    /// Content with these fields, as `UNMutableNotificationContent` holds them.
     public init(
         title: String = "", subtitle: String = "", body: String = "", sound: String? = nil, badge: JSONNumber? = nil,
         threadIdentifier: String = "", categoryIdentifier: String = "", userInfo: JSONObject = [:]

@@ -1,6 +1,12 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
-/// The device side of wire format v1 (section 5), named as in the iOS SDK.
+/// The device side of the wire format (sections 5 and 7.3), named as in the iOS SDK.
+///
+/// A reader is one keyring and its pinned sender keys: those the keyring holds
+/// (``Keyring/pinnedSenders()``) and those given here. With at least one it is in pinned mode:
+/// a version 2 push decrypts only when its `sid` names a pinned key, and a version 1 push is
+/// refused (`untrusted_sender`). With none, version 1 reads exactly as before and version 2 is
+/// refused.
 ///
 /// ```swift
 /// let decryption = KindlyPushDecryption(keyring: FileKeyring(folder: folder))
@@ -12,11 +18,24 @@ package import KindlyPushCore
 ///
 /// Decrypting from many threads at once is safe: the type holds only a `Sendable` keyring.
 public struct KindlyPushDecryption: Sendable {
-    /// Where secret keys are looked up by each push's `kid`.
+    /// Where secret keys are looked up by each push's `kid`, and pinned sender keys by `sid`.
     public let keyring: any Keyring
+    /// Sender keys pinned for this reader besides those in the keyring.
+    public let pinnedSenderKeys: [SenderPublicKey]
 
-    public init(keyring: any Keyring) {
+    /// A reader of `keyring` (any thread may call it at once), which also pins
+    /// `pinnedSenderKeys` (none by default).
+    public init(keyring: any Keyring, pinnedSenderKeys: [SenderPublicKey] = []) {
         self.keyring = keyring
+        self.pinnedSenderKeys = pinnedSenderKeys
+    }
+
+    /// Whether this reader is in pinned mode (wire format section 7.1): it pins a sender key,
+    /// here or in its keyring. A keyring whose pins cannot be read counts as pinned mode.
+    public var isInPinnedMode: Bool {
+        if !pinnedSenderKeys.isEmpty { return true }
+        guard let pinned = try? keyring.pinnedSenders() else { return true }
+        return !pinned.isEmpty
     }
 
     /// True exactly when the top-level key `kindly` is present and its value is a JSON object,
@@ -30,12 +49,44 @@ public struct KindlyPushDecryption: Sendable {
         try? decryptResult(userInfo: userInfo).get()
     }
 
-    /// The decrypted payload or the reason it failed, checked in the order of section 5.
+    /// The decrypted payload or the reason it failed, checked in the order of sections 5 and 7.3.
     public func decryptResult(userInfo: JSONValue) -> Result<DecryptedPayload, DecryptionFailure> {
         Result { () throws(DecryptionFailure) in
             let envelope = try SealedEnvelope(userInfo: userInfo)
-            return try KindlyPushDecryption.open(envelope, with: try key(for: envelope.kid))
+            let key = try key(for: envelope.kid)
+            let sender = try trustedSender(for: envelope.senderID)
+            return try KindlyPushDecryption.open(envelope, with: key, sender: sender)
         }
+    }
+
+    /// Reason 5 of section 7.3 for this reader: the pinned key a version 2 push's `sid` names,
+    /// `nil` for a version 1 push outside pinned mode.
+    func trustedSender(for sid: SenderID?) throws(DecryptionFailure) -> SenderPublicKey? {
+        try KindlyPushDecryption.trustedSender(for: sid, pinned: pinnedSenderKeys, keyring: keyring)
+    }
+
+    /// Reason 5 of section 7.3: `pinned` and the keyring's pins are the reader's. The keyring is
+    /// asked only when `pinned` does not decide; when it cannot say, nothing is trusted.
+    static func trustedSender(
+        for sid: SenderID?, pinned: [SenderPublicKey], keyring: (any Keyring)?
+    ) throws(DecryptionFailure) -> SenderPublicKey? {
+        if let sid, let key = pinned.first(where: { $0.sid == sid }) { return key }
+        var inPinnedMode = !pinned.isEmpty
+        if let keyring, sid != nil || !inPinnedMode {
+            let stored: [PinnedSender]
+            do throws(KeyringError) {
+                stored = try keyring.pinnedSenders()
+            } catch {
+                throw DecryptionFailure(.untrustedSender, "the pinned sender keys cannot be read (\(error))")
+            }
+            if let sid, let entry = stored.first(where: { $0.sid == sid }) { return entry.publicKey }
+            inPinnedMode = inPinnedMode || !stored.isEmpty
+        }
+        if let sid { throw DecryptionFailure(.untrustedSender, "no pinned sender key has sid \(sid)") }
+        guard !inPinnedMode else {
+            throw DecryptionFailure(.untrustedSender, "a version 1 push cannot prove its sender, and sender keys are pinned")
+        }
+        return nil
     }
 
     /// Reason 4: the key for `kid` from the keyring.
@@ -43,25 +94,43 @@ public struct KindlyPushDecryption: Sendable {
         do throws(KeyringError) {
             return try keyring.key(for: kid)
         } catch {
-            throw DecryptionFailure(.keyUnavailable, error.description)
+            throw DecryptionFailure(.keyUnavailable, error.description, keyringError: error)
         }
     }
 
     /// Decrypts with one given key: a push whose `kid` is another key's is `key_unavailable`.
-    public static func decryptResult(userInfo: JSONValue, using key: DeviceKey) -> Result<DecryptedPayload, DecryptionFailure> {
+    /// `pinnedSenderKeys` are the reader's pinned sender keys (none: not in pinned mode).
+    public static func decryptResult(
+        userInfo: JSONValue, using key: DeviceKey, pinnedSenderKeys: [SenderPublicKey] = []
+    ) -> Result<DecryptedPayload, DecryptionFailure> {
         Result { () throws(DecryptionFailure) in
             let envelope = try SealedEnvelope(userInfo: userInfo)
             guard envelope.kid == key.kid else {
-                throw DecryptionFailure(.keyUnavailable, "no key with kid \(envelope.kid) is at hand")
+                throw DecryptionFailure(
+                    .keyUnavailable, "no key with kid \(envelope.kid) is at hand", keyringError: .notFound(envelope.kid))
             }
-            return try open(envelope, with: key)
+            let sender = try trustedSender(for: envelope.senderID, pinned: pinnedSenderKeys, keyring: nil)
+            return try open(envelope, with: key, sender: sender)
         }
     }
 
-    /// Reasons 5 and 6: open the box, then check the plaintext.
-    static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> DecryptedPayload {
-        let plaintext = try KindlyBox.open(envelope, with: key)
+    /// Reasons 6 and 7 of section 7.3 (5 and 6 of section 5): open the box, then check the plaintext.
+    static func open(_ envelope: SealedEnvelope, with key: DeviceKey, sender: SenderPublicKey?) throws(DecryptionFailure)
+        -> DecryptedPayload
+    {
+        let plaintext = try KindlyBox.open(envelope, with: key, sender: try binding(of: key, with: sender))
         return try plaintext.withBytes { (bytes) throws(DecryptionFailure) in try payload(plaintext: bytes) }
+    }
+
+    /// The version 2 binding of `key` and the trusted `sender` (kept in ``SenderSecretCache``), or
+    /// `nil` for version 1. A low-order pinned key gives the all-zero `ss_s`: `authentication_failed`.
+    static func binding(of key: DeviceKey, with sender: SenderPublicKey?) throws(DecryptionFailure) -> SenderBinding? {
+        guard let sender else { return nil }
+        do throws(CryptoError) {
+            return try SenderSecretCache.shared.binding(device: key, sender: sender)
+        } catch {
+            throw KindlyBox.authenticationFailure
+        }
     }
 
     /// The rest of reason 6: the unpadded plaintext checked against section 4.

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The fast path of decryption, for streams of pushes: JSON bytes in, the payload's compact JSON
 /// out, with its buffers reused from push to push and no tree of ``JSONValue``s built.
@@ -22,7 +22,7 @@ package import KindlyPushCore
 /// output) is the general path's; `FastPathTests` checks this on every test vector.
 package struct PushDecryptor {
     package let decryption: KindlyPushDecryption
-    /// kid || epk || n || ct, decoded.
+    /// kid || sid (version 2; unused for version 1) || epk || n || ct, decoded.
     private var fields: [UInt8] = []
     /// The padded plaintext, then the plaintext.
     private var plaintext: [UInt8] = []
@@ -32,8 +32,8 @@ package struct PushDecryptor {
         /// The payload object's compact JSON (as ``JSONWriter`` writes ``DecryptedPayload/object``)
         /// was appended.
         case decrypted
-        /// The push is a well-formed Kindly push of version 1 that does not decrypt: reasons 4
-        /// to 6 of section 5, exactly as ``KindlyPushDecryption/decryptResult(userInfo:)`` gives them.
+        /// The push is a well-formed Kindly push of version 1 or 2 that does not decrypt: reasons
+        /// 4 to 7 of section 7.3, exactly as ``KindlyPushDecryption/decryptResult(userInfo:)`` gives them.
         case failed(DecryptionFailure)
         /// The push is invalid, not Kindly's, or of a shape this path leaves to the general one:
         /// read it with ``JSONReader`` and call ``KindlyPushDecryption/decryptResult(userInfo:)``.
@@ -58,20 +58,21 @@ package struct PushDecryptor {
     /// Decrypts the push whose JSON text is `document`. Appends to `output` only on `.decrypted`.
     package mutating func decrypt(_ document: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
         guard let envelope = EnvelopeLocation(document) else { return .undecided }
-        // Decode the four fields into one buffer: kid | epk | n | ct.
+        // Decode the fields into one buffer: kid | sid | epk | n | ct (sid only for version 2).
+        let sidOffset = KeyID.length
+        let epkOffset = sidOffset + SenderID.length
+        let nonceOffset = epkOffset + SealedEnvelope.ephemeralPublicKeyLength
+        let ctOffset = nonceOffset + XChaCha20Poly1305.nonceLength
         let ctCapacity = envelope.ciphertext.count / 4 * 3 + 3
-        let needed = KeyID.length + SealedEnvelope.ephemeralPublicKeyLength + XChaCha20Poly1305.nonceLength + ctCapacity
+        let needed = ctOffset + ctCapacity
         if fields.count < needed { fields = [UInt8](repeating: 0, count: needed) }
         if plaintext.count < ctCapacity { plaintext = [UInt8](repeating: 0, count: ctCapacity) }
-        let decoded: (kid: KeyID, ciphertextLength: Int)? = fields.withUnsafeMutableBytes { buffer in
+        let decoded: (kid: KeyID, sid: SenderID?, ciphertextLength: Int)? = fields.withUnsafeMutableBytes { buffer in
             func field(_ range: Range<Int>, at offset: Int, length: Int) -> Int? {
                 let text = UnsafeRawBufferPointer(rebasing: document[range])
                 let out = UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
                 return try? Base64.decode(text, into: out)
             }
-            let epkOffset = KeyID.length
-            let nonceOffset = epkOffset + SealedEnvelope.ephemeralPublicKeyLength
-            let ctOffset = nonceOffset + XChaCha20Poly1305.nonceLength
             guard field(envelope.kid, at: 0, length: KeyID.length) == KeyID.length,
                 field(envelope.ephemeralPublicKey, at: epkOffset, length: SealedEnvelope.ephemeralPublicKeyLength)
                     == SealedEnvelope.ephemeralPublicKeyLength,
@@ -79,21 +80,26 @@ package struct PushDecryptor {
                 let ctLength = field(envelope.ciphertext, at: ctOffset, length: buffer.count - ctOffset),
                 SealedEnvelope.isValidCiphertextLength(ctLength)
             else { return nil }
-            return (KeyID(bytes: Array(buffer[0..<KeyID.length]))!, ctLength)
+            var sid: SenderID?
+            if let range = envelope.senderID {
+                guard field(range, at: sidOffset, length: SenderID.length) == SenderID.length else { return nil }
+                sid = SenderID(bytes: Array(buffer[sidOffset..<epkOffset]))
+            }
+            return (KeyID(bytes: Array(buffer[0..<KeyID.length]))!, sid, ctLength)
         }
         guard let decoded else { return .undecided }
         do throws(DecryptionFailure) {
             let key = try decryption.key(for: decoded.kid)
+            let sender = try decryption.trustedSender(for: decoded.sid)
+            let binding = try KindlyPushDecryption.binding(of: key, with: sender)
             let length = try fields.withBytes { (fields) throws(DecryptionFailure) in
                 try plaintext.withMutableBytes { (plaintext) throws(DecryptionFailure) in
-                    let nonceOffset = KeyID.length + SealedEnvelope.ephemeralPublicKeyLength
-                    let ctOffset = nonceOffset + XChaCha20Poly1305.nonceLength
-                    return try KindlyBox.open(
+                    try KindlyBox.open(
                         ciphertext: UnsafeRawBufferPointer(rebasing: fields[ctOffset..<(ctOffset + decoded.ciphertextLength)]),
                         nonce: UnsafeRawBufferPointer(rebasing: fields[nonceOffset..<ctOffset]),
-                        ephemeralPublicKey: UnsafeRawBufferPointer(rebasing: fields[KeyID.length..<nonceOffset]),
+                        ephemeralPublicKey: UnsafeRawBufferPointer(rebasing: fields[epkOffset..<nonceOffset]),
                         kid: UnsafeRawBufferPointer(rebasing: fields[0..<KeyID.length]),
-                        with: key, into: plaintext)
+                        with: key, sender: binding, into: plaintext)
                 }
             }
             try plaintext.withBytes { (buffer) throws(DecryptionFailure) in
@@ -114,11 +120,15 @@ package struct PushDecryptor {
 
 /// Where a push's envelope fields are, found by ``FastJSON`` in a document that it checked
 /// whole: a JSON object with no duplicate top-level name, whose one `kindly` member is an object
-/// with no duplicate name, `v` written `1`, and `kid`, `epk`, `n`, `ct` strings. `nil` for
-/// anything else (the general path decides). The four strings are checked by decoding them
-/// (``FastJSON/base64String()``): the document is valid only once they decode.
+/// with no duplicate name, `v` written `1` or `2`, and `kid`, `epk`, `n`, `ct` strings (and for
+/// version 2 a `sid` string, without escapes). `nil` for anything else (the general path
+/// decides). The four strings are checked by decoding them (``FastJSON/base64String()``): the
+/// document is valid only once they decode. A `sid` is checked as a JSON string whatever the
+/// version (version 1 ignores it, but the document must still be valid).
 package struct EnvelopeLocation {
     package var kid: Range<Int> = 0..<0
+    /// `sid` for a version 2 push; `nil` for version 1.
+    package var senderID: Range<Int>?
     package var ephemeralPublicKey: Range<Int> = 0..<0
     package var nonce: Range<Int> = 0..<0
     package var ciphertext: Range<Int> = 0..<0
@@ -146,14 +156,24 @@ package struct EnvelopeLocation {
     private mutating func readEnvelope(_ reader: inout FastJSON) -> Bool {
         var names = FastJSON.Names()
         var seen = 0
+        var version: UInt8 = 0
+        var sid: Range<Int>?
         reader.index += 1  // {
         repeat {
             guard let name = reader.string(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":")) else { return false }
             if reader.text(name, is: "v") {
-                guard let number = reader.number(), number.count == 1, reader.base[number.lowerBound] == UInt8(ascii: "1") else {
-                    return false
-                }
+                guard let number = reader.number(), number.count == 1 else { return false }
+                version = reader.base[number.lowerBound]
+                guard version == UInt8(ascii: "1") || version == UInt8(ascii: "2") else { return false }
                 seen |= 1
+            } else if reader.text(name, is: "sid") {
+                reader.skipWhitespace()
+                if reader.current == UInt8(ascii: "\"") {
+                    guard let text = reader.string() else { return false }
+                    sid = text
+                } else {
+                    guard reader.skipValue(depth: 2) else { return false }
+                }
             } else if reader.text(name, is: "kid") {
                 guard let text = reader.base64String() else { return false }
                 kid = text
@@ -174,7 +194,13 @@ package struct EnvelopeLocation {
                 guard reader.skipValue(depth: 2) else { return false }
             }
         } while reader.consume(UInt8(ascii: ","))
-        return seen == 31 && reader.consume(UInt8(ascii: "}"))
+        guard seen == 31, reader.consume(UInt8(ascii: "}")) else { return false }
+        if version == UInt8(ascii: "2") {
+            // A version 2 push without a `sid` string is malformed: the general path says so.
+            guard let sid else { return false }
+            senderID = sid
+        }
+        return true
     }
 }
 
@@ -182,8 +208,9 @@ extension DecryptedPayload {
     /// Whether `text` is a plaintext that section 4 accepts and that is already exactly what
     /// ``JSONWriter`` writes for the object it holds: compact, no byte-order mark, escapes only
     /// as the writer writes them, no member name twice, the required keys present with their
-    /// types, `sent_at` (when present) written as digits within range, and extras that are
-    /// scalars. `false` says nothing about validity: the general path decides.
+    /// types, `sent_at` (when present) written as digits within range, `truncated` (when
+    /// present) `true` or `false`, and extras that are scalars. `false` says nothing about
+    /// validity: the general path decides.
     package static func isCanonicalCompactText(_ text: UnsafeRawBufferPointer) -> Bool {
         var reader = FastJSON(text, compact: true)
         var names = FastJSON.Names()
@@ -211,6 +238,8 @@ extension DecryptedPayload {
                     value = value * 10 + Int64(digit)
                 }
                 guard value <= WireFormat.maximumSentAt else { return false }
+            } else if reader.text(name, is: "truncated") {
+                guard reader.current == UInt8(ascii: "t") || reader.current == UInt8(ascii: "f"), reader.skipValue() else { return false }
             } else {
                 guard reader.current != UInt8(ascii: "{"), reader.current != UInt8(ascii: "["), reader.skipValue() else { return false }
             }

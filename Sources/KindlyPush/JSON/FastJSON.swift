@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// An allocation-free reader for the hot paths (`decrypt --jsonl`, `seal --jsonl`), for the
 /// shapes of document they see almost always.

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A JSON number, kept as the literal text it was written with.
 ///

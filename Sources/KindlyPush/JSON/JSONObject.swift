@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A JSON object: its members in document order, duplicates included.
 ///
@@ -7,9 +7,12 @@ package import KindlyPushCore
 public struct JSONObject: Sendable {
     /// One `"name": value` pair.
     public struct Member: Sendable, Equatable {
+        /// The member name.
         public var key: String
+        /// The member value.
         public var value: JSONValue
 
+        /// A member with this name and value.
         public init(key: String, value: JSONValue) {
             self.key = key
             self.value = value

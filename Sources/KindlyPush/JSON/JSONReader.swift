@@ -1,21 +1,34 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// Why a text is not one strict RFC 8259 JSON document.
 public struct JSONReadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of mistake the text holds.
     public enum Kind: Sendable, Equatable {
+        /// There is no value at all (empty or only whitespace).
         case empty
+        /// The text starts with a byte-order mark, which JSON texts must not.
         case byteOrderMark
+        /// A byte that cannot stand where it stands.
         case unexpectedByte
+        /// The text ends inside a value.
         case unexpectedEnd
+        /// A number that breaks JSON's number grammar.
         case invalidNumber
+        /// A backslash escape JSON does not define.
         case invalidEscape
+        /// A raw control character (below U+0020) inside a string.
         case controlCharacterInString
+        /// Bytes that are not valid UTF-8.
         case invalidUTF8
+        /// A `\\u` escape of a surrogate without its pair.
         case unpairedSurrogate
+        /// Arrays and objects nested deeper than 512 levels.
         case tooDeep
+        /// Something other than whitespace after the value.
         case trailingContent
     }
 
+    /// What is wrong.
     public let kind: Kind
     /// The byte offset where reading stopped.
     public let offset: Int

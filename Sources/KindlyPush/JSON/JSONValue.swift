@@ -1,18 +1,24 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A JSON value as RFC 8259 defines it, read and written by this project's own strict reader
-/// and writer (``JSONReader``, ``JSONWriter``).
+/// and writer (internal to the library).
 ///
 /// Objects keep their members in document order and keep duplicate names, so that the
 /// wire format's duplicate-member rule can be enforced and a rewritten document keeps
 /// everything it did not touch. Numbers keep their literal text, so that no precision is lost.
 /// Strings compare by Unicode scalars, as JSON member names do (not by canonical equivalence).
 public enum JSONValue: Sendable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number, kept as its exact decimal text.
     case number(JSONNumber)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object, with its members in document order (duplicates kept, so that they can be refused).
     case object(JSONObject)
 }
 

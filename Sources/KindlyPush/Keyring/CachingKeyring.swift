@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A keyring that remembers every key it has loaded, so that a stream of pushes loads each
 /// `kid` once per run instead of once per push, and that remembers failures for a short while,
@@ -17,7 +17,11 @@ package import KindlyPushCore
 /// - One look-up at a time reaches the underlying keyring: a thread that needs a key while
 ///   another is asking waits for that answer and then reads the caches, so N threads (`--jobs N`)
 ///   facing a keyring that hangs wait one time budget together, not N.
+/// - The pinned sender keys are read once; pins added or removed through this keyring refresh the
+///   remembered list, pins changed elsewhere are seen by the next run. Reading them goes through
+///   the same breaker: while it is open they fail at once, and a time-out reading them opens it.
 public final class CachingKeyring: Keyring {
+    /// The keyring asked on a miss.
     public let base: any Keyring
     /// How long a failed look-up of one `kid` is remembered.
     package let failureLifetime: Duration
@@ -37,6 +41,7 @@ public final class CachingKeyring: Keyring {
     }
 
     private let state = Locked(State())
+    private let senders = Locked<[PinnedSender]?>(nil)
     /// Held while the underlying keyring is asked, so that one look-up at a time reaches it.
     private let lookups = Locked(())
 
@@ -111,5 +116,40 @@ public final class CachingKeyring: Keyring {
         try base.delete(kid)
         // Evicted after the delete: a look-up racing it cannot put the key back for good.
         state.withLock { _ = $0.keys.removeValue(forKey: kid) }
+        SenderSecretCache.shared.evict(kid: kid)
+    }
+
+    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
+    public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
+        try base.pinSender(key, label: label)
+        senders.withLock { $0 = nil }
+    }
+
+    /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
+    public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
+        if let pinned = senders.withLock({ $0 }) { return pinned }
+        return try lookups.withLock { (_) throws(KeyringError) -> [PinnedSender] in
+            if let pinned = senders.withLock({ $0 }) { return pinned }
+            let now = clock.now
+            if let outage = state.withLock({ $0.outage }), now < outage.until { throw outage.error }
+            let pinned: [PinnedSender]
+            do throws(KeyringError) {
+                pinned = try base.pinnedSenders()
+            } catch {
+                if case .unreachable = error {
+                    state.withLock { $0.outage = Failure(error: error, until: now + retryInterval) }
+                }
+                throw error
+            }
+            senders.withLock { $0 = pinned }
+            return pinned
+        }
+    }
+
+    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
+    public func unpinSender(_ sid: SenderID) throws(KeyringError) {
+        try base.unpinSender(sid)
+        senders.withLock { $0 = nil }
+        SenderSecretCache.shared.evict(sid: sid)
     }
 }

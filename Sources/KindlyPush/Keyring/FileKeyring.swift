@@ -1,10 +1,11 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The embedded default keyring: one key file per key in a folder only its owner can enter.
+/// The embedded default keyring: one key file per key in a folder only its owner can enter,
+/// and one file per pinned sender key in its `senders` folder (see ``sendersFolder``).
 ///
 /// Each file is `KID.json` (the kid in base64url), holding the key-file object of cli.md plus
 /// `label` and `created`. Files are 0600 and written atomically (a nameless file, fsync, link
@@ -170,13 +171,16 @@ public struct FileKeyring: Keyring {
             throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
         }
         PrivateFile.syncFolder(folder)
+        SenderSecretCache.shared.evict(kid: kid)
     }
 }
 
 /// One key file used as a keyring (`--key-file`): it holds exactly one key.
 public struct KeyFileKeyring: Keyring {
     public let name = "key-file"
+    /// The one key, read from the file when the keyring was made.
     public let key: DeviceKey
+    /// The key file it was read from.
     public let path: String
 
     /// Reads the key file at `path` now, so that a missing or loose file is reported up front.

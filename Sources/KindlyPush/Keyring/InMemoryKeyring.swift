@@ -1,7 +1,7 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
-/// A keyring that lives in memory: for services that keep device keys in their own secret
-/// store and hand them over at start, and for tests.
+/// A keyring that lives in memory: for services that keep device keys (and the sender keys they
+/// pin) in their own secret store and hand them over at start, and for tests.
 ///
 /// It can be locked and unlocked to exercise `key_unavailable`, and counts look-ups so that a
 /// test can check that keys are loaded once. Thread-safe.
@@ -10,14 +10,18 @@ public final class InMemoryKeyring: Keyring {
 
     private struct State {
         var keys: [KeyID: (key: DeviceKey, entry: KeyringEntry)] = [:]
+        var senders: [SenderID: PinnedSender] = [:]
         var isLocked = false
         var lookups = 0
     }
 
     private let state = Locked(State())
 
-    public init(keys: [DeviceKey] = []) {
+    /// An unlocked keyring holding `keys` and pinning `pinnedSenders` (a key given twice is
+    /// pinned once).
+    public init(keys: [DeviceKey] = [], pinnedSenders: [SenderPublicKey] = []) {
         for key in keys { try? store(key, label: "test key") }
+        for sender in pinnedSenders { try? pinSender(sender, label: "test sender") }
     }
 
     /// While locked every look-up fails with ``KeyringError/locked(_:)``.
@@ -57,5 +61,30 @@ public final class InMemoryKeyring: Keyring {
     public func delete(_ kid: KeyID) throws(KeyringError) {
         let removed = state.withLock { $0.keys.removeValue(forKey: kid) != nil }
         if !removed { throw .notFound(kid) }
+        SenderSecretCache.shared.evict(kid: kid)
+    }
+
+    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
+    public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
+        let result: KeyringError? = state.withLock { state in
+            if state.isLocked { return .locked("in-memory keyring") }
+            if state.senders[key.sid] != nil { return .senderAlreadyPinned(key.sid) }
+            state.senders[key.sid] = PinnedSender(publicKey: key, label: label, created: Int64(state.senders.count))
+            return nil
+        }
+        if let result { throw result }
+    }
+
+    /// Pinned keys are public: they are listed while the keyring is locked, as ``list()`` lists
+    /// the keys (the lock stands for secret keys that cannot be read now).
+    public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
+        state.withLock { $0.senders.values.sorted() }
+    }
+
+    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
+    public func unpinSender(_ sid: SenderID) throws(KeyringError) {
+        let removed = state.withLock { $0.senders.removeValue(forKey: sid) != nil }
+        if !removed { throw .senderNotFound(sid) }
+        SenderSecretCache.shared.evict(sid: sid)
     }
 }

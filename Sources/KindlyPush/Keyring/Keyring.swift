@@ -1,13 +1,21 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Where device keys live: the Secret Service, a folder of key files, memory.
+/// Where device keys live: the Secret Service, a folder of key files, memory; and the sender
+/// keys the device pinned (wire format section 7.1).
 ///
 /// Several keys may coexist (rotation): ``KindlyPushDecryption`` looks up the key named by
-/// each push's `kid`. Implementations are `Sendable` and safe to call from many threads.
+/// each push's `kid`, and the pinned sender key named by a version 2 push's `sid`. A keyring
+/// that holds a pinned sender key puts its reader in pinned mode: version 1 pushes are refused.
+/// Implementations are `Sendable` and safe to call from many threads.
+///
+/// The pinning requirements have default implementations for keyrings that cannot hold pinned
+/// keys: they hold none (so their reader is never in pinned mode), pinning fails, and unpinning
+/// finds nothing. A keyring that wraps another must forward all three, or its reader would
+/// leave pinned mode.
 public protocol Keyring: Sendable {
     /// A short name for messages (`file`, `secret-service`, `memory`).
     var name: String { get }
@@ -23,16 +31,33 @@ public protocol Keyring: Sendable {
 
     /// Deletes the key whose kid is `kid`.
     func delete(_ kid: KeyID) throws(KeyringError)
+
+    /// Pins the sender key `key` with a human-readable `label`. Pinned keys are public, but
+    /// whoever adds one can send pushes that authenticate: they are stored with the same care as
+    /// device keys.
+    func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError)
+
+    /// Every pinned sender key, oldest first. The reader is in pinned mode exactly when there is
+    /// one. A keyring that cannot say (a file it cannot read, a locked collection) throws: its
+    /// reader then trusts no push (`untrusted_sender`) rather than leave pinned mode.
+    func pinnedSenders() throws(KeyringError) -> [PinnedSender]
+
+    /// Removes the pinned sender key whose sid is `sid`.
+    func unpinSender(_ sid: SenderID) throws(KeyringError)
 }
 
 /// A stored key's public information. Entries sort oldest first, then by kid, in every keyring.
-public struct KeyringEntry: Sendable, Equatable, Comparable {
+public struct KeyringEntry: Sendable, Hashable, Comparable, Codable {
+    /// The key's id.
     public let kid: KeyID
+    /// The key's public half.
     public let publicKey: DevicePublicKey
+    /// The label it was stored with.
     public let label: String
     /// Unix seconds when the key was stored.
     public let created: Int64
 
+    /// An entry; keyrings make these when they list their keys.
     public init(kid: KeyID, publicKey: DevicePublicKey, label: String, created: Int64) {
         self.kid = kid
         self.publicKey = publicKey
@@ -40,13 +65,20 @@ public struct KeyringEntry: Sendable, Equatable, Comparable {
         self.created = created
     }
 
+    enum CodingKeys: String, CodingKey {
+        case kid
+        case publicKey = "public_key"
+        case label, created
+    }
+
+    /// Older first, then by kid.
     public static func < (lhs: KeyringEntry, rhs: KeyringEntry) -> Bool {
         (lhs.created, lhs.kid.base64URL) < (rhs.created, rhs.kid.base64URL)
     }
 }
 
 /// Why a keyring could not do what was asked. Messages never contain key material.
-public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum KeyringError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No key with this kid is stored.
     case notFound(KeyID)
     /// A key with this kid is stored already.
@@ -57,7 +89,21 @@ public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreachable(String)
     /// Storage failed: a file, a folder, permissions.
     case io(String)
+    /// No sender key with this sid is pinned.
+    case senderNotFound(SenderID)
+    /// A sender key with this sid is pinned already.
+    case senderAlreadyPinned(SenderID)
 
+    /// Whether asking again later may succeed: `true` for ``locked(_:)`` and
+    /// ``unreachable(_:)``, `false` for a key that is not there or storage that failed.
+    public var isTransient: Bool {
+        switch self {
+        case .locked, .unreachable: return true
+        case .notFound, .alreadyExists, .io, .senderNotFound, .senderAlreadyPinned: return false
+        }
+    }
+
+    /// One line for people; never key material.
     public var description: String {
         switch self {
         case .notFound(let kid): return "no key with kid \(kid) is stored"
@@ -65,6 +111,8 @@ public enum KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
         case .locked(let detail): return "the keyring is locked (\(detail))"
         case .unreachable(let detail): return "the keyring cannot be reached (\(detail))"
         case .io(let detail): return detail
+        case .senderNotFound(let sid): return "no sender key with sid \(sid) is pinned"
+        case .senderAlreadyPinned(let sid): return "a sender key with sid \(sid) is pinned already"
         }
     }
 }

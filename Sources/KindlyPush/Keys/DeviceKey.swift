@@ -2,6 +2,7 @@ package import KindlyPushCore
 
 /// A device key's id: `BLAKE2b(pk)` with an 8-byte digest length (wire format section 1).
 public struct KeyID: Sendable, Hashable, CustomStringConvertible {
+    /// A kid is 8 bytes (BLAKE2b with an 8-byte digest length).
     public static let length = 8
 
     /// The 8 bytes.
@@ -61,7 +62,9 @@ public struct DevicePublicKey: Sendable, Hashable, CustomStringConvertible {
 
 /// Why text did not hold a key. Never carries the text itself.
 public enum KeyDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The text is not canonical base64 or base64url; the value says which key.
     case notBase64(String)
+    /// The text decodes to the wrong number of bytes; the value says which key.
     case wrongLength(String)
 
     public var description: String {
@@ -72,7 +75,7 @@ public enum KeyDecodingError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 }
 
-/// A device's X25519 secret key. Its bytes are reachable only inside ``withUnsafeBytes(_:)``,
+/// A device's X25519 secret key. Its bytes are reachable only inside the library,
 /// compare in constant time, and are wiped when the last copy goes away.
 public struct DeviceSecretKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     package let storage: SecureBytes
@@ -120,8 +123,11 @@ public struct DeviceSecretKey: Sendable, Equatable, CustomStringConvertible, Cus
 
 /// A device key pair (wire format section 1) with its key id.
 public struct DeviceKey: Sendable, CustomStringConvertible {
+    /// The secret half (never printed, compared in constant time).
     public let secretKey: DeviceSecretKey
+    /// The public half, derived from the secret key.
     public let publicKey: DevicePublicKey
+    /// The key id of the public key.
     public let kid: KeyID
 
     /// The key pair of `secretKey`; the public key is derived, so the two always match.

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -7,12 +7,19 @@ package import KindlyPushCore
 /// Why a private file (a key file, a keyring entry) could not be read or written.
 /// Messages name the path and the cause, never the contents.
 public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// There is no file at the path.
     case missing(path: String)
+    /// A file is there already and is never replaced.
     case exists(path: String)
+    /// Group or others may read the file (its mode is given): refused, as ssh refuses such keys.
     case tooOpen(path: String, mode: UInt32)
+    /// The path is a folder, a link, a FIFO or another non-regular file.
     case notRegularFile(path: String)
+    /// The file is larger than any key file can be.
     case tooLarge(path: String)
+    /// The file is not a key file; the reason never quotes its content.
     case malformed(path: String, reason: String)
+    /// A system call failed (`operation`, with its `errno`).
     case system(path: String, operation: String, errno: Int32)
     /// The file or folder belongs to another user than the one running (uid `owner`).
     case notOwned(path: String, owner: UInt32)
@@ -285,7 +292,7 @@ package enum PrivateFile {
     }
 
     /// Makes `path` (and its parents) a folder only its owner can enter, or checks that it is one.
-    static func makePrivateFolder(_ path: String) throws(PrivateFileError) {
+    package static func makePrivateFolder(_ path: String) throws(PrivateFileError) {
         var status = stat()
         if stat(path, &status) != 0 {
             let parent = folderName(of: path)
@@ -326,7 +333,7 @@ package enum PrivateFile {
         guard mkdir(path, mode) == 0 || errno == EEXIST else { throw .system(path: path, operation: "mkdir", errno: errno) }
     }
 
-    static func folderName(of path: String) -> String {
+    package static func folderName(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         if slash == path.startIndex { return "/" }
         return String(path[..<slash])

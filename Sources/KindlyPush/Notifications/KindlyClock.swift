@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// Where the notification code reads the time, so that tests can set it exactly.
 ///
@@ -11,6 +11,7 @@ public protocol KindlyClock: Sendable {
 
 /// The real monotonic clock.
 public struct SystemKindlyClock: KindlyClock {
+    /// The system's monotonic clock.
     public init() {}
 
     public var now: ContinuousClock.Instant { ContinuousClock.now }

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -6,7 +6,14 @@ package import KindlyPushCore
 
 /// How serious a log line is.
 public enum KindlyLogLevel: String, Sendable, CaseIterable, Comparable {
-    case debug, info, warning, error
+    /// Detail for developers.
+    case debug
+    /// Something worth knowing that needs no action.
+    case info
+    /// Something went wrong and was handled (a placeholder shown, a tap dropped).
+    case warning
+    /// Something went wrong and was not handled.
+    case error
 
     public static func < (lhs: KindlyLogLevel, rhs: KindlyLogLevel) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

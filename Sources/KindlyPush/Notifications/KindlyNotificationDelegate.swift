@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A decrypted Kindly push as the host's delegate sees it, named as in the iOS SDK.
 public struct ExternalNotification: Sendable, Equatable {
@@ -14,6 +14,7 @@ public struct ExternalNotification: Sendable, Equatable {
     /// The push exactly as the app received it (still sealed, or as the extension rewrote it).
     public let userInfo: JSONValue
 
+    /// A notification with these fields.
     public init(id: String, title: String, body: String, messageId: String? = nil, userInfo: JSONValue) {
         self.id = id
         self.title = title
@@ -39,24 +40,36 @@ public struct ExternalNotification: Sendable, Equatable {
 /// Called on whatever thread delivered the push; answer quickly and do not block.
 public protocol KindlyNotificationDelegate: Sendable {
     /// `true` (allow) lets the SDK present the push; `false` (suppress) means the host shows it
-    /// its own way, or not at all. The default allows.
-    func shouldHandleNotification(_ notification: ExternalNotification) -> Bool
-}
-
-extension KindlyNotificationDelegate {
-    /// Allows every push: a host that sets no delegate sees every banner.
-    public func shouldHandleNotification(_ notification: ExternalNotification) -> Bool { true }
+    /// its own way, or not at all.
+    ///
+    /// The requirement has no default implementation, on purpose: a conformance whose method is
+    /// spelled slightly differently (`shouldHandleNotification(_:)`, say) does not compile, instead
+    /// of compiling into a default that silently allows every banner. A host that sets no
+    /// delegate sees every banner; for a delegate without a type of its own, use
+    /// ``ClosureNotificationDelegate``.
+    func shouldHandleNotification(notification: ExternalNotification) -> Bool
 }
 
 /// A delegate made from a closure, for hosts and tests that need no type of their own.
+///
+/// ```swift
+/// handler.delegate = ClosureNotificationDelegate { notification in
+///     notification.id != chatOnScreen   // suppress banners for the chat being read
+/// }
+/// ```
 public struct ClosureNotificationDelegate: KindlyNotificationDelegate {
     private let decide: @Sendable (ExternalNotification) -> Bool
 
+    /// A delegate that answers with `decide`.
     public init(_ decide: @escaping @Sendable (ExternalNotification) -> Bool) {
         self.decide = decide
     }
 
-    public func shouldHandleNotification(_ notification: ExternalNotification) -> Bool {
+    /// A delegate that allows every push (what the SDK does when no delegate is set).
+    public static let allowAll = ClosureNotificationDelegate { _ in true }
+
+    /// The closure's answer.
+    public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
         decide(notification)
     }
 }

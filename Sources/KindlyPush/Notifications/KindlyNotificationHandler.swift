@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// How the system should present a notification in the foreground, standing in for
 /// `UNNotificationPresentationOptions` (what `willPresent`'s completion handler receives).
@@ -9,9 +9,13 @@ public struct PresentationOptions: OptionSet, Sendable, Hashable {
         self.rawValue = rawValue
     }
 
+    /// Show a banner.
     public static let banner = PresentationOptions(rawValue: 1 << 0)
+    /// Play the notification's sound.
     public static let sound = PresentationOptions(rawValue: 1 << 1)
+    /// Update the app badge.
     public static let badge = PresentationOptions(rawValue: 1 << 2)
+    /// Keep it in the notification list.
     public static let list = PresentationOptions(rawValue: 1 << 3)
 
     /// A banner with its sound, as the system presents a push when the app is in the background.
@@ -86,14 +90,18 @@ public final class KindlyNotificationHandler: Sendable {
     private struct State {
         var delegate: (any KindlyNotificationDelegate)?
         var openChatOnNotificationTap = true
+        var notificationMode: KindlyNotificationMode = .automatic
         var appState: DisplayRules.AppState = .background
         var screen: DisplayRules.Screen = .other
         var isStarted = false
         var pendingTap: PendingTap?
     }
 
+    /// How pushes are decrypted (the keyring the app shares with its extension).
     public let decryption: KindlyPushDecryption
-    /// Whether the host ships a notification service extension built on the library.
+    /// Whether the host ships a notification service extension built on the library, or on
+    /// Linux another decrypting presenter (`kindly-push notify`): the declaration that
+    /// ``KindlyNotificationMode/automatic`` resolves from.
     public let hasExtension: Bool
     private let clock: any KindlyClock
     private let logger: KindlyLogger
@@ -101,12 +109,19 @@ public final class KindlyNotificationHandler: Sendable {
     private let postBanner: @Sendable (NotificationContent) -> Void
     private let state = Locked(State())
 
+    /// A handler for the app process.
+    ///
     /// - Parameters:
+    ///   - decryption: how pushes are decrypted (the keyring the app shares with its extension).
+    ///   - hasExtension: whether the host has a decrypting presenter (an extension built on the
+    ///     library, or `kindly-push notify`); ``KindlyNotificationMode/automatic`` resolves from it.
+    ///   - clock: the clock that times taps (inject ``KindlyClock`` doubles in tests).
+    ///   - logger: where the handler logs; nothing by default.
     ///   - openChat: opens the chat with this id (called on the caller's thread).
     ///   - postBanner: posts a local notification with this decrypted content (the SDK's own banner).
     public init(
         decryption: KindlyPushDecryption, hasExtension: Bool, clock: any KindlyClock = SystemKindlyClock(),
-        logger: KindlyLogger = .standardError(), openChat: @escaping @Sendable (String) -> Void,
+        logger: KindlyLogger = .disabled, openChat: @escaping @Sendable (String) -> Void,
         postBanner: @escaping @Sendable (NotificationContent) -> Void = { _ in }
     ) {
         self.decryption = decryption
@@ -127,6 +142,13 @@ public final class KindlyNotificationHandler: Sendable {
     public var openChatOnNotificationTap: Bool {
         get { state.withLock { $0.openChatOnNotificationTap } }
         set { state.withLock { $0.openChatOnNotificationTap = newValue } }
+    }
+
+    /// How the host wants pushes delivered; read by ``setAPNSDeviceToken(_:)-(Data)``.
+    /// `automatic` by default.
+    public var notificationMode: KindlyNotificationMode {
+        get { state.withLock { $0.notificationMode } }
+        set { state.withLock { $0.notificationMode = newValue } }
     }
 
     /// What is on screen (read in the foreground).

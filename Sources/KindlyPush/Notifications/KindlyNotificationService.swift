@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The notification service extension's base type, standing in for the iOS SDK's subclass of
 /// `UNNotificationServiceExtension`: it decrypts a visible Kindly push and hands the system the
@@ -34,6 +34,8 @@ open class KindlyNotificationService: @unchecked Sendable {
     /// How long after ``didReceive(_:withContentHandler:)`` the content is handed over unchanged
     /// if decryption has not finished.
     public let deadline: Duration
+    /// Where the service logs; nothing by default (a library does not choose where its host's
+    /// logs go).
     public let logger: KindlyLogger
 
     /// The deliveries whose content handler has not been called yet.
@@ -42,9 +44,10 @@ open class KindlyNotificationService: @unchecked Sendable {
     /// deadline fires even when decryption threads are blocked.
     private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
 
+    /// A service that decrypts with `decryption`, hands content over by `deadline` at the latest, and logs to `logger` (nothing by default).
     public init(
         decryption: KindlyPushDecryption, deadline: Duration = KindlyNotificationService.defaultDeadline,
-        logger: KindlyLogger = .standardError()
+        logger: KindlyLogger = .disabled
     ) {
         self.decryption = decryption
         self.deadline = deadline
@@ -155,3 +158,6 @@ open class KindlyNotificationService: @unchecked Sendable {
         }
     }
 }
+
+/// The iOS SDK's name for the notification service extension's base class.
+public typealias KindlyNotificationServiceExtension = KindlyNotificationService

@@ -1,14 +1,17 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The decrypted text of a push, as far as the display rules need it.
-public struct DisplayMessage: Sendable, Equatable {
+public struct DisplayMessage: Sendable, Hashable, Codable {
     /// The Kindly chat the message belongs to.
     public var chatId: String
+    /// The decrypted banner title.
     public var title: String
+    /// The decrypted banner text.
     public var body: String
     /// The chat message's id, when known.
     public var messageId: String?
 
+    /// A message with these fields.
     public init(chatId: String, title: String, body: String, messageId: String? = nil) {
         self.chatId = chatId
         self.title = title
@@ -44,16 +47,20 @@ public enum DecryptionOutcome: Sendable, Equatable {
 public struct DisplayInput: Sendable, Equatable {
     /// Whether the push is Kindly's (`isKindlyNotification`). When false every other input is ignored.
     public var isKindly: Bool
+    /// The kind of push (`visible`, `plain`, `silent`).
     public var kind: PushKind
     /// Whether the host ships a notification service extension built on the SDK.
     public var hasExtension: Bool
+    /// The host app's state when the push arrives.
     public var appState: DisplayRules.AppState
     /// Read only in the foreground.
     public var screen: DisplayRules.Screen
+    /// Whether the push is at hand in decrypted form.
     public var decryption: DecryptionOutcome
     /// The delegate's answer; read only when ``DisplayRules/consultsDelegate(_:)`` is true.
     public var delegate: DisplayRules.DelegateAnswer
 
+    /// The inputs of one decision.
     public init(
         isKindly: Bool = true, kind: PushKind, hasExtension: Bool, appState: DisplayRules.AppState, screen: DisplayRules.Screen = .other,
         decryption: DecryptionOutcome, delegate: DisplayRules.DelegateAnswer = .allow
@@ -69,14 +76,17 @@ public struct DisplayInput: Sendable, Equatable {
 }
 
 /// What the display rules decide for one push.
-public struct DisplayDecision: Sendable, Equatable {
+public struct DisplayDecision: Sendable, Hashable, Codable {
+    /// What the user sees.
     public var presentation: DisplayRules.Presentation
+    /// Who shows it.
     public var presenter: DisplayRules.Presenter
     /// Whether `shouldHandleNotification` is asked (once, before the rule is applied).
     public var delegateConsulted: Bool
-    /// The decrypted message, exactly when `presentation` is ``DisplayRules.Presentation/banner``.
+    /// The decrypted message, exactly when `presentation` is ``DisplayRules/Presentation/banner``.
     public var message: DisplayMessage?
 
+    /// A decision with these outputs.
     public init(
         presentation: DisplayRules.Presentation, presenter: DisplayRules.Presenter, delegateConsulted: Bool, message: DisplayMessage? = nil
     ) {
@@ -153,5 +163,21 @@ public enum DisplayRules {
                 return input.screen == .chat ? nothing : sdkBannerOr(placeholder)
             }
         }
+    }
+}
+
+extension DisplayMessage {
+    enum CodingKeys: String, CodingKey {
+        case chatId = "chat_id"
+        case title, body
+        case messageId = "message_id"
+    }
+}
+
+extension DisplayDecision {
+    enum CodingKeys: String, CodingKey {
+        case presentation, presenter
+        case delegateConsulted = "delegate_consulted"
+        case message
     }
 }

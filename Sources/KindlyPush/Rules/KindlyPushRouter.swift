@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The state of the app that receives a push: the inputs of display-rules.md that are not read
 /// from the push itself.
@@ -11,11 +11,13 @@ public struct RouteContext: Sendable {
         case object(any KindlyNotificationDelegate)
     }
 
+    /// The host app's state when the push arrives.
     public var appState: DisplayRules.AppState
     /// Read only in the foreground.
     public var screen: DisplayRules.Screen
     /// Whether the host ships a notification service extension built on the SDK.
     public var hasExtension: Bool
+    /// How the host answers `shouldHandleNotification`.
     public var delegate: Delegate
 
     /// A context with a fixed delegate answer (by default `allow`, as when no delegate is set).
@@ -44,7 +46,8 @@ public struct RouteContext: Sendable {
     func askDelegate(_ notification: ExternalNotification) -> DisplayRules.DelegateAnswer {
         switch delegate {
         case .answer(let answer): return answer
-        case .object(let object): return DisplayRules.DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification))
+        case .object(let object):
+            return DisplayRules.DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification: notification))
         }
     }
 }
@@ -60,7 +63,8 @@ public enum DecryptionResolution: Sendable, Equatable {
     case markedWithoutChat
     /// Decrypted here with a key the keyring holds now.
     case decrypted(DecryptedPayload)
-    /// Not marked decrypted, and it does not decrypt with the keys at hand.
+    /// Not marked decrypted (in pinned mode: whatever the mark), and it does not decrypt with the
+    /// keys at hand.
     case failed(DecryptionFailure)
 
     /// The display rules' input.
@@ -72,8 +76,8 @@ public enum DecryptionResolution: Sendable, Equatable {
         }
     }
 
-    /// The failure's reason: present exactly for a push that is not marked decrypted and does
-    /// not decrypt (cli.md, "Output of route").
+    /// The failure's reason: present exactly for a push that is not marked decrypted (in pinned
+    /// mode: whatever the mark) and does not decrypt (cli.md, "Output of route").
     public var reason: DecryptionFailure.Reason? {
         if case .failed(let failure) = self { return failure.reason }
         return nil
@@ -81,22 +85,28 @@ public enum DecryptionResolution: Sendable, Equatable {
 }
 
 /// The display decision for one push, as `kindly-push route` prints it.
-public struct RouteDecision: Sendable, Equatable {
+public struct RouteDecision: Sendable, Hashable {
     /// `isKindlyNotification`.
     public let isKindly: Bool
+    /// The kind of push, for every push.
     public let kind: PushKind
+    /// What the user sees.
     public let presentation: DisplayRules.Presentation
+    /// Who shows it.
     public let presenter: DisplayRules.Presenter
     /// Whether `shouldHandleNotification` was asked.
     public let delegateConsulted: Bool
     /// The decrypted chat id, title and body, exactly when `presentation` is `banner`.
     public let chatId: String?
+    /// The decrypted title, exactly when `presentation` is `banner`.
     public let title: String?
+    /// The decrypted text, exactly when `presentation` is `banner`.
     public let body: String?
     /// Why the push does not decrypt: present exactly when it is Kindly's, is not marked
     /// decrypted, and does not decrypt with the keys at hand (whatever the presentation).
     public let reason: DecryptionFailure.Reason?
 
+    /// A decision with these fields (``KindlyPushRouter`` makes them).
     public init(
         isKindly: Bool, kind: PushKind, presentation: DisplayRules.Presentation, presenter: DisplayRules.Presenter, delegateConsulted: Bool,
         chatId: String? = nil, title: String? = nil, body: String? = nil, reason: DecryptionFailure.Reason? = nil
@@ -157,6 +167,10 @@ public struct RouteDecision: Sendable, Equatable {
 ///   readable then); without an extension it is the app's only attempt. The attempt is made in
 ///   every row, also where the rules show the placeholder either way, because `reason` reports
 ///   whether the push decrypts with the keys at hand, whatever the presentation.
+/// - In pinned mode (wire format section 7.1; ``KindlyPushDecryption/isInPinnedMode``) the mark
+///   proves nothing, since anybody can write it: every Kindly push is decrypted now, and a marked
+///   push that does not decrypt is handled as its reason says (display-rules.md). The functions
+///   that take a `decrypt` closure cannot know the reader's mode and trust the mark.
 public enum KindlyPushRouter {
     /// The display decision for `userInfo` in `context`. Asks a delegate object at most once,
     /// and only where the rules consult it.
@@ -164,7 +178,7 @@ public enum KindlyPushRouter {
         evaluate(userInfo: userInfo, context: context, decryption: decryption).decision
     }
 
-    /// ``route(userInfo:context:decryption:)`` with another way to decrypt, for instance one
+    /// ``route(userInfo:context:decryption:)-(JSONValue,_,_)`` with another way to decrypt, for instance one
     /// key read from a key file: `{ KindlyPushDecryption.decryptResult(userInfo: $0, using: key) }`.
     /// `decrypt` is called at most once, and never for a push that is marked decrypted or is not
     /// Kindly's.
@@ -177,7 +191,7 @@ public enum KindlyPushRouter {
     /// The push's decrypted form: marked decrypted, decrypted now, or the failure.
     /// A push that is not Kindly's fails with `not_kindly`.
     public static func resolve(userInfo: JSONValue, decryption: KindlyPushDecryption) -> DecryptionResolution {
-        resolve(userInfo: userInfo, decrypt: decryption.decryptResult(userInfo:))
+        resolve(userInfo: userInfo, trustsMark: !decryption.isInPinnedMode, decrypt: decryption.decryptResult(userInfo:))
     }
 
     /// ``resolve(userInfo:decryption:)`` with another way to decrypt; `decrypt` is called only
@@ -185,7 +199,15 @@ public enum KindlyPushRouter {
     public static func resolve(
         userInfo: JSONValue, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
     ) -> DecryptionResolution {
-        if KindlyPushDecryption.isDecrypted(userInfo: userInfo) {
+        resolve(userInfo: userInfo, trustsMark: true, decrypt: decrypt)
+    }
+
+    /// The resolution; the mark `kindly.decrypted` counts only when `trustsMark` (read only for a
+    /// marked push) is true, that is outside pinned mode.
+    static func resolve(
+        userInfo: JSONValue, trustsMark: @autoclosure () -> Bool, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
+    ) -> DecryptionResolution {
+        if KindlyPushDecryption.isDecrypted(userInfo: userInfo), trustsMark() {
             return markedMessage(userInfo: userInfo).map(DecryptionResolution.alreadyDecrypted) ?? .markedWithoutChat
         }
         switch decrypt(userInfo) {
@@ -211,17 +233,19 @@ public enum KindlyPushRouter {
     static func evaluate(
         userInfo: JSONValue, context: RouteContext, decryption: KindlyPushDecryption
     ) -> (decision: RouteDecision, resolution: DecryptionResolution?) {
-        evaluate(userInfo: userInfo, context: context, decrypt: decryption.decryptResult(userInfo:))
+        evaluate(
+            userInfo: userInfo, context: context, trustsMark: !decryption.isInPinnedMode, decrypt: decryption.decryptResult(userInfo:))
     }
 
     static func evaluate(
-        userInfo: JSONValue, context: RouteContext, decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
+        userInfo: JSONValue, context: RouteContext, trustsMark: @autoclosure () -> Bool = true,
+        decrypt: (JSONValue) -> Result<DecryptedPayload, DecryptionFailure>
     ) -> (decision: RouteDecision, resolution: DecryptionResolution?) {
         let kind = PushKind(userInfo: userInfo)
         guard KindlyPushDecryption.isKindlyNotification(userInfo) else {
             return (.notKindly(kind: kind), nil)
         }
-        let resolution = resolve(userInfo: userInfo, decrypt: decrypt)
+        let resolution = resolve(userInfo: userInfo, trustsMark: trustsMark(), decrypt: decrypt)
         var input = DisplayInput(
             kind: kind, hasExtension: context.hasExtension, appState: context.appState, screen: context.screen,
             decryption: resolution.outcome)

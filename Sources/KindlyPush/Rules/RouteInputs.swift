@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The inputs and outputs of the display rules (display-rules.md), named as the spec and the
 /// `kindly-push route` command name them: each raw value is the spec's `code` word.

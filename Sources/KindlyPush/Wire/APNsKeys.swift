@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// Every APNs and Kindly member name the library reads or writes, in one place.
 package enum APNsKey {
@@ -20,6 +20,8 @@ package enum KindlyKey {
     package static let envelope = "kindly"
     package static let version = "v"
     package static let kid = "kid"
+    /// The sender key's id (version 2, wire format section 7.2).
+    package static let senderID = "sid"
     package static let ephemeralPublicKey = "epk"
     package static let nonce = "n"
     package static let ciphertext = "ct"
@@ -29,12 +31,15 @@ package enum KindlyKey {
     package static let body = "body"
     package static let messageID = "message_id"
     package static let sentAt = "sent_at"
+    package static let truncated = "truncated"
 }
 
-/// Constants of wire format version 1.
+/// Constants of the wire format (versions 1 and 2).
 package enum WireFormat {
     /// `kindly-push/v1`, the domain-separation label in the key derivation and the associated data.
     package static let label: [UInt8] = Array("kindly-push/v1".utf8)
+    /// `kindly-push/v2`, the same for version 2 (section 7).
+    package static let label2: [UInt8] = Array("kindly-push/v2".utf8)
     /// The plaintext is padded to a multiple of this many bytes.
     package static let paddingBlockSize = 64
     /// Apple's limit for the whole payload, measured as `seal` writes it.

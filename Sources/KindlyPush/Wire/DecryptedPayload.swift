@@ -1,8 +1,8 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// A decrypted Kindly message (wire format section 4): the whole plaintext object, with its
 /// known keys typed and every other key kept as an extra.
-public struct DecryptedPayload: Sendable, Equatable {
+public struct DecryptedPayload: Sendable, Hashable {
     /// The Kindly chat the message belongs to (non-empty).
     public let chatId: String
     /// The banner title.
@@ -13,6 +13,9 @@ public struct DecryptedPayload: Sendable, Equatable {
     public let messageId: String?
     /// Unix seconds when the backend sent it, when present.
     public let sentAt: Int64?
+    /// Whether the backend cut `body` to fit the size limit (the app fetches the whole message
+    /// by ``messageId``), when the plaintext says.
+    public let truncated: Bool?
     /// Every key of the plaintext not named above, unchanged (derived from ``object`` when asked).
     public var extras: JSONObject { JSONObject(object.members.filter { !DecryptedPayload.knownKeys.contains($0.key) }) }
     /// The whole plaintext object as it was sealed.
@@ -47,11 +50,17 @@ public struct DecryptedPayload: Sendable, Equatable {
         } else {
             sentAt = nil
         }
+        if let value = object[KindlyKey.truncated] {
+            guard case .bool(let flag) = value else { throw PlaintextError("\"truncated\" is \(value.typeName), not a boolean") }
+            truncated = flag
+        } else {
+            truncated = nil
+        }
         self.object = object
     }
 
     /// Reads and checks plaintext bytes: UTF-8 JSON text of one object, no byte-order mark.
-    public init(plaintext bytes: UnsafeRawBufferPointer) throws(PlaintextError) {
+    package init(plaintext bytes: UnsafeRawBufferPointer) throws(PlaintextError) {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes)
@@ -79,7 +88,9 @@ public struct DecryptedPayload: Sendable, Equatable {
     }
 
     /// The keys of section 4; every other key is an extra.
-    static let knownKeys: Set<String> = [KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt]
+    static let knownKeys: Set<String> = [
+        KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt, KindlyKey.truncated,
+    ]
 
     /// Whether some object, at any depth, has a member name twice.
     static func hasDuplicateNames(_ value: JSONValue) -> Bool {
@@ -95,6 +106,7 @@ public struct DecryptedPayload: Sendable, Equatable {
 public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
 
+    /// An error saying which rule of wire-format section 4 the plaintext breaks.
     public init(_ description: String) {
         self.description = description
     }

@@ -1,11 +1,17 @@
 package import KindlyPushCore
 
-/// The cryptographic core of wire format v1, shared by sealing and decryption:
+/// The cryptographic core of the wire format, shared by sealing and decryption:
 ///
 ///     ss  = X25519(esk, pk)                      (all zeros: refused)
 ///     k   = BLAKE2b-256(LABEL || ss || epk || pk)
 ///     aad = LABEL || kid
 ///     ct  = XChaCha20-Poly1305(k, n, aad, pad(m, 64))   ciphertext || 16-byte tag
+///
+/// and for version 2 (section 7.2), given a ``SenderBinding`` (the sender's public key and the
+/// second shared secret `ss_s`, computed once per device and sender and kept):
+///
+///     k   = BLAKE2b-256(LABEL2 || ss_e || ss_s || epk || pk || spk)
+///     aad = LABEL2 || kid || sid
 ///
 /// The shared secret and the derived key live in a stack buffer that is wiped with
 /// `sodium_memzero` (``SecureBytes/wipeScratch(_:)``) as soon as the operation returns, the
@@ -13,10 +19,11 @@ package import KindlyPushCore
 /// another wiped stack buffer.
 package enum KindlyBox {
     /// Seals `message` (the plaintext JSON text, unpadded) for `recipient` with the given
-    /// ephemeral secret key and nonce.
+    /// ephemeral secret key and nonce: version 1, or version 2 with `sender`.
     package static func seal(
         _ message: UnsafeRawBufferPointer,
         for recipient: DevicePublicKey,
+        sender: SenderBinding? = nil,
         ephemeralSecretKey: SecureBytes,
         nonce: [UInt8]
     ) throws(CryptoError) -> SealedEnvelope {
@@ -35,7 +42,7 @@ package enum KindlyBox {
                         try padded.withMutableBytes { (padded) throws(CryptoError) in
                             try ciphertext.withMutableBytes { (sealed) throws(CryptoError) in
                                 _ = try seal(
-                                    message, for: recipient, kid: kidBytes, ephemeralSecretKey: esk, nonce: n,
+                                    message, for: recipient, kid: kidBytes, sender: sender, ephemeralSecretKey: esk, nonce: n,
                                     ephemeralPublicKey: epk, padded: padded, into: sealed)
                             }
                         }
@@ -43,7 +50,8 @@ package enum KindlyBox {
                 }
             }
         }
-        return SealedEnvelope(kid: kid, ephemeralPublicKey: ephemeralPublicKey, nonce: nonce, ciphertext: ciphertext)
+        return SealedEnvelope(
+            kid: kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: ephemeralPublicKey, nonce: nonce, ciphertext: ciphertext)
     }
 
     /// The sealing core on raw buffers: writes `epk` (32 bytes) and `ct` (the padded length + 16
@@ -53,6 +61,7 @@ package enum KindlyBox {
         _ message: UnsafeRawBufferPointer,
         for recipient: DevicePublicKey,
         kid: UnsafeRawBufferPointer,
+        sender: SenderBinding? = nil,
         ephemeralSecretKey: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,
         ephemeralPublicKey: UnsafeMutableRawBufferPointer,
@@ -73,9 +82,9 @@ package enum KindlyBox {
                 }
                 deriveKey(
                     sharedSecret: UnsafeRawBufferPointer(sharedSecret), ephemeralPublicKey: UnsafeRawBufferPointer(ephemeralPublicKey),
-                    recipient: recipient, into: derivedKey)
+                    recipient: recipient, sender: sender, into: derivedKey)
                 let paddedLength = Padding.pad(message, blockSize: WireFormat.paddingBlockSize, into: padded)
-                return withAssociatedData(kid: kid) { aad in
+                return withAssociatedData(kid: kid, sender: sender) { aad in
                     XChaCha20Poly1305.seal(
                         UnsafeRawBufferPointer(rebasing: padded[0..<paddedLength]), key: UnsafeRawBufferPointer(derivedKey), nonce: nonce,
                         authenticating: aad, into: sealed)
@@ -85,9 +94,12 @@ package enum KindlyBox {
         return try result.get()
     }
 
-    /// Opens `envelope` with `key` and returns the unpadded plaintext bytes
-    /// (reasons 5 and 6 of section 5; the padding part of 6).
-    package static func open(_ envelope: SealedEnvelope, with key: DeviceKey) throws(DecryptionFailure) -> [UInt8] {
+    /// Opens `envelope` with `key` (and for version 2 the binding of the sender its `sid` names)
+    /// and returns the unpadded plaintext bytes (reasons 5 and 6 of section 5, 6 and 7 of
+    /// section 7.3; the padding part of the last).
+    package static func open(
+        _ envelope: SealedEnvelope, with key: DeviceKey, sender: SenderBinding? = nil
+    ) throws(DecryptionFailure) -> [UInt8] {
         let capacity = max(envelope.ciphertext.count - XChaCha20Poly1305.tagLength, 0)
         var failure: DecryptionFailure?
         let plaintext = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
@@ -98,7 +110,7 @@ package enum KindlyBox {
                         try envelope.ephemeralPublicKey.withBytes { (epk) throws(DecryptionFailure) in
                             try envelope.kid.bytes.withBytes { (kid) throws(DecryptionFailure) in
                                 try open(
-                                    ciphertext: ct, nonce: n, ephemeralPublicKey: epk, kid: kid, with: key,
+                                    ciphertext: ct, nonce: n, ephemeralPublicKey: epk, kid: kid, with: key, sender: sender,
                                     into: UnsafeMutableRawBufferPointer(buffer))
                             }
                         }
@@ -126,6 +138,7 @@ package enum KindlyBox {
         ephemeralPublicKey: UnsafeRawBufferPointer,
         kid: UnsafeRawBufferPointer,
         with key: DeviceKey,
+        sender: SenderBinding? = nil,
         into plaintext: UnsafeMutableRawBufferPointer
     ) throws(DecryptionFailure) -> Int {
         let result = withUnsafeTemporaryAllocation(byteCount: 2 * X25519.keyLength, alignment: 16) { secrets in
@@ -147,10 +160,10 @@ package enum KindlyBox {
                 }
                 deriveKey(
                     sharedSecret: UnsafeRawBufferPointer(sharedSecret), ephemeralPublicKey: ephemeralPublicKey,
-                    recipient: key.publicKey, into: derivedKey)
+                    recipient: key.publicKey, sender: sender, into: derivedKey)
                 let paddedLength: Int
                 do throws(CryptoError) {
-                    paddedLength = try withAssociatedData(kid: kid) { (aad) throws(CryptoError) in
+                    paddedLength = try withAssociatedData(kid: kid, sender: sender) { (aad) throws(CryptoError) in
                         try XChaCha20Poly1305.open(
                             ciphertext, key: UnsafeRawBufferPointer(derivedKey), nonce: nonce, authenticating: aad, into: plaintext)
                     }
@@ -171,28 +184,71 @@ package enum KindlyBox {
     }
 
     /// `k = BLAKE2b(LABEL || ss || epk || pk)` written into `out` (32 bytes), without copying the
-    /// secret into another buffer.
+    /// secret into another buffer; for version 2 `k = BLAKE2b(LABEL2 || ss_e || ss_s || epk || pk || spk)`.
     package static func deriveKey(
         sharedSecret: UnsafeRawBufferPointer, ephemeralPublicKey: UnsafeRawBufferPointer, recipient: DevicePublicKey,
-        into out: UnsafeMutableRawBufferPointer
+        sender: SenderBinding? = nil, into out: UnsafeMutableRawBufferPointer
     ) {
-        WireFormat.label.withUnsafeBytes { label in
-            recipient.rawRepresentation.withUnsafeBytes { pk in
-                BLAKE2b.hash(label, sharedSecret, ephemeralPublicKey, pk, into: out)
+        recipient.rawRepresentation.withUnsafeBytes { pk in
+            guard let sender else {
+                WireFormat.label.withUnsafeBytes { label in BLAKE2b.hash(label, sharedSecret, ephemeralPublicKey, pk, into: out) }
+                return
+            }
+            WireFormat.label2.withUnsafeBytes { label in
+                sender.sharedSecret.withUnsafeBytes { senderSecret in
+                    sender.publicKey.rawRepresentation.withUnsafeBytes { spk in
+                        BLAKE2b.hash(label, sharedSecret, senderSecret, ephemeralPublicKey, pk, spk, into: out)
+                    }
+                }
             }
         }
     }
 
-    /// Calls `body` with `aad = LABEL || kid` in a stack buffer.
+    /// Calls `body` with `aad = LABEL || kid` in a stack buffer, or for version 2 `LABEL2 || kid || sid`.
     package static func withAssociatedData<R, E: Error>(
-        kid: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+        kid: UnsafeRawBufferPointer, sender: SenderBinding? = nil, _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
-        let label = WireFormat.label
-        let result = withUnsafeTemporaryAllocation(byteCount: label.count + kid.count, alignment: 1) { aad in
+        let label = sender == nil ? WireFormat.label : WireFormat.label2
+        let sid = sender?.publicKey.sid.bytes ?? []
+        let result = withUnsafeTemporaryAllocation(byteCount: label.count + kid.count + sid.count, alignment: 1) { aad in
             label.withUnsafeBytes { aad.copyMemory(from: $0) }
-            UnsafeMutableRawBufferPointer(rebasing: aad[label.count...]).copyMemory(from: kid)
+            UnsafeMutableRawBufferPointer(rebasing: aad[label.count..<(label.count + kid.count)]).copyMemory(from: kid)
+            if !sid.isEmpty {
+                sid.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: aad[(label.count + kid.count)...]).copyMemory(from: $0) }
+            }
             return Result { () throws(E) in try body(UnsafeRawBufferPointer(aad)) }
         }
         return try result.get()
+    }
+}
+
+/// What version 2 adds to the box for one device and one sender (wire format section 7.2): the
+/// sender's public key `spk` (its `sid` goes into the associated data) and the second shared
+/// secret `ss_s = X25519(ssk, pk) = X25519(sk, spk)`, in wiped memory. It is the same for every
+/// push from that sender to that device, so it is computed once and kept (``SenderSecretCache``
+/// on the device, ``PushSealer`` on the backend): version 2 costs no more X25519 per push than
+/// version 1.
+package struct SenderBinding: Sendable {
+    /// `spk`, as the device pinned it or as the sender's own.
+    package let publicKey: SenderPublicKey
+    /// `ss_s`, 32 bytes, never all zeros.
+    package let sharedSecret: SecureBytes
+
+    /// The device's side: `X25519(sk, spk)`. Throws ``CryptoError/allZeroSharedSecret`` for a
+    /// low-order pinned key.
+    package init(device key: DeviceKey, sender: SenderPublicKey) throws(CryptoError) {
+        publicKey = sender
+        sharedSecret = try sender.rawRepresentation.withBytes { (spk) throws(CryptoError) in
+            try X25519.sharedSecret(secretKey: key.secretKey.storage, publicKey: spk)
+        }
+    }
+
+    /// The backend's side: `X25519(ssk, pk)`. Throws ``CryptoError/allZeroSharedSecret`` for a
+    /// low-order device key.
+    package init(sender: SenderKey, recipient: DevicePublicKey) throws(CryptoError) {
+        publicKey = sender.publicKey
+        sharedSecret = try recipient.rawRepresentation.withBytes { (pk) throws(CryptoError) in
+            try X25519.sharedSecret(secretKey: sender.secretKey, publicKey: pk)
+        }
     }
 }

@@ -6,20 +6,26 @@ public enum KindlyPushSealer {
     /// Visible pushes carry a placeholder alert and `mutable-content: 1`; silent pushes only
     /// `content-available: 1`.
     public enum Mode: String, Sendable, CaseIterable {
+        /// An alert with the placeholder and `mutable-content: 1`, for devices that decrypt before display.
         case visible
+        /// Only `content-available: 1`, for every other device.
         case silent
     }
 
     /// The generic alert of a visible push. It never contains message text.
-    public struct Placeholder: Sendable, Equatable {
+    public struct Placeholder: Sendable, Hashable, Codable {
+        /// The alert's title.
         public var title: String
+        /// The alert's text.
         public var body: String
 
+        /// A placeholder alert; it must never contain message text.
         public init(title: String, body: String) {
             self.title = title
             self.body = body
         }
 
+        /// "New message" / "Open the app to read it".
         public static let `default` = Placeholder(title: "New message", body: "Open the app to read it")
     }
 
@@ -89,19 +95,7 @@ public enum KindlyPushSealer {
         ephemeralSecretKey: SecureBytes,
         nonce: [UInt8]
     ) throws(SealingError) -> SealedEnvelope {
-        guard ephemeralSecretKey.count == X25519.keyLength else {
-            throw .invalidParameter("the ephemeral secret key must be 32 bytes")
-        }
-        guard nonce.count == XChaCha20Poly1305.nonceLength else { throw .invalidParameter("the nonce must be 24 bytes") }
-        do throws(CryptoError) {
-            return try message.withBytes { (bytes) throws(CryptoError) in
-                try KindlyBox.seal(bytes, for: recipient, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
-            }
-        } catch .allZeroSharedSecret {
-            throw .unusableRecipientKey
-        } catch {
-            throw .invalidParameter(error.description)
-        }
+        try sealMessage(message, for: recipient, sender: nil, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
     }
 
     /// The APNs document for a sealed envelope: `aps` first, then `kindly`.

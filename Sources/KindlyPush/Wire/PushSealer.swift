@@ -10,8 +10,14 @@ package import KindlyPushCore
 /// ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)`` writes, and the cryptography is
 /// ``KindlyBox``'s. Anything else (another spelling, a text section 4 refuses, a payload over
 /// 4096 bytes) is `.undecided`: the general path seals it or says why not.
+///
+/// With a ``SenderBinding`` it seals version 2 (section 7.2): the second shared secret is the
+/// binding's, computed once for the recipient, so a push costs the same X25519 operations as in
+/// version 1.
 package struct PushSealer {
     package let recipient: DevicePublicKey
+    /// Version 2's sender and second shared secret; `nil` for version 1.
+    package let sender: SenderBinding?
     private let kid: [UInt8]
     /// The document with empty `epk`, `n` and `ct`, and where it is cut.
     private let template: [UInt8]
@@ -28,11 +34,13 @@ package struct PushSealer {
     }
 
     package init(
-        recipient: DevicePublicKey, mode: KindlyPushSealer.Mode = .visible, placeholder: KindlyPushSealer.Placeholder = .default
+        recipient: DevicePublicKey, sender: SenderBinding? = nil, mode: KindlyPushSealer.Mode = .visible,
+        placeholder: KindlyPushSealer.Placeholder = .default
     ) {
         self.recipient = recipient
+        self.sender = sender
         self.kid = recipient.kid.bytes
-        let empty = SealedEnvelope(kid: recipient.kid, ephemeralPublicKey: [], nonce: [], ciphertext: [])
+        let empty = SealedEnvelope(kid: recipient.kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: [], nonce: [], ciphertext: [])
         template = JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder))
         precondition(template.count >= PushSealer.tail.count && template.suffix(PushSealer.tail.count).elementsEqual(PushSealer.tail))
     }
@@ -81,7 +89,7 @@ package struct PushSealer {
             let written = buffer.withUnsafeMutableBytes { buffer -> Int? in
                 kid.withUnsafeBytes { kid in
                     try? KindlyBox.seal(
-                        plaintext, for: recipient, kid: kid, ephemeralSecretKey: UnsafeRawBufferPointer(esk),
+                        plaintext, for: recipient, kid: kid, sender: sender, ephemeralSecretKey: UnsafeRawBufferPointer(esk),
                         nonce: UnsafeRawBufferPointer(nonceBytes), ephemeralPublicKey: epk,
                         padded: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<paddedLength]),
                         into: UnsafeMutableRawBufferPointer(rebasing: buffer[paddedLength..<(paddedLength + sealedLength)]))

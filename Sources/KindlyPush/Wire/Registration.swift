@@ -1,7 +1,7 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// What the device sends the backend when it registers its APNs token (wire format section 6).
-public struct Registration: Sendable, Equatable {
+public struct Registration: Sendable, Hashable {
     /// How the backend should push to this device.
     public enum PushMode: String, Sendable, CaseIterable {
         /// The app ships a notification service extension built on the SDK: visible pushes.
@@ -17,10 +17,14 @@ public struct Registration: Sendable, Equatable {
 
     /// The APNs device token, lowercase hex; `nil` when not known yet.
     public var token: String?
+    /// `alert` for visible pushes, `silent` otherwise.
     public var pushMode: PushMode
+    /// The device key's public half; the backend seals for it.
     public var publicKey: DevicePublicKey
+    /// The SDK wire behaviour the device implements.
     public var sdkVersion: String
 
+    /// A registration with these fields; `kid` is derived from `publicKey`.
     public init(token: String?, pushMode: PushMode, publicKey: DevicePublicKey, sdkVersion: String = Registration.sdkVersion) {
         self.token = token
         self.pushMode = pushMode
@@ -55,7 +59,7 @@ public struct Registration: Sendable, Equatable {
     }
 
     /// Why a token string was refused.
-    public struct InvalidToken: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct InvalidToken: Error, Sendable, Hashable, CustomStringConvertible {
         public let description: String
     }
 

@@ -1,32 +1,44 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
-/// The binary fields of a `kindly` envelope (wire format section 3), decoded and length-checked.
+/// The binary fields of a `kindly` envelope (wire format sections 3 and 7.2), decoded and
+/// length-checked. Version 2 exactly when ``senderID`` is set.
 package struct SealedEnvelope: Sendable, Equatable {
     package static let ephemeralPublicKeyLength = 32
 
     package let kid: KeyID
+    /// `sid`, the sender key's id: set for version 2, `nil` for version 1 (which ignores a `sid` field).
+    package let senderID: SenderID?
     /// The ephemeral public key, used as RFC 7748 defines X25519 (its top bit is ignored).
     package let ephemeralPublicKey: [UInt8]
     package let nonce: [UInt8]
     /// Ciphertext followed by the 16-byte tag; 16 + 64·j bytes, j ≥ 1.
     package let ciphertext: [UInt8]
 
-    package init(kid: KeyID, ephemeralPublicKey: [UInt8], nonce: [UInt8], ciphertext: [UInt8]) {
+    package init(kid: KeyID, senderID: SenderID? = nil, ephemeralPublicKey: [UInt8], nonce: [UInt8], ciphertext: [UInt8]) {
         self.kid = kid
+        self.senderID = senderID
         self.ephemeralPublicKey = ephemeralPublicKey
         self.nonce = nonce
         self.ciphertext = ciphertext
     }
 
-    /// The envelope members as the wire format writes them: `v` then base64url fields.
+    /// 1 or 2.
+    package var version: Int { senderID == nil ? 1 : 2 }
+
+    /// The envelope members as the wire format writes them: `v` then base64url fields (`kid`,
+    /// `sid` for version 2, `epk`, `n`, `ct`).
     package var members: [JSONObject.Member] {
-        [
-            .init(key: KindlyKey.version, value: 1),
+        var members: [JSONObject.Member] = [
+            .init(key: KindlyKey.version, value: .number(JSONNumber(version))),
             .init(key: KindlyKey.kid, value: .string(kid.base64URL)),
+        ]
+        if let senderID { members.append(.init(key: KindlyKey.senderID, value: .string(senderID.base64URL))) }
+        members += [
             .init(key: KindlyKey.ephemeralPublicKey, value: .string(Base64.urlEncoded(ephemeralPublicKey))),
             .init(key: KindlyKey.nonce, value: .string(Base64.urlEncoded(nonce))),
             .init(key: KindlyKey.ciphertext, value: .string(Base64.urlEncoded(ciphertext))),
         ]
+        return members
     }
 
     /// The top-level `kindly` members that are objects: a push is Kindly's exactly when there is
@@ -35,7 +47,7 @@ package struct SealedEnvelope: Sendable, Equatable {
         userInfo.objectValue?.values(named: KindlyKey.envelope).compactMap(\.objectValue) ?? []
     }
 
-    /// Reads the envelope of a push, checking reasons 1 to 3 of section 5 in order.
+    /// Reads the envelope of a push, checking reasons 1 to 3 of sections 5 and 7.3 in order.
     package init(userInfo: JSONValue) throws(DecryptionFailure) {
         guard case .object(let document) = userInfo else {
             throw DecryptionFailure(.notKindly, "the push is not a JSON object")
@@ -54,10 +66,10 @@ package struct SealedEnvelope: Sendable, Equatable {
             throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is missing")
         }
         guard case .number(let number) = version else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName), not version 1")
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName), not version 1 or 2")
         }
-        guard number.integerValue(in: 1...1) != nil else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is a number other than 1")
+        guard let versionNumber = number.integerValue(in: 1...2) else {
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is a number other than 1 and 2")
         }
         func field(_ name: String, _ isValidLength: (Int) -> Bool, _ expected: String) throws(DecryptionFailure) -> [UInt8] {
             guard let value = envelope[name] else {
@@ -78,10 +90,14 @@ package struct SealedEnvelope: Sendable, Equatable {
             return bytes
         }
         let kid = try field(KindlyKey.kid, { $0 == KeyID.length }, "8")
+        // Version 1 ignores a `sid` field entirely, whatever it holds.
+        let sid = versionNumber == 2 ? try field(KindlyKey.senderID, { $0 == SenderID.length }, "8") : nil
         let epk = try field(KindlyKey.ephemeralPublicKey, { $0 == SealedEnvelope.ephemeralPublicKeyLength }, "32")
         let nonce = try field(KindlyKey.nonce, { $0 == XChaCha20Poly1305.nonceLength }, "24")
         let ciphertext = try field(KindlyKey.ciphertext, SealedEnvelope.isValidCiphertextLength, "16 + 64·j (j ≥ 1)")
-        self.init(kid: KeyID(bytes: kid)!, ephemeralPublicKey: epk, nonce: nonce, ciphertext: ciphertext)
+        self.init(
+            kid: KeyID(bytes: kid)!, senderID: sid.map { SenderID(bytes: $0)! }, ephemeralPublicKey: epk, nonce: nonce,
+            ciphertext: ciphertext)
     }
 
     /// `ct` holds at least one padded block and the tag: 16 + 64·j bytes, j ≥ 1.

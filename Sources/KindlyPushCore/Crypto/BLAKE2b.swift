@@ -22,19 +22,43 @@ package enum BLAKE2b {
         _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ c: UnsafeRawBufferPointer, _ d: UnsafeRawBufferPointer,
         into out: UnsafeMutableRawBufferPointer
     ) {
+        hashParts(into: out) { update in
+            update(a)
+            update(b)
+            update(c)
+            update(d)
+        }
+    }
+
+    /// The same for six inputs (the key schedule of wire format version 2).
+    package static func hash(
+        _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ c: UnsafeRawBufferPointer, _ d: UnsafeRawBufferPointer,
+        _ e: UnsafeRawBufferPointer, _ f: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) {
+        hashParts(into: out) { update in
+            update(a)
+            update(b)
+            update(c)
+            update(d)
+            update(e)
+            update(f)
+        }
+    }
+
+    /// Runs `feed` with an `update` function on a stack hash state, finalises into `out`, wipes the state.
+    @inline(__always)
+    private static func hashParts(
+        into out: UnsafeMutableRawBufferPointer, _ feed: ((UnsafeRawBufferPointer) -> Void) -> Void
+    ) {
         _ = Sodium.ready
         precondition((1...64).contains(out.count), "BLAKE2b output length must be 1...64")
         withUnsafeTemporaryAllocation(byteCount: stateSize, alignment: 64) { raw in
             let state = OpaquePointer(raw.baseAddress!)
             crypto_generichash_init(state, nil, 0, out.count)
-            func update(_ part: UnsafeRawBufferPointer) {
+            feed { part in
                 guard let base = part.baseAddress, part.count > 0 else { return }
                 crypto_generichash_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
             }
-            update(a)
-            update(b)
-            update(c)
-            update(d)
             crypto_generichash_final(state, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count)
             SecureBytes.wipeScratch(raw)
         }

@@ -31,7 +31,10 @@ package struct LineBatchReader: ~Copyable {
         package var description: String { String(cString: strerror(errorNumber)) }
     }
 
-    private let descriptor: Int32
+    /// The streams read one after the other, as one (`cat` of several files).
+    private let descriptors: [Int32]
+    private var current = 0
+    private var descriptor: Int32 { descriptors[current] }
     private let maximumLineLength: Int
     private var chunk: [UInt8]
     private var chunkStart = 0
@@ -45,20 +48,57 @@ package struct LineBatchReader: ~Copyable {
     /// A reader of `descriptor` (not closed by the reader) whose lines over `maximumLineLength`
     /// bytes are oversized, reading `chunkSize` bytes at a time.
     package init(descriptor: Int32 = STDIN_FILENO, maximumLineLength: Int, chunkSize: Int = 1 << 16) {
+        self.init(descriptors: [descriptor], maximumLineLength: maximumLineLength, chunkSize: chunkSize)
+    }
+
+    /// A reader of several descriptors in turn, as one stream: the end of one is not the end of a
+    /// line (a last line without a newline continues into the next), as `cat` joins files.
+    package init(descriptors: [Int32], maximumLineLength: Int, chunkSize: Int = 1 << 16) {
         precondition(chunkSize > 0, "the chunk size must be positive")
-        self.descriptor = descriptor
+        precondition(!descriptors.isEmpty, "there must be a descriptor to read")
+        self.descriptors = descriptors
         self.maximumLineLength = maximumLineLength
         self.chunk = [UInt8](repeating: 0, count: chunkSize)
     }
 
+    /// Whether the input has ended and every line has been returned.
+    package var isAtEnd: Bool { endOfInput && chunkStart == chunkEnd && !pendingStarted }
+
+    /// Whether the next read would wait: nothing is buffered, the input has not ended, and the
+    /// descriptor has nothing to read right now (`poll` with no timeout). A live filter writes
+    /// what it has before such a read, so that a result appears as soon as its line has.
+    package func inputWouldBlock() -> Bool {
+        guard chunkStart == chunkEnd, !endOfInput else { return false }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&entry, 1, 0)
+            if ready < 0, errno == EINTR { continue }
+            // An error or hang-up is not "would block": the read then reports it or the end.
+            return ready == 0
+        }
+    }
+
     /// Reads up to `maximumLines` lines into `batch` (cleared first), stopping early once the
     /// batch holds `maximumBytes` bytes. An empty batch means the input has ended.
-    package mutating func nextBatch(into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max) throws(ReadError) {
+    ///
+    /// With `maximumReads` (a live stream, read when `poll` says so), the call reads at most that
+    /// many times and returns the whole lines it has, possibly none: then an empty batch means
+    /// the input has ended only when ``isAtEnd`` says so.
+    ///
+    /// With `live`, a batch that holds at least one line ends as soon as the next read would
+    /// wait (``inputWouldBlock()``): the lines that arrived are handed over at once, and only an
+    /// empty batch waits for input. A stream at full speed never waits, so its batches stay full.
+    package mutating func nextBatch(
+        into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max, maximumReads: Int = .max, live: Bool = false
+    ) throws(ReadError) {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
+        var reads = 0
         while batch.lines.count < maximumLines, batch.bytes.count < maximumBytes {
             if chunkStart == chunkEnd {
-                if endOfInput { break }
+                if endOfInput || reads == maximumReads { break }
+                if live, !batch.lines.isEmpty, inputWouldBlock() { break }
+                reads += 1
                 try refill()
                 if chunkStart == chunkEnd {
                     // End of input: a final line without a newline still counts.
@@ -122,9 +162,14 @@ package struct LineBatchReader: ~Copyable {
 
     private mutating func refill() throws(ReadError) {
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+            let source = descriptor
+            let count = chunk.withUnsafeMutableBytes { read(source, $0.baseAddress!, $0.count) }
             if count < 0, errno == EINTR { continue }
             if count < 0 { throw ReadError(errorNumber: errno) }
+            if count == 0, current + 1 < descriptors.count {
+                current += 1
+                continue
+            }
             chunkStart = 0
             chunkEnd = count
             if count == 0 { endOfInput = true }

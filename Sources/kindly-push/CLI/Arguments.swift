@@ -12,13 +12,35 @@ struct OptionSpec: Sendable {
     let name: String
     let kind: Kind
     let help: String
+    /// The command cannot run without it (usage writes it without brackets).
+    var isRequired = false
+    /// A value option that may be given more than once (read with ``ParsedArguments/values(_:)``).
+    var isRepeatable = false
 
     static func flag(_ name: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .flag, help: help)
     }
 
-    static func value(_ name: String, _ placeholder: String, _ help: String, choices: [String] = []) -> OptionSpec {
-        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: choices), help: help)
+    static func value(
+        _ name: String, _ placeholder: String, _ help: String, choices: [String] = [], required: Bool = false
+    ) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: choices), help: help, isRequired: required)
+    }
+
+    /// The allowed values, when the option restricts them (for completions and the man page).
+    var choices: [String] {
+        if case .value(_, let choices) = kind { return choices }
+        return []
+    }
+
+    /// Whether the option takes a value.
+    var takesValue: Bool {
+        if case .value = kind { return true }
+        return false
+    }
+
+    static func repeatableValue(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: []), help: help, isRequired: false, isRepeatable: true)
     }
 }
 
@@ -27,9 +49,12 @@ struct ParsedArguments: Sendable {
     private(set) var flags: Set<String> = []
     private(set) var values: [String: String] = [:]
     private(set) var positionals: [String] = []
+    private(set) var repeatedValues: [String: [String]] = [:]
 
     func has(_ flag: String) -> Bool { flags.contains(flag) }
     func value(_ name: String) -> String? { values[name] }
+    /// Every value of a repeatable option, in order.
+    func values(_ name: String) -> [String] { repeatedValues[name] ?? [] }
 
     /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
     /// offending argument.
@@ -64,7 +89,7 @@ struct ParsedArguments: Sendable {
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
             guard let spec = specs.first(where: { $0.name == name }) else {
-                throw usage("unknown option '\(name)'")
+                throw usage("unknown option '\(name)'\(Suggestion.phrase(for: name, among: specs.map(\.name)))")
             }
             switch spec.kind {
             case .flag:
@@ -81,6 +106,10 @@ struct ParsedArguments: Sendable {
                 }
                 if !choices.isEmpty, !choices.contains(value) {
                     throw usage("'\(value)' is not a valid value for '\(name)'; expected one of: \(choices.joined(separator: ", "))")
+                }
+                if spec.isRepeatable {
+                    parsed.repeatedValues[name, default: []].append(value)
+                    continue
                 }
                 guard parsed.values[name] == nil else { throw usage("'\(name)' is given twice") }
                 parsed.values[name] = value

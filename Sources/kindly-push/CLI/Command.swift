@@ -5,9 +5,11 @@ internal import KindlyPushCore
 protocol Command: Sendable {
     static var name: String { get }
     static var abstract: String { get }
-    static var usage: String { get }
     static var discussion: String { get }
     static var options: [OptionSpec] { get }
+    /// The arguments after the options in the usage line (`<path> ...`), or several forms of the
+    /// command (`list`, `delete <kid>`); derived help, usage, completions and the man page read it.
+    static var arguments: [String] { get }
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
 
@@ -17,6 +19,20 @@ protocol Command: Sendable {
 
 extension Command {
     static var discussion: String { "" }
+    static var arguments: [String] { [""] }
+
+    /// Each form of the usage line, derived from the declarations: the arguments, then every
+    /// option (`[--name <value>]`) but help.
+    static var synopses: [String] {
+        let options = self.options.filter { $0.name != "--help" }.map { option in
+            let label = option.isRepeatable ? option.label + " ..." : option.label
+            return option.isRequired ? label : "[\(label)]"
+        }
+        .joined(separator: " ")
+        return arguments.map { form in
+            [name, form, options].filter { !$0.isEmpty }.joined(separator: " ")
+        }
+    }
 }
 
 /// A command that turns one push (or plaintext) document into one output document:
@@ -74,11 +90,22 @@ enum SharedOptions {
     static let keyFile = OptionSpec.value("--key-file", "PATH", "Read the device key from this key file instead of the keyring.")
     static let keyring = OptionSpec.value(
         "--keyring", "KIND", "Where keys live: auto (default), secret-service or file.", choices: KeyringChoice.allCases.map(\.rawValue))
+    static let senderKey = OptionSpec.repeatableValue(
+        "--sender-key", "B64",
+        "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
     static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
     static let help = OptionSpec.flag("--help", "Show help information.")
 
+    static let output = OptionSpec.value(
+        "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output.")
+    static let quiet = OptionSpec.flag("--quiet", "No progress line, even on a terminal.")
+    static let summary = OptionSpec.flag("--summary", "With --jsonl, print the count of each result code on standard error at the end.")
+
+    /// How the document commands (`seal`, `check`, `decrypt`, `route`) read and write streams.
+    static let stream = [jsonl, jobs, output, quiet, summary]
+
     /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
-    static let decryption = [keyFile, keyring, verbose, jsonl, jobs, help]
+    static let decryption = [keyFile, keyring, senderKey, verbose] + stream + [help]
 
     static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
@@ -87,21 +114,39 @@ enum SharedOptions {
     }
 }
 
-/// How a document command reads its input: `--jsonl` (one document per line) and `--jobs N`.
+/// How a document command reads its input and writes its output (cli.md, "General
+/// conventions"): `--jsonl`, `--jobs N`, FILE arguments (`-` is standard input), `--output`,
+/// `--quiet`, `--summary`.
 struct StreamOptions: Sendable {
     /// `--jsonl` given.
     let isLineMode: Bool
     /// `--jobs N` (lines processed at once); 1 is strictly sequential. Defaults to the number of cores.
     let jobs: Int
+    /// The files to read, in order, as one stream; empty means standard input.
+    let inputs: [String]
+    /// `--output PATH`: the output goes there, atomically, instead of standard output.
+    let outputPath: String?
+    /// `--quiet`: no progress line even on a terminal.
+    let isQuiet: Bool
+    /// `--summary`: counts per result code on standard error at the end of a `--jsonl` run.
+    let showsSummary: Bool
 
     init(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+        func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
         isLineMode = arguments.has("--jsonl")
+        inputs = arguments.positionals
+        outputPath = arguments.value("--output")
+        isQuiet = arguments.has("--quiet")
+        showsSummary = arguments.has("--summary")
+        if !isLineMode, inputs.count > 1 { throw usage("one document is one file: give --jsonl to read several files as one stream") }
+        if showsSummary, !isLineMode { throw usage("'--summary' goes with --jsonl") }
+        if outputPath?.isEmpty == true { throw usage("'--output' takes a path") }
         guard let text = arguments.value("--jobs") else {
             jobs = DocumentRunner.coreCount
             return
         }
         guard let count = Int(text), (1...256).contains(count) else {
-            throw CLIError(.usage, "'--jobs' takes a whole number from 1 to 256 (see 'kindly-push \(command) --help')")
+            throw usage("'--jobs' takes a whole number from 1 to 256")
         }
         jobs = count
     }

@@ -37,7 +37,9 @@ enum DocumentRunner {
         }
         let completion: Completion
         do throws(CLIError) {
-            input = try StandardInput.readDocument()
+            let descriptor = try InputFiles.open(command.stream.inputs)[0]
+            defer { if descriptor != STDIN_FILENO { close(descriptor) } }
+            input = try StandardInput.readDocument(descriptor: descriptor)
             completion = try input.withUnsafeBytes { raw in
                 Result { () throws(CLIError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
             }.get()
@@ -46,11 +48,31 @@ enum DocumentRunner {
             return error.code.exitStatus
         }
         output.append(0x0A)
-        var stdout = OutputStream(descriptor: STDOUT_FILENO)
+        let target: OutputTarget
+        do throws(CLIError) {
+            target = try OutputTarget(path: command.stream.outputPath)
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+        var stdout = OutputStream(descriptor: target.descriptor)
         stdout.write(output)
+        return finish(&stdout, target) ?? completion.exitStatus
+    }
+
+    /// Flushes the output and puts an `--output` file in place; the status when that failed.
+    private static func finish(_ stdout: inout OutputStream, _ target: consuming OutputTarget) -> Int32? {
         let status = Terminal.finish(&stdout)
         stdout.wipe()
-        return status != 0 ? status : completion.exitStatus
+        guard status == 0 else {
+            target.abandon()
+            return status
+        }
+        if let error = target.commit() {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+        return nil
     }
 
     /// `--jsonl`: one output line per input line, in input order; a bad line gives its error
@@ -58,20 +80,47 @@ enum DocumentRunner {
     /// memory stays flat however long the stream. With `--jobs 1` everything happens on this
     /// thread, in order. With more, see ``runParallel(_:reader:stdout:)``.
     static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
-        var reader = LineBatchReader(maximumLineLength: StandardInput.maximumDocumentSize)
-        var stdout = OutputStream(descriptor: STDOUT_FILENO)
+        let descriptors: [Int32]
+        let target: OutputTarget
+        do throws(CLIError) {
+            descriptors = try InputFiles.open(command.stream.inputs)
+            target = try OutputTarget(path: command.stream.outputPath)
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+        defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
+        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: StandardInput.maximumDocumentSize)
+        var stdout = OutputStream(descriptor: target.descriptor)
+        var tally = Tally(
+            progress: ProgressLine(quiet: command.stream.isQuiet), counts: command.stream.showsSummary ? ResultCounts() : nil)
         let readError =
             command.stream.jobs == 1
-            ? runSequential(command, reader: &reader, stdout: &stdout) : runParallel(command, reader: &reader, stdout: &stdout)
-        let status = Terminal.finish(&stdout)
-        stdout.wipe()
+            ? runSequential(command, reader: &reader, stdout: &stdout, tally: &tally)
+            : runParallel(command, reader: &reader, stdout: &stdout, tally: &tally)
+        tally.progress.clear()
         reader.wipe()
-        guard status == 0 else { return status }
+        if let status = finish(&stdout, target) { return status }
+        if let counts = tally.counts { Diagnostics.line("kindly-push: \(counts.line)") }
         if let readError {
             Diagnostics.report(readError)
             return readError.code.exitStatus
         }
         return 0
+    }
+
+    /// What a `--jsonl` run shows of itself: the progress line and the `--summary` counts.
+    struct Tally {
+        var progress: ProgressLine
+        var counts: ResultCounts?
+        var lines = 0
+
+        /// Notes the output of `lineCount` lines just written.
+        mutating func written(_ output: [UInt8], lineCount: Int) {
+            lines += lineCount
+            counts?.count(output)
+            progress.update(count: lines)
+        }
     }
 
     /// Standard input failed: an `io` error, as cli.md says for --jsonl.
@@ -81,7 +130,7 @@ enum DocumentRunner {
 
     /// `--jobs 1`: read, process and write one batch after another on this thread.
     private static func runSequential<C: DocumentCommand>(
-        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream
+        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
     ) -> CLIError? {
         var batch = LineBatchReader.Batch()
         var scratch = command.makeScratch()
@@ -92,8 +141,10 @@ enum DocumentRunner {
             batch.bytes.wipeCapacity()
         }
         while true {
+            // A live filter: before a read that would wait, what is done goes out.
+            if reader.inputWouldBlock(), !stdout.flush() { return nil }
             do throws(LineBatchReader.ReadError) {
-                try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes)
+                try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
             } catch {
                 return readFailure(error)
             }
@@ -103,6 +154,7 @@ enum DocumentRunner {
                 appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output)
             }
             stdout.write(output)
+            tally.written(output, lineCount: batch.lines.count)
             if output.capacity > keptOutputCapacity {
                 output.wipeCapacity()
                 output = []
@@ -151,9 +203,11 @@ enum DocumentRunner {
         }
 
         /// Writes the chunks' output in order and empties the batch.
-        func write(to stdout: inout OutputStream) {
+        func write(to stdout: inout OutputStream, tally: inout DocumentRunner.Tally) {
             for chunk in 0..<chunkCount {
                 stdout.write(outputs[chunk])
+                let lines = min(DocumentRunner.chunkLines, batch.lines.count - chunk * DocumentRunner.chunkLines)
+                tally.written(outputs[chunk], lineCount: lines)
                 if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity {
                     outputs[chunk].wipeCapacity()
                     outputs[chunk] = []
@@ -228,7 +282,7 @@ enum DocumentRunner {
     /// as soon as all its chunks are done, in input order. No thread waits for another to
     /// finish a batch: one that is slowed down (a busy machine) holds up only the writing.
     private static func runParallel<C: DocumentCommand>(
-        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream
+        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
     ) -> CLIError? {
         let queue = WorkQueue(command)
         let threads = DispatchGroup()
@@ -241,8 +295,21 @@ enum DocumentRunner {
         var ended = false
         while true {
             while !ended, let slot = free.popLast() {
+                // A live filter: rather than wait for input with batches in flight, write them
+                // first; with none in flight, flush what was written before waiting.
+                if reader.inputWouldBlock() {
+                    if !inFlight.isEmpty {
+                        free.append(slot)
+                        break
+                    }
+                    if !stdout.flush() {
+                        ended = true
+                        free.append(slot)
+                        break
+                    }
+                }
                 do throws(LineBatchReader.ReadError) {
-                    try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes)
+                    try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
                 } catch {
                     // As with --jobs 1: the lines of a batch cut short by the error are not processed.
                     readError = readFailure(error)
@@ -259,7 +326,7 @@ enum DocumentRunner {
             guard !inFlight.isEmpty else { break }
             let oldest = inFlight.removeFirst()
             oldest.done.wait()
-            oldest.write(to: &stdout)
+            oldest.write(to: &stdout, tally: &tally)
             free.append(oldest)
             if stdout.failed { ended = true }
         }

@@ -2,11 +2,12 @@ internal import KindlyPush
 internal import KindlyPushCore
 
 /// The error codes and exit statuses of cli.md, in one place.
-enum ErrorCode: String, Sendable {
+enum ErrorCode: String, Sendable, CaseIterable {
     case notKindly = "not_kindly"
     case unsupportedVersion = "unsupported_version"
     case malformed
     case keyUnavailable = "key_unavailable"
+    case untrustedSender = "untrusted_sender"
     case authenticationFailed = "authentication_failed"
     case badPlaintext = "bad_plaintext"
     case usage
@@ -19,6 +20,7 @@ enum ErrorCode: String, Sendable {
         case .unsupportedVersion: return 2
         case .malformed: return 3
         case .keyUnavailable: return 4
+        case .untrustedSender: return 7
         case .authenticationFailed: return 5
         case .badPlaintext: return 6
         case .usage: return 64
@@ -27,14 +29,14 @@ enum ErrorCode: String, Sendable {
         }
     }
 
-    /// The CLI code for a decryption reason. Unknown reasons only come from files (vectors),
-    /// never out of the library's decryption.
+    /// The CLI code for a decryption reason.
     init(_ reason: DecryptionFailure.Reason) {
         switch reason {
         case .notKindly: self = .notKindly
         case .unsupportedVersion: self = .unsupportedVersion
-        case .malformed, .unknown: self = .malformed
+        case .malformed: self = .malformed
         case .keyUnavailable: self = .keyUnavailable
+        case .untrustedSender: self = .untrustedSender
         case .authenticationFailed: self = .authenticationFailed
         case .badPlaintext: self = .badPlaintext
         }

@@ -98,7 +98,21 @@ enum KeyringChoice: String, CaseIterable, Sendable {
         }
     }
 
-    /// `--key-file` or `--keyring`; keys are loaded once per run per kid.
+    /// The reader of `decrypt` and `route`: the keyring of ``forDecryption(_:environment:)`` and
+    /// the `--sender-key` keys, pinned besides the keyring's (with `--key-file`, the only ones).
+    static func decryption(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> KindlyPushDecryption {
+        var pinned: [SenderPublicKey] = []
+        for text in arguments.values("--sender-key") {
+            do throws(KeyDecodingError) {
+                pinned.append(try SenderPublicKey(base64: text))
+            } catch {
+                throw CLIError(.usage, "--sender-key: \(error)")
+            }
+        }
+        return KindlyPushDecryption(keyring: try forDecryption(arguments, environment: environment), pinnedSenderKeys: pinned)
+    }
+
+    /// `--key-file` or `--keyring`; keys are loaded once per run per kid, pinned sender keys once.
     static func forDecryption(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Keyring {
         if let path = arguments.value("--key-file") {
             guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }

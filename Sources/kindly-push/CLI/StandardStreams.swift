@@ -10,7 +10,7 @@ struct OutputStream: ~Copyable {
     let descriptor: Int32
     private var buffer: [UInt8] = []
     private(set) var failed = false
-    /// The errno of the write that failed, read right after it.
+    /// `errno` of the write that failed, read right after it.
     private(set) var errorNumber: Int32 = 0
     private let capacity: Int
 

@@ -25,8 +25,12 @@ enum Terminal {
         return finish(&stdout)
     }
 
+    /// Flushes standard output; any failure to write is `io` (74), except a closed pipe
+    /// (`EPIPE`: `| head -1` has read what it wanted), which ends the run quietly with status 0,
+    /// as `cat` ends without a message (cli.md, "General conventions").
     static func finish(_ stdout: inout OutputStream) -> Int32 {
         guard stdout.flush() else {
+            if stdout.errorNumber == EPIPE { return 0 }
             Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(stdout.errorNumber)))"))
             return ErrorCode.io.exitStatus
         }

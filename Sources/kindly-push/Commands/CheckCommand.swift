@@ -5,17 +5,16 @@ internal import KindlyPushCore
 struct CheckCommand: DocumentCommand {
     static let name = "check"
     static let abstract = "Tell whether a push is Kindly's and whether it is marked decrypted."
-    static let usage = "kindly-push check [<options>]"
+    static let arguments = ["[<file> ...]"]
     static let discussion = """
         Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
         Exits 0 when the push is Kindly's and 1 when it is not.
         """
-    static let options: [OptionSpec] = [SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help]
+    static let options: [OptionSpec] = SharedOptions.stream + [SharedOptions.help]
 
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
         stream = try StreamOptions(arguments, command: Self.name)
     }
 

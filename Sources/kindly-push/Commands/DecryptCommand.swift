@@ -6,12 +6,14 @@ internal import KindlyPushCore
 struct DecryptCommand: DocumentCommand {
     static let name = "decrypt"
     static let abstract = "Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push)."
-    static let usage = "kindly-push decrypt [--key-file <path> | --keyring <kind>] [--apply] [<options>]"
+    static let arguments = ["[<file> ...]"]
     static let discussion = """
         Reads an APNs JSON document on standard input. The key is looked up by the push's kid in
-        the keyring, or read from --key-file. Failures exit with the reason's code:
+        the keyring, or read from --key-file. With a pinned sender key (in the keyring, or given
+        with --sender-key) only version 2 pushes from a pinned sender decrypt; version 1 is then
+        refused. Failures exit with the reason's code:
         1 not_kindly, 2 unsupported_version, 3 malformed, 4 key_unavailable,
-        5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
+        7 untrusted_sender, 5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
         """
     static let options: [OptionSpec] =
         [
@@ -23,10 +25,9 @@ struct DecryptCommand: DocumentCommand {
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
         applies = arguments.has("--apply")
         stream = try StreamOptions(arguments, command: Self.name)
-        decryption = KindlyPushDecryption(keyring: try KeyringChoice.forDecryption(arguments, environment: environment))
+        decryption = try KeyringChoice.decryption(arguments, environment: environment)
     }
 
     func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }

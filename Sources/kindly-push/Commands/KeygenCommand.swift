@@ -5,17 +5,28 @@ internal import KindlyPushCore
 struct KeygenCommand: Command {
     static let name = "keygen"
     static let abstract = "Create a device key, store it, and print its registration JSON."
-    static let usage = "kindly-push keygen [--key-file <path> | --keyring <kind>] [<options>]"
     static let discussion = """
         Generates an X25519 key pair, stores it in the keyring (or writes a 0600 key file with
         --key-file; an existing file is never replaced) and prints the registration object of
         wire-format section 6. The secret key is never printed.
+
+        With --reuse, the newest stored key (or the existing --key-file) is registered again
+        and a new key is created only when there is none, so registering a new token does not
+        rotate the key. --push-mode automatic is alert when --presenter notify declares that
+        pushes are shown through `kindly-push notify` (which decrypts them first), and silent
+        otherwise.
         """
     static let options: [OptionSpec] = [
         SharedOptions.keyFile, SharedOptions.keyring,
         .value("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\")."),
         .value("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase."),
-        .value("--push-mode", "MODE", "alert (default) or silent.", choices: Registration.PushMode.allCases.map(\.rawValue)),
+        .value(
+            "--push-mode", "MODE", "alert (default), silent or automatic.", choices: KindlyNotificationMode.allCases.map(\.rawValue)),
+        .value(
+            "--presenter", "KIND",
+            "notify: pushes are shown through `kindly-push notify`; none (default): no decrypting presenter.",
+            choices: ["notify", "none"]),
+        .flag("--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none."),
         .value("--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion))."),
         SharedOptions.verbose, SharedOptions.help,
     ]
@@ -48,9 +59,12 @@ struct KeygenCommand: Command {
     }
 
     func run() -> Int32 {
-        let key = DeviceKey.generate()
+        var key = DeviceKey.generate()
+        let reuse = arguments.has("--reuse")
         do throws(CLIError) {
-            if let path = arguments.value("--key-file") {
+            if let path = arguments.value("--key-file"), reuse, let existing = try KeygenCommand.existingKey(at: path) {
+                key = existing
+            } else if let path = arguments.value("--key-file") {
                 do throws(PrivateFileError) {
                     try KeyFile.write(key, to: path)
                 } catch {
@@ -59,7 +73,12 @@ struct KeygenCommand: Command {
             } else {
                 let keyring = try KeyringChoice.resolve(arguments, environment: environment, for: .store)
                 do throws(KeyringError) {
-                    try keyring.store(key, label: arguments.value("--label") ?? "kindly-push")
+                    let label = arguments.value("--label") ?? "kindly-push"
+                    if reuse {
+                        key = try keyring.newestKeyOrNew(label: label).key
+                    } else {
+                        try keyring.store(key, label: label)
+                    }
                 } catch {
                     throw CLIError(.io, "cannot store the key in the \(keyring.name) keyring: \(error)")
                 }
@@ -72,7 +91,8 @@ struct KeygenCommand: Command {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        let pushMode = arguments.value("--push-mode").flatMap(Registration.PushMode.init(rawValue:)) ?? .alert
+        let mode = arguments.value("--push-mode").flatMap(KindlyNotificationMode.init(rawValue:)) ?? .alert
+        let pushMode = mode.pushMode(hasDecryptingPresenter: arguments.value("--presenter") == "notify")
         let registration = Registration(
             token: token, pushMode: pushMode, publicKey: key.publicKey,
             sdkVersion: arguments.value("--sdk-version") ?? Registration.sdkVersion)
@@ -80,11 +100,23 @@ struct KeygenCommand: Command {
     }
 }
 
+extension KeygenCommand {
+    /// The key in the key file at `path`, or `nil` when there is no file there.
+    static func existingKey(at path: String) throws(CLIError) -> DeviceKey? {
+        do throws(PrivateFileError) {
+            return try KeyFile.read(path)
+        } catch {
+            if case .missing = error { return nil }
+            throw CLIError(.io, error.description)
+        }
+    }
+}
+
 /// `kindly-push keys list` / `kindly-push keys delete KID`.
 struct KeysCommand: Command {
     static let name = "keys"
+    static let arguments = ["list", "delete <kid>"]
     static let abstract = "List the stored keys, or delete one."
-    static let usage = "kindly-push keys list [--keyring <kind>]\n       kindly-push keys delete <kid> [--keyring <kind>]"
     static let discussion = """
         list prints one JSON object per key: {"kid", "public_key", "label", "created"} (never a
         secret). delete removes the key with that kid; exit 4 (key_unavailable) when there is none.

@@ -5,27 +5,35 @@ internal import KindlyPushCore
 struct SealCommand: DocumentCommand {
     static let name = "seal"
     static let abstract = "Seal a plaintext message for one device and print the APNs payload."
-    static let usage = "kindly-push seal (--public-key <b64> | --key-file <path>) [<options>]"
+    static let arguments = ["[<file> ...]"]
     static let discussion = """
         Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
-        the compact APNs payload (wire-format section 3), at most 4096 bytes.
+        the compact APNs payload (wire-format section 3), at most 4096 bytes. With
+        --sender-key-file the push is version 2 (wire-format section 7): it proves its sender, and
+        only devices that pinned the sender key decrypt it; without, it is version 1.
         """
-    static let options: [OptionSpec] = [
-        .value("--public-key", "B64", "The device's public key (base64url or base64)."),
-        SharedOptions.keyFile,
-        .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
-        .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
-        .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
-        SharedOptions.jsonl, SharedOptions.jobs, SharedOptions.help,
-    ]
+    static let options: [OptionSpec] =
+        [
+            .value("--public-key", "B64", "The device's public key (base64url or base64)."),
+            SharedOptions.keyFile,
+            .value("--sender-key-file", "PATH", "Seal version 2 with this sender key file (sender-keygen writes one); default: version 1."),
+            .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
+            .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
+            .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
+        ] + SharedOptions.stream + [SharedOptions.help]
 
     let recipient: DevicePublicKey
+    /// Version 2's binding to the recipient, computed once for the run: the second shared secret
+    /// is the same for every push to this device. `nil` for version 1.
+    let sender: SenderBinding?
+    /// Why the sender key cannot seal for this recipient (a low-order device key): every
+    /// document then fails with it, as version 1 fails for such a key.
+    let senderFailure: CLIError?
     let mode: KindlyPushSealer.Mode
     let placeholder: KindlyPushSealer.Placeholder
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
         mode = arguments.value("--mode").flatMap(KindlyPushSealer.Mode.init(rawValue:)) ?? .visible
         let title = arguments.value("--placeholder-title")
         let body = arguments.value("--placeholder-body")
@@ -49,22 +57,40 @@ struct SealCommand: DocumentCommand {
         case (nil, nil):
             throw CLIError(.usage, "missing the device key: give --public-key B64 or --key-file PATH (see 'kindly-push seal --help')")
         }
+        var sender: SenderBinding?
+        var senderFailure: CLIError?
+        if let path = arguments.value("--sender-key-file") {
+            let key: SenderKey
+            do throws(PrivateFileError) {
+                key = try SenderKeyFile.read(path)
+            } catch {
+                throw CLIError(.io, error.description)
+            }
+            do throws(KindlyPushSealer.SealingError) {
+                sender = try KindlyPushSealer.binding(of: key, for: recipient)
+            } catch {
+                senderFailure = CLIError(.badInput, error.description)
+            }
+        }
+        self.sender = sender
+        self.senderFailure = senderFailure
     }
 
-    func makeScratch() -> PushSealer { PushSealer(recipient: recipient, mode: mode, placeholder: placeholder) }
+    func makeScratch() -> PushSealer { PushSealer(recipient: recipient, sender: sender, mode: mode, placeholder: placeholder) }
 
     func wipe(_ scratch: inout PushSealer) { scratch.wipe() }
 
     /// The fast path for plaintexts already in compact form; the rest goes the general way, which
     /// gives the same output (with other random bytes) and the exact error.
     func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        if scratch.seal(plaintext: bytes, appendingTo: &output) == .sealed { return .success }
+        if senderFailure == nil, scratch.seal(plaintext: bytes, appendingTo: &output) == .sealed { return .success }
         return try process(bytes: bytes, into: &output)
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        if let senderFailure { throw senderFailure }
         do throws(KindlyPushSealer.SealingError) {
-            output += try KindlyPushSealer.seal(plaintext: document, for: recipient, mode: mode, placeholder: placeholder)
+            output += try KindlyPushSealer.seal(plaintext: document, for: recipient, binding: sender, mode: mode, placeholder: placeholder)
             return .success
         } catch {
             throw CLIError(.badInput, error.description)

@@ -9,18 +9,20 @@ internal import KindlyPushVectors
 /// `kindly-push verify PATH...`: runs test-vector files.
 struct VerifyCommand: Command {
     static let name = "verify"
+    static let arguments = ["<path> ..."]
     static let abstract = "Run test-vector files and report each failure."
-    static let usage = "kindly-push verify <path> ..."
     static let discussion = """
         Each path is a vector file or a folder, of which every *.json file (not recursing) is run.
-        Every vector is decrypted with its device key and compared with its expected payload or
-        reason; a sealing vector is also re-sealed and compared byte for byte. Prints a line for
-        each failure and last "N passed, N failed"; exits 0 only when none failed. Only regular
-        files of at most 4 MiB are read; anything else is a failure of its own.
+        Every vector is decrypted with its device key (in pinned mode when it has
+        pinned_sender_keys) and compared with its expected payload or reason; a sealing vector is
+        also re-sealed (version 2 with its sender_secret_key) and compared byte for byte. Prints a
+        line for each failure and last "N passed, N failed"; exits 0 only when none failed. Only
+        regular files of at most 4 MiB are read; anything else is a failure of its own.
         """
-    static let options: [OptionSpec] = [SharedOptions.help]
+    static let options: [OptionSpec] = [SharedOptions.quiet, SharedOptions.help]
 
     let files: [String]
+    let isQuiet: Bool
 
     /// The largest vector file read (the committed ones are under 100 KiB): memory stays bounded
     /// whatever a path names.
@@ -44,6 +46,7 @@ struct VerifyCommand: Command {
             }
         }
         self.files = files
+        isQuiet = arguments.has("--quiet")
     }
 
     static func jsonFiles(in folder: String) throws(CLIError) -> [String] {
@@ -63,8 +66,15 @@ struct VerifyCommand: Command {
 
     func run() -> Int32 {
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
+        var progress = ProgressLine(quiet: isQuiet, noun: "vectors")
         var passed = 0
         var failed = 0
+        /// A failure line: on a terminal, the progress line is cleared first so that they do not mix.
+        func report(_ line: String) {
+            progress.clear()
+            stdout.write(line)
+            if progress.isShown { stdout.flush() }
+        }
         for file in files {
             let vectors: [TestVector]
             do throws(CLIError) {
@@ -76,19 +86,21 @@ struct VerifyCommand: Command {
                 }
             } catch {
                 failed += 1
-                stdout.write("FAIL \(Printable.escaped(error.message))\n")
+                report("FAIL \(Printable.escaped(error.message))\n")
                 continue
             }
             for (index, vector) in vectors.enumerated() {
                 if let failure = vector.failure() {
                     failed += 1
                     let name = vector.description.isEmpty ? "" : " (\(vector.description))"
-                    stdout.write("FAIL \(Printable.escaped("\(file) #\(index + 1)\(name): \(failure)"))\n")
+                    report("FAIL \(Printable.escaped("\(file) #\(index + 1)\(name): \(failure)"))\n")
                 } else {
                     passed += 1
                 }
+                progress.update(count: passed + failed)
             }
         }
+        progress.clear()
         stdout.write("\(passed) passed, \(failed) failed\n")
         let status = Terminal.finish(&stdout)
         return status != 0 ? status : (failed == 0 ? 0 : 1)

@@ -47,7 +47,7 @@ final class CountingDelegate: KindlyNotificationDelegate {
 
     var notifications: [ExternalNotification] { asked.withLock { $0 } }
 
-    func shouldHandleNotification(_ notification: ExternalNotification) -> Bool {
+    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
         asked.withLock { $0.append(notification) }
         return answer
     }

@@ -40,3 +40,32 @@ struct LineBatchReaderTests {
         #expect(try lines(of: "ab\r\n \n", maximumLines: 1) == ["ab\r", " "])
     }
 }
+
+@Suite("The line splitter of a live stream (notify --jsonl)")
+struct LiveLineBatchReaderTests {
+    @Test("with maximumReads 1 a call never blocks for more: whole lines now, a partial line when it ends, the end once")
+    func oneReadAtATime() throws {
+        let pipe = Pipe()
+        var reader = LineBatchReader(descriptor: pipe.fileHandleForReading.fileDescriptor, maximumLineLength: 8, chunkSize: 64)
+        var batch = LineBatchReader.Batch()
+        func read() throws -> [String] {
+            try reader.nextBatch(into: &batch, maximumLines: .max, maximumReads: 1)
+            return batch.lines.map { line in
+                guard case .text(let range) = line else { return "<oversized>" }
+                return String(decoding: batch.bytes[range], as: UTF8.self)
+            }
+        }
+        pipe.fileHandleForWriting.write(Data("one\ntw".utf8))
+        #expect(try read() == ["one"])
+        let endedEarly = reader.isAtEnd
+        #expect(!endedEarly)
+        pipe.fileHandleForWriting.write(Data("o\nthree\n".utf8))
+        #expect(try read() == ["two", "three"])
+        pipe.fileHandleForWriting.write(Data("0123456789\nlast".utf8))
+        #expect(try read() == ["<oversized>"])
+        try pipe.fileHandleForWriting.close()
+        #expect(try read() == ["last"])
+        let ended = reader.isAtEnd
+        #expect(ended)
+    }
+}

@@ -53,7 +53,8 @@ struct FastPathTests {
         var okVectors = 0
         for url in try Resources.vectorFiles() {
             for vector in try TestVector.vectors(inFile: [UInt8](Data(contentsOf: url))) {
-                var decryptor = PushDecryptor(KindlyPushDecryption(keyring: InMemoryKeyring(keys: [vector.deviceKey])))
+                var decryptor = PushDecryptor(
+                    KindlyPushDecryption(keyring: InMemoryKeyring(keys: [vector.deviceKey], pinnedSenders: vector.pinnedSenderKeys)))
                 let compact = JSONWriter.compactBytes(vector.apns)
                 let outcome = Self.check(compact, &decryptor)
                 Self.check(Array(" \n".utf8) + compact + Array("\r\n\t ".utf8), &decryptor)

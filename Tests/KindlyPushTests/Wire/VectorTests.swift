@@ -38,8 +38,11 @@ struct VectorTests {
                 if case .failure(let reason) = item.vector.expected { return reason }
                 return nil
             })
-        #expect(reasons == Set(DecryptionFailure.Reason.allKnown))
+        #expect(reasons == Set(DecryptionFailure.Reason.allCases))
         #expect(Self.cases.contains { $0.vector.sealing != nil })
+        // Version 2: sealing vectors with a sender key, and vectors read in pinned mode.
+        #expect(Self.cases.filter { $0.vector.sealing?.sender != nil }.count >= 40)
+        #expect(Self.cases.filter { !$0.vector.pinnedSenderKeys.isEmpty }.count >= 40)
     }
 
     @Test("the library decrypts each vector to its payload or reason, and re-seals sealing vectors byte for byte", arguments: cases)
@@ -47,14 +50,21 @@ struct VectorTests {
         #expect(item.vector.failure() == nil)
     }
 
-    @Test("the keyring path gives the same result as the single-key path", arguments: cases)
+    @Test("the keyring path gives the same result as the single-key path, with the pins in the keyring or given", arguments: cases)
     func throughKeyring(_ item: Case) {
-        let keyring = InMemoryKeyring(keys: [item.vector.deviceKey])
-        let result = KindlyPushDecryption(keyring: keyring).decryptResult(userInfo: item.vector.apns)
-        switch (item.vector.expected, result) {
-        case (.payload(let expected), .success(let payload)): #expect(payload.object.hasSameMembers(as: expected))
-        case (.failure(let reason), .failure(let failure)): #expect(failure.reason == reason)
-        default: Issue.record("expected \(item.vector.expected), got \(result)")
+        let pinned = item.vector.pinnedSenderKeys
+        let readers = [
+            KindlyPushDecryption(keyring: InMemoryKeyring(keys: [item.vector.deviceKey], pinnedSenders: pinned)),
+            KindlyPushDecryption(keyring: InMemoryKeyring(keys: [item.vector.deviceKey]), pinnedSenderKeys: pinned),
+            KindlyPushDecryption(keyring: CachingKeyring(InMemoryKeyring(keys: [item.vector.deviceKey], pinnedSenders: pinned))),
+        ]
+        for reader in readers {
+            let result = reader.decryptResult(userInfo: item.vector.apns)
+            switch (item.vector.expected, result) {
+            case (.payload(let expected), .success(let payload)): #expect(payload.object.hasSameMembers(as: expected))
+            case (.failure(let reason), .failure(let failure)): #expect(failure.reason == reason)
+            default: Issue.record("expected \(item.vector.expected), got \(result)")
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 
   corpus.py plaintexts N SEED          realistic plaintext objects, one compact JSON per line, on stdout
   corpus.py decrypt-binary KEY SEALED OUT   the sealed pushes decoded, for limit-decrypt.c
+  corpus.py decrypt-binary-v2 KEY SENDER SEALED OUT   version 2 pushes decoded, for limit-decrypt-v2.c
   corpus.py seal-binary KEY PLAIN OUT       the plaintext texts, for limit-seal.c
 
 A plaintext has chat_id, title (5-40 characters), body (20-300 characters), message_id and
@@ -77,6 +78,19 @@ def decrypt_binary(key_path, sealed_path, out_path):
             out.write(b64(envelope["kid"]) + b64(envelope["epk"]) + b64(envelope["n"]) + struct.pack("<I", len(ct)) + ct)
 
 
+def decrypt_binary_v2(key_path, sender_path, sealed_path, out_path):
+    secret, public = key_file(key_path)
+    with open(sender_path) as file:
+        sender_public = b64(json.load(file)["public_key"])
+    with open(sealed_path, "rb") as sealed, open(out_path, "wb") as out:
+        out.write(secret + public + sender_public)
+        for line in sealed:
+            envelope = json.loads(line)["kindly"]
+            ct = b64(envelope["ct"])
+            out.write(b64(envelope["kid"]) + b64(envelope["sid"]) + b64(envelope["epk"]) + b64(envelope["n"])
+                      + struct.pack("<I", len(ct)) + ct)
+
+
 def seal_binary(key_path, plain_path, out_path):
     _, public = key_file(key_path)
     with open(plain_path, "rb") as plain, open(out_path, "wb") as out:
@@ -92,6 +106,8 @@ if __name__ == "__main__":
         plaintexts(int(sys.argv[2]), int(sys.argv[3]))
     elif command == "decrypt-binary" and len(sys.argv) == 5:
         decrypt_binary(*sys.argv[2:])
+    elif command == "decrypt-binary-v2" and len(sys.argv) == 6:
+        decrypt_binary_v2(*sys.argv[2:])
     elif command == "seal-binary" and len(sys.argv) == 5:
         seal_binary(*sys.argv[2:])
     else:

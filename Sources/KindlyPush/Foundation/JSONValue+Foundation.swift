@@ -1,8 +1,13 @@
 import Foundation
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// Bridging to the `[AnyHashable: Any]` dictionaries that `UNNotificationContent.userInfo`
 /// and `JSONSerialization` use, for parity with the iOS SDK's signatures.
+///
+/// A dictionary cannot hold a member name twice: `JSONSerialization` has already dropped
+/// duplicates (keeping one value) before the library sees it, so the rule "a duplicate member
+/// name at the top level or inside `kindly` is `malformed`" cannot apply. A host that needs that
+/// rule passes the push's bytes (the `Data` forms) instead.
 extension JSONValue {
     /// A value from a Foundation object graph (`NSNull`, `Bool`/`NSNumber`, `String`, arrays,
     /// dictionaries with string keys); `nil` for anything JSON cannot hold.
@@ -50,6 +55,37 @@ extension JSONValue {
     }
 }
 
+extension JSONValue {
+    /// The members of `dictionary` that the wire format reads (`names`), each converted on its
+    /// own and leniently: inside them a member that JSON cannot hold (a `Date`, say) is left out,
+    /// as if absent. Nothing else of the dictionary is looked at, so a host's own values never
+    /// make a Kindly push unreadable.
+    static func specView(of dictionary: [AnyHashable: Any], reading names: [String]) -> JSONValue {
+        var members: [JSONObject.Member] = []
+        for name in names {
+            guard let value = dictionary[AnyHashable(name)], let converted = JSONValue(lenient: value) else { continue }
+            members.append(JSONObject.Member(key: name, value: converted))
+        }
+        return .object(JSONObject(members))
+    }
+
+    /// `value` converted as ``init(foundation:)`` does, except that in dictionaries a member that
+    /// JSON cannot hold is dropped instead of failing the whole value.
+    init?(lenient value: Any) {
+        if let dictionary = value as? [AnyHashable: Any] {
+            var members: [JSONObject.Member] = []
+            for (key, element) in dictionary {
+                guard let name = key.base as? String, let converted = JSONValue(lenient: element) else { continue }
+                members.append(JSONObject.Member(key: name, value: converted))
+            }
+            members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            self = .object(JSONObject(members))
+        } else {
+            self.init(foundation: value)
+        }
+    }
+}
+
 extension JSONObject {
     /// An object from a userInfo dictionary; `nil` when a key is not a string or a value is not JSON.
     public init?(foundation dictionary: [AnyHashable: Any]) {
@@ -68,29 +104,5 @@ extension JSONObject {
         var dictionary: [AnyHashable: Any] = [:]
         for member in members.reversed() { dictionary[member.key] = member.value.foundationValue }
         return dictionary
-    }
-}
-
-extension KindlyPushDecryption {
-    /// ``isKindlyNotification(_:)`` for a userInfo dictionary.
-    public static func isKindlyNotification(_ userInfo: [AnyHashable: Any]) -> Bool {
-        JSONObject(foundation: userInfo).map { isKindlyNotification(.object($0)) } ?? false
-    }
-
-    /// ``decrypt(userInfo:)`` for a userInfo dictionary.
-    public func decrypt(userInfo: [AnyHashable: Any]) -> DecryptedPayload? {
-        guard let object = JSONObject(foundation: userInfo) else { return nil }
-        return decrypt(userInfo: .object(object))
-    }
-
-    /// ``isDecrypted(userInfo:)`` for a userInfo dictionary.
-    public static func isDecrypted(userInfo: [AnyHashable: Any]) -> Bool {
-        JSONObject(foundation: userInfo).map { isDecrypted(userInfo: .object($0)) } ?? false
-    }
-
-    /// ``apply(_:toUserInfo:)`` for a userInfo dictionary.
-    public static func apply(_ payload: DecryptedPayload, toUserInfo userInfo: [AnyHashable: Any]) -> [AnyHashable: Any] {
-        let object = JSONObject(foundation: userInfo) ?? JSONObject()
-        return apply(payload, toUserInfo: .object(object)).objectValue?.foundationDictionary ?? userInfo
     }
 }

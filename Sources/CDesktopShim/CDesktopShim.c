@@ -1,0 +1,371 @@
+#include "CDesktopShim.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static const char bus_name[] = "org.freedesktop.Notifications";
+static const char object_path[] = "/org/freedesktop/Notifications";
+static const char interface_name[] = "org.freedesktop.Notifications";
+
+// MARK: Time budgets (the approach of CSecretShim's, for a target that does not link libsecret)
+
+struct KpdDeadline {
+    GCancellable *cancellable;
+    GSource *timer;
+};
+
+static gpointer run_timers(gpointer context) {
+    GMainLoop *loop = g_main_loop_new(context, FALSE);
+    g_main_loop_run(loop);  // for the life of the process
+    return NULL;
+}
+
+// A context of its own on a thread of its own: a timer on a shared pool fires late when
+// blocking calls hold every worker.
+static gpointer start_timer_thread(gpointer unused) {
+    (void)unused;
+    GMainContext *context = g_main_context_new();
+    g_thread_unref(g_thread_new("kindly-push-desktop-timers", run_timers, context));
+    return context;
+}
+
+static GMainContext *timer_context(void) {
+    static GOnce once = G_ONCE_INIT;
+    return g_once(&once, start_timer_thread, NULL);
+}
+
+static gboolean cancel_now(gpointer cancellable) {
+    g_cancellable_cancel(cancellable);
+    return G_SOURCE_REMOVE;
+}
+
+KpdDeadline *kpd_deadline_new(guint milliseconds) {
+    KpdDeadline *deadline = g_new0(KpdDeadline, 1);
+    deadline->cancellable = g_cancellable_new();
+    deadline->timer = g_timeout_source_new(milliseconds);
+    g_source_set_callback(deadline->timer, cancel_now, g_object_ref(deadline->cancellable), g_object_unref);
+    g_source_attach(deadline->timer, timer_context());
+    return deadline;
+}
+
+GCancellable *kpd_deadline_cancellable(KpdDeadline *deadline) {
+    return deadline->cancellable;
+}
+
+void kpd_deadline_free(KpdDeadline *deadline) {
+    g_source_destroy(deadline->timer);
+    g_source_unref(deadline->timer);
+    g_object_unref(deadline->cancellable);
+    g_free(deadline);
+}
+
+// MARK: Connections
+
+GDBusConnection *kpd_connection_open(const char *address, GCancellable *cancellable, GError **error) {
+    return g_dbus_connection_new_for_address_sync(
+        address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+        NULL, cancellable, error);
+}
+
+void kpd_connection_close(GDBusConnection *connection) {
+    // Closing explicitly releases the socket now rather than whenever GDBus's worker lets go.
+    g_dbus_connection_close(connection, NULL, NULL, NULL);
+    g_object_unref(connection);
+}
+
+// MARK: Calls
+
+static GVariant *call(GDBusConnection *connection, const char *method, GVariant *parameters, const char *reply_type,
+                      gint timeout_ms, GCancellable *cancellable, GError **error) {
+    return g_dbus_connection_call_sync(connection, bus_name, object_path, interface_name, method, parameters,
+                                       G_VARIANT_TYPE(reply_type), G_DBUS_CALL_FLAGS_NONE, timeout_ms, cancellable,
+                                       error);
+}
+
+gboolean kpd_add_match(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch",
+        g_variant_new("(s)", "type='signal',sender='org.freedesktop.Notifications',"
+                             "path='/org/freedesktop/Notifications',interface='org.freedesktop.Notifications'"),
+        NULL, G_DBUS_CALL_FLAGS_NONE, timeout_ms, cancellable, error);
+    if (reply == NULL) return FALSE;
+    g_variant_unref(reply);
+    return TRUE;
+}
+
+gchar *kpd_server_identity(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error) {
+    GVariant *id = g_dbus_connection_call_sync(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                               "org.freedesktop.DBus", "GetId", NULL, G_VARIANT_TYPE("(s)"),
+                                               G_DBUS_CALL_FLAGS_NONE, timeout_ms, cancellable, error);
+    if (id == NULL) return NULL;
+    GVariant *owner = g_dbus_connection_call_sync(
+        connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+        g_variant_new("(s)", bus_name), G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, timeout_ms, cancellable, error);
+    if (owner == NULL) {
+        g_variant_unref(id);
+        return NULL;
+    }
+    const char *bus_id = NULL, *unique_name = NULL;
+    g_variant_get(id, "(&s)", &bus_id);
+    g_variant_get(owner, "(&s)", &unique_name);
+    gchar *identity = g_strdup_printf("%s/%s", bus_id, unique_name);
+    g_variant_unref(id);
+    g_variant_unref(owner);
+    return identity;
+}
+
+gchar **kpd_get_capabilities(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error) {
+    GVariant *reply = call(connection, "GetCapabilities", NULL, "(as)", timeout_ms, cancellable, error);
+    if (reply == NULL) return NULL;
+    gchar **capabilities = NULL;
+    g_variant_get(reply, "(^as)", &capabilities);
+    g_variant_unref(reply);
+    return capabilities;
+}
+
+gboolean kpd_get_server_information(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable,
+                                    gchar **name, gchar **vendor, gchar **version, gchar **spec_version,
+                                    GError **error) {
+    GVariant *reply = call(connection, "GetServerInformation", NULL, "(ssss)", timeout_ms, cancellable, error);
+    if (reply == NULL) return FALSE;
+    g_variant_get(reply, "(ssss)", name, vendor, version, spec_version);
+    g_variant_unref(reply);
+    return TRUE;
+}
+
+guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 replaces_id, const char *app_icon,
+                   const char *summary, const char *body, const char *const *actions, const char *category,
+                   const char *desktop_entry, gint32 expire_timeout, gint timeout_ms, GCancellable *cancellable,
+                   gchar **server, GError **error) {
+    GVariantBuilder action_list;
+    g_variant_builder_init(&action_list, G_VARIANT_TYPE("as"));
+    for (const char *const *each = actions; each != NULL && *each != NULL; each++) {
+        g_variant_builder_add(&action_list, "s", *each);
+    }
+    GVariantBuilder hints;
+    g_variant_builder_init(&hints, G_VARIANT_TYPE("a{sv}"));
+    if (category != NULL) g_variant_builder_add(&hints, "{sv}", "category", g_variant_new_string(category));
+    if (desktop_entry != NULL) {
+        g_variant_builder_add(&hints, "{sv}", "desktop-entry", g_variant_new_string(desktop_entry));
+    }
+    GVariant *parameters = g_variant_new("(susssasa{sv}i)", app_name, replaces_id, app_icon, summary, body,
+                                         &action_list, &hints, expire_timeout);
+
+    // Sent as a message (not g_dbus_connection_call_sync) to learn which connection answered:
+    // the server's unique name, the only sender whose signals count.
+    GDBusMessage *message = g_dbus_message_new_method_call(bus_name, object_path, interface_name, "Notify");
+    g_dbus_message_set_body(message, parameters);
+    GDBusMessage *reply = g_dbus_connection_send_message_with_reply_sync(
+        connection, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE, timeout_ms, NULL, cancellable, error);
+    g_object_unref(message);
+    if (reply == NULL) return 0;
+    guint32 id = 0;
+    if (g_dbus_message_to_gerror(reply, error)) {
+        g_object_unref(reply);
+        return 0;
+    }
+    GVariant *reply_body = g_dbus_message_get_body(reply);
+    if (reply_body == NULL || !g_variant_is_of_type(reply_body, G_VARIANT_TYPE("(u)"))) {
+        g_set_error_literal(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_SIGNATURE,
+                            "the notification server answered Notify with something other than an id");
+        g_object_unref(reply);
+        return 0;
+    }
+    g_variant_get(reply_body, "(u)", &id);
+    if (id == 0) {
+        g_set_error_literal(error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED, "the notification server answered Notify with id 0");
+    } else if (server != NULL) {
+        *server = g_strdup(g_dbus_message_get_sender(reply));
+    }
+    g_object_unref(reply);
+    return id;
+}
+
+gboolean kpd_close_notification(GDBusConnection *connection, guint32 id, gint timeout_ms, GCancellable *cancellable,
+                                GError **error) {
+    GVariant *reply = call(connection, "CloseNotification", g_variant_new("(u)", id), "()", timeout_ms, cancellable,
+                           error);
+    if (reply == NULL) return FALSE;
+    g_variant_unref(reply);
+    return TRUE;
+}
+
+// MARK: Signals
+
+void kpd_event_clear(KpdEvent *event) {
+    g_free(event->action);
+    event->action = NULL;
+}
+
+struct KpdListener {
+    gint references;
+    // A pthread mutex, not a GMutex: GLib's is a bare futex that ThreadSanitizer cannot see,
+    // and the queue is shared with GDBus's worker thread.
+    pthread_mutex_t lock;
+    GQueue events;  // of KpdEvent *
+    int fd;
+    gchar *server;
+    GDBusConnection *connection;
+    guint filter;
+};
+
+static void listener_unref(gpointer data) {
+    KpdListener *listener = data;
+    if (!g_atomic_int_dec_and_test(&listener->references)) return;
+    KpdEvent *event;
+    while ((event = g_queue_pop_head(&listener->events)) != NULL) {
+        kpd_event_clear(event);
+        g_free(event);
+    }
+    g_free(listener->server);
+    close(listener->fd);
+    pthread_mutex_destroy(&listener->lock);
+    g_free(listener);
+}
+
+// Runs on GDBus's worker thread for every message: it only looks, and passes every message on.
+static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *message, gboolean incoming, gpointer data) {
+    (void)connection;
+    KpdListener *listener = data;
+    if (!incoming || g_dbus_message_get_message_type(message) != G_DBUS_MESSAGE_TYPE_SIGNAL) return message;
+    if (g_strcmp0(g_dbus_message_get_interface(message), interface_name) != 0
+        || g_strcmp0(g_dbus_message_get_path(message), object_path) != 0) {
+        return message;
+    }
+    const char *member = g_dbus_message_get_member(message);
+    GVariant *body = g_dbus_message_get_body(message);
+    KpdEvent event = {0};
+    if (g_strcmp0(member, "ActionInvoked") == 0 && body != NULL && g_variant_is_of_type(body, G_VARIANT_TYPE("(us)"))) {
+        event.kind = KPD_EVENT_ACTION_INVOKED;
+        g_variant_get(body, "(us)", &event.id, &event.action);
+    } else if (g_strcmp0(member, "NotificationClosed") == 0 && body != NULL
+               && g_variant_is_of_type(body, G_VARIANT_TYPE("(uu)"))) {
+        event.kind = KPD_EVENT_CLOSED;
+        g_variant_get(body, "(uu)", &event.id, &event.reason);
+    } else {
+        return message;
+    }
+    pthread_mutex_lock(&listener->lock);
+    if (listener->server != NULL && g_strcmp0(g_dbus_message_get_sender(message), listener->server) == 0) {
+        g_queue_push_tail(&listener->events, g_memdup2(&event, sizeof event));
+        uint64_t one = 1;
+        ssize_t written;
+        do {
+            written = write(listener->fd, &one, sizeof one);
+        } while (written < 0 && errno == EINTR);
+    } else {
+        kpd_event_clear(&event);
+    }
+    pthread_mutex_unlock(&listener->lock);
+    return message;
+}
+
+KpdListener *kpd_listener_new(GDBusConnection *connection, GError **error) {
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0) {
+        int code = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(code), "eventfd: %s", g_strerror(code));
+        return NULL;
+    }
+    KpdListener *listener = g_new0(KpdListener, 1);
+    listener->references = 2;  // the caller's, and the filter's (dropped by GDBus when it lets go)
+    pthread_mutex_init(&listener->lock, NULL);
+    g_queue_init(&listener->events);
+    listener->fd = fd;
+    listener->connection = g_object_ref(connection);
+    listener->filter = g_dbus_connection_add_filter(connection, filter, listener, listener_unref);
+    return listener;
+}
+
+int kpd_listener_fd(KpdListener *listener) {
+    return listener->fd;
+}
+
+void kpd_listener_set_server(KpdListener *listener, const char *unique_name) {
+    pthread_mutex_lock(&listener->lock);
+    if (g_strcmp0(listener->server, unique_name) != 0) {
+        g_free(listener->server);
+        listener->server = g_strdup(unique_name);
+    }
+    pthread_mutex_unlock(&listener->lock);
+}
+
+gboolean kpd_listener_take(KpdListener *listener, KpdEvent *event) {
+    pthread_mutex_lock(&listener->lock);
+    KpdEvent *head = g_queue_pop_head(&listener->events);
+    if (g_queue_is_empty(&listener->events)) {
+        // Nothing left: the descriptor stops being readable (it is non-blocking).
+        uint64_t count;
+        ssize_t got;
+        do {
+            got = read(listener->fd, &count, sizeof count);
+        } while (got < 0 && errno == EINTR);
+    }
+    pthread_mutex_unlock(&listener->lock);
+    if (head == NULL) return FALSE;
+    *event = *head;
+    g_free(head);
+    return TRUE;
+}
+
+void kpd_listener_free(KpdListener *listener) {
+    GDBusConnection *connection = listener->connection;
+    g_dbus_connection_remove_filter(connection, listener->filter);
+    listener_unref(listener);
+    g_object_unref(connection);
+}
+
+// MARK: Errors
+
+KpdErrorKind kpd_error_kind(const GError *error) {
+    if (error == NULL) return KPD_ERROR_OTHER;
+    if (error->domain == G_IO_ERROR) {
+        switch (error->code) {
+        case G_IO_ERROR_CANCELLED:
+        case G_IO_ERROR_TIMED_OUT:
+            return KPD_ERROR_CANCELLED;
+        case G_IO_ERROR_CLOSED:
+        case G_IO_ERROR_BROKEN_PIPE:
+        case G_IO_ERROR_CONNECTION_REFUSED:
+        case G_IO_ERROR_NOT_CONNECTED:
+        case G_IO_ERROR_NOT_FOUND:
+        case G_IO_ERROR_HOST_UNREACHABLE:
+        case G_IO_ERROR_NETWORK_UNREACHABLE:
+            return KPD_ERROR_UNREACHABLE;
+        default:
+            return KPD_ERROR_OTHER;
+        }
+    }
+    if (error->domain == G_DBUS_ERROR) {
+        switch (error->code) {
+        case G_DBUS_ERROR_NO_REPLY:
+        case G_DBUS_ERROR_TIMEOUT:
+        case G_DBUS_ERROR_TIMED_OUT:
+            return KPD_ERROR_CANCELLED;
+        case G_DBUS_ERROR_SERVICE_UNKNOWN:
+        case G_DBUS_ERROR_NAME_HAS_NO_OWNER:
+        case G_DBUS_ERROR_DISCONNECTED:
+        case G_DBUS_ERROR_NO_SERVER:
+        case G_DBUS_ERROR_NO_NETWORK:
+        case G_DBUS_ERROR_SPAWN_EXEC_FAILED:
+        case G_DBUS_ERROR_SPAWN_FORK_FAILED:
+        case G_DBUS_ERROR_SPAWN_CHILD_EXITED:
+        case G_DBUS_ERROR_SPAWN_CHILD_SIGNALED:
+        case G_DBUS_ERROR_SPAWN_FAILED:
+        case G_DBUS_ERROR_SPAWN_SETUP_FAILED:
+        case G_DBUS_ERROR_SPAWN_CONFIG_INVALID:
+        case G_DBUS_ERROR_SPAWN_SERVICE_INVALID:
+        case G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND:
+        case G_DBUS_ERROR_SPAWN_PERMISSIONS_INVALID:
+        case G_DBUS_ERROR_SPAWN_FILE_INVALID:
+        case G_DBUS_ERROR_SPAWN_NO_MEMORY:
+            return KPD_ERROR_UNREACHABLE;
+        default:
+            return KPD_ERROR_OTHER;
+        }
+    }
+    return KPD_ERROR_OTHER;
+}

@@ -1,0 +1,125 @@
+// A thin C layer between GDBus and Swift for the freedesktop Notifications client
+// (C library -> this shim -> Swift), holding only what Swift cannot express or call directly:
+// - the C-variadic GVariant constructors (the Notify arguments, the replies' tuples);
+// - a message filter that runs on GDBus's worker thread and queues the server's signals
+//   (ActionInvoked, NotificationClosed) behind an eventfd, so that a host can poll for them from
+//   its own event loop with no GLib main loop;
+// - GError classification by domain and code (the domains are macros);
+// - time budgets whose timers fire on a thread of their own (as CSecretShim's).
+#ifndef KINDLY_PUSH_DESKTOP_SHIM_H
+#define KINDLY_PUSH_DESKTOP_SHIM_H
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+// MARK: Time budgets
+
+/// One operation's time budget: a cancellable that is cancelled `milliseconds` after it is made.
+typedef struct KpdDeadline KpdDeadline;
+
+/// Starts a time budget. Its timer runs on a thread of its own that only waits for timers, so it
+/// fires on time however busy the other threads are.
+KpdDeadline *kpd_deadline_new(guint milliseconds);
+
+/// The cancellable to pass to every call of the operation.
+GCancellable *kpd_deadline_cancellable(KpdDeadline *deadline);
+
+/// Stops the timer and releases the budget.
+void kpd_deadline_free(KpdDeadline *deadline);
+
+// MARK: Connections
+
+/// A private connection to the message bus at `address`: not the process-wide session bus
+/// singleton, so closing it never exits the process. Honours `cancellable` throughout
+/// connecting and authenticating.
+GDBusConnection *kpd_connection_open(const char *address, GCancellable *cancellable, GError **error);
+
+/// Closes the connection now (without waiting) and drops the reference.
+void kpd_connection_close(GDBusConnection *connection);
+
+// MARK: Calls (all on /org/freedesktop/Notifications, org.freedesktop.Notifications)
+
+/// Asks the bus to route the Notifications service's broadcast signals to this connection
+/// (servers that broadcast ActionInvoked instead of sending it to the notification's client).
+gboolean kpd_add_match(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error);
+
+/// Who serves notifications now: the bus's id (org.freedesktop.DBus.GetId, new for every bus)
+/// and the unique name of org.freedesktop.Notifications' owner, as "BUS-ID/UNIQUE-NAME" (g_free);
+/// NULL with `error` set when there is no owner.
+gchar *kpd_server_identity(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error);
+
+/// GetCapabilities: a NULL-terminated array (g_strfreev), or NULL with `error` set.
+gchar **kpd_get_capabilities(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable, GError **error);
+
+/// GetServerInformation: four strings (each g_free), or FALSE with `error` set.
+gboolean kpd_get_server_information(GDBusConnection *connection, gint timeout_ms, GCancellable *cancellable,
+                                    gchar **name, gchar **vendor, gchar **version, gchar **spec_version,
+                                    GError **error);
+
+/// Notify. `actions` is a NULL-terminated list of key, label, key, label...; `category` and
+/// `desktop_entry` are hints, left out when NULL. Returns the server's id (never 0) and, in
+/// `server`, the unique bus name of the server that answered (g_free); 0 with `error` set.
+guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 replaces_id, const char *app_icon,
+                   const char *summary, const char *body, const char *const *actions, const char *category,
+                   const char *desktop_entry, gint32 expire_timeout, gint timeout_ms, GCancellable *cancellable,
+                   gchar **server, GError **error);
+
+/// CloseNotification.
+gboolean kpd_close_notification(GDBusConnection *connection, guint32 id, gint timeout_ms, GCancellable *cancellable,
+                                GError **error);
+
+// MARK: Signals
+
+/// What the server said about one of the notifications.
+typedef enum {
+    KPD_EVENT_ACTION_INVOKED = 1,
+    KPD_EVENT_CLOSED = 2,
+} KpdEventKind;
+
+typedef struct {
+    KpdEventKind kind;
+    guint32 id;
+    /// NotificationClosed's reason (1 expired, 2 dismissed, 3 closed by a call, 4 undefined).
+    guint32 reason;
+    /// ActionInvoked's action key (free with kpd_event_clear); NULL otherwise.
+    gchar *action;
+} KpdEvent;
+
+void kpd_event_clear(KpdEvent *event);
+
+/// Queues the Notifications signals that reach `connection` from the server set with
+/// kpd_listener_set_server, and makes kpd_listener_fd readable while any are queued.
+typedef struct KpdListener KpdListener;
+
+KpdListener *kpd_listener_new(GDBusConnection *connection, GError **error);
+
+/// An eventfd, readable while events are queued.
+int kpd_listener_fd(KpdListener *listener);
+
+/// Signals are taken only from this unique bus name (the server that answered Notify): nobody
+/// else on the bus can forge a tap.
+void kpd_listener_set_server(KpdListener *listener, const char *unique_name);
+
+/// Takes the oldest queued event into `event`; FALSE when there is none.
+gboolean kpd_listener_take(KpdListener *listener, KpdEvent *event);
+
+/// Stops listening and releases the listener (its memory goes when GDBus's thread lets go).
+void kpd_listener_free(KpdListener *listener);
+
+// MARK: Errors
+
+typedef enum {
+    /// Anything else (the server refused the call, a protocol error).
+    KPD_ERROR_OTHER = 0,
+    /// The time budget ran out.
+    KPD_ERROR_CANCELLED = 1,
+    /// No bus, no notification server on the bus, or the connection broke.
+    KPD_ERROR_UNREACHABLE = 2,
+} KpdErrorKind;
+
+KpdErrorKind kpd_error_kind(const GError *error);
+
+G_END_DECLS
+
+#endif

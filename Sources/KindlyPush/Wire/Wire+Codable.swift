@@ -1,0 +1,113 @@
+// Codable and Hashable for the wire-format values, with the spec's field names (wire-format
+// sections 1, 4 and 6), so that a payload, a failure or a key entry can be logged as JSON.
+
+extension DecryptedPayload: Codable {
+    /// Encodes the whole plaintext object of wire-format section 4 as it was sealed: `chat_id`,
+    /// `title`, `body`, `message_id`, `sent_at` and every extra.
+    public func encode(to encoder: any Encoder) throws {
+        try object.encode(to: encoder)
+    }
+
+    /// Decodes a plaintext object and checks it against section 4.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` with the rule it breaks.
+    public init(from decoder: any Decoder) throws {
+        let object = try JSONObject(from: decoder)
+        do {
+            try self.init(validating: object)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+        }
+    }
+}
+
+extension DecryptionFailure.Reason: Codable {}
+
+extension DecryptionFailure: Codable {
+    enum CodingKeys: String, CodingKey {
+        case code, message
+        case keyringError = "keyring_error"
+    }
+
+    /// Encodes `{"code": CODE, "message": DETAIL}` as the `--jsonl` error objects of cli.md do,
+    /// with `keyring_error` (the keyring's own message) for `key_unavailable`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(reason, forKey: .code)
+        try container.encode(detail, forKey: .message)
+        try container.encodeIfPresent(keyringError?.description, forKey: .keyringError)
+    }
+
+    /// Decodes `{"code", "message"}`; the keyring's typed error is not restored.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(try container.decode(Reason.self, forKey: .code), try container.decode(String.self, forKey: .message))
+    }
+}
+
+extension KeyID: Codable {
+    /// Encodes the id as base64url text, as the wire format writes it.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(base64URL)
+    }
+
+    /// Decodes canonical base64 or base64url text of 8 bytes.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        guard let kid = KeyID(base64: try container.decode(String.self)) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a kid (8 bytes of base64)")
+        }
+        self = kid
+    }
+}
+
+extension DevicePublicKey: Codable {
+    /// Encodes the key as base64url text.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(base64URL)
+    }
+
+    /// Decodes canonical base64 or base64url text of 32 bytes.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do {
+            self = try DevicePublicKey(base64: try container.decode(String.self))
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
+    }
+}
+
+extension Registration.PushMode: Codable {}
+
+extension Registration: Codable {
+    enum CodingKeys: String, CodingKey {
+        case token, platform
+        case pushMode = "push_mode"
+        case publicKey = "public_key"
+        case kid
+        case sdkVersion = "sdk_version"
+    }
+
+    /// Encodes the registration object of wire-format section 6 (``json``).
+    public func encode(to encoder: any Encoder) throws {
+        try json.encode(to: encoder)
+    }
+
+    /// Decodes a registration object; `kid`, when present, must be the public key's.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let publicKey = try container.decode(DevicePublicKey.self, forKey: .publicKey)
+        if let kid = try container.decodeIfPresent(KeyID.self, forKey: .kid), kid != publicKey.kid {
+            throw DecodingError.dataCorruptedError(forKey: .kid, in: container, debugDescription: "the kid is not the public key's")
+        }
+        self.init(
+            token: try container.decodeIfPresent(String.self, forKey: .token),
+            pushMode: try container.decode(PushMode.self, forKey: .pushMode), publicKey: publicKey,
+            sdkVersion: try container.decode(String.self, forKey: .sdkVersion))
+    }
+}
+
+extension KindlyPushSealer.Mode: Codable {}

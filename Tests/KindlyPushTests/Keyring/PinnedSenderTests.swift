@@ -1,0 +1,210 @@
+import Foundation
+import KindlyPush
+import KindlyPushCore
+import KindlyPushSecretService
+import KindlyPushTesting
+import Testing
+
+/// Pinned sender keys in every keyring (wire format section 7.1).
+@Suite("Pinned sender keys in the keyrings")
+struct PinnedSenderTests {
+    static let payload = try! DecryptedPayload(chatId: "c-9", title: "T", body: "B")
+
+    /// Pins, lists, refuses a pinned sid, unpins, and says which sid is missing; pinning puts the
+    /// keyring's reader in pinned mode and unpinning takes it out.
+    static func checkContract(_ keyring: any Keyring) throws {
+        let device = DeviceKey.generate()
+        try keyring.store(device, label: "device")
+        defer { try? keyring.delete(device.kid) }
+        let first = SenderKey.generate()
+        let second = SenderKey.generate()
+        let v1 = try JSONReader.parse(try KindlyPushSealer.seal(payload, for: device.publicKey))
+        let v2 = try JSONReader.parse(try KindlyPushSealer.seal(payload, for: device.publicKey, from: second))
+        let before = try keyring.pinnedSenders().map(\.sid)
+        #expect(decryptionFailure(v1, with: keyring) == (before.isEmpty ? nil : .untrustedSender))
+
+        try keyring.pinSender(first.publicKey, label: "first")
+        try keyring.pinSender(second.publicKey, label: "second")
+        #expect(keyringError { try keyring.pinSender(first.publicKey, label: "again") } == .senderAlreadyPinned(first.sid))
+        let pinned = try keyring.pinnedSenders().filter { [first.sid, second.sid].contains($0.sid) }
+        #expect(Set(pinned.map(\.label)) == ["first", "second"])
+        #expect(Set(pinned.map(\.publicKey)) == [first.publicKey, second.publicKey])
+        #expect(try keyring.pinnedSenders() == keyring.pinnedSenders().sorted())
+        // Pins are not device keys, and device keys are not pins.
+        #expect(try !keyring.list().contains { [first.sid.base64URL, second.sid.base64URL].contains($0.kid.base64URL) })
+        #expect(try !keyring.pinnedSenders().contains { $0.sid.base64URL == device.kid.base64URL })
+
+        #expect(decryptionFailure(v1, with: keyring) == .untrustedSender)
+        #expect(decryptionFailure(v2, with: keyring) == nil)
+
+        try keyring.unpinSender(second.sid)
+        #expect(keyringError { try keyring.unpinSender(second.sid) } == .senderNotFound(second.sid))
+        #expect(decryptionFailure(v2, with: keyring) == .untrustedSender)
+        try keyring.unpinSender(first.sid)
+        #expect(try keyring.pinnedSenders().map(\.sid) == before)
+        #expect(decryptionFailure(v1, with: keyring) == (before.isEmpty ? nil : .untrustedSender))
+    }
+
+    @Test(
+        "memory and file keyrings pin, list, refuse a pinned sid, unpin, and switch pinned mode", arguments: ["memory", "file", "caching"])
+    func contract(_ kind: String) throws {
+        let folder = try TemporaryFolder()
+        let keyring: any Keyring =
+            switch kind {
+            case "memory": InMemoryKeyring()
+            case "file": FileKeyring(folder: folder.path + "/keys")
+            default: CachingKeyring(FileKeyring(folder: folder.path + "/keys"))
+            }
+        try Self.checkContract(keyring)
+    }
+
+    @Test("the file keyring keeps each pin in its own 0600 file in a 0700 senders folder, with nothing else left behind")
+    func fileLayout() throws {
+        let previous = umask(0)
+        defer { umask(previous) }
+        let folder = try TemporaryFolder()
+        let keyring = FileKeyring(folder: folder.path + "/keys")
+        let sender = SenderKey.generate()
+        try keyring.pinSender(sender.publicKey, label: "backend")
+        #expect(keyring.sendersFolder == folder.path + "/keys/senders")
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyring.sendersFolder)
+        #expect(attributes[.posixPermissions] as? Int == 0o700)
+        let files = try FileManager.default.contentsOfDirectory(atPath: keyring.sendersFolder)
+        #expect(files == ["\(sender.sid.base64URL).json"])
+        let path = keyring.sendersFolder + "/" + files[0]
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
+        let object = try #require(try JSONReader.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: path)))).objectValue)
+        #expect(object.keys == ["sid", "public_key", "label", "created"])
+        #expect(object["public_key"] == .string(sender.publicKey.base64URL))
+        #expect(try keyring.list().isEmpty)
+    }
+
+    @Test("a pin the file keyring cannot read is an error, never skipped: its reader then trusts no push")
+    func unreadablePin() throws {
+        let folder = try TemporaryFolder()
+        let keyring = FileKeyring(folder: folder.path + "/keys")
+        let device = DeviceKey.generate()
+        try keyring.store(device, label: "d")
+        let v1 = try sealedPush(for: device)
+        let sender = SenderKey.generate()
+        try keyring.pinSender(sender.publicKey, label: "s")
+        let path = keyring.sendersFolder + "/\(sender.sid.base64URL).json"
+
+        chmod(path, 0o644)
+        #expect(keyringError { try keyring.pinnedSenders() } == .io(PrivateFileError.tooOpen(path: path, mode: 0o100644).description))
+        #expect(decryptionFailure(v1, with: keyring) == .untrustedSender)
+        chmod(path, 0o600)
+        chmod(keyring.sendersFolder, 0o755)
+        #expect(keyringError { try keyring.pinnedSenders() } != nil)
+        #expect(decryptionFailure(v1, with: keyring) == .untrustedSender)
+        chmod(keyring.sendersFolder, 0o700)
+
+        // A file whose sid is not its key's, or not its name's.
+        let other = SenderKey.generate()
+        try Data(#"{"sid":"\#(other.sid)","public_key":"\#(sender.publicKey)","label":"x","created":1}"#.utf8)
+            .write(to: URL(fileURLWithPath: keyring.sendersFolder + "/\(sender.sid.base64URL).json.tmp"))
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.moveItem(atPath: path + ".tmp", toPath: path)
+        chmod(path, 0o600)
+        #expect(keyringError { try keyring.pinnedSenders() } == .io("\(path): the sid is not the public key's"))
+        #expect(decryptionFailure(v1, with: keyring) == .untrustedSender)
+        try FileManager.default.removeItem(atPath: path)
+        // Files that are not pins are skipped: hidden files, other names.
+        FileManager.default.createFile(atPath: keyring.sendersFolder + "/.kindly-push-abc", contents: Data("x".utf8))
+        FileManager.default.createFile(atPath: keyring.sendersFolder + "/notes.txt", contents: Data("x".utf8))
+        #expect(try keyring.pinnedSenders().isEmpty)
+        #expect(decryptionFailure(v1, with: keyring) == nil)
+    }
+
+    @Test("the caching keyring reads the pins once, and again after a pin or unpin through it")
+    func cachingKeyring() throws {
+        let base = InMemoryKeyring()
+        let caching = CachingKeyring(base)
+        let first = SenderKey.generate().publicKey
+        #expect(try caching.pinnedSenders().isEmpty)
+        try base.pinSender(first, label: "behind its back")
+        #expect(try caching.pinnedSenders().isEmpty)
+        let second = SenderKey.generate().publicKey
+        try caching.pinSender(second, label: "through it")
+        #expect(Set(try caching.pinnedSenders().map(\.publicKey)) == [first, second])
+        try caching.unpinSender(first.sid)
+        #expect(try caching.pinnedSenders().map(\.publicKey) == [second])
+    }
+
+    /// A keyring written before pinning existed: only the device-key requirements.
+    struct DeviceKeysOnly: Keyring {
+        let name = "device-keys-only"
+        let inner = InMemoryKeyring()
+        func store(_ key: DeviceKey, label: String) throws(KeyringError) { try inner.store(key, label: label) }
+        func key(for kid: KeyID) throws(KeyringError) -> DeviceKey { try inner.key(for: kid) }
+        func list() throws(KeyringError) -> [KeyringEntry] { try inner.list() }
+        func delete(_ kid: KeyID) throws(KeyringError) { try inner.delete(kid) }
+    }
+
+    @Test("a keyring that cannot hold pins holds none, cannot pin, and has none to unpin")
+    func defaults() throws {
+        let keyring = DeviceKeysOnly()
+        let sender = SenderKey.generate()
+        #expect(try keyring.pinnedSenders().isEmpty)
+        #expect(
+            keyringError { try keyring.pinSender(sender.publicKey, label: "x") }
+                == .io("the device-keys-only keyring cannot hold pinned sender keys"))
+        #expect(keyringError { try keyring.unpinSender(sender.sid) } == .senderNotFound(sender.sid))
+        let device = DeviceKey.generate()
+        try keyring.store(device, label: "d")
+        #expect(decryptionFailure(try sealedPush(for: device), with: keyring) == nil)
+        #expect(!KindlyPushDecryption(keyring: keyring).isInPinnedMode)
+    }
+
+    @Test("the in-memory keyring lists its pins while locked (they are public) and refuses to pin")
+    func inMemoryLock() throws {
+        let sender = SenderKey.generate().publicKey
+        let keyring = InMemoryKeyring(pinnedSenders: [sender, sender])
+        keyring.isLocked = true
+        #expect(try keyring.pinnedSenders().map(\.publicKey) == [sender])
+        #expect(keyringError { try keyring.pinSender(SenderKey.generate().publicKey, label: "x") } == .locked("in-memory keyring"))
+    }
+
+    // MARK: Secret Service
+
+    @Test("the Secret Service keyring pins, lists, refuses a pinned sid, unpins, and switches pinned mode", .needsSecretService)
+    func secretServiceContract() throws {
+        let collection = try SecretServiceControl.createCollection()
+        try Self.checkContract(SecretServiceKeyring(collection: .objectPath(collection)))
+    }
+
+    @Test("a pin is an item of the schema ai.kindly.push.SenderKey that secret-tool finds by sid", .needsSecretService)
+    func secretServiceSchema() throws {
+        let collection = try SecretServiceControl.createCollection()
+        let keyring = SecretServiceKeyring(collection: .objectPath(collection))
+        let sender = SenderKey.generate()
+        try keyring.pinSender(sender.publicKey, label: "schema test")
+        let search = try run("/usr/bin/secret-tool", ["search", "--all", "--", "sid", sender.sid.base64URL])
+        let text = String(decoding: search.standardOutput + search.standardError, as: UTF8.self)
+        #expect(text.contains("attribute.public_key = \(sender.publicKey.base64URL)"))
+        #expect(text.contains("schema = ai.kindly.push.SenderKey"))
+        #expect(text.contains("attribute.label = schema test"))
+        #expect(try keyring.list().isEmpty)
+    }
+
+    @Test("a locked collection: the pins cannot be read, so nothing is trusted; unlocked, it decrypts", .needsSecretService)
+    func secretServiceLocked() throws {
+        let collection = try SecretServiceControl.createCollection()
+        let keyring = SecretServiceKeyring(collection: .objectPath(collection))
+        let device = DeviceKey.generate()
+        let sender = SenderKey.generate()
+        try keyring.store(device, label: "d")
+        try keyring.pinSender(sender.publicKey, label: "s")
+        let v2 = try JSONReader.parse(try KindlyPushSealer.seal(Self.payload, for: device.publicKey, from: sender))
+        #expect(decryptionFailure(v2, with: keyring) == nil)
+        try SecretServiceControl.lock(collection)
+        guard case .locked? = keyringError({ try keyring.pinnedSenders() }) else {
+            Issue.record("a locked collection's pins did not fail as locked")
+            return
+        }
+        #expect(decryptionFailure(v2, with: keyring) == .keyUnavailable)
+        #expect(KindlyPushDecryption(keyring: keyring).isInPinnedMode)
+        try SecretServiceControl.unlock(collection)
+        #expect(decryptionFailure(v2, with: keyring) == nil)
+    }
+}
