@@ -60,8 +60,8 @@ struct HelpAndUsageTests {
                 Reads an APNs JSON document on standard input and prints {"kindly": BOOL,
                 "decrypted": BOOL}. Exits 0 when the push is Kindly's and 1 when it is not.
 
-                USAGE: kindly-push check [<file> ...] [--jsonl] [--jobs <n>] [--output <path>]
-                         [--quiet] [--summary]
+                USAGE: kindly-push check [--jsonl] [--jobs <n>] [--output <path>] [--quiet]
+                         [--summary] [<file> ...]
 
                 OPTIONS:
                   --jsonl                 Read one JSON document per line and write one JSON

@@ -29,8 +29,11 @@ extension Command {
             return option.isRequired ? label : "[\(label)]"
         }
         .joined(separator: " ")
+        // An action word (`list`, `delete <kid>`) comes first, as a subcommand does; operands
+        // (`<path> ...`, `[<file> ...]`) come after the options.
         return arguments.map { form in
-            [name, form, options].filter { !$0.isEmpty }.joined(separator: " ")
+            let isOperand = form.hasPrefix("<") || form.hasPrefix("[")
+            return (isOperand ? [name, options, form] : [name, form, options]).filter { !$0.isEmpty }.joined(separator: " ")
         }
     }
 }
