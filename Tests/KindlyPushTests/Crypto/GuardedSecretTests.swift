@@ -46,6 +46,21 @@ struct GuardedSecretTests {
         }
     }
 
+    @Test("a sender's secret key and the second shared secret of version 2 are guarded too")
+    func senderSecretsAreGuarded() throws {
+        let sender = SenderKey.generate()
+        let device = DeviceKey.generate()
+        let deviceSide = try SenderBinding(device: device, sender: sender.publicKey)
+        let senderSide = try SenderBinding(sender: sender, recipient: device.publicKey)
+        for (what, secret) in [
+            ("sender key", sender.secretKey), ("device side", deviceSide.sharedSecret), ("sender side", senderSide.sharedSecret),
+        ] {
+            let flags = try secret.withUnsafeBytes { try Self.mappingFlags(of: $0.baseAddress!) }
+            #expect(flags.contains("dd") && flags.contains("lo"), "\(what): \(flags)")
+        }
+        #expect(deviceSide.sharedSecret == senderSide.sharedSecret)
+    }
+
     @Test("a decryptor's reused buffers are all zeros after wipe()")
     func decryptorWipes() throws {
         let key = DeviceKey.generate()
