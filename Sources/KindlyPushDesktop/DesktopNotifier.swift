@@ -322,7 +322,7 @@ public final class DesktopNotifier: @unchecked Sendable {
     }
 
     /// `DBUS_SESSION_BUS_ADDRESS`, else `unix:path=$XDG_RUNTIME_DIR/bus` when that socket exists.
-    static func sessionBusAddress() -> String? {
+    package static func sessionBusAddress() -> String? {
         if let value = getenv("DBUS_SESSION_BUS_ADDRESS") {
             let address = String(cString: value)
             if !address.isEmpty { return address }

@@ -120,36 +120,6 @@ public struct SecretServiceKeyring: Keyring {
         probeSessionBus(busAddress: busAddress, timeout: timeout) == .available
     }
 
-    /// What ``probeSessionBus(busAddress:timeout:)`` found.
-    package enum BusProbe: Sendable, Equatable {
-        /// A session bus answered, with the Secret Service running or startable.
-        case available
-        /// No session bus (none known, nothing listening), or one without a Secret Service.
-        case absent
-        /// Something is there but did not answer within the time budget: a bus or service that
-        /// hangs, or one that is just slow. It may hold keys that a fallback would not see.
-        case unresponsive
-    }
-
-    /// As ``sessionBusAnswers(busAddress:timeout:)``, telling a bus that is absent from one that
-    /// did not answer in time.
-    package static func probeSessionBus(busAddress: String? = nil, timeout: Duration = .milliseconds(500)) -> BusProbe {
-        guard let address = busAddress ?? environmentBusAddress() else { return .absent }
-        let deadline = Deadline(timeout)
-        var error: UnsafeMutablePointer<GError>?
-        guard let connection = kps_connection_open(address, deadline.cancellable, &error) else {
-            let cancelled = kps_error_kind(error) == KPS_ERROR_CANCELLED
-            if let error { g_error_free(error) }
-            return cancelled ? .unresponsive : .absent
-        }
-        defer { BusConnection.close(connection) }
-        let available = kps_bus_name_available(connection, busName, deadline.cancellable, &error)
-        let cancelled = error != nil && kps_error_kind(error) == KPS_ERROR_CANCELLED
-        if let error { g_error_free(error) }
-        if available != 0 { return .available }
-        return cancelled ? .unresponsive : .absent
-    }
-
     static func environmentBusAddress() -> String? {
         guard let value = getenv("DBUS_SESSION_BUS_ADDRESS") else { return nil }
         let address = String(cString: value)

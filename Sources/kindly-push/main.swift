@@ -19,7 +19,7 @@ _ = kp_install_crash_handlers()
 /// The commands that work on pushes and keys, in the order help lists them.
 nonisolated let commands: [any Command.Type] = [
     KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
-    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self,
+    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self,
 ]
 
 /// Every command, in the order help lists them (top-level code initializes in order: this
@@ -59,7 +59,7 @@ nonisolated func runKindlyPush(_ arguments: [String], environment: [String: Stri
         let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
         if parsed.has("--help") { return Terminal.printText(Help.command(command, width: width)) }
-        return try command.init(parsed, environment: environment).run()
+        return try command.make(parsed, environment: environment).run()
     } catch {
         Diagnostics.report(error)
         return error.code.exitStatus

@@ -38,6 +38,8 @@ struct HelpAndUsageTests {
                   senders                 Pin a sender key in the keyring, list the pinned keys,
                                           or remove one.
                   verify                  Run test-vector files and report each failure.
+                  doctor                  Check what decrypting needs here: keyring, session
+                                          bus, Secret Service, key files, libraries.
                   completions             Print a shell completion script (bash, zsh or fish).
                   man                     Print the man page (roff; view it with `kindly-push
                                           man | man -l -`).
@@ -82,7 +84,8 @@ struct HelpAndUsageTests {
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
         arguments: [
-            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "completions", "man",
+            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "doctor", "completions",
+            "man",
         ])
     func subcommandHelp(_ name: String) throws {
         for form in [[name, "--help"], [name, "-h"], ["help", name]] {

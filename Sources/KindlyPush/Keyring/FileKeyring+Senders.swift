@@ -11,7 +11,10 @@ package import KindlyPushCore
 /// or not at all, and is never overwritten.
 extension FileKeyring {
     /// The folder of the pinned sender keys.
-    public var sendersFolder: String { folder + "/senders" }
+    public var sendersFolder: String { folder + "/" + FileKeyring.sendersFolderName }
+
+    /// The name of ``sendersFolder`` inside the key folder.
+    package static let sendersFolderName = "senders"
 
     func senderPath(for sid: SenderID) -> String {
         "\(sendersFolder)/\(sid.base64URL).json"

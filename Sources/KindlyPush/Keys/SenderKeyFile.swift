@@ -18,9 +18,8 @@ public enum SenderKeyFile {
 
     /// Parses and checks sender-key-file text (`path` names it in errors): the three members
     /// agree (the public key is the secret key's, the sid is the public key's); `object` is the
-    /// file's object with the secret key's value replaced by `null`. Public so that the fuzz
-    /// targets reach it.
-    public static func parse(
+    /// file's object with the secret key's value replaced by `null`.
+    package static func parse(
         _ bytes: UnsafeRawBufferPointer, path: String
     ) throws(PrivateFileError) -> (key: SenderKey, object: JSONObject) {
         let parsed = try KeyPairFile.parse(bytes, path: path, kind: .sender)

@@ -18,6 +18,9 @@ package struct PushSealer {
     package let recipient: DevicePublicKey
     /// Version 2's sender and second shared secret; `nil` for version 1.
     package let sender: SenderBinding?
+    /// Seals nothing: every plaintext is left to the general path (which says why), for a
+    /// recipient that a version 2 sender key cannot seal for.
+    private let refusesAll: Bool
     private let kid: [UInt8]
     /// The document with empty `epk`, `n` and `ct`, and where it is cut.
     private let template: [UInt8]
@@ -35,10 +38,11 @@ package struct PushSealer {
 
     package init(
         recipient: DevicePublicKey, sender: SenderBinding? = nil, mode: KindlyPushSealer.Mode = .visible,
-        placeholder: KindlyPushSealer.Placeholder = .default
+        placeholder: KindlyPushSealer.Placeholder = .default, refusesAll: Bool = false
     ) {
         self.recipient = recipient
         self.sender = sender
+        self.refusesAll = refusesAll
         self.kid = recipient.kid.bytes
         let empty = SealedEnvelope(kid: recipient.kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: [], nonce: [], ciphertext: [])
         template = JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder))
@@ -59,7 +63,7 @@ package struct PushSealer {
     package mutating func seal(
         plaintext: UnsafeRawBufferPointer, ephemeralSecretKey: SecureBytes?, nonce: [UInt8]?, appendingTo output: inout [UInt8]
     ) -> Outcome {
-        guard DecryptedPayload.isCanonicalCompactText(plaintext) else { return .undecided }
+        guard !refusesAll, DecryptedPayload.isCanonicalCompactText(plaintext) else { return .undecided }
         let block = WireFormat.paddingBlockSize
         let paddedLength = (plaintext.count / block + 1) * block
         let sealedLength = paddedLength + XChaCha20Poly1305.tagLength

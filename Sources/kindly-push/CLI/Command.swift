@@ -13,6 +13,10 @@ protocol Command: Sendable {
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
 
+    /// The command that runs for these arguments: `Self` unless an option selects another way of
+    /// doing the job (`seal --recipients-inline`).
+    static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command
+
     /// Runs the command and returns the exit status.
     func run() -> Int32
 }
@@ -35,6 +39,10 @@ extension Command {
             let isOperand = form.hasPrefix("<") || form.hasPrefix("[")
             return (isOperand ? [name, options, form] : [name, form, options]).filter { !$0.isEmpty }.joined(separator: " ")
         }
+    }
+
+    static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+        try Self(arguments, environment: environment)
     }
 }
 

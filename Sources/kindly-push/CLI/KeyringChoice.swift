@@ -37,12 +37,12 @@ enum KeyringChoice: String, CaseIterable, Sendable {
             switch SecretServiceKeyring.probeSessionBus(busAddress: busAddress(environment)) {
             case .available:
                 keyring = try secretService(environment: environment, for: purpose)
-            case .unresponsive where purpose == .store:
+            case .timedOut where purpose == .store:
                 throw CLIError(
                     .io,
                     "the session bus did not answer within 0.5 s: not storing the new key in the file keyring, where the Secret "
                         + "Service would not see it; try again, or choose with --keyring file or --keyring secret-service")
-            case .absent, .unresponsive:
+            case .noAddress, .unreachable, .noSecretService, .timedOut:
                 keyring = FileKeyring(folder: try fileFolder(environment))
             }
         }
@@ -72,18 +72,21 @@ enum KeyringChoice: String, CaseIterable, Sendable {
     /// An object path that is not one is a usage error, but for look-ups, where the keyring then
     /// fails each of them at once (`key_unavailable`).
     private static func secretService(environment: [String: String], for purpose: Purpose) throws(CLIError) -> any Keyring {
-        var collection = SecretServiceKeyring.Collection.default
-        if let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty {
-            collection = name.hasPrefix("/") ? .objectPath(name) : .alias(name)
-        }
+        let collection = secretServiceCollection(environment: environment)
         if purpose != .lookUp, let problem = collection.objectPathProblem {
             throw CLIError(.usage, "KINDLY_PUSH_SECRET_SERVICE_COLLECTION: \(problem)")
         }
         return SecretServiceKeyring(collection: collection, busAddress: busAddress(environment))
     }
 
+    /// The collection `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names, else the default one.
+    static func secretServiceCollection(environment: [String: String]) -> SecretServiceKeyring.Collection {
+        guard let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty else { return .default }
+        return name.hasPrefix("/") ? .objectPath(name) : .alias(name)
+    }
+
     /// `DBUS_SESSION_BUS_ADDRESS` of the command's environment; unset or empty means no bus.
-    private static func busAddress(_ environment: [String: String]) -> String? {
+    static func busAddress(_ environment: [String: String]) -> String? {
         guard let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else { return nil }
         return address
     }

@@ -11,6 +11,10 @@ struct SealCommand: DocumentCommand {
         the compact APNs payload (wire-format section 3), at most 4096 bytes. With
         --sender-key-file the push is version 2 (wire-format section 7): it proves its sender, and
         only devices that pinned the sender key decrypt it; without, it is version 1.
+
+        With --recipients-inline each input is {"public_key": B64, "plaintext": {...}} (and
+        optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device.
+        With --fit a body too long for APNs is cut to the longest prefix that fits.
         """
     static let options: [OptionSpec] =
         [
@@ -20,6 +24,11 @@ struct SealCommand: DocumentCommand {
             .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
             .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
             .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
+            .flag(
+                "--fit", "Cut a body too long for APNs to the longest prefix that fits, ended with \"…\" and marked \"truncated\": true."),
+            .flag(
+                "--recipients-inline",
+                "Read {\"public_key\", \"plaintext\"} objects, each sealed for its own device (with --jsonl: one per line)."),
         ] + SharedOptions.stream + [SharedOptions.help]
 
     let recipient: DevicePublicKey
@@ -31,17 +40,12 @@ struct SealCommand: DocumentCommand {
     let senderFailure: CLIError?
     let mode: KindlyPushSealer.Mode
     let placeholder: KindlyPushSealer.Placeholder
+    let oversize: KindlyPushSealer.Oversize
     let stream: StreamOptions
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        mode = arguments.value("--mode").flatMap(KindlyPushSealer.Mode.init(rawValue:)) ?? .visible
-        let title = arguments.value("--placeholder-title")
-        let body = arguments.value("--placeholder-body")
-        if mode == .silent, title != nil || body != nil {
-            throw CLIError(.usage, "a silent push has no alert: --placeholder-title and --placeholder-body need --mode visible")
-        }
-        placeholder = KindlyPushSealer.Placeholder(
-            title: title ?? KindlyPushSealer.Placeholder.default.title, body: body ?? KindlyPushSealer.Placeholder.default.body)
+        (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
+        oversize = PlaintextSealing.oversize(arguments)
         stream = try StreamOptions(arguments, command: Self.name)
         switch (arguments.value("--public-key"), arguments.value("--key-file")) {
         case (let text?, nil):
@@ -59,13 +63,7 @@ struct SealCommand: DocumentCommand {
         }
         var sender: SenderBinding?
         var senderFailure: CLIError?
-        if let path = arguments.value("--sender-key-file") {
-            let key: SenderKey
-            do throws(PrivateFileError) {
-                key = try SenderKeyFile.read(path)
-            } catch {
-                throw CLIError(.io, error.description)
-            }
+        if let key = try PlaintextSealing.senderKey(arguments) {
             do throws(KindlyPushSealer.SealingError) {
                 sender = try KindlyPushSealer.binding(of: key, for: recipient)
             } catch {
@@ -83,17 +81,14 @@ struct SealCommand: DocumentCommand {
     /// The fast path for plaintexts already in compact form; the rest goes the general way, which
     /// gives the same output (with other random bytes) and the exact error.
     func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        if senderFailure == nil, scratch.seal(plaintext: bytes, appendingTo: &output) == .sealed { return .success }
+        if senderFailure == nil, PlaintextSealing.sealFast(bytes, with: &scratch, into: &output) { return .success }
         return try process(bytes: bytes, into: &output)
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
         if let senderFailure { throw senderFailure }
-        do throws(KindlyPushSealer.SealingError) {
-            output += try KindlyPushSealer.seal(plaintext: document, for: recipient, binding: sender, mode: mode, placeholder: placeholder)
-            return .success
-        } catch {
-            throw CLIError(.badInput, error.description)
-        }
+        try PlaintextSealing.seal(
+            document, for: recipient, binding: sender, mode: mode, placeholder: placeholder, oversize: oversize, into: &output)
+        return .success
     }
 }

@@ -5,6 +5,9 @@
   corpus.py decrypt-binary KEY SEALED OUT   the sealed pushes decoded, for limit-decrypt.c
   corpus.py decrypt-binary-v2 KEY SENDER SEALED OUT   version 2 pushes decoded, for limit-decrypt-v2.c
   corpus.py seal-binary KEY PLAIN OUT       the plaintext texts, for limit-seal.c
+  corpus.py inline KEYS PLAIN SEED          each plaintext for a device drawn from KEYS (one
+                                            base64url public key per line), as
+                                            `seal --recipients-inline` reads it, on stdout
 
 A plaintext has chat_id, title (5-40 characters), body (20-300 characters), message_id and
 sent_at; the text mixes scripts (Latin, Cyrillic, Greek, CJK, Arabic, emoji), with now and then
@@ -100,6 +103,16 @@ def seal_binary(key_path, plain_path, out_path):
             out.write(struct.pack("<I", len(text)) + text)
 
 
+def inline(keys_path, plain_path, seed):
+    rng = random.Random(seed)
+    with open(keys_path) as keys:
+        devices = [line.strip() for line in keys if line.strip()]
+    write = sys.stdout.write
+    with open(plain_path) as plain:
+        for line in plain:
+            write('{"public_key":"%s","plaintext":%s}\n' % (rng.choice(devices), line.rstrip("\n")))
+
+
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "plaintexts" and len(sys.argv) == 4:
@@ -110,5 +123,7 @@ if __name__ == "__main__":
         decrypt_binary_v2(*sys.argv[2:])
     elif command == "seal-binary" and len(sys.argv) == 5:
         seal_binary(*sys.argv[2:])
+    elif command == "inline" and len(sys.argv) == 5:
+        inline(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         sys.exit(__doc__)

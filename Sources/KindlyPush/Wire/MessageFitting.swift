@@ -1,0 +1,208 @@
+internal import KindlyPushCore
+
+extension KindlyPushSealer {
+    /// What sealing does with a message whose push would exceed APNs' limit of 4096 bytes.
+    public enum Oversize: Sendable, Equatable, CaseIterable {
+        /// Refuse it with ``SealingError/payloadTooLarge(size:)``, as
+        /// ``seal(_:for:mode:placeholder:)`` does.
+        case refuse
+        /// Seal the largest prefix of `body` that fits, cut between two `Character`s (grapheme
+        /// clusters: an emoji with its modifiers, or a letter with its combining marks, is never
+        /// split) and ended with "…", with `"truncated": true` in the plaintext, so that the app
+        /// knows to fetch the whole message by `message_id`. When even the body "…" does not
+        /// fit (a huge title or extras), seal the minimal plaintext `{"chat_id", "message_id"
+        /// (when there is one), "title": "", "body": "", "truncated": true}`. A message that fits
+        /// is sealed unchanged, without the flag. `seal --fit` does this.
+        case truncateBody
+    }
+
+    /// Seals `payload` for `recipient` and returns the compact APNs JSON, at most 4096 bytes;
+    /// `oversize` says what happens to a message that would make a larger push.
+    ///
+    /// ```swift
+    /// let push = try KindlyPushSealer.seal(payload, for: devicePublicKey, oversize: .truncateBody)
+    /// ```
+    ///
+    /// The size is computed, not tried: the padded length in 64-byte blocks plus the 16-byte tag,
+    /// its base64url length, the JSON escaping of the body as the compact writer writes it, and
+    /// the envelope and `aps` around it give the largest plaintext that fits, and the body is cut
+    /// to that in one pass over its characters.
+    ///
+    /// - Throws: ``SealingError/invalidPlaintext(_:)`` when `truncated` is present and not a
+    ///   boolean; ``SealingError/payloadTooLarge(size:)`` with ``Oversize/refuse`` for a message
+    ///   that does not fit, and with ``Oversize/truncateBody`` when even the minimal plaintext
+    ///   does not fit (a `chat_id` or `message_id` of thousands of bytes);
+    ///   ``SealingError/unusableRecipientKey`` for a low-order public key.
+    public static func seal(
+        _ payload: DecryptedPayload,
+        for recipient: DevicePublicKey,
+        mode: Mode = .visible,
+        placeholder: Placeholder = .default,
+        oversize: Oversize
+    ) throws(SealingError) -> [UInt8] {
+        try seal(payload, for: recipient, binding: nil, mode: mode, placeholder: placeholder, oversize: oversize)
+    }
+
+    /// ``seal(_:for:mode:placeholder:oversize:)`` as version 2, with the sender key `sender`
+    /// (wire format section 7.2): the fitting counts the envelope's `sid`.
+    public static func seal(
+        _ payload: DecryptedPayload,
+        for recipient: DevicePublicKey,
+        from sender: SenderKey,
+        mode: Mode = .visible,
+        placeholder: Placeholder = .default,
+        oversize: Oversize
+    ) throws(SealingError) -> [UInt8] {
+        try seal(
+            payload, for: recipient, binding: try binding(of: sender, for: recipient), mode: mode, placeholder: placeholder,
+            oversize: oversize)
+    }
+
+    /// Both versions (`binding` `nil`: version 1), with a binding computed beforehand.
+    package static func seal(
+        _ payload: DecryptedPayload,
+        for recipient: DevicePublicKey,
+        binding: SenderBinding?,
+        mode: Mode,
+        placeholder: Placeholder,
+        oversize: Oversize
+    ) throws(SealingError) -> [UInt8] {
+        do throws(PlaintextError) {
+            try MessageFitting.checkTruncatedFlag(payload.object)
+        } catch {
+            throw .invalidPlaintext(error.description)
+        }
+        var message = payload
+        if oversize == .truncateBody {
+            let templateLength = MessageFitting.templateLength(
+                for: recipient, sender: binding?.publicKey.sid, mode: mode, placeholder: placeholder)
+            message = try MessageFitting.fit(payload, templateLength: templateLength)
+        }
+        guard let binding else { return try seal(message, for: recipient, mode: mode, placeholder: placeholder) }
+        return try seal(message, for: recipient, binding: binding, mode: mode, placeholder: placeholder)
+    }
+}
+
+/// The size arithmetic of a sealed push (wire format sections 2 and 3) and the cutting of a
+/// message's body to fit APNs' limit, for ``KindlyPushSealer/Oversize/truncateBody``.
+///
+/// A push is the compact document that ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)``
+/// writes. Its `epk`, `n` and `ct` are base64url text, which JSON never escapes, so its length is
+/// the length of the same document with those three strings empty (the template), plus
+/// `b64(32) + b64(24) + b64(P + 16)`, where `P` is the plaintext's padded length: the next
+/// multiple of 64 strictly above the plaintext's length (at least one padding byte).
+package enum MessageFitting {
+    /// The plaintext key of wire-format section 4 that `--fit` writes.
+    package static let truncatedKey = "truncated"
+    /// What ends a cut body: U+2026, three UTF-8 bytes that JSON does not escape.
+    package static let ellipsis = "\u{2026}"
+
+    /// The length of the push's document with empty `epk`, `n` and `ct`.
+    package static func templateLength(
+        for recipient: DevicePublicKey, sender: SenderID? = nil, mode: KindlyPushSealer.Mode, placeholder: KindlyPushSealer.Placeholder
+    ) -> Int {
+        let empty = SealedEnvelope(kid: recipient.kid, senderID: sender, ephemeralPublicKey: [], nonce: [], ciphertext: [])
+        return JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder)).count
+    }
+
+    /// The length of a push whose template is `templateLength` bytes and whose plaintext is
+    /// `plaintextLength` bytes.
+    package static func documentLength(templateLength: Int, plaintextLength: Int) -> Int {
+        let block = WireFormat.paddingBlockSize
+        let paddedLength = (plaintextLength / block + 1) * block
+        return templateLength + Base64.urlEncodedLength(of: X25519.keyLength)
+            + Base64.urlEncodedLength(of: XChaCha20Poly1305.nonceLength)
+            + Base64.urlEncodedLength(of: paddedLength + XChaCha20Poly1305.tagLength)
+    }
+
+    /// The largest plaintext length (its compact JSON text, in bytes) whose push fits in 4096
+    /// bytes; negative when not even an empty plaintext fits (a huge placeholder).
+    ///
+    /// With `R` the room left for `ct` after the template, `epk` and `n`, the longest sealed
+    /// message is `floor(3R / 4)` bytes (base64url without padding writes `ceil(4x / 3)`
+    /// characters for `x` bytes), so the longest padded one is the largest multiple of 64 not
+    /// above that minus the tag, and the plaintext has at most one byte less.
+    package static func plaintextBudget(templateLength: Int) -> Int {
+        let room =
+            WireFormat.maximumPayloadSize - templateLength - Base64.urlEncodedLength(of: X25519.keyLength)
+            - Base64.urlEncodedLength(of: XChaCha20Poly1305.nonceLength)
+        guard room > 0 else { return -1 }
+        let sealedLength = room * 3 / 4
+        let paddedLength = (sealedLength - XChaCha20Poly1305.tagLength) / WireFormat.paddingBlockSize * WireFormat.paddingBlockSize
+        return paddedLength - 1
+    }
+
+    /// `payload` unchanged when its push fits; else the payload with the longest body prefix
+    /// that fits (cut between `Character`s, ended with "…") and `"truncated": true`; else the
+    /// minimal plaintext.
+    ///
+    /// - Parameter templateLength: ``templateLength(for:mode:placeholder:)`` of the push.
+    /// - Throws: ``KindlyPushSealer/SealingError/payloadTooLarge(size:)`` with the size of the
+    ///   push of the minimal plaintext, when even that does not fit.
+    package static func fit(_ payload: DecryptedPayload, templateLength: Int) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
+        let budget = plaintextBudget(templateLength: templateLength)
+        if JSONWriter.compactBytes(.object(payload.object)).count <= budget { return payload }
+
+        // Everything but the body's text: the message with an empty body and the flag, which
+        // replaces a `truncated` the message has (a boolean: checked before) or comes last.
+        var object = payload.object
+        object[KindlyKey.body] = ""
+        object[truncatedKey] = true
+        let room = budget - JSONWriter.compactBytes(.object(object)).count - ellipsis.utf8.count
+        if room >= 0 {
+            // The escaped length of a text is the sum of its bytes' escaped lengths, so one pass
+            // finds the longest prefix of whole characters that fits.
+            let body = payload.body
+            var end = body.startIndex
+            var used = 0
+            for character in body {
+                var cost = 0
+                for byte in character.utf8 { cost += JSONWriter.escapedLength(of: byte) }
+                guard used + cost <= room else { break }
+                used += cost
+                end = body.index(after: end)
+            }
+            object[KindlyKey.body] = .string(String(body[..<end]) + ellipsis)
+            return try checked(object, templateLength: templateLength)
+        }
+
+        var minimal: JSONObject = [KindlyKey.chatID: .string(payload.chatId)]
+        if let messageId = payload.messageId { minimal[KindlyKey.messageID] = .string(messageId) }
+        minimal[KindlyKey.title] = ""
+        minimal[KindlyKey.body] = ""
+        minimal[truncatedKey] = true
+        return try checked(minimal, templateLength: templateLength)
+    }
+
+    /// The payload of `object` after verifying that its push fits.
+    private static func checked(_ object: JSONObject, templateLength: Int) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
+        let size = documentLength(templateLength: templateLength, plaintextLength: JSONWriter.compactBytes(.object(object)).count)
+        guard size <= WireFormat.maximumPayloadSize else { throw .payloadTooLarge(size: size) }
+        do {
+            return try DecryptedPayload(validating: object)
+        } catch {
+            // Not reached: the members come from a valid payload.
+            throw .invalidPlaintext(error.description)
+        }
+    }
+
+    /// Section 4: `truncated`, when present, is a boolean. (Sealing checks it here; the reading
+    /// side's ``DecryptedPayload`` check gives `bad_plaintext`.)
+    package static func checkTruncatedFlag(_ object: JSONObject) throws(PlaintextError) {
+        guard let value = object[truncatedKey] else { return }
+        guard case .bool = value else { throw PlaintextError("\"\(truncatedKey)\" is \(value.typeName), not a boolean") }
+    }
+}
+
+extension JSONWriter {
+    /// How many bytes ``writeString(_:to:)`` writes for one byte of UTF-8 text: 2 for `"`, `\`
+    /// and the control characters with a short escape, 6 for the other control characters
+    /// (`\u00XX`), 1 for every other byte (a non-ASCII character's bytes are never escaped).
+    package static func escapedLength(of byte: UInt8) -> Int {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x08, 0x09, 0x0A, 0x0C, 0x0D: return 2
+        case 0..<0x20: return 6
+        default: return 1
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import KindlyPush
+import KindlyPushCore
+import Testing
+
+/// `kindly-push doctor` beside the real gnome-keyring that tools/with-secret-service starts.
+@Suite(
+    "kindly-push doctor with the Secret Service",
+    .enabled(if: SecretServiceSession.isRunning, "no Secret Service: run under tools/with-secret-service"))
+struct DoctorSecretServiceTests {
+    @Test("a locked collection is a problem (exit 1) within 2 s, and all is ok once it is unlocked")
+    func lockedCollection() throws {
+        let collection = try SecretServiceSession.createCollection()
+        var environment = SecretServiceSession.environment
+        environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"] = collection
+        let keyring = try DoctorTests.Keyring(keys: 0)
+        let keygen = try CLI.run(["keygen", "--keyring", "secret-service"], environment: environment)
+        try #require(keygen.status == 0, "\(keygen.stderr)")
+        let kid = try #require(try JSONValue(parsing: keygen.stdout)["kid"]?.stringValue)
+        try SecretServiceSession.control(["lock", collection])
+
+        let locked = try DoctorTests.doctor(keyring: keyring, environment: environment)
+        #expect(locked.status == 1)
+        let lines = DoctorTests.lines(locked)
+        // The notification server depends on the harness (dunst joins the bus under tools/with-desktop).
+        try #require(lines.count == 10, "\(locked.stdout)")
+        let name = "the Secret Service collection \(collection)"
+        #expect(
+            lines[0]
+                == "ok       keyring: auto uses the secret-service keyring (\(name)): the session bus answers and offers the Secret Service"
+        )
+        #expect(lines[1] == "ok       session-bus: answers")
+        #expect(lines[2].hasPrefix("ok       secret-service: answers (in ") && lines[2].hasSuffix(" ms)"))
+        #expect(
+            lines[3]
+                == "problem  secret-service-collection: \(name) is locked: no push decrypts until it is unlocked; to fix: unlock it (log in to the desktop session, or unlock it in Seahorse); KindlyPush never prompts"
+        )
+        #expect(lines[4] == "ok       file-keyring: \(keyring.folder) does not exist (not used)")
+        #expect(lines[5] == "warning  device-keys: not listed: the Secret Service collection cannot be read (see above)")
+        #expect(lines[6].contains(" notification-server: "))
+        #expect(lines[9] == (lines[6].hasPrefix("warning") ? "1 problem, 2 warnings" : "1 problem, 1 warning"))
+
+        try SecretServiceSession.control(["unlock", collection])
+        let unlocked = try DoctorTests.doctor(keyring: keyring, environment: environment)
+        #expect(unlocked.status == 0)
+        let after = DoctorTests.lines(unlocked)
+        #expect(after[3] == "ok       secret-service-collection: \(name) is unlocked (1 device key)")
+        #expect(after[5] == "ok       device-keys: 1 in the secret-service keyring: \(kid) (0 days old)")
+        #expect(after.last?.hasPrefix("0 problems, ") == true)
+        #expect(after.filter { $0.hasPrefix("warning") }.allSatisfy { $0.hasPrefix("warning  notification-server: ") })
+        // Asked about the file keyring, the locked collection is a warning only.
+        try SecretServiceSession.control(["lock", collection])
+        let files = try DoctorTests.doctor(["--keyring", "file"], keyring: keyring, environment: environment)
+        #expect(files.status == 0)
+        #expect(DoctorTests.lines(files)[3].hasPrefix("warning  secret-service-collection: \(name) is locked"))
+        try SecretServiceSession.control(["unlock", collection])
+    }
+
+    @Test("a Secret Service that never answers is a problem within the 1.5 s budget")
+    func hungService() throws {
+        let bus = try TestBus()
+        let hung = Process()
+        hung.executableURL = URL(fileURLWithPath: CLI.packageRoot.appendingPathComponent("tools/secret-service-control").path)
+        hung.arguments = ["hang"]
+        hung.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SESSION_BUS_ADDRESS": bus.address]) { $1 }
+        let input = Pipe()
+        let output = Pipe()
+        hung.standardInput = input
+        hung.standardOutput = output
+        try hung.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            hung.waitUntilExit()
+        }
+        #expect(String(decoding: output.fileHandleForReading.readData(ofLength: 6), as: UTF8.self) == "ready\n")
+
+        let keyring = try DoctorTests.Keyring(keys: 0)
+        let started = Date()
+        let result = try DoctorTests.doctor(keyring: keyring, environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let seconds = Date().timeIntervalSince(started)
+        #expect(seconds < 2 && seconds > 1.2, "took \(seconds) s")
+        #expect(result.status == 1)
+        let lines = DoctorTests.lines(result)
+        #expect(lines[2].hasPrefix("problem  secret-service: does not answer within 1.5 seconds ("), "\(result.stdout)")
+        #expect(lines[2].hasSuffix("; to fix: restart the keyring daemon (gnome-keyring-daemon), or use --keyring file"))
+    }
+}
+
+/// A message bus of the test's own (dbus-daemon), where any client may own any name.
+final class TestBus {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-bus-\(UUID().uuidString)").path
+    let process = Process()
+    let address: String
+
+    init() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(folder)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        try config.write(toFile: "\(folder)/bus.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--nofork", "--print-address=1", "--config-file=\(folder)/bus.conf"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line: [UInt8] = []
+        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") { line.append(byte) }
+        address = String(decoding: line, as: UTF8.self)
+    }
+
+    deinit {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// `kindly-push doctor` beside the real notification server (dunst) of tools/with-desktop.
+@Suite(
+    "kindly-push doctor with a notification server",
+    .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"))
+struct DoctorDesktopTests {
+    /// What dunst says through gdbus: an implementation other than the one under test.
+    static func gdbus(_ method: String) throws -> String {
+        let output = try CLI.run(
+            [
+                "gdbus", "call", "--session", "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
+                "--method", "org.freedesktop.Notifications.\(method)",
+            ], environment: DesktopSession.environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        guard output.status == 0 else { throw DoctorTests.Failure(description: output.stderr) }
+        return output.stdout
+    }
+
+    /// The quoted strings of a gdbus answer, in order: `('dunst', 'knopwob', '1.9.0', '1.2')`.
+    static func strings(_ answer: String) -> [String] {
+        answer.split(separator: "'", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+    }
+
+    @Test("the notification server's name, vendor, version, specification and capabilities, as the server gives them")
+    func notificationServer() throws {
+        let information = Self.strings(try Self.gdbus("GetServerInformation"))
+        try #require(information.count == 4)
+        let capabilities = Self.strings(try Self.gdbus("GetCapabilities")).sorted()
+        let keyring = try DoctorTests.Keyring(keys: 1)
+        let output = try DoctorTests.doctor(keyring: keyring, environment: DesktopSession.environment)
+        let line = try #require(DoctorTests.lines(output).first { $0.contains(" notification-server: ") })
+        #expect(
+            line
+                == "ok       notification-server: \(information[0]) \(information[2]) (\(information[1])), specification \(information[3]); capabilities: \(capabilities.joined(separator: ", "))"
+        )
+        let json = try DoctorTests.doctor(["--json"], keyring: keyring, environment: DesktopSession.environment)
+        let object = try #require(
+            try DoctorTests.lines(json).map { try JSONValue(parsing: $0) }.first { $0["check"] == "notification-server" })
+        #expect(object["capabilities"] == .array(capabilities.map { .string($0) }))
+        #expect(object["name"]?.stringValue == information[0])
+    }
+}
