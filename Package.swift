@@ -100,9 +100,18 @@ let package = Package(
             dependencies: ["CSodium"],
             swiftSettings: strictSettings
         ),
+        // The types and logic of the public API, with no Foundation: the command links this
+        // alone, so that a one-shot run loads neither Foundation nor ICU.
+        .target(
+            name: "KindlyPushBase",
+            dependencies: ["KindlyPushCore"],
+            swiftSettings: strictSettings
+        ),
+        // The public library: KindlyPushBase re-exported, and what needs Foundation (`Data` and
+        // dictionary forms, `LocalizedError`, the notification service extension).
         .target(
             name: "KindlyPush",
-            dependencies: ["KindlyPushCore"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -124,7 +133,7 @@ let package = Package(
         // suite; not a product.
         .target(
             name: "KindlyPushVectors",
-            dependencies: ["KindlyPush", "KindlyPushCore"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -142,7 +151,9 @@ let package = Package(
         ),
         .testTarget(
             name: "KindlyPushTests",
-            dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushTesting", "KindlyPushVectors"]
+            dependencies: [
+                "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushTesting", "KindlyPushVectors",
+            ]
         ),
         .testTarget(
             name: "KindlyPushDesktopTests",

@@ -1,4 +1,4 @@
-package import KindlyPush
+package import KindlyPushBase
 package import KindlyPushCore
 
 /// A test vector of cli.md: a push for a device key (and the reader's pinned sender keys) and
