@@ -40,7 +40,7 @@ struct GuardedSecretTests {
     @Test("a device's secret key, however it was made, lives in locked memory left out of core dumps")
     func deviceKeysAreGuarded() throws {
         let folder = NSTemporaryDirectory() + "kindly-guarded-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let generated = DeviceKey.generate()
         try KeyFile.write(generated, to: folder + "/k.json")
