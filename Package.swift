@@ -89,6 +89,10 @@ let package = Package(
             dependencies: ["CGio"],
             cSettings: [.unsafeFlags(gioIncludes)]
         ),
+        // What the command does before it reads a key: standard streams held, the process made
+        // non-dumpable, crash handlers that print one fixed line and dump nothing (prctl is
+        // C-variadic, and a signal handler must be plain async-signal-safe C).
+        .target(name: "CProcessGuard"),
         // Primitives on libsodium, canonical base64, secure buffers, line batching and locks.
         // Its API is `package`: nothing here is visible to a client of the products.
         .target(
@@ -135,7 +139,7 @@ let package = Package(
         .executableTarget(
             name: "kindly-push",
             dependencies: [
-                "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors", "KindlyPushDesktop",
+                "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors", "KindlyPushDesktop", "CProcessGuard",
             ],
             swiftSettings: strictSettings
         ),

@@ -48,6 +48,38 @@ public struct SecretServiceKeyring: Keyring {
             case .objectPath(let path): return "the Secret Service collection \(path)"
             }
         }
+
+        /// Why an ``objectPath(_:)`` is not a D-Bus object path, or `nil` when it is one (or an alias).
+        /// GLib refuses such a path with a critical warning and never starts the call, which then
+        /// waits forever; it is checked here first, so that it fails at once.
+        package var objectPathProblem: String? {
+            guard case .objectPath(let path) = self, !SecretServiceKeyring.isObjectPath(path) else { return nil }
+            return "'\(path)' is not a D-Bus object path (\"/\" or \"/\" and elements of A-Z, a-z, 0-9 and \"_\" "
+                + "separated by single \"/\", with no \"/\" at the end)"
+        }
+    }
+
+    /// Whether `path` is a D-Bus object path, as `g_variant_is_object_path` checks it: `/`, or
+    /// `/` followed by one or more elements of `[A-Za-z0-9_]` separated by single `/`, with no `/`
+    /// at the end.
+    package static func isObjectPath(_ path: String) -> Bool {
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/") else { return false }
+        if bytes.count == 1 { return true }
+        var elementLength = 0
+        for byte in bytes.dropFirst() {
+            switch byte {
+            case UInt8(ascii: "/"):
+                guard elementLength > 0 else { return false }
+                elementLength = 0
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"):
+                elementLength += 1
+            default:
+                return false
+            }
+        }
+        return elementLength > 0
     }
 
     /// The D-Bus name every Secret Service implementation owns.
@@ -97,6 +129,7 @@ public struct SecretServiceKeyring: Keyring {
     // MARK: Keyring
 
     public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
+        if let problem = KeyringLabel.problem(with: label) { throw .io("cannot store the key: \(problem)") }
         let operation = try Operation(self, "store a key")
         guard let collection = try operation.unlockedCollection() else {
             // Creating a collection needs a password prompt, which this keyring never shows.
@@ -209,6 +242,9 @@ extension SecretServiceKeyring {
 
         init(_ keyring: SecretServiceKeyring, _ what: String) throws(KeyringError) {
             self.keyring = keyring
+            if let problem = keyring.collection.objectPathProblem {
+                throw .io("cannot use the Secret Service collection: \(problem)")
+            }
             deadline = Deadline(keyring.timeout)
             guard let address = keyring.busAddress else {
                 throw .unreachable("no session bus: DBUS_SESSION_BUS_ADDRESS is not set")

@@ -7,8 +7,11 @@ extension SecretServiceKeyring {
     package enum SessionBusProbe: Sendable, Equatable {
         /// No bus address: neither given nor in `DBUS_SESSION_BUS_ADDRESS`.
         case noAddress
-        /// The bus could not be reached, or did not answer within the time budget.
+        /// The bus could not be reached: nothing listens there, or the connection failed.
         case unreachable(String)
+        /// The bus, or the Secret Service on it, is there but did not answer within the time
+        /// budget: it hangs, or is slow. It may hold keys that a fallback would not see.
+        case timedOut(String)
         /// The bus answers, but no Secret Service runs on it and none can be started.
         case noSecretService
         /// The bus answers and has the Secret Service running, or can start it.
@@ -23,20 +26,20 @@ extension SecretServiceKeyring {
         let deadline = Deadline(timeout)
         var error: UnsafeMutablePointer<GError>?
         guard let connection = kps_connection_open(address, deadline.cancellable, &error) else {
-            return .unreachable(probeFailure(error, timeout: timeout))
+            return probeFailure(error, timeout: timeout)
         }
         defer { BusConnection.close(connection) }
         let available = kps_bus_name_available(connection, busName, deadline.cancellable, &error)
-        if error != nil { return .unreachable(probeFailure(error, timeout: timeout)) }
+        if error != nil { return probeFailure(error, timeout: timeout) }
         return available != 0 ? .available : .noSecretService
     }
 
-    /// The text of a failed probe's error (freed here).
-    private static func probeFailure(_ error: UnsafeMutablePointer<GError>?, timeout: Duration) -> String {
-        guard let error else { return "no detail" }
+    /// What a failed probe's error means (freed here): the budget ran out, or the bus is not there.
+    private static func probeFailure(_ error: UnsafeMutablePointer<GError>?, timeout: Duration) -> SessionBusProbe {
+        guard let error else { return .unreachable("no detail") }
         defer { g_error_free(error) }
-        if kps_error_kind(error) == KPS_ERROR_CANCELLED { return "it did not answer within \(timeout)" }
-        return error.pointee.message.map { String(cString: $0) } ?? "no detail"
+        if kps_error_kind(error) == KPS_ERROR_CANCELLED { return .timedOut("it did not answer within \(timeout)") }
+        return .unreachable(error.pointee.message.map { String(cString: $0) } ?? "no detail")
     }
 
     /// The version of libsecret's headers the package was built with. (libsecret 0.20 has no

@@ -69,9 +69,17 @@ package struct TestVector: Sendable {
             guard let decoded = try? Base64.decode(try string(key)) else { throw FormatError(description: "\"\(key)\" is not base64") }
             return decoded
         }
+        /// A secret decoded straight into a wiped buffer, never into an array.
+        func secret(_ key: String) throws(FormatError) -> SecureBytes {
+            let text = try string(key)
+            guard let decoded = try? text.withUTF8Bytes({ (raw) throws(Base64.DecodingError) in try Base64.decodeSecret(raw) }) else {
+                throw FormatError(description: "\"\(key)\" is not base64")
+            }
+            return decoded
+        }
         description = (try? string("description")) ?? ""
-        let secret = try bytes("device_secret_key")
-        guard let secretKey = secret.withUnsafeBytes({ try? DeviceSecretKey(SecureBytes(copying: $0)) }) else {
+        let secretBytes = try secret("device_secret_key")
+        guard let secretKey = try? DeviceSecretKey(secretBytes) else {
             throw FormatError(description: "\"device_secret_key\" is not 32 bytes")
         }
         deviceKey = DeviceKey(secretKey: secretKey)
@@ -105,7 +113,6 @@ package struct TestVector: Sendable {
             throw FormatError(description: "\"expected.result\" is neither \"ok\" nor \"error\"")
         }
         if object["ephemeral_secret_key"] != nil || object["nonce"] != nil || object["plaintext"] != nil {
-            let ephemeral = try bytes("ephemeral_secret_key")
             var sender: SenderKey?
             if object["sender_secret_key"] != nil {
                 guard let key = try? SenderKey(base64: try string("sender_secret_key")) else {
@@ -114,7 +121,7 @@ package struct TestVector: Sendable {
                 sender = key
             }
             sealing = Sealing(
-                ephemeralSecretKey: ephemeral.withUnsafeBytes { SecureBytes(copying: $0) },
+                ephemeralSecretKey: try secret("ephemeral_secret_key"),
                 nonce: try bytes("nonce"),
                 plaintext: try string("plaintext"),
                 sender: sender)

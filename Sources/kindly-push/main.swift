@@ -1,3 +1,4 @@
+internal import CProcessGuard
 import Foundation
 internal import KindlyPush
 internal import KindlyPushCore
@@ -5,6 +6,15 @@ internal import KindlyPushCore
 #if canImport(Glibc)
     import Glibc
 #endif
+
+// First, before any file is opened or any key is read (see "Hardening (round 2)" in the README):
+// closed standard streams are held on /dev/null, so no file takes their numbers; the process is
+// not dumpable (no core file, no reading of its memory by other processes of the user); a crash
+// prints one fixed line and exits 70, instead of the Swift runtime's report, which dumps memory
+// around each register.
+_ = kp_hold_standard_streams()
+_ = kp_make_undumpable()
+_ = kp_install_crash_handlers()
 
 /// The commands that work on pushes and keys, in the order help lists them.
 nonisolated let commands: [any Command.Type] = [
@@ -25,6 +35,8 @@ nonisolated func unknownSubcommand(_ name: String) -> Int32 {
 
 /// Parses the command line, runs one command and returns the exit status.
 nonisolated func runKindlyPush(_ arguments: [String], environment: [String: String]) -> Int32 {
+    // For tests: the named-temporary-file fallback of systems without O_TMPFILE.
+    if environment["KINDLY_PUSH_TEST_NO_O_TMPFILE"] == "1" { PrivateFile.usesNamelessFiles = false }
     let width = Help.width(environment: environment)
     guard let name = arguments.first else {
         Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))

@@ -23,7 +23,7 @@ struct DoctorSecretServiceTests {
         #expect(locked.status == 1)
         let lines = DoctorTests.lines(locked)
         // The notification server depends on the harness (dunst joins the bus under tools/with-desktop).
-        try #require(lines.count == 10, "\(locked.stdout)")
+        try #require(lines.count == 11, "\(locked.stdout)")
         let name = "the Secret Service collection \(collection)"
         #expect(
             lines[0]
@@ -37,8 +37,12 @@ struct DoctorSecretServiceTests {
         )
         #expect(lines[4] == "ok       file-keyring: \(keyring.folder) does not exist (not used)")
         #expect(lines[5] == "warning  device-keys: not listed: the Secret Service collection cannot be read (see above)")
-        #expect(lines[6].contains(" notification-server: "))
-        #expect(lines[9] == (lines[6].hasPrefix("warning") ? "1 problem, 2 warnings" : "1 problem, 1 warning"))
+        #expect(
+            lines[6]
+                == "ok       pinned-senders: in the Secret Service: kindly-push senders list --keyring secret-service lists them"
+        )
+        #expect(lines[7].contains(" notification-server: "))
+        #expect(lines[10] == (lines[7].hasPrefix("warning") ? "1 problem, 2 warnings" : "1 problem, 1 warning"))
 
         try SecretServiceSession.control(["unlock", collection])
         let unlocked = try DoctorTests.doctor(keyring: keyring, environment: environment)

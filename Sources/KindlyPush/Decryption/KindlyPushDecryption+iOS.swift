@@ -10,10 +10,13 @@ extension KindlyPushDecryption {
     /// Decryption with the platform's default keyring, as the iOS SDK's static form uses the
     /// keychain: the file keyring in its default folder (`$KINDLY_PUSH_KEYRING_DIR`, else
     /// `$XDG_DATA_HOME/kindly-push/keys`, else `~/.local/share/kindly-push/keys`), read from the
-    /// process environment when called.
+    /// process environment when called (`~` is the password database's home when `HOME` is
+    /// unset). With no home folder at all it holds no keys: every push is `key_unavailable`.
     public static var standard: KindlyPushDecryption {
-        KindlyPushDecryption(
-            keyring: FileKeyring(folder: FileKeyring.defaultFolder(environment: ProcessInfo.processInfo.environment)))
+        guard let folder = try? FileKeyring.defaultFolder(environment: ProcessInfo.processInfo.environment) else {
+            return KindlyPushDecryption(keyring: InMemoryKeyring())
+        }
+        return KindlyPushDecryption(keyring: FileKeyring(folder: folder))
     }
 
     /// The iOS SDK's static `decrypt(userInfo:)`: decrypts with ``standard``'s keyring; `nil` on

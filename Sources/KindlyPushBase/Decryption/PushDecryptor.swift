@@ -44,6 +44,17 @@ package struct PushDecryptor {
         self.decryption = decryption
     }
 
+    /// Zeroes the reused buffers, which hold the last plaintexts: for the end of a run.
+    package mutating func wipe() {
+        fields.wipeCapacity()
+        plaintext.wipeCapacity()
+    }
+
+    /// Whether every byte of the reused buffers is zero (for tests of ``wipe()``).
+    package var buffersAreZero: Bool {
+        fields.allSatisfy { $0 == 0 } && plaintext.allSatisfy { $0 == 0 }
+    }
+
     /// Decrypts the push whose JSON text is `document`. Appends to `output` only on `.decrypted`.
     package mutating func decrypt(_ document: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
         guard let envelope = EnvelopeLocation(document) else { return .undecided }

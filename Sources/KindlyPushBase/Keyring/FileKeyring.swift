@@ -23,12 +23,21 @@ public struct FileKeyring: Keyring {
         self.folder = folder
     }
 
-    /// The folder cli.md names: `$KINDLY_PUSH_KEYRING_DIR`, else `$XDG_DATA_HOME/kindly-push/keys`,
-    /// else `~/.local/share/kindly-push/keys`.
-    public static func defaultFolder(environment: [String: String]) -> String {
+    /// The folder cli.md names: `$KINDLY_PUSH_KEYRING_DIR`, else `$XDG_DATA_HOME/kindly-push/keys`
+    /// (an absolute `XDG_DATA_HOME` only, as the XDG specification says), else
+    /// `~/.local/share/kindly-push/keys`, where `~` is `$HOME` or, when `HOME` is unset or empty,
+    /// the effective user's home folder in the password database.
+    ///
+    /// - Throws: ``KeyringError/io(_:)`` when there is no home folder either: never a folder
+    ///   relative to the current one.
+    public static func defaultFolder(environment: [String: String]) throws(KeyringError) -> String {
         if let folder = environment["KINDLY_PUSH_KEYRING_DIR"], !folder.isEmpty { return folder }
-        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/kindly-push/keys" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "."
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/kindly-push/keys" }
+        guard let home = environment["HOME"].flatMap({ $0.isEmpty ? nil : $0 }) ?? PrivateFile.passwordDatabaseHome() else {
+            throw .io(
+                "cannot place the file keyring: HOME is not set and the password database has no home folder for uid \(geteuid()); "
+                    + "set KINDLY_PUSH_KEYRING_DIR")
+        }
         return home + "/.local/share/kindly-push/keys"
     }
 
@@ -37,8 +46,10 @@ public struct FileKeyring: Keyring {
     }
 
     public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
+        if let problem = KeyringLabel.problem(with: label) { throw .io("cannot store the key: \(problem)") }
         do throws(PrivateFileError) {
             try PrivateFile.makePrivateFolder(folder)
+            _ = PrivateFile.removeLeftovers(in: folder)
             let contents = KeyFile.serialize(
                 key,
                 extra: [
@@ -56,13 +67,16 @@ public struct FileKeyring: Keyring {
     }
 
     public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
-        try load(kid).key
+        try load(kid, sweeping: true).key
     }
 
-    private func load(_ kid: KeyID) throws(KeyringError) -> (key: DeviceKey, object: JSONObject) {
+    /// Reads the entry of `kid`, after checking the folder (and, when `sweeping`, removing what
+    /// interrupted writes left in it).
+    private func load(_ kid: KeyID, sweeping: Bool = false) throws(KeyringError) -> (key: DeviceKey, object: JSONObject) {
         let path = path(for: kid)
         do throws(PrivateFileError) {
             try PrivateFile.checkPrivateFolder(folder)
+            if sweeping { _ = PrivateFile.removeLeftovers(in: folder) }
             let contents = try PrivateFile.read(path)
             let parsed = try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try KeyFile.parse(bytes, path: path) }
             guard parsed.key.kid == kid else { throw PrivateFileError.malformed(path: path, reason: "holds another kid") }
@@ -74,12 +88,45 @@ public struct FileKeyring: Keyring {
         }
     }
 
+    /// Every stored key's public information. An entry that cannot be read (not a regular file,
+    /// too open, too large, another user's, malformed) is an error; ``scan()`` lists the others.
     public func list() throws(KeyringError) -> [KeyringEntry] {
-        guard let directory = opendir(folder) else {
-            if errno == ENOENT { return [] }
-            throw .io(PrivateFileError.system(path: folder, operation: "opendir", errno: errno).description)
+        let listing = try scan()
+        if let problem = listing.problems.first { throw problem }
+        return listing.entries
+    }
+
+    /// What ``scan()`` found in the folder.
+    package struct Listing: Sendable {
+        /// The keys that could be read, sorted as ``KeyringEntry`` sorts.
+        package var entries: [KeyringEntry] = []
+        /// One error for each entry that could not be read (its message names the file).
+        package var problems: [KeyringError] = []
+        /// The temporary files of interrupted writes that were found and removed.
+        package var removedLeftovers: [String] = []
+
+        package init() {}
+    }
+
+    /// Reads every entry of the folder, keeping the good ones and an error for each bad one,
+    /// after removing what interrupted writes left. Throws only when the folder itself cannot be
+    /// used (another user's, too open, not a folder, unreadable); a folder that does not exist
+    /// holds no keys.
+    package func scan() throws(KeyringError) -> Listing {
+        var listing = Listing()
+        do throws(PrivateFileError) {
+            try PrivateFile.checkPrivateFolder(folder)
+        } catch .missing {
+            return listing
+        } catch {
+            throw .io(error.description)
         }
-        defer { closedir(directory) }
+        listing.removedLeftovers = PrivateFile.removeLeftovers(in: folder)
+        guard let directory = opendir(folder) else {
+            let code = errno
+            if code == ENOENT { return listing }
+            throw .io(PrivateFileError.system(path: folder, operation: "opendir", errno: code).description)
+        }
         var kids: [KeyID] = []
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
@@ -90,23 +137,35 @@ public struct FileKeyring: Keyring {
             }
             kids.append(kid)
         }
-        var entries: [KeyringEntry] = []
-        for kid in kids {
+        closedir(directory)
+        for kid in kids.sorted(by: { $0.base64URL < $1.base64URL }) {
             let loaded: (key: DeviceKey, object: JSONObject)
             do throws(KeyringError) {
                 loaded = try load(kid)
             } catch .notFound {
                 continue  // deleted by another process since the folder was read
+            } catch {
+                listing.problems.append(error)
+                continue
             }
             let created = loaded.object["created"]?.numberValue?.integerValue(in: 0...Int64.max) ?? 0
-            entries.append(
+            listing.entries.append(
                 KeyringEntry(kid: kid, publicKey: loaded.key.publicKey, label: loaded.object["label"]?.stringValue ?? "", created: created))
         }
-        return entries.sorted()
+        listing.entries.sort()
+        return listing
     }
 
     public func delete(_ kid: KeyID) throws(KeyringError) {
         let path = path(for: kid)
+        do throws(PrivateFileError) {
+            try PrivateFile.checkPrivateFolder(folder)
+        } catch .missing {
+            throw .notFound(kid)
+        } catch {
+            throw .io(error.description)
+        }
+        _ = PrivateFile.removeLeftovers(in: folder)
         guard unlink(path) == 0 else {
             if errno == ENOENT { throw .notFound(kid) }
             throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)

@@ -80,12 +80,13 @@ public enum KeyDecodingError: Error, Sendable, Equatable, CustomStringConvertibl
 public struct DeviceSecretKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     package let storage: SecureBytes
 
-    /// A secret key from a secure buffer of 32 bytes.
+    /// A secret key from a secure buffer of 32 bytes. A key lives as long as the keyring or
+    /// cache that holds it, so it is kept in guarded storage (locked in RAM, out of core dumps).
     package init(_ bytes: SecureBytes) throws(CryptoError) {
         guard bytes.count == X25519.keyLength else {
             throw .invalidLength(what: "an X25519 secret key", expected: X25519.keyLength, actual: bytes.count)
         }
-        self.storage = bytes
+        self.storage = bytes.guarded()
     }
 
     /// A secret key from its base64url (or standard base64) text, as a key file holds it.

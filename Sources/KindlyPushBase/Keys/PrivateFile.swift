@@ -21,6 +21,11 @@ public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertibl
     case malformed(path: String, reason: String)
     /// A system call failed (`operation`, with its `errno`).
     case system(path: String, operation: String, errno: Int32)
+    /// The file or folder belongs to another user than the one running (uid `owner`).
+    case notOwned(path: String, owner: UInt32)
+    /// The folder holding a key lets others replace what is in it (writable by group or others,
+    /// without the sticky bit).
+    case unsafeFolder(path: String, mode: UInt32)
 
     public var description: String {
         switch self {
@@ -37,15 +42,83 @@ public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertibl
         case .malformed(let path, let reason): return "\(path): \(reason)"
         case .system(let path, let operation, let code):
             return "\(path): \(operation) failed: \(String(cString: strerror(code)))"
+        case .notOwned(let path, let owner):
+            let user = geteuid()
+            return "\(path): owned by \(PrivateFile.userName(owner)) (uid \(owner)), not by \(PrivateFile.userName(user)) (uid \(user)), "
+                + "who runs kindly-push; keys and key folders of another user are refused"
+        case .unsafeFolder(let path, let mode):
+            let permissions = String(mode & 0o7777, radix: 8)
+            return "\(path): permissions \(permissions) let other users replace the keys in it; "
+                + "a folder holding keys must not be writable by group or others (chmod go-w \(path))"
         }
     }
 }
 
 /// Files only their owner may read: created 0600 whatever the umask, written atomically
 /// (temporary file, fsync, rename or link, fsync of the folder) so that a crash never leaves
-/// a torn or lost key, and refused when group or others can read them, as ssh does.
+/// a torn or lost key, and refused when group or others can read them, as ssh does. As ssh does
+/// too, a file or folder owned by another user than the effective one is refused (root uses
+/// root's files only), and so is a folder that others may write to (unless sticky, as /tmp).
 package enum PrivateFile {
     static let maximumSize = 64 * 1024
+
+    /// The start of the name of every temporary file a write makes (and of those older versions
+    /// made): a file whose name begins so is never a key, and is removed by
+    /// ``removeLeftovers(in:)`` once its writer is gone.
+    package static let temporaryPrefix = ".kindly-push-"
+
+    private static let namelessFiles = Locked(true)
+
+    /// Whether ``write(_:to:)`` writes a new file nameless first (Linux `O_TMPFILE`) where the
+    /// system can. Tests turn it off to run the named-temporary-file fallback.
+    package static var usesNamelessFiles: Bool {
+        get { namelessFiles.withLock { $0 } }
+        set { namelessFiles.withLock { $0 = newValue } }
+    }
+
+    /// The name of the user `uid` in the password database, or `uid N`.
+    static func userName(_ uid: uid_t) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
+            return "uid \(uid)"
+        }
+        return String(cString: name)
+    }
+
+    /// The home folder of the effective user in the password database, or `nil`.
+    package static func passwordDatabaseHome() -> String? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(geteuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let home = entry.pw_dir else {
+            return nil
+        }
+        let text = String(cString: home)
+        return text.isEmpty ? nil : text
+    }
+
+    /// Refuses `status` (of `path`) unless the effective user owns it.
+    private static func checkOwner(_ status: stat, path: String) throws(PrivateFileError) {
+        guard status.st_uid == geteuid() else { throw .notOwned(path: path, owner: status.st_uid) }
+    }
+
+    /// Refuses the folder holding `path` when another user could replace what is in it: it is
+    /// writable by group or others without the sticky bit, or owned by another user than the
+    /// effective one or root.
+    static func checkParent(of path: String) throws(PrivateFileError) {
+        let folder = folderName(of: path)
+        var status = stat()
+        guard stat(folder, &status) == 0 else {
+            let code = errno
+            throw .system(path: folder, operation: "stat", errno: code)
+        }
+        guard status.st_uid == geteuid() || status.st_uid == 0 else { throw .notOwned(path: folder, owner: status.st_uid) }
+        if status.st_mode & 0o022 != 0, status.st_mode & S_ISVTX == 0 {
+            throw .unsafeFolder(path: folder, mode: UInt32(status.st_mode))
+        }
+    }
 
     /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
     /// only its owner can access.
@@ -61,7 +134,9 @@ package enum PrivateFile {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile(path: path) }
+        try checkOwner(status, path: path)
         guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: UInt32(status.st_mode)) }
+        try checkParent(of: path)
         guard status.st_size <= maximumSize else { throw .tooLarge(path: path) }
         let size = Int(status.st_size)
         var readError: PrivateFileError?
@@ -88,11 +163,17 @@ package enum PrivateFile {
     /// crash or `kill -9` at any moment leaves either nothing or the whole file, never a partial
     /// key and never a stray temporary copy of a secret. Where that is unavailable (another
     /// system, a file system without `O_TMPFILE`, no `/proc`) a hidden temporary file
-    /// (`.kindly-push-XXXXXX`, which no reader takes for a key) is written and linked or renamed.
-    /// An existing file at `path` is an error and is left untouched: a key is never replaced.
+    /// (`.kindly-push-tmp-XXXXXX`, which no reader takes for a key) is written under an exclusive
+    /// lock and renamed into place without replacing anything (`renameat2` with
+    /// `RENAME_NOREPLACE`), so the key never has a second name. A kill before the rename leaves
+    /// the temporary file; the keyring removes it the next time it is opened
+    /// (``removeLeftovers(in:)``). Only where the file system cannot rename without replacing is
+    /// it linked and then unlinked, and a kill between the two leaves a second name, removed the
+    /// same way. An existing file at `path` is an error and is left untouched: a key is never
+    /// replaced.
     static func write(_ contents: UnsafeRawBufferPointer, to path: String) throws(PrivateFileError) {
         let folder = folderName(of: path)
-        if let descriptor = openNameless(in: folder) {
+        if usesNamelessFiles, let descriptor = openNameless(in: folder) {
             defer { close(descriptor) }
             try fill(descriptor, with: contents, path: path)
             // linkat fails when the target exists, so an existing key is never replaced.
@@ -106,28 +187,81 @@ package enum PrivateFile {
             // Cannot name it here (no /proc): the named temporary file below does the job.
         }
 
-        var template = Array("\(folder)/.kindly-push-XXXXXX".utf8CString)
+        var template = Array("\(folder)/\(temporaryPrefix)tmp-XXXXXX".utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw .system(path: path, operation: "create a temporary file", errno: errno) }
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        // Held until the file is renamed or removed: removeLeftovers never takes a live write.
+        _ = flock(descriptor, LOCK_EX)
+        defer { close(descriptor) }
         let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var committed = false
         defer {
             if !committed { unlink(temporaryPath) }
         }
-        do {
-            defer { close(descriptor) }
-            try fill(descriptor, with: contents, path: path)
+        try fill(descriptor, with: contents, path: path)
+        switch renameWithoutReplacing(temporaryPath, path) {
+        case 0:
+            break
+        case EEXIST:
+            throw .exists(path: path)
+        case EINVAL, ENOSYS, ENOTSUP:
+            // The file system cannot rename without replacing: link() fails when the target
+            // exists, so an existing key is never replaced.
+            guard link(temporaryPath, path) == 0 else {
+                let code = errno
+                if code == EEXIST { throw .exists(path: path) }
+                throw .system(path: path, operation: "link", errno: code)
+            }
+            unlink(temporaryPath)
+        case let code:
+            throw .system(path: path, operation: "rename", errno: code)
         }
-        // link() fails when the target exists, so an existing key is never replaced.
-        guard link(temporaryPath, path) == 0 else {
-            let code = errno
-            if code == EEXIST { throw .exists(path: path) }
-            throw .system(path: path, operation: "link", errno: code)
-        }
-        unlink(temporaryPath)
         committed = true
         syncFolder(folder)
+    }
+
+    private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>?, Int32, UnsafePointer<CChar>?, UInt32) -> Int32
+
+    /// glibc's renameat2 (2.28 and later), which the Glibc module does not export.
+    private static let renameat2: RenameAt2? = dlsym(nil, "renameat2").map { unsafeBitCast($0, to: RenameAt2.self) }
+
+    /// Renames `source` to `target` unless `target` exists: 0, or the errno (EEXIST when it
+    /// exists; EINVAL or ENOSYS where the system or file system cannot do it).
+    private static func renameWithoutReplacing(_ source: String, _ target: String) -> Int32 {
+        guard let renameat2 else { return ENOSYS }
+        let renameNoReplace: UInt32 = 1
+        return renameat2(AT_FDCWD, source, AT_FDCWD, target, renameNoReplace) == 0 ? 0 : errno
+    }
+
+    /// Removes the temporary files that interrupted writes left in `folder` (names beginning with
+    /// ``temporaryPrefix``) and returns their paths. A file whose writer is still at work (it
+    /// holds the file's lock) is left alone.
+    package static func removeLeftovers(in folder: String) -> [String] {
+        guard let directory = opendir(folder) else { return [] }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasPrefix(temporaryPrefix) { names.append(name) }
+        }
+        closedir(directory)
+        var removed: [String] = []
+        for name in names.sorted() {
+            let path = "\(folder)/\(name)"
+            var status = stat()
+            guard lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFDIR else { continue }
+            if status.st_mode & S_IFMT == S_IFREG {
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+                guard descriptor >= 0 else { continue }
+                defer { close(descriptor) }
+                guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
+            }
+            if unlink(path) == 0 { removed.append(path) }
+        }
+        if !removed.isEmpty { syncFolder(folder) }
+        return removed
     }
 
     /// A new file without a name in `folder`, or nil where the system cannot make one.
@@ -165,6 +299,7 @@ package enum PrivateFile {
             if parent != path, stat(parent, &status) != 0 {
                 try makeFolder(parent, mode: 0o700)
             }
+            try checkParent(of: path)
             guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
                 throw .system(path: path, operation: "mkdir", errno: errno)
             }
@@ -185,7 +320,9 @@ package enum PrivateFile {
             throw .system(path: path, operation: "stat", errno: code)
         }
         guard status.st_mode & S_IFMT == S_IFDIR else { throw .malformed(path: path, reason: "not a folder") }
+        try checkOwner(status, path: path)
         guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: UInt32(status.st_mode)) }
+        try checkParent(of: path)
     }
 
     private static func makeFolder(_ path: String, mode: mode_t) throws(PrivateFileError) {

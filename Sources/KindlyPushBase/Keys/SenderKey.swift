@@ -87,9 +87,10 @@ public struct SenderKey: Sendable, CustomStringConvertible {
     public var sid: SenderID { publicKey.sid }
 
     /// The key pair of a 32-byte secret key; the public key is derived, so the two always match.
+    /// The key lives for a whole run, so it is kept in guarded storage (locked, out of core dumps).
     package init(secretKey: SecureBytes) throws(CryptoError) {
         let raw = try X25519.publicKey(for: secretKey)
-        self.secretKey = secretKey
+        self.secretKey = secretKey.guarded()
         self.publicKey = try! SenderPublicKey(rawRepresentation: raw)
     }
 

@@ -238,9 +238,10 @@ package struct SenderBinding: Sendable {
     /// low-order pinned key.
     package init(device key: DeviceKey, sender: SenderPublicKey) throws(CryptoError) {
         publicKey = sender
+        // Kept for the run: in guarded storage (locked, out of core dumps).
         sharedSecret = try sender.rawRepresentation.withBytes { (spk) throws(CryptoError) in
             try X25519.sharedSecret(secretKey: key.secretKey.storage, publicKey: spk)
-        }
+        }.guarded()
     }
 
     /// The backend's side: `X25519(ssk, pk)`. Throws ``CryptoError/allZeroSharedSecret`` for a
@@ -249,6 +250,6 @@ package struct SenderBinding: Sendable {
         publicKey = sender.publicKey
         sharedSecret = try recipient.rawRepresentation.withBytes { (pk) throws(CryptoError) in
             try X25519.sharedSecret(secretKey: sender.secretKey, publicKey: pk)
-        }
+        }.guarded()
     }
 }

@@ -49,6 +49,11 @@ package struct PushSealer {
         precondition(template.count >= PushSealer.tail.count && template.suffix(PushSealer.tail.count).elementsEqual(PushSealer.tail))
     }
 
+    /// Zeroes the reused buffer, which holds the last padded plaintext: for the end of a run.
+    package mutating func wipe() {
+        buffer.wipeCapacity()
+    }
+
     /// Seals the plaintext whose JSON text is `plaintext` with a fresh ephemeral key and nonce.
     package mutating func seal(plaintext: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
         seal(plaintext: plaintext, ephemeralSecretKey: nil, nonce: nil, appendingTo: &output)

@@ -6,20 +6,39 @@ internal import CSodium
 /// inside ``withUnsafeBytes(_:)``. When the last copy goes away the storage is wiped with
 /// `sodium_memzero` before it is freed, so a secret does not outlive its use. It never
 /// becomes a `String`, and `description` never shows the bytes.
+///
+/// A long-lived secret (a device's secret key, held for a whole run) is kept in *guarded*
+/// storage (``guarded()``): libsodium's `sodium_malloc`, pages of their own between guard pages,
+/// locked in RAM (`mlock`, never swapped) and left out of core dumps (`MADV_DONTDUMP`). That
+/// costs a few system calls per buffer, so short-lived buffers (a file's bytes, an ephemeral key
+/// per push) stay on the ordinary heap, wiped all the same.
 package struct SecureBytes: Sendable {
     // Immutable after init, so sharing it across threads is safe.
     package final class Storage: @unchecked Sendable {
         let buffer: UnsafeMutableRawBufferPointer
+        /// From sodium_malloc (locked, not dumped, between guard pages), freed with sodium_free.
+        let isGuarded: Bool
 
-        init(count: Int) {
-            buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
+        init(count: Int, guarded: Bool = false) {
+            let size = max(count, 1)
+            if guarded, let pointer = Sodium.guardedAllocate(size) {
+                buffer = UnsafeMutableRawBufferPointer(start: pointer, count: size)
+                isGuarded = true
+            } else {
+                buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+                isGuarded = false
+            }
             buffer.initializeMemory(as: UInt8.self, repeating: 0)
         }
 
         deinit {
             Sodium.wipe(buffer)
             if let observer = SecureBytes.wipeObserver { observer(UnsafeRawBufferPointer(buffer)) }
-            buffer.deallocate()
+            if isGuarded {
+                Sodium.guardedFree(buffer.baseAddress!)
+            } else {
+                buffer.deallocate()
+            }
         }
     }
 
@@ -36,6 +55,24 @@ package struct SecureBytes: Sendable {
     ) throws(E) {
         let storage = Storage(count: count)
         try initializer(UnsafeMutableRawBufferPointer(rebasing: storage.buffer[0..<count]))
+        self.storage = storage
+        self.count = count
+    }
+
+    /// Whether the bytes are in guarded storage (locked in RAM, left out of core dumps).
+    package var isGuarded: Bool { storage.isGuarded }
+
+    /// These bytes in guarded storage: `self` when they are there already, else a guarded copy
+    /// (this buffer is wiped when its last copy goes away, as always). For secrets that live
+    /// long: a device's secret key.
+    package func guarded() -> SecureBytes {
+        if storage.isGuarded { return self }
+        let copy = Storage(count: count, guarded: true)
+        withUnsafeBytes { copy.buffer.copyMemory(from: $0) }
+        return SecureBytes(storage: copy, count: count)
+    }
+
+    private init(storage: Storage, count: Int) {
         self.storage = storage
         self.count = count
     }

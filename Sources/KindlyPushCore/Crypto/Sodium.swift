@@ -34,6 +34,18 @@ package enum Sodium {
         return sodium_memcmp(lhs.baseAddress!, rhs.baseAddress!, lhs.count) == 0
     }
 
+    /// `count` bytes from `sodium_malloc`: pages of their own between guard pages, locked in RAM
+    /// and excluded from core dumps; `nil` when the system refuses the mapping.
+    package static func guardedAllocate(_ count: Int) -> UnsafeMutableRawPointer? {
+        _ = ready
+        return sodium_malloc(count)
+    }
+
+    /// Frees what ``guardedAllocate(_:)`` gave (`sodium_free` wipes it too).
+    package static func guardedFree(_ pointer: UnsafeMutableRawPointer) {
+        sodium_free(pointer)
+    }
+
     /// Wipes memory in a way the optimiser cannot remove.
     package static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }

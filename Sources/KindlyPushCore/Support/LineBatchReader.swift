@@ -154,6 +154,12 @@ package struct LineBatchReader: ~Copyable {
         pendingStarted = false
     }
 
+    /// Zeroes the reader's buffers (what it read last may be a plaintext, for `seal`).
+    package mutating func wipe() {
+        chunk.wipeCapacity()
+        pending.wipeCapacity()
+    }
+
     private mutating func refill() throws(ReadError) {
         while true {
             let source = descriptor

@@ -61,6 +61,9 @@ protocol DocumentCommand: Command {
     associatedtype Scratch = Void
     func makeScratch() -> Scratch
 
+    /// Zeroes what a thread's scratch holds (plaintexts) when the run ends; most keep nothing.
+    func wipe(_ scratch: inout Scratch)
+
     /// Reads and processes one input document's bytes. The default reads the document with the
     /// strict reader and calls ``process(_:into:)``; a command may take a faster path that
     /// gives the same output for every input.
@@ -85,6 +88,10 @@ extension DocumentCommand {
 
 extension DocumentCommand where Scratch == Void {
     func makeScratch() {}
+}
+
+extension DocumentCommand {
+    func wipe(_ scratch: inout Scratch) {}
 }
 
 /// The options every document command shares.

@@ -27,11 +27,19 @@ enum DocumentRunner {
     static func runSingle<C: DocumentCommand>(_ command: C) -> Int32 {
         var output: [UInt8] = []
         var scratch = command.makeScratch()
+        var input: [UInt8] = []
+        // The input (a plaintext, for seal), the output (a payload, for decrypt) and the scratch
+        // are zeroed when the run ends.
+        defer {
+            command.wipe(&scratch)
+            input.wipeCapacity()
+            output.wipeCapacity()
+        }
         let completion: Completion
         do throws(CLIError) {
             let descriptor = try InputFiles.open(command.stream.inputs)[0]
             defer { if descriptor != STDIN_FILENO { close(descriptor) } }
-            let input = try StandardInput.readDocument(descriptor: descriptor)
+            input = try StandardInput.readDocument(descriptor: descriptor)
             completion = try input.withUnsafeBytes { raw in
                 Result { () throws(CLIError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
             }.get()
@@ -55,6 +63,7 @@ enum DocumentRunner {
     /// Flushes the output and puts an `--output` file in place; the status when that failed.
     private static func finish(_ stdout: inout OutputStream, _ target: consuming OutputTarget) -> Int32? {
         let status = Terminal.finish(&stdout)
+        stdout.wipe()
         guard status == 0 else {
             target.abandon()
             return status
@@ -90,6 +99,7 @@ enum DocumentRunner {
             ? runSequential(command, reader: &reader, stdout: &stdout, tally: &tally)
             : runParallel(command, reader: &reader, stdout: &stdout, tally: &tally)
         tally.progress.clear()
+        reader.wipe()
         if let status = finish(&stdout, target) { return status }
         if let counts = tally.counts { Diagnostics.line("kindly-push: \(counts.line)") }
         if let readError {
@@ -125,6 +135,11 @@ enum DocumentRunner {
         var batch = LineBatchReader.Batch()
         var scratch = command.makeScratch()
         var output: [UInt8] = []
+        defer {
+            command.wipe(&scratch)
+            output.wipeCapacity()
+            batch.bytes.wipeCapacity()
+        }
         while true {
             // A live filter: before a read that would wait, what is done goes out.
             if reader.inputWouldBlock(), !stdout.flush() { return nil }
@@ -140,7 +155,10 @@ enum DocumentRunner {
             }
             stdout.write(output)
             tally.written(output, lineCount: batch.lines.count)
-            if output.capacity > keptOutputCapacity { output = [] }
+            if output.capacity > keptOutputCapacity {
+                output.wipeCapacity()
+                output = []
+            }
             if stdout.failed { return nil }
         }
     }
@@ -167,6 +185,12 @@ enum DocumentRunner {
 
         var chunkCount: Int { (batch.lines.count + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines }
 
+        /// Zeroes the batch's input and the chunks' output, for the end of a run.
+        func wipe() {
+            batch.bytes.wipeCapacity()
+            for chunk in 0..<Slot.maximumChunks { outputs[chunk].wipeCapacity() }
+        }
+
         /// Processes one chunk; true when it was the batch's last.
         func process<C: DocumentCommand>(chunk: Int, _ command: C, scratch: UnsafeMutablePointer<C.Scratch>) -> Bool {
             let batch = self.batch
@@ -184,7 +208,10 @@ enum DocumentRunner {
                 stdout.write(outputs[chunk])
                 let lines = min(DocumentRunner.chunkLines, batch.lines.count - chunk * DocumentRunner.chunkLines)
                 tally.written(outputs[chunk], lineCount: lines)
-                if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity { outputs[chunk] = [] }
+                if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity {
+                    outputs[chunk].wipeCapacity()
+                    outputs[chunk] = []
+                }
             }
             batch.lines.removeAll(keepingCapacity: true)
         }
@@ -212,6 +239,7 @@ enum DocumentRunner {
         }
 
         deinit {
+            for index in 0..<jobs { command.wipe(&scratches[index]) }
             scratches.deinitialize(count: jobs)
             scratches.deallocate()
         }
@@ -304,6 +332,7 @@ enum DocumentRunner {
         }
         queue.stop()
         threads.wait()
+        for slot in free + inFlight { slot.wipe() }
         return readError
     }
 

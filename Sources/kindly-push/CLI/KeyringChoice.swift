@@ -8,34 +8,75 @@ enum KeyringChoice: String, CaseIterable, Sendable {
     case secretService = "secret-service"
     case file
 
+    /// What the command wants the keyring for.
+    enum Purpose {
+        /// Looking keys up (`decrypt`, `route`): a keyring that cannot be used fails each look-up
+        /// (`key_unavailable`), as a locked one does.
+        case lookUp
+        /// Listing or deleting (`keys`): a collection path that is not one is a usage error.
+        case manage
+        /// Storing a new key (`keygen`): besides, `auto` never falls back to the file keyring on a
+        /// bus that is there but does not answer, where the key would be stored out of sight of
+        /// later look-ups through the Secret Service.
+        case store
+    }
+
     /// The keyring the options name. `auto` uses the Secret Service when a session bus
     /// answers and the file keyring otherwise; `--verbose` says which on standard error.
-    static func resolve(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Keyring {
+    static func resolve(_ arguments: ParsedArguments, environment: [String: String], for purpose: Purpose = .manage) throws(CLIError)
+        -> any Keyring
+    {
         let choice = arguments.value("--keyring").flatMap(KeyringChoice.init(rawValue:)) ?? .auto
         let keyring: any Keyring
         switch choice {
         case .file:
-            keyring = FileKeyring(folder: FileKeyring.defaultFolder(environment: environment))
+            keyring = FileKeyring(folder: try fileFolder(environment))
         case .secretService:
-            keyring = try secretService(environment: environment)
+            keyring = try secretService(environment: environment, for: purpose)
         case .auto:
-            if SecretServiceKeyring.sessionBusAnswers(busAddress: busAddress(environment)) {
-                keyring = try secretService(environment: environment)
-            } else {
-                keyring = FileKeyring(folder: FileKeyring.defaultFolder(environment: environment))
+            switch SecretServiceKeyring.probeSessionBus(busAddress: busAddress(environment)) {
+            case .available:
+                keyring = try secretService(environment: environment, for: purpose)
+            case .timedOut where purpose == .store:
+                throw CLIError(
+                    .io,
+                    "the session bus did not answer within 0.5 s: not storing the new key in the file keyring, where the Secret "
+                        + "Service would not see it; try again, or choose with --keyring file or --keyring secret-service")
+            case .noAddress, .unreachable, .noSecretService, .timedOut:
+                keyring = FileKeyring(folder: try fileFolder(environment))
             }
         }
         if arguments.has("--verbose") {
-            let location = (keyring as? FileKeyring).map { " (\($0.folder))" } ?? ""
-            Diagnostics.line("kindly-push: using the \(keyring.name) keyring\(location)")
+            Diagnostics.line("kindly-push: using the \(description(of: keyring))")
         }
         return keyring
     }
 
+    /// `the file keyring (FOLDER)`, `the secret-service keyring`: for notes on standard error.
+    static func description(of keyring: any Keyring) -> String {
+        let location = (keyring as? FileKeyring).map { " (\($0.folder))" } ?? ""
+        return "\(keyring.name) keyring\(location)"
+    }
+
+    /// The file keyring's folder, or an `io` error when there is no home folder to put it in.
+    private static func fileFolder(_ environment: [String: String]) throws(CLIError) -> String {
+        do throws(KeyringError) {
+            return try FileKeyring.defaultFolder(environment: environment)
+        } catch {
+            throw CLIError(.io, error.description)
+        }
+    }
+
     /// The Secret Service keyring, in the default collection or the one that
     /// `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names (an alias such as `login`, or an object path).
-    private static func secretService(environment: [String: String]) throws(CLIError) -> any Keyring {
-        SecretServiceKeyring(collection: secretServiceCollection(environment: environment), busAddress: busAddress(environment))
+    /// An object path that is not one is a usage error, but for look-ups, where the keyring then
+    /// fails each of them at once (`key_unavailable`).
+    private static func secretService(environment: [String: String], for purpose: Purpose) throws(CLIError) -> any Keyring {
+        let collection = secretServiceCollection(environment: environment)
+        if purpose != .lookUp, let problem = collection.objectPathProblem {
+            throw CLIError(.usage, "KINDLY_PUSH_SECRET_SERVICE_COLLECTION: \(problem)")
+        }
+        return SecretServiceKeyring(collection: collection, busAddress: busAddress(environment))
     }
 
     /// The collection `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names, else the default one.
@@ -80,6 +121,6 @@ enum KeyringChoice: String, CaseIterable, Sendable {
             guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
             return try KeyringChoice.keyFile(path)
         }
-        return CachingKeyring(try KeyringChoice.resolve(arguments, environment: environment))
+        return CachingKeyring(try KeyringChoice.resolve(arguments, environment: environment, for: .lookUp))
     }
 }

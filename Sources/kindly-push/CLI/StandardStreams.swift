@@ -39,16 +39,22 @@ struct OutputStream: ~Copyable {
         var offset = 0
         while offset < buffer.count {
             let written = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0, errno == EINTR { continue }
+            let code = errno
+            if written < 0, code == EINTR { continue }
             guard written > 0 else {
-                errorNumber = written < 0 ? errno : EIO
                 failed = true
+                errorNumber = written < 0 ? code : EIO
                 break
             }
             offset += written
         }
         buffer.removeAll(keepingCapacity: true)
         return !failed
+    }
+
+    /// Zeroes the buffer's whole capacity: it held output (decrypted payloads) that is written now.
+    mutating func wipe() {
+        buffer.wipeCapacity()
     }
 }
 
@@ -58,9 +64,11 @@ enum Diagnostics {
         line("kindly-push: \(error.code.rawValue): \(error.message)")
     }
 
+    /// Writes `text` as one line: anything in it that is not printable (text from outside: a path,
+    /// a D-Bus error, a label) is escaped by ``Printable/escaped(_:)`` first.
     static func line(_ text: String) {
         var stream = OutputStream(descriptor: STDERR_FILENO, capacity: 4096)
-        stream.write(text + "\n")
+        stream.write(Printable.escaped(text) + "\n")
         stream.flush()
     }
 }

@@ -32,6 +32,8 @@ struct DecryptCommand: DocumentCommand {
 
     func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }
 
+    func wipe(_ scratch: inout PushDecryptor) { scratch.wipe() }
+
     /// The fast path for the payload (not for --apply, which rewrites the whole document); what it
     /// leaves undecided goes the general way, which gives the same output and the exact error.
     func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CLIError) -> Completion {

@@ -40,6 +40,11 @@ struct KeygenCommand: Command {
         if arguments.value("--key-file") != nil, arguments.value("--keyring") != nil {
             throw CLIError(.usage, "give either --key-file or --keyring, not both")
         }
+        // Checked before anything is made or written: a label too long for a key file would make
+        // the stored key unreadable.
+        if let label = arguments.value("--label"), let problem = KeyringLabel.problem(with: label) {
+            throw CLIError(.usage, "--label: \(problem)")
+        }
         if let text = arguments.value("--token") {
             do throws(Registration.InvalidToken) {
                 token = try Registration.tokenHex(validating: text)
@@ -66,7 +71,7 @@ struct KeygenCommand: Command {
                     throw CLIError(.io, error.description)
                 }
             } else {
-                let keyring = try KeyringChoice.resolve(arguments, environment: environment)
+                let keyring = try KeyringChoice.resolve(arguments, environment: environment, for: .store)
                 do throws(KeyringError) {
                     let label = arguments.value("--label") ?? "kindly-push"
                     if reuse {
@@ -76,6 +81,10 @@ struct KeygenCommand: Command {
                     }
                 } catch {
                     throw CLIError(.io, "cannot store the key in the \(keyring.name) keyring: \(error)")
+                }
+                // auto chose: say where the key went, so that a later look-up elsewhere is no mystery.
+                if arguments.value("--keyring") == nil {
+                    Diagnostics.line("kindly-push: stored the key in the \(KeyringChoice.description(of: keyring))")
                 }
             }
         } catch {
@@ -149,19 +158,30 @@ struct KeysCommand: Command {
             let keyring = try KeyringChoice.resolve(arguments, environment: environment)
             switch action {
             case .list:
-                let entries: [KeyringEntry]
+                // The file keyring lists the entries it can read and reports each one it cannot,
+                // and what interrupted writes left behind (removed now).
+                var listing = FileKeyring.Listing()
                 do throws(KeyringError) {
-                    entries = try keyring.list()
+                    if let files = keyring as? FileKeyring {
+                        listing = try files.scan()
+                    } else {
+                        listing.entries = try keyring.list()
+                    }
                 } catch {
                     throw CLIError(.io, error.description)
                 }
-                let lines: [JSONValue] = entries.map { entry in
+                for path in listing.removedLeftovers {
+                    Diagnostics.line("kindly-push: removed \(path), the temporary file of an interrupted write")
+                }
+                let lines: [JSONValue] = listing.entries.map { entry in
                     [
                         "kid": .string(entry.kid.base64URL), "public_key": .string(entry.publicKey.base64URL),
                         "label": .string(entry.label), "created": .number(JSONNumber(Int(entry.created))),
                     ]
                 }
-                return Terminal.printLines(lines)
+                let status = Terminal.printLines(lines)
+                for problem in listing.problems { Diagnostics.report(CLIError(.io, problem.description)) }
+                return listing.problems.isEmpty ? status : ErrorCode.io.exitStatus
             case .delete(let kid):
                 do throws(KeyringError) {
                     try keyring.delete(kid)

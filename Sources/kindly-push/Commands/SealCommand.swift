@@ -76,6 +76,8 @@ struct SealCommand: DocumentCommand {
 
     func makeScratch() -> PushSealer { PushSealer(recipient: recipient, sender: sender, mode: mode, placeholder: placeholder) }
 
+    func wipe(_ scratch: inout PushSealer) { scratch.wipe() }
+
     /// The fast path for plaintexts already in compact form; the rest goes the general way, which
     /// gives the same output (with other random bytes) and the exact error.
     func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError) -> Completion {

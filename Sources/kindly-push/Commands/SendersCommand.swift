@@ -44,6 +44,9 @@ struct SendersCommand: Command {
             guard let text = arguments.value("--public-key") else {
                 throw CLIError(.usage, "missing '--public-key B64' (see 'kindly-push senders --help')")
             }
+            if let label = arguments.value("--label"), let problem = KeyringLabel.problem(with: label) {
+                throw CLIError(.usage, "--label: \(problem)")
+            }
             do throws(KeyDecodingError) {
                 action = .add(try SenderPublicKey(base64: text), label: arguments.value("--label") ?? "kindly-push")
             } catch {

@@ -16,12 +16,17 @@ struct VerifyCommand: Command {
         Every vector is decrypted with its device key (in pinned mode when it has
         pinned_sender_keys) and compared with its expected payload or reason; a sealing vector is
         also re-sealed (version 2 with its sender_secret_key) and compared byte for byte. Prints a
-        line for each failure and last "N passed, N failed"; exits 0 only when none failed.
+        line for each failure and last "N passed, N failed"; exits 0 only when none failed. Only
+        regular files of at most 4 MiB are read; anything else is a failure of its own.
         """
     static let options: [OptionSpec] = [SharedOptions.quiet, SharedOptions.help]
 
     let files: [String]
     let isQuiet: Bool
+
+    /// The largest vector file read (the committed ones are under 100 KiB): memory stays bounded
+    /// whatever a path names.
+    static let maximumFileSize = 4 << 20
 
     init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
         guard !arguments.positionals.isEmpty else {
@@ -30,7 +35,10 @@ struct VerifyCommand: Command {
         var files: [String] = []
         for path in arguments.positionals {
             var status = stat()
-            guard stat(path, &status) == 0 else { throw CLIError(.io, "\(path): \(String(cString: strerror(errno)))") }
+            guard stat(path, &status) == 0 else {
+                let code = errno
+                throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+            }
             if status.st_mode & S_IFMT == S_IFDIR {
                 files += try VerifyCommand.jsonFiles(in: path)
             } else {
@@ -42,7 +50,10 @@ struct VerifyCommand: Command {
     }
 
     static func jsonFiles(in folder: String) throws(CLIError) -> [String] {
-        guard let directory = opendir(folder) else { throw CLIError(.io, "\(folder): \(String(cString: strerror(errno)))") }
+        guard let directory = opendir(folder) else {
+            let code = errno
+            throw CLIError(.io, "\(folder): \(String(cString: strerror(code)))")
+        }
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
@@ -75,14 +86,14 @@ struct VerifyCommand: Command {
                 }
             } catch {
                 failed += 1
-                report("FAIL \(error.message)\n")
+                report("FAIL \(Printable.escaped(error.message))\n")
                 continue
             }
             for (index, vector) in vectors.enumerated() {
                 if let failure = vector.failure() {
                     failed += 1
                     let name = vector.description.isEmpty ? "" : " (\(vector.description))"
-                    report("FAIL \(file) #\(index + 1)\(name): \(failure)\n")
+                    report("FAIL \(Printable.escaped("\(file) #\(index + 1)\(name): \(failure)"))\n")
                 } else {
                     passed += 1
                 }
@@ -95,17 +106,40 @@ struct VerifyCommand: Command {
         return status != 0 ? status : (failed == 0 ? 0 : 1)
     }
 
+    /// The bytes of the regular file at `path`, at most ``maximumFileSize`` of them. Opened
+    /// without blocking (a FIFO does not wait for a writer) and checked before anything is read:
+    /// a device, a FIFO, a folder or a larger file is refused at once.
     static func read(_ path: String) throws(CLIError) -> [UInt8] {
-        guard let file = fopen(path, "rb") else { throw CLIError(.io, "\(path): \(String(cString: strerror(errno)))") }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress!, 1, $0.count, file) }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
         }
-        guard ferror(file) == 0 else { throw CLIError(.io, "\(path): read failed") }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let code = errno
+            throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw CLIError(.io, "\(path): not a regular file") }
+        let limitText = "\(maximumFileSize >> 20) MiB"
+        guard status.st_size <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
+        // One byte more than the limit is asked for, so that a file that grew since fstat is caught.
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+        var length = 0
+        while length < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + length, $0.count - length) }
+            let code = errno
+            if count < 0, code == EINTR { continue }
+            if count < 0 { throw CLIError(.io, "\(path): \(String(cString: strerror(code)))") }
+            if count == 0 { break }
+            length += count
+            if length == bytes.count, length <= maximumFileSize {
+                bytes += [UInt8](repeating: 0, count: min(1 << 16, maximumFileSize + 1 - length))
+            }
+        }
+        guard length <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
+        bytes.removeSubrange(length...)
         return bytes
     }
 }

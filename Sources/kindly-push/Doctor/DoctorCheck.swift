@@ -141,8 +141,10 @@ final class DoctorContext {
 
     var collection: SecretServiceKeyring.Collection { KeyringChoice.secretServiceCollection(environment: environment) }
 
-    /// The file keyring's folder.
-    var fileFolder: String { FileKeyring.defaultFolder(environment: environment) }
+    /// The file keyring's folder (with no home folder at all, a note that names the way out).
+    var fileFolder: String {
+        (try? FileKeyring.defaultFolder(environment: environment)) ?? "(no home folder: set KINDLY_PUSH_KEYRING_DIR)"
+    }
 
     /// Now, in Unix seconds.
     let now = unixTimeNow()

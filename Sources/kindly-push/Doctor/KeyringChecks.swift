@@ -25,7 +25,7 @@ enum KeyringChecks {
         let why: String
         switch context.bus {
         case .noAddress: why = "there is no session bus (DBUS_SESSION_BUS_ADDRESS is not set)"
-        case .unreachable: why = "the session bus does not answer"
+        case .unreachable, .timedOut: why = "the session bus does not answer"
         case .noSecretService: why = "the session bus offers no Secret Service"
         case .available: why = "the session bus answers and offers the Secret Service"
         }
@@ -45,7 +45,7 @@ enum KeyringChecks {
                 ]
             }
             return [DoctorCheck("session-bus", .ok, "none (DBUS_SESSION_BUS_ADDRESS is not set): keys live in files here")]
-        case .unreachable(let detail):
+        case .unreachable(let detail), .timedOut(let detail):
             return [
                 DoctorCheck(
                     "session-bus", needed ? .problem : .warning, "DBUS_SESSION_BUS_ADDRESS is set but the bus does not answer (\(detail))",
@@ -62,7 +62,7 @@ enum KeyringChecks {
         let needed = context.keyringInUse == .secretService
         let failing: DoctorCheck.Status = needed ? .problem : .warning
         switch context.bus {
-        case .noAddress, .unreachable:
+        case .noAddress, .unreachable, .timedOut:
             if needed {
                 return [
                     DoctorCheck(
@@ -180,8 +180,7 @@ extension KeyringChecks {
         guard context.keyringInUse != .secretService else {
             return [
                 DoctorCheck(
-                    "pinned-senders", .ok, "in the Secret Service: not listed here",
-                    action: "kindly-push senders list --keyring secret-service")
+                    "pinned-senders", .ok, "in the Secret Service: kindly-push senders list --keyring secret-service lists them")
             ]
         }
         let keyring = FileKeyring(folder: context.fileFolder)

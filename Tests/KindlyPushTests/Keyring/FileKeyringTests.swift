@@ -187,9 +187,19 @@ struct FileKeyringTests {
             (["KINDLY_PUSH_KEYRING_DIR": "/k", "XDG_DATA_HOME": "/x", "HOME": "/h"], "/k"),
             (["KINDLY_PUSH_KEYRING_DIR": "", "XDG_DATA_HOME": "/x", "HOME": "/h"], "/x/kindly-push/keys"),
             (["HOME": "/h"], "/h/.local/share/kindly-push/keys"),
+            // A relative XDG_DATA_HOME is ignored, as the XDG specification says.
+            (["XDG_DATA_HOME": "x", "HOME": "/h"], "/h/.local/share/kindly-push/keys"),
         ])
-    func defaultFolder(environment: [String: String], expected: String) {
-        #expect(FileKeyring.defaultFolder(environment: environment) == expected)
+    func defaultFolder(environment: [String: String], expected: String) throws {
+        #expect(try FileKeyring.defaultFolder(environment: environment) == expected)
+    }
+
+    @Test("without HOME the default folder is under the password database's home, never the current folder")
+    func defaultFolderWithoutHome() throws {
+        let home = try #require(getpwuid(geteuid())?.pointee.pw_dir.map { String(cString: $0) })
+        for environment in [[:], ["HOME": ""]] {
+            #expect(try FileKeyring.defaultFolder(environment: environment) == home + "/.local/share/kindly-push/keys")
+        }
     }
 }
 

@@ -5,10 +5,12 @@ import Testing
 
 @Suite("Key files")
 final class KeyFileTests {
-    /// A folder of each test's own, removed when the test ends.
+    /// A folder of each test's own, removed when the test ends. Its mode is set, not left to the
+    /// umask, which `writeAndRead` sets to 0 for the whole process while other tests run: a folder
+    /// that others may write to is refused for keys.
     let folder: String = {
         let path = NSTemporaryDirectory() + "kindly-keyfile-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         return path
     }()
 

@@ -7,7 +7,7 @@ import Testing
 final class SenderKeyFileTests {
     let folder: String = {
         let path = NSTemporaryDirectory() + "kindly-senderfile-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         return path
     }()
 

@@ -189,11 +189,13 @@ struct SealingAndDecryptionTests {
         #expect(KindlyPushDecryption.isDecrypted(userInfo: applied))
     }
 
-    @Test("a caching keyring loads each kid once per run, not once per push, and asks again after a failure")
+    @Test("a caching keyring loads each kid once per run, not once per push, and asks again once a failure is old")
     func keysLoadedOncePerKid() throws {
         let other = DeviceKey.generate()
         let base = InMemoryKeyring(keys: [key, other])
-        let decryption = KindlyPushDecryption(keyring: CachingKeyring(base))
+        let clock = ManualClock()
+        let decryption = KindlyPushDecryption(
+            keyring: CachingKeyring(base, failureLifetime: .seconds(3), retryInterval: .seconds(3), clock: clock))
         let pushes = try (0..<50).map { index in
             try JSONReader.parse(
                 try KindlyPushSealer.seal(
@@ -204,6 +206,9 @@ struct SealingAndDecryptionTests {
         let unknown = try JSONReader.parse(
             try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: DeviceKey.generate().publicKey))
         _ = decryption.decrypt(userInfo: unknown)
+        _ = decryption.decrypt(userInfo: unknown)
+        #expect(base.lookupCount == 3)
+        clock.advance(by: .seconds(3))
         _ = decryption.decrypt(userInfo: unknown)
         #expect(base.lookupCount == 4)
     }
