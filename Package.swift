@@ -56,6 +56,7 @@ let package = Package(
         // Test doubles for code that links KindlyPush, shipped as swift-log ships its own.
         .library(name: "KindlyPushTesting", targets: ["KindlyPushTesting"]),
         .executable(name: "kindly-push", targets: ["kindly-push"]),
+        .executable(name: "kindly-push-desktop", targets: ["kindly-push-desktop"]),
     ],
     targets: [
         // System libraries: every cryptographic primitive comes from libsodium.
@@ -136,11 +137,29 @@ let package = Package(
             dependencies: ["KindlyPushBase", "KindlyPushCore"],
             swiftSettings: strictSettings
         ),
+        // The command line: every command, parsed from one declaration per option. It links
+        // neither Foundation nor libsecret, GIO or SQLite; what needs those is in
+        // KindlyPushCLIDesktop.
+        .target(
+            name: "KindlyPushCLI",
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushVectors"],
+            swiftSettings: strictSettings
+        ),
+        // The Secret Service keyring, `notify` and `doctor` for the command line.
+        .target(
+            name: "KindlyPushCLIDesktop",
+            dependencies: ["KindlyPushCLI", "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushDesktop"],
+            swiftSettings: strictSettings
+        ),
+        // A crash handler that dumps nothing, non-dumpable process, standard streams held open.
         .executableTarget(
             name: "kindly-push",
-            dependencies: [
-                "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushVectors", "KindlyPushDesktop", "CProcessGuard",
-            ],
+            dependencies: ["KindlyPushCLI", "CProcessGuard"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "kindly-push-desktop",
+            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "CProcessGuard"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.
@@ -161,7 +180,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KindlyPushCLITests",
-            dependencies: ["KindlyPush", "KindlyPushCore"]
+            dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushCLI"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,11 +1,12 @@
 internal import CProcessGuard
-import Foundation
-internal import KindlyPush
-internal import KindlyPushCore
+internal import KindlyPushCLI
 
 #if canImport(Glibc)
     import Glibc
 #endif
+
+// `kindly-push`: links neither Foundation nor libsecret, GIO or SQLite, so that a one-shot run
+// starts fast; what needs them runs in `kindly-push-desktop` (see DesktopServices).
 
 // First, before any file is opened or any key is read (see "Hardening (round 2)" in the README):
 // closed standard streams are held on /dev/null, so no file takes their numbers; the process is
@@ -16,56 +17,6 @@ _ = kp_hold_standard_streams()
 _ = kp_make_undumpable()
 _ = kp_install_crash_handlers()
 
-/// The commands that work on pushes and keys, in the order help lists them.
-nonisolated let commands: [any Command.Type] = [
-    KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
-    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self,
-]
-
-/// Every command, in the order help lists them (top-level code initializes in order: this
-/// comes after `commands`).
-nonisolated let allCommands: [any Command.Type] = commands + [CompletionsCommand.self, ManCommand.self]
-
-/// Reports an unknown subcommand, with a suggestion when it looks like a typo.
-nonisolated func unknownSubcommand(_ name: String) -> Int32 {
-    let suggestion = Suggestion.phrase(for: name, among: allCommands.map { $0.name } + ["help", "version"])
-    Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
-    return ErrorCode.usage.exitStatus
-}
-
-/// Parses the command line, runs one command and returns the exit status.
-nonisolated func runKindlyPush(_ arguments: [String], environment: [String: String]) -> Int32 {
-    // For tests: the named-temporary-file fallback of systems without O_TMPFILE.
-    if environment["KINDLY_PUSH_TEST_NO_O_TMPFILE"] == "1" { PrivateFile.usesNamelessFiles = false }
-    let width = Help.width(environment: environment)
-    guard let name = arguments.first else {
-        Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))
-        return ErrorCode.usage.exitStatus
-    }
-    if name == "--help" || name == "-h" {
-        return Terminal.printText(Help.root(allCommands, width: width))
-    }
-    // cli.md, "General conventions": `--version` and `kindly-push version`.
-    if name == "--version" || name == "version" {
-        return Terminal.printText("kindly-push \(KindlyPushRelease.version)\n")
-    }
-    if name == "help" {
-        guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(allCommands, width: width)) }
-        guard let command = allCommands.first(where: { $0.name == topic }) else { return unknownSubcommand(topic) }
-        return Terminal.printText(Help.command(command, width: width))
-    }
-    guard let command = allCommands.first(where: { $0.name == name }) else { return unknownSubcommand(name) }
-    do throws(CLIError) {
-        let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
-        // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
-        if parsed.has("--help") { return Terminal.printText(Help.command(command, width: width)) }
-        return try command.make(parsed, environment: environment).run()
-    } catch {
-        Diagnostics.report(error)
-        return error.code.exitStatus
-    }
-}
-
-// A closed pipe must give EPIPE (and exit 74), not kill the process silently.
+// A closed pipe must give EPIPE (a quiet end, or io), not kill the process silently.
 signal(SIGPIPE, SIG_IGN)
-exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
+exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: processEnvironment()))

@@ -4,14 +4,14 @@ internal import KindlyPushCore
 /// `kid` once per run instead of once per push, and that remembers failures for a short while,
 /// so that a keyring that does not answer costs one time budget, not one per push.
 ///
-/// - A key, once loaded, is kept (in its wiped ``SecureBytes`` storage, released with the cache).
+/// - A key, once loaded, is kept (in its wiped secure storage, released with the cache).
 /// - A failed look-up (no such key, a locked keyring, a storage error) is remembered for that
-///   `kid` for ``failureLifetime`` (3 s by default): the pushes for it in that time fail at once
+///   `kid` for `failureLifetime` (3 s by default): the pushes for it in that time fail at once
 ///   with the same error, and the keyring is asked again after it, so a key stored or unlocked
 ///   meanwhile is found.
 /// - A keyring that cannot be reached (``KeyringError/unreachable(_:)``: no bus, or a Secret
 ///   Service that did not answer within its time budget) opens a circuit breaker: for
-///   ``retryInterval`` (3 s by default) every look-up of a `kid` not loaded yet fails at once
+///   `retryInterval` (3 s by default) every look-up of a `kid` not loaded yet fails at once
 ///   with that error, then one look-up tries the keyring again, and the breaker closes when it
 ///   answers.
 /// - One look-up at a time reaches the underlying keyring: a thread that needs a key while

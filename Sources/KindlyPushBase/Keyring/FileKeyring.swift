@@ -89,14 +89,14 @@ public struct FileKeyring: Keyring {
     }
 
     /// Every stored key's public information. An entry that cannot be read (not a regular file,
-    /// too open, too large, another user's, malformed) is an error; ``scan()`` lists the others.
+    /// too open, too large, another user's, malformed) is an error; `scan()` lists the others.
     public func list() throws(KeyringError) -> [KeyringEntry] {
         let listing = try scan()
         if let problem = listing.problems.first { throw problem }
         return listing.entries
     }
 
-    /// What ``scan()`` found in the folder.
+    /// What `scan()` found in the folder.
     package struct Listing: Sendable {
         /// The keys that could be read, sorted as ``KeyringEntry`` sorts.
         package var entries: [KeyringEntry] = []

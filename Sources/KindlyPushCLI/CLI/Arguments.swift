@@ -1,0 +1,120 @@
+package import KindlyPushCore
+
+/// The options a command accepts, for parsing and for its help text.
+package struct OptionSpec: Sendable {
+    package enum Kind: Sendable {
+        /// `--name` alone.
+        case flag
+        /// `--name VALUE` or `--name=VALUE`; `choices` restricts the value when not empty.
+        case value(placeholder: String, choices: [String])
+    }
+
+    package let name: String
+    package let kind: Kind
+    package let help: String
+    /// The command cannot run without it (usage writes it without brackets).
+    package var isRequired = false
+    /// A value option that may be given more than once (read with ``ParsedArguments/values(_:)``).
+    package var isRepeatable = false
+
+    package static func flag(_ name: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, kind: .flag, help: help)
+    }
+
+    package static func value(
+        _ name: String, _ placeholder: String, _ help: String, choices: [String] = [], required: Bool = false
+    ) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: choices), help: help, isRequired: required)
+    }
+
+    /// The allowed values, when the option restricts them (for completions and the man page).
+    package var choices: [String] {
+        if case .value(_, let choices) = kind { return choices }
+        return []
+    }
+
+    /// Whether the option takes a value.
+    package var takesValue: Bool {
+        if case .value = kind { return true }
+        return false
+    }
+
+    package static func repeatableValue(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: []), help: help, isRequired: false, isRepeatable: true)
+    }
+}
+
+/// Parsed command-line arguments of one command.
+package struct ParsedArguments: Sendable {
+    package private(set) var flags: Set<String> = []
+    private(set) var values: [String: String] = [:]
+    package private(set) var positionals: [String] = []
+    private(set) var repeatedValues: [String: [String]] = [:]
+
+    package func has(_ flag: String) -> Bool { flags.contains(flag) }
+    package func value(_ name: String) -> String? { values[name] }
+    /// Every value of a repeatable option, in order.
+    package func values(_ name: String) -> [String] { repeatedValues[name] ?? [] }
+
+    /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
+    /// offending argument.
+    package static func parse(_ arguments: [String], specs: [OptionSpec], command: String) throws(CLIError) -> ParsedArguments {
+        var parsed = ParsedArguments()
+        var index = 0
+        var optionsEnded = false
+        func usage(_ text: String) -> CLIError {
+            CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')")
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if !optionsEnded, argument == "-h" {
+                parsed.flags.insert("--help")
+                continue
+            }
+            // Every option is long, so an argument with a single dash is a value: a kid may begin
+            // with "-" (base64url). One that begins with "--" can follow "--".
+            if optionsEnded || !argument.hasPrefix("--") {
+                parsed.positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            var name = argument
+            var inlineValue: String?
+            if let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            guard let spec = specs.first(where: { $0.name == name }) else {
+                throw usage("unknown option '\(name)'\(Suggestion.phrase(for: name, among: specs.map(\.name)))")
+            }
+            switch spec.kind {
+            case .flag:
+                guard inlineValue == nil else { throw usage("'\(name)' takes no value") }
+                parsed.flags.insert(name)
+            case .value(let placeholder, let choices):
+                let value: String
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index < arguments.count else { throw usage("missing value for '\(name) \(placeholder)'") }
+                    value = arguments[index]
+                    index += 1
+                }
+                if !choices.isEmpty, !choices.contains(value) {
+                    throw usage("'\(value)' is not a valid value for '\(name)'; expected one of: \(choices.joined(separator: ", "))")
+                }
+                if spec.isRepeatable {
+                    parsed.repeatedValues[name, default: []].append(value)
+                    continue
+                }
+                guard parsed.values[name] == nil else { throw usage("'\(name)' is given twice") }
+                parsed.values[name] = value
+            }
+        }
+        return parsed
+    }
+}

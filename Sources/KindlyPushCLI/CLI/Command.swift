@@ -1,0 +1,174 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+/// What every command declares: its name, its help, its options, and how it runs.
+package protocol Command: Sendable {
+    static var name: String { get }
+    static var abstract: String { get }
+    static var discussion: String { get }
+    static var options: [OptionSpec] { get }
+    /// The arguments after the options in the usage line (`<path> ...`), or several forms of the
+    /// command (`list`, `delete <kid>`); derived help, usage, completions and the man page read it.
+    static var arguments: [String] { get }
+
+    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
+
+    /// The command that runs for these arguments: `Self` unless an option selects another way of
+    /// doing the job (`seal --recipients-inline`).
+    static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command
+
+    /// Whether this run needs `kindly-push-desktop` (libsecret, GIO, SQLite).
+    static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool
+
+    /// Runs the command and returns the exit status.
+    func run() -> Int32
+}
+
+extension Command {
+    package static var discussion: String { "" }
+    package static var arguments: [String] { [""] }
+
+    /// Each form of the usage line, derived from the declarations: the arguments, then every
+    /// option (`[--name <value>]`) but help.
+    package static var synopses: [String] {
+        let options = self.options.filter { $0.name != "--help" }.map { option in
+            let label = option.isRepeatable ? option.label + " ..." : option.label
+            return option.isRequired ? label : "[\(label)]"
+        }
+        .joined(separator: " ")
+        // An action word (`list`, `delete <kid>`) comes first, as a subcommand does; operands
+        // (`<path> ...`, `[<file> ...]`) come after the options.
+        return arguments.map { form in
+            let isOperand = form.hasPrefix("<") || form.hasPrefix("[")
+            return (isOperand ? [name, options, form] : [name, form, options]).filter { !$0.isEmpty }.joined(separator: " ")
+        }
+    }
+
+    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+        try Self(arguments, environment: environment)
+    }
+
+    /// A command that takes `--keyring` needs the desktop services when the keyring it names is
+    /// the Secret Service (``KeyringChoice/needsSecretService(_:environment:)``).
+    package static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool {
+        options.contains { $0.name == "--keyring" } && KeyringChoice.needsSecretService(arguments, environment: environment)
+    }
+}
+
+/// A command that turns one push (or plaintext) document into one output document:
+/// `seal`, `check`, `decrypt`, `route`. The same `process` serves single-document mode and
+/// every line of `--jsonl`, on any number of threads.
+package protocol DocumentCommand: Command {
+    /// `--jsonl` and `--jobs`.
+    var stream: StreamOptions { get }
+
+    /// Appends the output document for `document` (an object) to `output`.
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion
+
+    /// What one thread keeps from document to document (buffers to reuse); most commands keep
+    /// nothing. The runner makes one per thread with ``makeScratch()``.
+    associatedtype Scratch = Void
+    func makeScratch() -> Scratch
+
+    /// Zeroes what a thread's scratch holds (plaintexts) when the run ends; most keep nothing.
+    func wipe(_ scratch: inout Scratch)
+
+    /// Reads and processes one input document's bytes. The default reads the document with the
+    /// strict reader and calls ``process(_:into:)``; a command may take a faster path that
+    /// gives the same output for every input.
+    func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion
+}
+
+extension DocumentCommand {
+    package func run() -> Int32 {
+        stream.isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
+    }
+
+    /// Reads and processes one input document's bytes with the strict reader.
+    package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        let document = try StandardInput.parseObject(bytes)
+        return try process(document, into: &output)
+    }
+
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        try process(bytes: bytes, into: &output)
+    }
+}
+
+extension DocumentCommand where Scratch == Void {
+    package func makeScratch() {}
+}
+
+extension DocumentCommand {
+    package func wipe(_ scratch: inout Scratch) {}
+}
+
+/// The options every document command shares.
+package enum SharedOptions {
+    package static let jsonl = OptionSpec.flag("--jsonl", "Read one JSON document per line and write one JSON object per line, in order.")
+    package static let jobs = OptionSpec.value("--jobs", "N", "With --jsonl, process N lines at once (default: the number of cores).")
+    package static let keyFile = OptionSpec.value("--key-file", "PATH", "Read the device key from this key file instead of the keyring.")
+    package static let keyring = OptionSpec.value(
+        "--keyring", "KIND", "Where keys live: auto (default), secret-service or file.", choices: KeyringChoice.allCases.map(\.rawValue))
+    package static let senderKey = OptionSpec.repeatableValue(
+        "--sender-key", "B64",
+        "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
+    package static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
+    package static let help = OptionSpec.flag("--help", "Show help information.")
+
+    package static let output = OptionSpec.value(
+        "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output.")
+    package static let quiet = OptionSpec.flag("--quiet", "No progress line, even on a terminal.")
+    package static let summary = OptionSpec.flag(
+        "--summary", "With --jsonl, print the count of each result code on standard error at the end.")
+
+    /// How the document commands (`seal`, `check`, `decrypt`, `route`) read and write streams.
+    package static let stream = [jsonl, jobs, output, quiet, summary]
+
+    /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
+    package static let decryption = [keyFile, keyring, senderKey, verbose] + stream + [help]
+
+    package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+        if let extra = arguments.positionals.first {
+            throw CLIError(.usage, "unexpected argument '\(extra)' (see 'kindly-push \(command) --help')")
+        }
+    }
+}
+
+/// How a document command reads its input and writes its output (cli.md, "General
+/// conventions"): `--jsonl`, `--jobs N`, FILE arguments (`-` is standard input), `--output`,
+/// `--quiet`, `--summary`.
+package struct StreamOptions: Sendable {
+    /// `--jsonl` given.
+    package let isLineMode: Bool
+    /// `--jobs N` (lines processed at once); 1 is strictly sequential. Defaults to the number of cores.
+    package let jobs: Int
+    /// The files to read, in order, as one stream; empty means standard input.
+    package let inputs: [String]
+    /// `--output PATH`: the output goes there, atomically, instead of standard output.
+    package let outputPath: String?
+    /// `--quiet`: no progress line even on a terminal.
+    package let isQuiet: Bool
+    /// `--summary`: counts per result code on standard error at the end of a `--jsonl` run.
+    package let showsSummary: Bool
+
+    package init(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+        func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
+        isLineMode = arguments.has("--jsonl")
+        inputs = arguments.positionals
+        outputPath = arguments.value("--output")
+        isQuiet = arguments.has("--quiet")
+        showsSummary = arguments.has("--summary")
+        if !isLineMode, inputs.count > 1 { throw usage("one document is one file: give --jsonl to read several files as one stream") }
+        if showsSummary, !isLineMode { throw usage("'--summary' goes with --jsonl") }
+        if outputPath?.isEmpty == true { throw usage("'--output' takes a path") }
+        guard let text = arguments.value("--jobs") else {
+            jobs = DocumentRunner.coreCount
+            return
+        }
+        guard let count = Int(text), (1...256).contains(count) else {
+            throw usage("'--jobs' takes a whole number from 1 to 256")
+        }
+        jobs = count
+    }
+}

@@ -1,0 +1,46 @@
+/// `kindly-push completions bash|zsh|fish`: prints a completion script for the shell.
+package struct CompletionsCommand: Command {
+    package static let name = "completions"
+    package static let abstract = "Print a shell completion script (bash, zsh or fish)."
+    package static let discussion = """
+        Install it where the shell looks, for example
+        `kindly-push completions bash > /usr/share/bash-completion/completions/kindly-push`
+        (tools/install does this).
+        """
+    package static let arguments = ["bash", "zsh", "fish"]
+    package static let options: [OptionSpec] = [SharedOptions.help]
+
+    package let shell: Completions.Shell
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        guard let name = arguments.positionals.first, arguments.positionals.count == 1 else {
+            throw CLIError(.usage, "give one shell: bash, zsh or fish (see 'kindly-push completions --help')")
+        }
+        guard let shell = Completions.Shell(rawValue: name) else {
+            throw CLIError(
+                .usage,
+                "'\(name)' is not a shell this command knows; expected one of: bash, zsh, fish\(Suggestion.phrase(for: name, among: ["bash", "zsh", "fish"]))"
+            )
+        }
+        self.shell = shell
+    }
+
+    package func run() -> Int32 {
+        Terminal.printText(Completions.script(for: shell, commands: allCommands))
+    }
+}
+
+/// `kindly-push man`: prints the roff man page.
+package struct ManCommand: Command {
+    package static let name = "man"
+    package static let abstract = "Print the man page (roff; view it with `kindly-push man | man -l -`)."
+    package static let options: [OptionSpec] = [SharedOptions.help]
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+    }
+
+    package func run() -> Int32 {
+        Terminal.printText(ManPage.roff(allCommands))
+    }
+}

@@ -1,0 +1,65 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+/// `kindly-push decrypt`: the device side. Prints the decrypted payload, or with `--apply`
+/// the whole APNs document rewritten for display.
+package struct DecryptCommand: DocumentCommand {
+    package static let name = "decrypt"
+    package static let abstract = "Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push)."
+    package static let arguments = ["[<file> ...]"]
+    package static let discussion = """
+        Reads an APNs JSON document on standard input. The key is looked up by the push's kid in
+        the keyring, or read from --key-file. With a pinned sender key (in the keyring, or given
+        with --sender-key) only version 2 pushes from a pinned sender decrypt; version 1 is then
+        refused. Failures exit with the reason's code:
+        1 not_kindly, 2 unsupported_version, 3 malformed, 4 key_unavailable,
+        7 untrusted_sender, 5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
+        """
+    package static let options: [OptionSpec] =
+        [
+            .flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
+        ] + SharedOptions.decryption
+
+    package let decryption: KindlyPushDecryption
+    package let applies: Bool
+    package let stream: StreamOptions
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        applies = arguments.has("--apply")
+        stream = try StreamOptions(arguments, command: Self.name)
+        decryption = try KeyringChoice.decryption(arguments, environment: environment)
+    }
+
+    package func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }
+
+    package func wipe(_ scratch: inout PushDecryptor) { scratch.wipe() }
+
+    /// The fast path for the payload (not for --apply, which rewrites the whole document); what it
+    /// leaves undecided goes the general way, which gives the same output and the exact error.
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CLIError)
+        -> Completion
+    {
+        if !applies {
+            switch scratch.decrypt(bytes, appendingTo: &output) {
+            case .decrypted: return .success
+            case .failed(let failure): throw CLIError(failure)
+            case .undecided: break
+            }
+        }
+        return try process(bytes: bytes, into: &output)
+    }
+
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        switch decryption.decryptResult(userInfo: document) {
+        case .success(let payload):
+            if applies {
+                JSONWriter.write(KindlyPushDecryption.apply(payload, toUserInfo: document), to: &output)
+            } else {
+                JSONWriter.write(.object(payload.object), to: &output)
+            }
+            return .success
+        case .failure(let failure):
+            throw CLIError(failure)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+/// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
+/// service), handles taps, and shows a push delivered twice once.
+///
+/// Declared here, so that help, completions and the man page know it; it runs in
+/// `kindly-push-desktop`, which links what it needs (``DesktopServices``).
+package struct NotifyCommand: Command {
+    package static let name = "notify"
+    package static let abstract = "Show a push as a desktop notification (freedesktop Notifications)."
+    package static let discussion = """
+        Reads an APNs JSON document on standard input (with --jsonl, one per line, each shown as
+        its line arrives, for as long as the input is open) and shows what the display rules
+        decide, as 'route' would with a notification service extension: a banner with the
+        decrypted title and body, the push's placeholder alert when it does not decrypt, or
+        nothing. A new banner of a chat replaces the chat's last one. A push already shown (the
+        same message, or the same envelope) is not shown again; the state store is
+        $XDG_STATE_HOME/kindly-push/state.sqlite3 (0600), and a store that cannot be used is
+        reported once on standard error while notify goes on showing every push.
+        A push that is not Kindly's exits 1 (with --jsonl: one line on standard error), unless
+        --passthrough shows it as its own alert.
+        While notify runs (--jsonl, or --wait after one push), a click on a banner runs
+        --on-open with the chat id in KINDLY_CHAT_ID, or prints {"event":"opened","chat_id":...}.
+        Every call to the notification server has a 2 s budget: no server is 'io' (74).
+        """
+    package static let options: [OptionSpec] =
+        [
+            RouteCommand.appStateOption("killed, background or foreground (default: background)."),
+            RouteCommand.screenOption,
+            RouteCommand.delegateOption,
+            .value("--app-name", "NAME", "The notification's application name (default: Kindly)."),
+            .value("--desktop-entry", "NAME", "The desktop-entry hint: the host's .desktop file name without .desktop."),
+            .value("--on-open", "COMMAND", "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set."),
+            .value("--wait", "SECONDS", "After the push (with --jsonl: after the input ends), wait this long for a click."),
+            .flag("--passthrough", "Show a push that is not Kindly's as its own alert instead of exiting 1."),
+            .value("--state", "PATH", "The state store (default: $XDG_STATE_HOME/kindly-push/state.sqlite3)."),
+            .flag("--no-dedup", "Show every push, also one shown before."),
+            .value("--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d)."),
+        ]
+        // decrypt's key options, whatever they become; --jsonl and --verbose say more here.
+        + SharedOptions.decryption.filter {
+            ![
+                SharedOptions.jobs, SharedOptions.jsonl, SharedOptions.verbose, SharedOptions.help, SharedOptions.output,
+                SharedOptions.quiet,
+                SharedOptions.summary,
+            ].map(\.name).contains($0.name)
+        }
+        + [
+            .flag("--jsonl", "Read one push per line and show each as its line arrives, for as long as the input is open."),
+            .flag("--verbose", "Say on standard error which keyring is used and what became of each push."),
+            SharedOptions.help,
+        ]
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        throw CLIError(.io, "'notify' runs in \(DesktopBinary.name)")
+    }
+
+    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+        try DesktopBinary.required().makeCommand(Self.self, arguments, environment: environment)
+    }
+
+    package static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool { true }
+
+    package func run() -> Int32 { ErrorCode.io.exitStatus }
+}

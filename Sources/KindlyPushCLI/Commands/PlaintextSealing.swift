@@ -1,0 +1,88 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Sealing one plaintext as `seal` does, shared by the one-recipient stream (`--public-key`,
+/// `--key-file`) and `--recipients-inline`: the fast path, the general path with the exact error,
+/// `--fit`, and the check of `truncated`.
+package enum PlaintextSealing {
+    /// `--mode`, `--placeholder-title` and `--placeholder-body`: the push kind and its alert.
+    package static func alertOptions(_ arguments: ParsedArguments) throws(CLIError) -> (KindlyPushSealer.Mode, KindlyPushSealer.Placeholder)
+    {
+        let mode = arguments.value("--mode").flatMap(KindlyPushSealer.Mode.init(rawValue:)) ?? .visible
+        let title = arguments.value("--placeholder-title")
+        let body = arguments.value("--placeholder-body")
+        if mode == .silent, title != nil || body != nil {
+            throw CLIError(.usage, "a silent push has no alert: --placeholder-title and --placeholder-body need --mode visible")
+        }
+        let placeholder = KindlyPushSealer.Placeholder(
+            title: title ?? KindlyPushSealer.Placeholder.default.title, body: body ?? KindlyPushSealer.Placeholder.default.body)
+        return (mode, placeholder)
+    }
+
+    /// `--sender-key-file`: the sender key of version 2, or `nil` for version 1.
+    package static func senderKey(_ arguments: ParsedArguments) throws(CLIError) -> SenderKey? {
+        guard let path = arguments.value("--sender-key-file") else { return nil }
+        do throws(PrivateFileError) {
+            return try SenderKeyFile.read(path)
+        } catch {
+            throw CLIError(.io, error.description)
+        }
+    }
+
+    /// `--fit`: what happens to a message too large for APNs.
+    package static func oversize(_ arguments: ParsedArguments) -> KindlyPushSealer.Oversize {
+        arguments.has("--fit") ? .truncateBody : .refuse
+    }
+
+    /// The fast path: seals a plaintext text that is already in the writer's compact form, as the
+    /// general path would seal it. `false` when it does not decide (another spelling, an invalid
+    /// plaintext, a push over 4096 bytes, a text that may hold `truncated`, whose type the general
+    /// path checks); nothing is appended then.
+    package static func sealFast(_ text: UnsafeRawBufferPointer, with sealer: inout PushSealer, into output: inout [UInt8]) -> Bool {
+        guard !mayHoldTruncatedKey(text) else { return false }
+        return sealer.seal(plaintext: text, appendingTo: &output) == .sealed
+    }
+
+    /// Whether `"truncated"` occurs in `text` (as a member name, or anywhere else).
+    package static func mayHoldTruncatedKey(_ text: UnsafeRawBufferPointer) -> Bool {
+        let name: StaticString = "\"truncated\""
+        let length = name.utf8CodeUnitCount
+        guard let base = text.baseAddress, text.count >= length else { return false }
+        var offset = 0
+        while offset + length <= text.count {
+            guard let quote = memchr(base + offset, 0x22, text.count - length + 1 - offset) else { return false }
+            let position = UnsafeRawPointer(quote) - base
+            if memcmp(quote, name.utf8Start, length) == 0 { return true }
+            offset = position + 1
+        }
+        return false
+    }
+
+    /// The general path: checks the plaintext against wire-format section 4 (and `truncated`),
+    /// fits it when `oversize` says so, seals it and appends the push; `bad_input` with the
+    /// exact reason otherwise.
+    package static func seal(
+        _ plaintext: JSONValue, for recipient: DevicePublicKey, binding: SenderBinding?, mode: KindlyPushSealer.Mode,
+        placeholder: KindlyPushSealer.Placeholder, oversize: KindlyPushSealer.Oversize, into output: inout [UInt8]
+    ) throws(CLIError) {
+        do throws(KindlyPushSealer.SealingError) {
+            guard case .object(let object) = plaintext else {
+                throw .invalidPlaintext("\(plaintext.typeName), not a JSON object")
+            }
+            let payload: DecryptedPayload
+            do {
+                payload = try DecryptedPayload(validating: object)
+            } catch {
+                throw .invalidPlaintext(error.description)
+            }
+            output += try KindlyPushSealer.seal(
+                payload, for: recipient, binding: binding, mode: mode, placeholder: placeholder, oversize: oversize)
+        } catch {
+            throw CLIError(.badInput, error.description)
+        }
+    }
+}

@@ -1,0 +1,96 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+/// `kindly-push seal`: the backend side. Reads a plaintext object, prints a sealed APNs payload.
+package struct SealCommand: DocumentCommand {
+    package static let name = "seal"
+    package static let abstract = "Seal a plaintext message for one device and print the APNs payload."
+    package static let arguments = ["[<file> ...]"]
+    package static let discussion = """
+        Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
+        the compact APNs payload (wire-format section 3), at most 4096 bytes. With
+        --sender-key-file the push is version 2 (wire-format section 7): it proves its sender, and
+        only devices that pinned the sender key decrypt it; without, it is version 1.
+
+        With --recipients-inline each input is {"public_key": B64, "plaintext": {...}} (and
+        optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device.
+        With --fit a body too long for APNs is cut to the longest prefix that fits.
+        """
+    package static let options: [OptionSpec] =
+        [
+            .value("--public-key", "B64", "The device's public key (base64url or base64)."),
+            SharedOptions.keyFile,
+            .value("--sender-key-file", "PATH", "Seal version 2 with this sender key file (sender-keygen writes one); default: version 1."),
+            .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
+            .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
+            .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
+            .flag(
+                "--fit", "Cut a body too long for APNs to the longest prefix that fits, ended with \"…\" and marked \"truncated\": true."),
+            .flag(
+                "--recipients-inline",
+                "Read {\"public_key\", \"plaintext\"} objects, each sealed for its own device (with --jsonl: one per line)."),
+        ] + SharedOptions.stream + [SharedOptions.help]
+
+    package let recipient: DevicePublicKey
+    /// Version 2's binding to the recipient, computed once for the run: the second shared secret
+    /// is the same for every push to this device. `nil` for version 1.
+    package let sender: SenderBinding?
+    /// Why the sender key cannot seal for this recipient (a low-order device key): every
+    /// document then fails with it, as version 1 fails for such a key.
+    package let senderFailure: CLIError?
+    package let mode: KindlyPushSealer.Mode
+    package let placeholder: KindlyPushSealer.Placeholder
+    package let oversize: KindlyPushSealer.Oversize
+    package let stream: StreamOptions
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
+        oversize = PlaintextSealing.oversize(arguments)
+        stream = try StreamOptions(arguments, command: Self.name)
+        switch (arguments.value("--public-key"), arguments.value("--key-file")) {
+        case (let text?, nil):
+            do throws(KeyDecodingError) {
+                recipient = try DevicePublicKey(base64: text)
+            } catch {
+                throw CLIError(.usage, "--public-key: \(error)")
+            }
+        case (nil, let path?):
+            recipient = try KeyringChoice.keyFile(path).key.publicKey
+        case (.some, .some):
+            throw CLIError(.usage, "give either --public-key or --key-file, not both")
+        case (nil, nil):
+            throw CLIError(.usage, "missing the device key: give --public-key B64 or --key-file PATH (see 'kindly-push seal --help')")
+        }
+        var sender: SenderBinding?
+        var senderFailure: CLIError?
+        if let key = try PlaintextSealing.senderKey(arguments) {
+            do throws(KindlyPushSealer.SealingError) {
+                sender = try KindlyPushSealer.binding(of: key, for: recipient)
+            } catch {
+                senderFailure = CLIError(.badInput, error.description)
+            }
+        }
+        self.sender = sender
+        self.senderFailure = senderFailure
+    }
+
+    package func makeScratch() -> PushSealer { PushSealer(recipient: recipient, sender: sender, mode: mode, placeholder: placeholder) }
+
+    package func wipe(_ scratch: inout PushSealer) { scratch.wipe() }
+
+    /// The fast path for plaintexts already in compact form; the rest goes the general way, which
+    /// gives the same output (with other random bytes) and the exact error.
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError)
+        -> Completion
+    {
+        if senderFailure == nil, PlaintextSealing.sealFast(bytes, with: &scratch, into: &output) { return .success }
+        return try process(bytes: bytes, into: &output)
+    }
+
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        if let senderFailure { throw senderFailure }
+        try PlaintextSealing.seal(
+            document, for: recipient, binding: sender, mode: mode, placeholder: placeholder, oversize: oversize, into: &output)
+        return .success
+    }
+}

@@ -1,0 +1,40 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+/// `kindly-push sender-keygen --key-file PATH`: the backend's sender key (wire-format section 7.1).
+package struct SenderKeygenCommand: Command {
+    package static let name = "sender-keygen"
+    package static let abstract = "Create a sender key in a 0600 sender key file and print its sid and public key."
+    package static let discussion = """
+        Backend side. Generates an X25519 key pair, writes the sender key file
+        {"sid", "public_key", "secret_key"} (mode 0600; an existing file is never replaced) and
+        prints {"sid": B64, "public_key": B64} for devices to pin (kindly-push senders add).
+        Keep the file secret: whoever holds it can send pushes that devices pinning it trust.
+        Seal with it: kindly-push seal --sender-key-file <path>. The secret key is never printed.
+        """
+    package static let options: [OptionSpec] = [
+        .value("--key-file", "PATH", "Write the sender key to this new file (required).", required: true),
+        SharedOptions.help,
+    ]
+
+    package let path: String
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+        guard let path = arguments.value("--key-file") else {
+            throw CLIError(.usage, "missing '--key-file PATH' (see 'kindly-push sender-keygen --help')")
+        }
+        self.path = path
+    }
+
+    package func run() -> Int32 {
+        let key = SenderKey.generate()
+        do throws(PrivateFileError) {
+            try SenderKeyFile.write(key, to: path)
+        } catch {
+            Diagnostics.report(CLIError(.io, error.description))
+            return ErrorCode.io.exitStatus
+        }
+        return Terminal.printLine(["sid": .string(key.sid.base64URL), "public_key": .string(key.publicKey.base64URL)])
+    }
+}

@@ -1,0 +1,114 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+/// `kindly-push senders add|list|delete`: the sender keys the device pins (wire-format section 7.1).
+package struct SendersCommand: Command {
+    package static let name = "senders"
+    package static let abstract = "Pin a sender key in the keyring, list the pinned keys, or remove one."
+    package static let arguments = ["add", "list", "delete <sid>"]
+    package static let discussion = """
+        Device side. add pins a sender public key (from a source you trust: the app's
+        configuration, sender-keygen's output); from then on this keyring's reader is in pinned
+        mode: only version 2 pushes from a pinned sender decrypt, and version 1 pushes are refused
+        (untrusted_sender). list prints one JSON object per pinned key: {"sid", "public_key",
+        "label", "created"}. delete removes the key with that sid; exit 7 (untrusted_sender) when
+        none is pinned. To rotate, add the new key before the backend switches to it, then delete
+        the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.
+        """
+    package static let options: [OptionSpec] = [
+        .value("--public-key", "B64", "The sender public key to pin (base64url or base64), for add."),
+        .value("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\")."),
+        SharedOptions.keyring, SharedOptions.verbose, SharedOptions.help,
+    ]
+
+    package enum Action {
+        case add(SenderPublicKey, label: String)
+        case list
+        case delete(SenderID)
+    }
+
+    package let action: Action
+    package let arguments: ParsedArguments
+    package let environment: [String: String]
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        let positionals = arguments.positionals
+        func noAddOptions(_ action: String) throws(CLIError) {
+            for option in ["--public-key", "--label"] where arguments.value(option) != nil {
+                throw CLIError(.usage, "senders \(action) takes no \(option) (see 'kindly-push senders --help')")
+            }
+        }
+        switch positionals.first {
+        case "add"?:
+            guard positionals.count == 1 else { throw CLIError(.usage, "senders add takes no argument; give --public-key B64") }
+            guard let text = arguments.value("--public-key") else {
+                throw CLIError(.usage, "missing '--public-key B64' (see 'kindly-push senders --help')")
+            }
+            if let label = arguments.value("--label"), let problem = KeyringLabel.problem(with: label) {
+                throw CLIError(.usage, "--label: \(problem)")
+            }
+            do throws(KeyDecodingError) {
+                action = .add(try SenderPublicKey(base64: text), label: arguments.value("--label") ?? "kindly-push")
+            } catch {
+                throw CLIError(.usage, "--public-key: \(error)")
+            }
+        case "list"?:
+            guard positionals.count == 1 else { throw CLIError(.usage, "senders list takes no argument") }
+            try noAddOptions("list")
+            action = .list
+        case "delete"?:
+            guard positionals.count == 2 else { throw CLIError(.usage, "senders delete takes exactly one sid") }
+            try noAddOptions("delete")
+            guard let sid = SenderID(base64: positionals[1]) else {
+                throw CLIError(.usage, "'\(positionals[1])' is not a sid (8 bytes of base64url)")
+            }
+            action = .delete(sid)
+        case let other?:
+            throw CLIError(.usage, "unknown senders action '\(other)'; expected add, list or delete (see 'kindly-push senders --help')")
+        case nil:
+            throw CLIError(.usage, "missing action: add, list or delete (see 'kindly-push senders --help')")
+        }
+        self.arguments = arguments
+        self.environment = environment
+    }
+
+    package func run() -> Int32 {
+        do throws(CLIError) {
+            let keyring = try KeyringChoice.resolve(arguments, environment: environment)
+            switch action {
+            case .add(let key, let label):
+                do throws(KeyringError) {
+                    try keyring.pinSender(key, label: label)
+                } catch {
+                    throw CLIError(.io, "cannot pin the sender key in the \(keyring.name) keyring: \(error)")
+                }
+                return 0
+            case .list:
+                let pinned: [PinnedSender]
+                do throws(KeyringError) {
+                    pinned = try keyring.pinnedSenders()
+                } catch {
+                    throw CLIError(.io, error.description)
+                }
+                let lines: [JSONValue] = pinned.map { entry in
+                    [
+                        "sid": .string(entry.sid.base64URL), "public_key": .string(entry.publicKey.base64URL),
+                        "label": .string(entry.label), "created": .number(JSONNumber(Int(entry.created))),
+                    ]
+                }
+                return Terminal.printLines(lines)
+            case .delete(let sid):
+                do throws(KeyringError) {
+                    try keyring.unpinSender(sid)
+                } catch {
+                    if case .senderNotFound = error { throw CLIError(.untrustedSender, error.description) }
+                    throw CLIError(.io, error.description)
+                }
+                return 0
+            }
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+    }
+}

@@ -1,0 +1,145 @@
+package import KindlyPushBase
+package import KindlyPushCore
+internal import KindlyPushVectors
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `kindly-push verify PATH...`: runs test-vector files.
+package struct VerifyCommand: Command {
+    package static let name = "verify"
+    package static let arguments = ["<path> ..."]
+    package static let abstract = "Run test-vector files and report each failure."
+    package static let discussion = """
+        Each path is a vector file or a folder, of which every *.json file (not recursing) is run.
+        Every vector is decrypted with its device key (in pinned mode when it has
+        pinned_sender_keys) and compared with its expected payload or reason; a sealing vector is
+        also re-sealed (version 2 with its sender_secret_key) and compared byte for byte. Prints a
+        line for each failure and last "N passed, N failed"; exits 0 only when none failed. Only
+        regular files of at most 4 MiB are read; anything else is a failure of its own.
+        """
+    package static let options: [OptionSpec] = [SharedOptions.quiet, SharedOptions.help]
+
+    package let files: [String]
+    package let isQuiet: Bool
+
+    /// The largest vector file read (the committed ones are under 100 KiB): memory stays bounded
+    /// whatever a path names.
+    package static let maximumFileSize = 4 << 20
+
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        guard !arguments.positionals.isEmpty else {
+            throw CLIError(.usage, "missing a vector file or folder (see 'kindly-push verify --help')")
+        }
+        var files: [String] = []
+        for path in arguments.positionals {
+            var status = stat()
+            guard stat(path, &status) == 0 else {
+                let code = errno
+                throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+            }
+            if status.st_mode & S_IFMT == S_IFDIR {
+                files += try VerifyCommand.jsonFiles(in: path)
+            } else {
+                files.append(path)
+            }
+        }
+        self.files = files
+        isQuiet = arguments.has("--quiet")
+    }
+
+    package static func jsonFiles(in folder: String) throws(CLIError) -> [String] {
+        guard let directory = opendir(folder) else {
+            let code = errno
+            throw CLIError(.io, "\(folder): \(String(cString: strerror(code)))")
+        }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".json"), !name.hasPrefix("."), entry.pointee.d_type != DT_DIR { names.append(name) }
+        }
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        return names.sorted().map { prefix + $0 }
+    }
+
+    package func run() -> Int32 {
+        var stdout = OutputStream(descriptor: STDOUT_FILENO)
+        var progress = ProgressLine(quiet: isQuiet, noun: "vectors")
+        var passed = 0
+        var failed = 0
+        /// A failure line: on a terminal, the progress line is cleared first so that they do not mix.
+        func report(_ line: String) {
+            progress.clear()
+            stdout.write(line)
+            if progress.isShown { stdout.flush() }
+        }
+        for file in files {
+            let vectors: [TestVector]
+            do throws(CLIError) {
+                let bytes = try VerifyCommand.read(file)
+                do throws(TestVector.FormatError) {
+                    vectors = try TestVector.vectors(inFile: bytes)
+                } catch {
+                    throw CLIError(.badInput, "\(file): \(error)")
+                }
+            } catch {
+                failed += 1
+                report("FAIL \(Printable.escaped(error.message))\n")
+                continue
+            }
+            for (index, vector) in vectors.enumerated() {
+                if let failure = vector.failure() {
+                    failed += 1
+                    let name = vector.description.isEmpty ? "" : " (\(vector.description))"
+                    report("FAIL \(Printable.escaped("\(file) #\(index + 1)\(name): \(failure)"))\n")
+                } else {
+                    passed += 1
+                }
+                progress.update(count: passed + failed)
+            }
+        }
+        progress.clear()
+        stdout.write("\(passed) passed, \(failed) failed\n")
+        let status = Terminal.finish(&stdout)
+        return status != 0 ? status : (failed == 0 ? 0 : 1)
+    }
+
+    /// The bytes of the regular file at `path`, at most ``maximumFileSize`` of them. Opened
+    /// without blocking (a FIFO does not wait for a writer) and checked before anything is read:
+    /// a device, a FIFO, a folder or a larger file is refused at once.
+    package static func read(_ path: String) throws(CLIError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let code = errno
+            throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw CLIError(.io, "\(path): not a regular file") }
+        let limitText = "\(maximumFileSize >> 20) MiB"
+        guard status.st_size <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
+        // One byte more than the limit is asked for, so that a file that grew since fstat is caught.
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+        var length = 0
+        while length < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + length, $0.count - length) }
+            let code = errno
+            if count < 0, code == EINTR { continue }
+            if count < 0 { throw CLIError(.io, "\(path): \(String(cString: strerror(code)))") }
+            if count == 0 { break }
+            length += count
+            if length == bytes.count, length <= maximumFileSize {
+                bytes += [UInt8](repeating: 0, count: min(1 << 16, maximumFileSize + 1 - length))
+            }
+        }
+        guard length <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
+        bytes.removeSubrange(length...)
+        return bytes
+    }
+}

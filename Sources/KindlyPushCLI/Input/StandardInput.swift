@@ -1,0 +1,49 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Reading pushes from standard input: one document, or one document per line (`--jsonl`).
+package enum StandardInput {
+    /// The limit of cli.md: a document (or a line) over 64 KiB is `bad_input`.
+    package static let maximumDocumentSize = WireFormat.maximumInputSize
+
+    /// Reads all of standard input as one document, refusing more than 64 KiB without
+    /// reading further than one byte past the limit.
+    package static func readDocument(descriptor: Int32 = STDIN_FILENO) throws(CLIError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: maximumDocumentSize + 1)
+        var length = 0
+        while length < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + length, $0.count - length) }
+            if count < 0, errno == EINTR { continue }
+            if count < 0 { throw CLIError(.io, "cannot read standard input: \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            length += count
+        }
+        guard length <= maximumDocumentSize else {
+            throw CLIError(.badInput, "the input is over 64 KiB")
+        }
+        bytes.removeSubrange(length...)
+        return bytes
+    }
+
+    /// Reads one JSON document that must be an object, with the strict reader.
+    package static func parseObject(_ bytes: UnsafeRawBufferPointer, what: String = "input") throws(CLIError) -> JSONValue {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes)
+        } catch {
+            switch error.kind {
+            case .invalidUTF8: throw CLIError(.badInput, "the \(what) is not UTF-8 (\(error))")
+            case .empty: throw CLIError(.badInput, "the \(what) is empty")
+            default: throw CLIError(.badInput, "the \(what) is not JSON: \(error)")
+            }
+        }
+        guard case .object = value else {
+            throw CLIError(.badInput, "the \(what) is \(value.typeName), not a JSON object")
+        }
+        return value
+    }
+}

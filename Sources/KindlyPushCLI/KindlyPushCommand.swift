@@ -1,0 +1,78 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// The command line of `kindly-push` and `kindly-push-desktop`: the same commands, parsed the same
+// way; the second also has the services that link libsecret, GIO and SQLite.
+
+/// The commands that work on pushes and keys, in the order help lists them.
+package nonisolated let commands: [any Command.Type] = [
+    KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
+    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self,
+]
+
+/// Every command, in the order help lists them (top-level code initializes in order: this
+/// comes after `commands`).
+package nonisolated let allCommands: [any Command.Type] = commands + [CompletionsCommand.self, ManCommand.self]
+
+/// Reports an unknown subcommand, with a suggestion when it looks like a typo.
+package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
+    let suggestion = Suggestion.phrase(for: name, among: allCommands.map { $0.name } + ["help", "version"])
+    Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
+    return ErrorCode.usage.exitStatus
+}
+
+/// Parses the command line, runs one command and returns the exit status.
+package nonisolated func runKindlyPush(_ arguments: [String], environment: [String: String]) -> Int32 {
+    // For tests: the named-temporary-file fallback of systems without O_TMPFILE.
+    if environment["KINDLY_PUSH_TEST_NO_O_TMPFILE"] == "1" { PrivateFile.usesNamelessFiles = false }
+    let width = Help.width(environment: environment)
+    guard let name = arguments.first else {
+        Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))
+        return ErrorCode.usage.exitStatus
+    }
+    if name == "--help" || name == "-h" {
+        return Terminal.printText(Help.root(allCommands, width: width))
+    }
+    // cli.md, "General conventions": `--version` and `kindly-push version`.
+    if name == "--version" || name == "version" {
+        return Terminal.printText("kindly-push \(KindlyPushRelease.version)\n")
+    }
+    if name == "help" {
+        guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(allCommands, width: width)) }
+        guard let command = allCommands.first(where: { $0.name == topic }) else { return unknownSubcommand(topic) }
+        return Terminal.printText(Help.command(command, width: width))
+    }
+    guard let command = allCommands.first(where: { $0.name == name }) else { return unknownSubcommand(name) }
+    do throws(CLIError) {
+        let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
+        // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
+        if parsed.has("--help") { return Terminal.printText(Help.command(command, width: width)) }
+        // What needs libsecret, GIO or SQLite runs in kindly-push-desktop (see DesktopServices).
+        if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {
+            return DesktopBinary.exec(arguments)
+        }
+        return try command.make(parsed, environment: environment).run()
+    } catch {
+        Diagnostics.report(error)
+        return error.code.exitStatus
+    }
+}
+
+/// The process's environment, read from `environ` (no Foundation, so that a one-shot run does
+/// not load it).
+package func processEnvironment() -> [String: String] {
+    var environment: [String: String] = [:]
+    var entry = environ
+    while let pointer = entry.pointee {
+        let text = String(cString: pointer)
+        if let equals = text.firstIndex(of: "=") {
+            environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        entry += 1
+    }
+    return environment
+}

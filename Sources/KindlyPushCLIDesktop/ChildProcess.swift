@@ -1,0 +1,46 @@
+internal import KindlyPushCLI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Commands that `kindly-push` starts on the user's behalf (`notify --on-open`).
+enum ChildProcess {
+    /// Starts `/bin/sh -c command` with exactly `environment`, standard input on `/dev/null` (it
+    /// never reads the pushes meant for notify) and the other streams inherited. Does not wait.
+    static func spawnShell(_ command: String, environment: [String: String]) -> Result<pid_t, SpawnError> {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+        let arguments: [UnsafeMutablePointer<CChar>?] = ["sh", "-c", command].map { (text: String) in strdup(text) }
+        let variables: [UnsafeMutablePointer<CChar>?] = environment.map { (name, value) in strdup("\(name)=\(value)") }
+        defer {
+            for copy in arguments + variables { free(copy) }
+        }
+        var pid: pid_t = 0
+        let status = (arguments + [nil]).withUnsafeBufferPointer { argv in
+            (variables + [nil]).withUnsafeBufferPointer { envp in
+                posix_spawn(&pid, "/bin/sh", &actions, nil, argv.baseAddress!, envp.baseAddress!)
+            }
+        }
+        guard status == 0 else { return .failure(SpawnError(code: status)) }
+        return .success(pid)
+    }
+
+    /// Whether `pid` has ended (and is reaped now); with `wait`, waits for it.
+    static func reap(_ pid: pid_t, wait: Bool) -> Bool {
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, wait ? 0 : WNOHANG)
+            if result < 0, errno == EINTR { continue }
+            // An error (no such child) counts as ended: nothing is left to wait for.
+            return result != 0
+        }
+    }
+
+    struct SpawnError: Error, CustomStringConvertible {
+        let code: Int32
+        var description: String { String(cString: strerror(code)) }
+    }
+}

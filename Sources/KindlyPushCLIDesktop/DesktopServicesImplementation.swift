@@ -1,0 +1,51 @@
+package import KindlyPush
+package import KindlyPushCLI
+internal import KindlyPushCore
+internal import KindlyPushSecretService
+
+/// The services of `kindly-push-desktop`: the Secret Service keyring (libsecret) and the commands
+/// that need GIO and SQLite (`notify`, `doctor`).
+package struct DesktopServicesImplementation: DesktopServices {
+    /// The services; `kindly-push-desktop` installs them at start.
+    package init() {}
+
+    package func secretServiceKeyring(environment: [String: String], for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
+        let collection = Self.collection(environment: environment)
+        // An object path that is not one is a usage error, but for look-ups, where the keyring
+        // then fails each of them at once (`key_unavailable`).
+        if purpose != .lookUp, let problem = collection.objectPathProblem {
+            throw CLIError(.usage, "KINDLY_PUSH_SECRET_SERVICE_COLLECTION: \(problem)")
+        }
+        return SecretServiceKeyring(collection: collection, busAddress: KeyringChoice.busAddress(environment))
+    }
+
+    package func autoKeyring(environment: [String: String], for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
+        switch SecretServiceKeyring.probeSessionBus(busAddress: KeyringChoice.busAddress(environment)) {
+        case .available:
+            return try secretServiceKeyring(environment: environment, for: purpose)
+        case .timedOut where purpose == .store:
+            throw CLIError(
+                .io,
+                "the session bus did not answer within 0.5 s: not storing the new key in the file keyring, where the Secret "
+                    + "Service would not see it; try again, or choose with --keyring file or --keyring secret-service")
+        case .noAddress, .unreachable, .noSecretService, .timedOut:
+            return FileKeyring(folder: try KeyringChoice.fileFolder(environment))
+        }
+    }
+
+    package func makeCommand(_ command: any Command.Type, _ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
+        -> any Command
+    {
+        switch command.name {
+        case NotifyCommand.name: return try NotifyRunner(arguments, environment: environment)
+        case DoctorCommand.name: return try DoctorRunner(arguments, environment: environment)
+        default: throw CLIError(.io, "'\(command.name)' has no desktop implementation")
+        }
+    }
+
+    /// The collection `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names, else the default one.
+    static func collection(environment: [String: String]) -> SecretServiceKeyring.Collection {
+        guard let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty else { return .default }
+        return name.hasPrefix("/") ? .objectPath(name) : .alias(name)
+    }
+}

@@ -1,0 +1,122 @@
+internal import KindlyPush
+internal import KindlyPushCLI
+internal import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The file keyring's folder and files: owner and mode of each, as the keyring itself demands
+/// them (a folder only its owner can enter, files only their owner can read). Reads names and
+/// `lstat` only, never a file's contents.
+enum FileKeyringChecks {
+    /// `file-keyring`, then one `key-file` line per file in the folder.
+    static func folder(_ context: DoctorContext) -> [DoctorCheck] {
+        let folder = context.fileFolder
+        let inUse = context.keyringInUse == .file
+        let pathDetail = JSONObject.Member(key: "path", value: .string(folder))
+        // Followed when it is a link, as the keyring follows it.
+        var status = stat()
+        guard stat(folder, &status) == 0 else {
+            let code = errno
+            if code == ENOENT {
+                let note = inUse ? "keygen makes it (0700) with the first key" : "not used"
+                return [DoctorCheck("file-keyring", .ok, "\(folder) does not exist (\(note))", details: [pathDetail])]
+            }
+            return [
+                DoctorCheck(
+                    "file-keyring", inUse ? .problem : .warning, "\(folder): \(String(cString: strerror(code)))",
+                    action: "make the folder readable by its owner", details: [pathDetail])
+            ]
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            return [
+                DoctorCheck(
+                    "file-keyring", inUse ? .problem : .warning, "\(folder) is not a folder",
+                    action: "move it away; keygen makes the folder",
+                    details: [pathDetail])
+            ]
+        }
+        var lines = [ownershipCheck("file-keyring", path: folder, status: status, wantedMode: 0o700, kind: "folder")]
+
+        guard let directory = opendir(folder) else {
+            let code = errno
+            return lines + [
+                DoctorCheck(
+                    "file-keyring", .problem, "\(folder) cannot be read: \(String(cString: strerror(code)))",
+                    action: "chmod 700 \(folder)", details: [pathDetail])
+            ]
+        }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        for name in names.sorted() {
+            let path = folder + "/" + name
+            var file = stat()
+            guard lstat(path, &file) == 0 else { continue }  // removed meanwhile
+            let pathDetail = JSONObject.Member(key: "path", value: .string(path))
+            if name.hasPrefix(".kindly-push-") {
+                lines.append(
+                    DoctorCheck(
+                        "key-file", .warning, "\(path): a temporary file an interrupted write left behind (it may hold a secret key)",
+                        action: "rm \(path)", details: [pathDetail]))
+                continue
+            }
+            // Version 2's pinned sender keys live in a folder of their own, 0700 as this one.
+            if name == FileKeyring.sendersFolderName, file.st_mode & S_IFMT == S_IFDIR {
+                lines.append(ownershipCheck("file-keyring", path: path, status: file, wantedMode: 0o700, kind: "folder"))
+                continue
+            }
+            guard name.hasSuffix(".json"), !name.hasPrefix("."), KeyID(base64: String(name.dropLast(5))) != nil else {
+                lines.append(
+                    DoctorCheck(
+                        "key-file", .warning, "\(path): not a key file name (KID.json); the keyring ignores it",
+                        action: "move it elsewhere",
+                        details: [pathDetail]))
+                continue
+            }
+            switch file.st_mode & S_IFMT {
+            case S_IFREG:
+                lines.append(ownershipCheck("key-file", path: path, status: file, wantedMode: 0o600, kind: "file"))
+            case S_IFLNK:
+                lines.append(
+                    DoctorCheck(
+                        "key-file", .problem, "\(path) is a symbolic link, which the keyring refuses to read",
+                        action: "replace it with the key file itself", details: [pathDetail]))
+            default:
+                lines.append(
+                    DoctorCheck(
+                        "key-file", .problem, "\(path) is not a regular file", action: "move it out of the key folder",
+                        details: [pathDetail]))
+            }
+        }
+        return lines
+    }
+
+    /// The owner and mode of a folder (`wantedMode` 0700) or key file (0600): a problem when
+    /// another user owns it or group or others have any access.
+    private static func ownershipCheck(_ name: String, path: String, status: stat, wantedMode: mode_t, kind: String) -> DoctorCheck {
+        let mode = status.st_mode & 0o7777
+        let modeText = "0" + String(mode, radix: 8)
+        let details: [JSONObject.Member] = [
+            .init(key: "path", value: .string(path)), .init(key: "owner_uid", value: .number(JSONNumber(Int(status.st_uid)))),
+            .init(key: "mode", value: .string(modeText)),
+        ]
+        let me = geteuid()
+        if status.st_uid != me {
+            return DoctorCheck(
+                name, .problem, "\(path): owned by uid \(status.st_uid), not by this user (uid \(me))",
+                action: "chown \(me) \(path), or run as its owner", details: details)
+        }
+        if mode & 0o077 != 0 {
+            let who = kind == "folder" ? "enter" : "read"
+            return DoctorCheck(
+                name, .problem, "\(path): mode \(modeText), group or others can \(who) it (the keyring refuses it)",
+                action: "chmod \(String(wantedMode, radix: 8)) \(path)", details: details)
+        }
+        return DoctorCheck(name, .ok, "\(path): owner uid \(me) (this user), mode \(modeText)", details: details)
+    }
+}

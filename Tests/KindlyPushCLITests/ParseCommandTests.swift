@@ -1,0 +1,97 @@
+import Foundation
+import KindlyPushCLI
+import Testing
+
+/// The command line parsed in-process, as swift-argument-parser's `AssertParseCommand` does:
+/// the declarations, the parser, usage, suggestions, and which runs need kindly-push-desktop.
+@Suite("Parsing in-process (KindlyPushCLI)")
+struct ParseCommandTests {
+    @Test("options, values, repeatable values and operands parse from the declarations")
+    func parse() throws {
+        let parsed = try ParsedArguments.parse(
+            ["--jsonl", "--key-file=k.json", "--sender-key", "-AAA", "--sender-key", "BBB", "a.jsonl", "--", "--b.jsonl"],
+            specs: DecryptCommand.options, command: "decrypt")
+        #expect(parsed.has("--jsonl"))
+        #expect(parsed.value("--key-file") == "k.json")
+        #expect(parsed.values("--sender-key") == ["-AAA", "BBB"])
+        #expect(parsed.positionals == ["a.jsonl", "--b.jsonl"])
+    }
+
+    @Test(
+        "usage errors name the argument and suggest the option meant",
+        arguments: [
+            (["--key-fil", "k"], "unknown option '--key-fil'; did you mean '--key-file'? (see 'kindly-push decrypt --help')"),
+            (
+                ["--keyring", "vault"],
+                "'vault' is not a valid value for '--keyring'; expected one of: auto, secret-service, file (see 'kindly-push decrypt --help')"
+            ),
+            (["--key-file"], "missing value for '--key-file PATH' (see 'kindly-push decrypt --help')"),
+            (["--jsonl=1"], "'--jsonl' takes no value (see 'kindly-push decrypt --help')"),
+        ] as [([String], String)])
+    func usageErrors(_ arguments: [String], _ message: String) {
+        do {
+            _ = try ParsedArguments.parse(arguments, specs: DecryptCommand.options, command: "decrypt")
+            Issue.record("parsed")
+        } catch {
+            #expect(error.code == .usage)
+            #expect(error.message == message)
+        }
+    }
+
+    @Test("a suggestion is made only for a near miss")
+    func suggestions() {
+        #expect(Suggestion.closest(to: "decyrpt", among: allCommands.map { $0.name }) == "decrypt")
+        #expect(Suggestion.closest(to: "snders", among: allCommands.map { $0.name }) == "senders")
+        #expect(Suggestion.closest(to: "frobnicate", among: allCommands.map { $0.name }) == nil)
+        #expect(Suggestion.distance("ab", "ba") == 1)
+    }
+
+    @Test("usage is derived: required options unbracketed, repeatable ones marked, operands last, actions first")
+    func usage() {
+        #expect(RouteCommand.synopses[0].hasPrefix("route --app-state <state> [--screen <screen>]"))
+        #expect(RouteCommand.synopses[0].hasSuffix("[<file> ...]"))
+        #expect(DecryptCommand.synopses[0].contains("[--sender-key <b64> ...]"))
+        #expect(KeysCommand.synopses == ["keys list [--keyring <kind>] [--verbose]", "keys delete <kid> [--keyring <kind>] [--verbose]"])
+        #expect(Help.wrapLines("one two three four", width: 9) == ["one two", "three", "four"])
+    }
+
+    @Test(
+        "only what needs libsecret, GIO or SQLite runs in kindly-push-desktop",
+        arguments: [
+            (["decrypt", "--key-file", "k.json"], [:], false),
+            (["decrypt", "--keyring", "file"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
+            (["decrypt"], [:], false),
+            (["decrypt"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], true),
+            (["keys", "list", "--keyring", "secret-service"], [:], true),
+            (["seal", "--public-key", "x"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
+            (["notify"], [:], true),
+            (["doctor"], [:], true),
+            (["verify", "TestVectors"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
+        ] as [([String], [String: String], Bool)])
+    func needsDesktop(_ arguments: [String], _ environment: [String: String], _ expected: Bool) throws {
+        let command = try #require(allCommands.first { $0.name == arguments[0] })
+        let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
+        #expect(command.needsDesktop(parsed, environment: environment) == expected)
+    }
+
+    @Test("kindly-push links neither Foundation nor libsecret, GIO or SQLite; kindly-push-desktop does")
+    func leanBinary() throws {
+        func libraries(_ binary: URL) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+            process.arguments = [binary.path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return text
+        }
+        let lean = try libraries(CLI.binary)
+        for library in ["libFoundation", "_FoundationICU", "libsecret", "libgio", "libglib", "libsqlite3"] {
+            #expect(!lean.contains(library), "kindly-push links \(library)")
+        }
+        let desktop = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-desktop"))
+        #expect(desktop.contains("libsecret") && desktop.contains("libgio") && desktop.contains("libsqlite3"))
+    }
+}
