@@ -39,16 +39,7 @@ extension KindlyPushSealer {
         placeholder: Placeholder = .default
     ) throws(SealingError) -> [UInt8] {
         guard let binding else { return try seal(plaintext: plaintext, for: recipient, mode: mode, placeholder: placeholder) }
-        guard case .object(let object) = plaintext else {
-            throw .invalidPlaintext("\(plaintext.typeName), not a JSON object")
-        }
-        let payload: DecryptedPayload
-        do {
-            payload = try DecryptedPayload(validating: object)
-        } catch {
-            throw .invalidPlaintext(error.description)
-        }
-        return try seal(payload, for: recipient, binding: binding, mode: mode, placeholder: placeholder)
+        return try seal(try payload(plaintext: plaintext), for: recipient, binding: binding, mode: mode, placeholder: placeholder)
     }
 
     /// Version 2 with a binding computed beforehand: the compact APNs JSON, at most 4096 bytes.

@@ -75,16 +75,21 @@ public enum KindlyPushSealer {
         mode: Mode = .visible,
         placeholder: Placeholder = .default
     ) throws(SealingError) -> [UInt8] {
+        try seal(try payload(plaintext: plaintext), for: recipient, mode: mode, placeholder: placeholder)
+    }
+
+    /// The message of a plaintext object read from JSON, checked against wire format section 4.
+    ///
+    /// - Throws: ``SealingError/invalidPlaintext(_:)`` with the rule it breaks.
+    package static func payload(plaintext: JSONValue) throws(SealingError) -> DecryptedPayload {
         guard case .object(let object) = plaintext else {
             throw .invalidPlaintext("\(plaintext.typeName), not a JSON object")
         }
-        let payload: DecryptedPayload
         do {
-            payload = try DecryptedPayload(validating: object)
+            return try DecryptedPayload(validating: object)
         } catch {
             throw .invalidPlaintext(error.description)
         }
-        return try seal(payload, for: recipient, mode: mode, placeholder: placeholder)
     }
 
     /// Seals exactly the bytes `message` with a given ephemeral secret key and nonce: the

@@ -70,17 +70,9 @@ package enum PlaintextSealing {
         placeholder: KindlyPushSealer.Placeholder, oversize: KindlyPushSealer.Oversize, into output: inout [UInt8]
     ) throws(CLIError) {
         do throws(KindlyPushSealer.SealingError) {
-            guard case .object(let object) = plaintext else {
-                throw .invalidPlaintext("\(plaintext.typeName), not a JSON object")
-            }
-            let payload: DecryptedPayload
-            do {
-                payload = try DecryptedPayload(validating: object)
-            } catch {
-                throw .invalidPlaintext(error.description)
-            }
             output += try KindlyPushSealer.seal(
-                payload, for: recipient, binding: binding, mode: mode, placeholder: placeholder, oversize: oversize)
+                try KindlyPushSealer.payload(plaintext: plaintext), for: recipient, binding: binding, mode: mode, placeholder: placeholder,
+                oversize: oversize)
         } catch {
             throw CLIError(.badInput, error.description)
         }
