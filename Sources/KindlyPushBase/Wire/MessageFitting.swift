@@ -28,8 +28,7 @@ extension KindlyPushSealer {
     /// the envelope and `aps` around it give the largest plaintext that fits, and the body is cut
     /// to that in one pass over its characters.
     ///
-    /// - Throws: ``SealingError/invalidPlaintext(_:)`` when `truncated` is present and not a
-    ///   boolean; ``SealingError/payloadTooLarge(size:)`` with ``Oversize/refuse`` for a message
+    /// - Throws: ``SealingError/payloadTooLarge(size:)`` with ``Oversize/refuse`` for a message
     ///   that does not fit, and with ``Oversize/truncateBody`` when even the minimal plaintext
     ///   does not fit (a `chat_id` or `message_id` of thousands of bytes);
     ///   ``SealingError/unusableRecipientKey`` for a low-order public key.
@@ -67,11 +66,7 @@ extension KindlyPushSealer {
         placeholder: Placeholder,
         oversize: Oversize
     ) throws(SealingError) -> [UInt8] {
-        do throws(PlaintextError) {
-            try MessageFitting.checkTruncatedFlag(payload.object)
-        } catch {
-            throw .invalidPlaintext(error.description)
-        }
+        // `truncated`, when present, is a boolean: `DecryptedPayload` checked it when it was made.
         var message = payload
         if oversize == .truncateBody {
             let templateLength = MessageFitting.templateLength(
@@ -92,8 +87,6 @@ extension KindlyPushSealer {
 /// `b64(32) + b64(24) + b64(P + 16)`, where `P` is the plaintext's padded length: the next
 /// multiple of 64 strictly above the plaintext's length (at least one padding byte).
 package enum MessageFitting {
-    /// The plaintext key of wire-format section 4 that `--fit` writes.
-    package static let truncatedKey = "truncated"
     /// What ends a cut body: U+2026, three UTF-8 bytes that JSON does not escape.
     package static let ellipsis = "\u{2026}"
 
@@ -147,7 +140,7 @@ package enum MessageFitting {
         // replaces a `truncated` the message has (a boolean: checked before) or comes last.
         var object = payload.object
         object[KindlyKey.body] = ""
-        object[truncatedKey] = true
+        object[KindlyKey.truncated] = true
         let room = budget - JSONWriter.compactBytes(.object(object)).count - ellipsis.utf8.count
         if room >= 0 {
             // The escaped length of a text is the sum of its bytes' escaped lengths, so one pass
@@ -170,7 +163,7 @@ package enum MessageFitting {
         if let messageId = payload.messageId { minimal[KindlyKey.messageID] = .string(messageId) }
         minimal[KindlyKey.title] = ""
         minimal[KindlyKey.body] = ""
-        minimal[truncatedKey] = true
+        minimal[KindlyKey.truncated] = true
         return try checked(minimal, templateLength: templateLength)
     }
 
@@ -184,13 +177,6 @@ package enum MessageFitting {
             // Not reached: the members come from a valid payload.
             throw .invalidPlaintext(error.description)
         }
-    }
-
-    /// Section 4: `truncated`, when present, is a boolean. (Sealing checks it here; the reading
-    /// side's ``DecryptedPayload`` check gives `bad_plaintext`.)
-    package static func checkTruncatedFlag(_ object: JSONObject) throws(PlaintextError) {
-        guard let value = object[truncatedKey] else { return }
-        guard case .bool = value else { throw PlaintextError("\"\(truncatedKey)\" is \(value.typeName), not a boolean") }
     }
 }
 

@@ -40,29 +40,13 @@ package enum PlaintextSealing {
 
     /// The fast path: seals a plaintext text that is already in the writer's compact form, as the
     /// general path would seal it. `false` when it does not decide (another spelling, an invalid
-    /// plaintext, a push over 4096 bytes, a text that may hold `truncated`, whose type the general
-    /// path checks); nothing is appended then.
+    /// plaintext, a `truncated` that is not a boolean, a push over 4096 bytes); nothing is
+    /// appended then.
     package static func sealFast(_ text: UnsafeRawBufferPointer, with sealer: inout PushSealer, into output: inout [UInt8]) -> Bool {
-        guard !mayHoldTruncatedKey(text) else { return false }
-        return sealer.seal(plaintext: text, appendingTo: &output) == .sealed
+        sealer.seal(plaintext: text, appendingTo: &output) == .sealed
     }
 
-    /// Whether `"truncated"` occurs in `text` (as a member name, or anywhere else).
-    package static func mayHoldTruncatedKey(_ text: UnsafeRawBufferPointer) -> Bool {
-        let name: StaticString = "\"truncated\""
-        let length = name.utf8CodeUnitCount
-        guard let base = text.baseAddress, text.count >= length else { return false }
-        var offset = 0
-        while offset + length <= text.count {
-            guard let quote = memchr(base + offset, 0x22, text.count - length + 1 - offset) else { return false }
-            let position = UnsafeRawPointer(quote) - base
-            if memcmp(quote, name.utf8Start, length) == 0 { return true }
-            offset = position + 1
-        }
-        return false
-    }
-
-    /// The general path: checks the plaintext against wire-format section 4 (and `truncated`),
+    /// The general path: checks the plaintext against wire-format section 4,
     /// fits it when `oversize` says so, seals it and appends the push; `bad_input` with the
     /// exact reason otherwise.
     package static func seal(
