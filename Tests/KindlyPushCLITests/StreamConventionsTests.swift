@@ -63,6 +63,19 @@ struct StreamConventionsTests {
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
+    @Test("--jsonl --output: input that fails to read (EIO) leaves PATH as it was, not a partial result")
+    func outputAfterReadError() throws {
+        let folder = try KeyFolder()
+        let path = folder.url.appendingPathComponent("payloads.jsonl").path
+        // /proc/self/mem opens as a file of the reading process and fails at the first read.
+        let output = try CLI.run(["decrypt", "--jsonl", "--key-file", folder.keyFile, "--output", path, "/proc/self/mem"])
+        #expect(output.status == 74)
+        #expect(output.stderr.hasPrefix("kindly-push: io: "))
+        #expect(!FileManager.default.fileExists(atPath: path))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.contains("kindly-push-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     @Test("--summary prints the count of each result code on stderr; no progress line when stderr is not a terminal")
     func summary() throws {
         let folder = try KeyFolder()

@@ -60,11 +60,13 @@ package enum DocumentRunner {
         return finish(&stdout, target) ?? completion.exitStatus
     }
 
-    /// Flushes the output and puts an `--output` file in place; the status when that failed.
-    private static func finish(_ stdout: inout OutputStream, _ target: consuming OutputTarget) -> Int32? {
+    /// Flushes the output and puts an `--output` file in place, unless the run is `incomplete`
+    /// (its input failed): then PATH keeps what it held, as after any other failure. The status
+    /// when writing failed.
+    private static func finish(_ stdout: inout OutputStream, _ target: consuming OutputTarget, incomplete: Bool = false) -> Int32? {
         let status = Terminal.finish(&stdout)
         stdout.wipe()
-        guard status == 0 else {
+        guard status == 0, !incomplete else {
             target.abandon()
             return status
         }
@@ -81,15 +83,20 @@ package enum DocumentRunner {
     /// thread, in order. With more, see ``runParallel(_:reader:stdout:)``.
     package static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         let descriptors: [Int32]
-        let target: OutputTarget
         do throws(CLIError) {
             descriptors = try InputFiles.open(command.stream.inputs)
-            target = try OutputTarget(path: command.stream.outputPath)
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
         defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
+        let target: OutputTarget
+        do throws(CLIError) {
+            target = try OutputTarget(path: command.stream.outputPath)
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
         var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: StandardInput.maximumDocumentSize)
         var stdout = OutputStream(descriptor: target.descriptor)
         var tally = Tally(
@@ -100,7 +107,8 @@ package enum DocumentRunner {
             : runParallel(command, reader: &reader, stdout: &stdout, tally: &tally)
         tally.progress.clear()
         reader.wipe()
-        if let status = finish(&stdout, target) { return status }
+        let writeStatus = finish(&stdout, target, incomplete: readError != nil)
+        if readError == nil, let writeStatus { return writeStatus }
         if let counts = tally.counts { Diagnostics.line("kindly-push: \(counts.line)") }
         if let readError {
             Diagnostics.report(readError)
