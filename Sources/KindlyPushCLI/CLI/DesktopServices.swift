@@ -23,6 +23,26 @@ package protocol DesktopServices: Sendable {
         -> any Command
 }
 
+/// A command that only `kindly-push-desktop` runs (`notify`, `doctor`): declared in this
+/// library, so that help, completions and the man page know it, and made by the installed
+/// ``DesktopServices``. `kindly-push` never makes one: it runs `kindly-push-desktop` first.
+package protocol DesktopOnlyCommand: Command {}
+
+extension DesktopOnlyCommand {
+    /// Never called where the services are installed (``make(_:environment:)`` asks them).
+    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+        throw CLIError(.io, "'\(Self.name)' runs in \(DesktopBinary.name)")
+    }
+
+    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+        try DesktopBinary.required().makeCommand(Self.self, arguments, environment: environment)
+    }
+
+    package static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool { true }
+
+    package func run() -> Int32 { ErrorCode.io.exitStatus }
+}
+
 /// Finding and running `kindly-push-desktop`.
 package enum DesktopBinary {
     /// Its file name, beside `kindly-push`.

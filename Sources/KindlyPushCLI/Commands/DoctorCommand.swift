@@ -4,8 +4,8 @@ package import KindlyPushCore
 /// `kindly-push doctor`: why nothing decrypts here, one line per check.
 ///
 /// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-desktop`, which links what it needs (``DesktopServices``).
-package struct DoctorCommand: Command {
+/// `kindly-push-desktop` (``DesktopOnlyCommand``).
+package struct DoctorCommand: DesktopOnlyCommand {
     package static let name = "doctor"
     package static let abstract = "Check what decrypting needs here: keyring, session bus, Secret Service, key files, libraries."
     package static let discussion = """
@@ -18,16 +18,4 @@ package struct DoctorCommand: Command {
         .flag("--json", "Print one JSON object per check: {\"check\", \"status\", \"message\", \"action\", ...}."),
         SharedOptions.help,
     ]
-
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        throw CLIError(.io, "'doctor' runs in \(DesktopBinary.name)")
-    }
-
-    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
-        try DesktopBinary.required().makeCommand(Self.self, arguments, environment: environment)
-    }
-
-    package static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool { true }
-
-    package func run() -> Int32 { ErrorCode.io.exitStatus }
 }

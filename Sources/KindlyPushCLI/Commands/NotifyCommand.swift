@@ -5,8 +5,8 @@ package import KindlyPushCore
 /// service), handles taps, and shows a push delivered twice once.
 ///
 /// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-desktop`, which links what it needs (``DesktopServices``).
-package struct NotifyCommand: Command {
+/// `kindly-push-desktop` (``DesktopOnlyCommand``).
+package struct NotifyCommand: DesktopOnlyCommand {
     package static let name = "notify"
     package static let abstract = "Show a push as a desktop notification (freedesktop Notifications)."
     package static let discussion = """
@@ -51,16 +51,4 @@ package struct NotifyCommand: Command {
             .flag("--verbose", "Say on standard error which keyring is used and what became of each push."),
             SharedOptions.help,
         ]
-
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
-        throw CLIError(.io, "'notify' runs in \(DesktopBinary.name)")
-    }
-
-    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
-        try DesktopBinary.required().makeCommand(Self.self, arguments, environment: environment)
-    }
-
-    package static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool { true }
-
-    package func run() -> Int32 { ErrorCode.io.exitStatus }
 }
