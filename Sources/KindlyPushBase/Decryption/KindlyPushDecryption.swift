@@ -16,7 +16,8 @@ internal import KindlyPushCore
 /// }
 /// ```
 ///
-/// Decrypting from many threads at once is safe: the type holds only a `Sendable` keyring.
+/// Decrypting from many threads at once is safe: the type holds a `Sendable` keyring and the
+/// pinned keys (values), and the cache of second shared secrets it shares is behind a lock.
 public struct KindlyPushDecryption: Sendable {
     /// Where secret keys are looked up by each push's `kid`, and pinned sender keys by `sid`.
     public let keyring: any Keyring

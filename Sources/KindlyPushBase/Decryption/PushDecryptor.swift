@@ -7,7 +7,7 @@ internal import KindlyPushCore
 /// var decryptor = PushDecryptor(decryption)         // one per thread
 /// switch decryptor.decrypt(pushBytes, appendingTo: &output) {
 /// case .decrypted: ...                                // output holds the payload object
-/// case .failed(let failure): ...                      // reasons 4 to 6
+/// case .failed(let failure): ...                      // reasons 4 to 7
 /// case .undecided:                                    // the general path decides
 ///     let result = decryption.decryptResult(userInfo: try JSONReader.parse(pushBytes))
 /// }

@@ -11,7 +11,8 @@ package import KindlyPushCore
 ///
 /// Secrets live in ``SecureBytes`` and are wiped when they leave the cache: when the device key
 /// or the sender key is deleted from a keyring of this package (each one calls ``evict(kid:)`` /
-/// ``evict(sid:)``), when a reader finds the key or the pin gone, and when the cache is full.
+/// ``evict(sid:)``), and when the cache is full. A reader does not evict: a key or pin it no
+/// longer finds is refused before the cache is asked (reasons 4 and 5).
 package final class SenderSecretCache: Sendable {
     /// The process's cache.
     package static let shared = SenderSecretCache()
