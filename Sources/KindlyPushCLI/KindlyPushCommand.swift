@@ -1,5 +1,5 @@
-package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushBase
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -53,7 +53,7 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: [Stri
         if parsed.has("--help") { return Terminal.printText(Help.command(command, width: width)) }
         // What needs libsecret, GIO or SQLite runs in kindly-push-desktop (see DesktopServices).
         if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {
-            return DesktopBinary.exec(arguments)
+            return DesktopBinary.exec(arguments, environment: environment)
         }
         return try command.make(parsed, environment: environment).run()
     } catch {

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The options a command accepts, for parsing and for its help text.
 package struct OptionSpec: Sendable {

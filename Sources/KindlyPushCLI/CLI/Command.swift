@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// What every command declares: its name, its help, its options, and how it runs.
 package protocol Command: Sendable {

@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -61,8 +61,9 @@ package enum DesktopBinary {
     }
 
     /// Replaces this process with `kindly-push-desktop` from the folder of this executable, with
-    /// `arguments`; returns only when that fails (an `io` error, reported).
-    package static func exec(_ arguments: [String]) -> Int32 {
+    /// `arguments` and `environment` (the one the decision to run it was made with); returns only
+    /// when that fails (an `io` error, reported).
+    package static func exec(_ arguments: [String], environment: [String: String]) -> Int32 {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else {
@@ -73,9 +74,10 @@ package enum DesktopBinary {
         let folder = executable.lastIndex(of: "/").map { String(executable[..<$0]) } ?? "."
         let path = folder + "/" + name
         var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        execv(path, &argv)
+        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        execve(path, &argv, &envp)
         let reason = String(cString: strerror(errno))
-        for pointer in argv { free(pointer) }
+        for pointer in argv + envp { free(pointer) }
         Diagnostics.report(
             CLIError(.io, "this needs \(name) (the Secret Service and desktop part) beside kindly-push in \(folder): \(reason)"))
         return ErrorCode.io.exitStatus

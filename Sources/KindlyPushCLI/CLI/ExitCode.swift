@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// The error codes and exit statuses of cli.md, in one place.
 package enum ErrorCode: String, Sendable, CaseIterable {

@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// `--keyring auto|secret-service|file` and `--key-file`: where a command finds keys.
 package enum KeyringChoice: String, CaseIterable, Sendable {

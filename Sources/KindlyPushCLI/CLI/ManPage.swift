@@ -1,4 +1,4 @@
-package import KindlyPushBase
+internal import KindlyPushBase
 
 /// The roff man page (`man -l`, `groff -man`), generated from the commands' declarations.
 package enum ManPage {

@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// `kindly-push check`: is this push Kindly's, and was it decrypted already?
 package struct CheckCommand: DocumentCommand {

@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// `kindly-push decrypt`: the device side. Prints the decrypted payload, or with `--apply`
 /// the whole APNs document rewritten for display.

@@ -1,5 +1,5 @@
-package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushBase
+internal import KindlyPushCore
 
 /// `kindly-push doctor`: why nothing decrypts here, one line per check.
 ///

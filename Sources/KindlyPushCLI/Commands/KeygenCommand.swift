@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// `kindly-push keygen`: creates a device key, stores it, prints the registration JSON.
 package struct KeygenCommand: Command {

@@ -1,5 +1,5 @@
-package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushBase
+internal import KindlyPushCore
 
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
 /// service), handles taps, and shows a push delivered twice once.

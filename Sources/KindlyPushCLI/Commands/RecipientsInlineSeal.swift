@@ -75,7 +75,9 @@ package struct RecipientsInlineSeal: DocumentCommand {
     {
         let line = try Line(document, mode: mode, placeholder: placeholder)
         let key = RecipientKey(line.recipient, alert: line.alert)
-        let text = JSONWriter.compactBytes(line.plaintext)
+        // The message in clear: wiped once sealed, as the runner wipes its buffers.
+        var text = JSONWriter.compactBytes(line.plaintext)
+        defer { text.wipeCapacity() }
         let sealed = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
             text.withUnsafeBytes { PlaintextSealing.sealFast($0, with: &sealer, into: &output) }
         }

@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// `kindly-push route`: the display decision of display-rules.md for a push.
 package struct RouteCommand: DocumentCommand {

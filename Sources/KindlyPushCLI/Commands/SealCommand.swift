@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// `kindly-push seal`: the backend side. Reads a plaintext object, prints a sealed APNs payload.
 package struct SealCommand: DocumentCommand {

@@ -1,5 +1,5 @@
-package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushBase
+internal import KindlyPushCore
 
 /// `kindly-push sender-keygen --key-file PATH`: the backend's sender key (wire-format section 7.1).
 package struct SenderKeygenCommand: Command {

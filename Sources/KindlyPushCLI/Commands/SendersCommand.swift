@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// `kindly-push senders add|list|delete`: the sender keys the device pins (wire-format section 7.1).
 package struct SendersCommand: Command {

@@ -1,5 +1,5 @@
-package import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushBase
+internal import KindlyPushCore
 internal import KindlyPushVectors
 
 #if canImport(Glibc)
