@@ -96,6 +96,20 @@ struct HardeningTests {
 
     @Test("the process is not dumpable: a SIGSYS (whose default action dumps core) leaves no core file")
     func noCoreFile() throws {
+        // The control: a dumpable process killed the same way leaves a core file here. Without
+        // it, "no core file" would also hold on a machine whose cores go elsewhere (a piped
+        // core_pattern), and the test could not fail.
+        let control = try KeyFolder()
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "ulimit -c unlimited && kill -SYS $$"]
+        shell.currentDirectoryURL = control.url
+        try shell.run()
+        shell.waitUntilExit()
+        let controlFiles = try FileManager.default.contentsOfDirectory(atPath: control.url.path)
+        try #require(
+            controlFiles.contains { $0.hasPrefix("core") },
+            "cores are not written to the working folder here (core_pattern), so their absence proves nothing")
         let (process, stderr, files, _) = try Self.signalled(SIGSYS)
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGSYS)
         #expect(stderr.isEmpty)
