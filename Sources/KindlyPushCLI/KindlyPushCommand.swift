@@ -68,9 +68,8 @@ package func processEnvironment() -> [String: String] {
     var environment: [String: String] = [:]
     var entry = environ
     while let pointer = entry.pointee {
-        let text = String(cString: pointer)
-        if let equals = text.firstIndex(of: "=") {
-            environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        if let (name, value) = String(cString: pointer).splitAtFirstEquals() {
+            environment[name] = value
         }
         entry += 1
     }

@@ -74,7 +74,7 @@ struct ParseCommandTests {
         #expect(command.needsDesktop(parsed, environment: environment) == expected)
     }
 
-    @Test("kindly-push links neither Foundation nor libsecret, GIO or SQLite; kindly-push-desktop does")
+    @Test("kindly-push links neither Foundation, Dispatch's overlay nor libsecret, GIO or SQLite; kindly-push-desktop does")
     func leanBinary() throws {
         func libraries(_ binary: URL) throws -> String {
             let process = Process()
@@ -88,7 +88,11 @@ struct ParseCommandTests {
             return text
         }
         let lean = try libraries(CLI.binary)
-        for library in ["libFoundation", "_FoundationICU", "libsecret", "libgio", "libglib", "libsqlite3"] {
+        let unwanted = [
+            "libFoundation", "_FoundationICU", "libswiftDispatch", "libswiftSynchronization", "libsecret", "libgio", "libglib",
+            "libsqlite3",
+        ]
+        for library in unwanted {
             #expect(!lean.contains(library), "kindly-push links \(library)")
         }
         let desktop = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-desktop"))

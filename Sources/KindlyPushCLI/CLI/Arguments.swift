@@ -74,7 +74,7 @@ package struct ParsedArguments: Sendable {
             }
             // Every option is long, so an argument with a single dash is a value: a kid may begin
             // with "-" (base64url). One that begins with "--" can follow "--".
-            if optionsEnded || !argument.hasPrefix("--") {
+            if optionsEnded || !argument.utf8.starts(with: "--".utf8) {
                 parsed.positionals.append(argument)
                 continue
             }
@@ -84,9 +84,9 @@ package struct ParsedArguments: Sendable {
             }
             var name = argument
             var inlineValue: String?
-            if let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                inlineValue = String(argument[argument.index(after: equals)...])
+            if let (before, after) = argument.splitAtFirstEquals() {
+                name = before
+                inlineValue = after
             }
             guard let spec = specs.first(where: { $0.name == name }) else {
                 throw usage("unknown option '\(name)'\(Suggestion.phrase(for: name, among: specs.map(\.name)))")
@@ -116,5 +116,19 @@ package struct ParsedArguments: Sendable {
             }
         }
         return parsed
+    }
+}
+
+extension String {
+    /// The text before and after the first `=`, or nil without one.
+    ///
+    /// Why bytes and not `firstIndex(of:)`: a Character search runs the grapheme-breaking code
+    /// and reads its Unicode tables, which a one-shot run would map only for this (issue 12).
+    package func splitAtFirstEquals() -> (before: String, after: String)? {
+        guard let equals = utf8.firstIndex(of: UInt8(ascii: "=")) else { return nil }
+        return (
+            String(decoding: utf8[..<equals], as: UTF8.self),
+            String(decoding: utf8[utf8.index(after: equals)...], as: UTF8.self)
+        )
     }
 }

@@ -1,7 +1,5 @@
-import Dispatch
 package import KindlyPushBase
 package import KindlyPushCore
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -55,7 +53,9 @@ package enum DocumentRunner {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        var stdout = OutputStream(descriptor: target.descriptor)
+        // One write of one document: a buffer of its size, not the 64 KiB a stream keeps (wiped
+        // at the end, so every page of it would be touched).
+        var stdout = OutputStream(descriptor: target.descriptor, capacity: output.count)
         stdout.write(output)
         return finish(&stdout, target) ?? completion.exitStatus
     }
@@ -177,8 +177,8 @@ package enum DocumentRunner {
         var batch = LineBatchReader.Batch()
         let outputs: UnsafeMutablePointer<[UInt8]>
         /// Chunks not processed yet; the thread that takes it to zero signals `done`.
-        let remaining = Atomic<Int>(0)
-        let done = DispatchSemaphore(value: 0)
+        let remaining = Locked<Int>(0)
+        let done = Semaphore()
         static let maximumChunks = (DocumentRunner.batchLines + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines
 
         init() {
@@ -207,7 +207,10 @@ package enum DocumentRunner {
             for index in lines {
                 DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch.pointee, to: &outputs[chunk])
             }
-            return remaining.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1
+            return remaining.withLock { remaining in
+                remaining -= 1
+                return remaining == 0
+            }
         }
 
         /// Writes the chunks' output in order and empties the batch.
@@ -235,7 +238,7 @@ package enum DocumentRunner {
 
         let command: C
         private let items = Locked<[Item]>([])
-        private let available = DispatchSemaphore(value: 0)
+        private let available = Semaphore()
         let scratches: UnsafeMutablePointer<C.Scratch>
         let jobs: Int
 
@@ -255,7 +258,7 @@ package enum DocumentRunner {
         /// Hands out every chunk of `slot`.
         func publish(_ slot: Slot) {
             let count = slot.chunkCount
-            slot.remaining.store(count, ordering: .releasing)
+            slot.remaining.withLock { $0 = count }
             items.withLock { items in
                 for chunk in 0..<count { items.append(Item(slot: slot, chunk: chunk)) }
             }
@@ -293,9 +296,10 @@ package enum DocumentRunner {
         _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
     ) -> CLIError? {
         let queue = WorkQueue(command)
-        let threads = DispatchGroup()
-        for worker in 0..<queue.jobs {
-            DispatchQueue.global().async(group: threads) { queue.work(worker: worker) }
+        // Each thread has its own scratch; the chunks go to whichever threads did start.
+        let threads = (0..<queue.jobs).compactMap { worker in WorkerThread { queue.work(worker: worker) } }
+        guard !threads.isEmpty else {
+            return runSequential(command, reader: &reader, stdout: &stdout, tally: &tally)
         }
         var free = (0..<batchesInFlight).map { _ in Slot() }
         var inFlight: [Slot] = []
@@ -339,7 +343,7 @@ package enum DocumentRunner {
             if stdout.failed { ended = true }
         }
         queue.stop()
-        threads.wait()
+        for thread in threads { thread.join() }
         for slot in free + inFlight { slot.wipe() }
         return readError
     }

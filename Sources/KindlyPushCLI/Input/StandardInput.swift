@@ -11,12 +11,20 @@ package enum StandardInput {
     package static let maximumDocumentSize = WireFormat.maximumInputSize
 
     /// Reads all of standard input as one document, refusing more than 64 KiB without
-    /// reading further than one byte past the limit.
+    /// reading further than one byte past the limit. The result's storage is as large as the
+    /// document; the buffer read into is zeroed as far as it was written (it may hold a
+    /// plaintext, for seal) and freed.
     package static func readDocument(descriptor: Int32 = STDIN_FILENO) throws(CLIError) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: maximumDocumentSize + 1)
+        // Not zero-filled: pages that read() never reaches stay unmapped, so a push of a few
+        // hundred bytes costs a page of memory, not 64 KiB (issue 12: start-up memory).
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumDocumentSize + 1, alignment: 1)
         var length = 0
-        while length < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + length, $0.count - length) }
+        defer {
+            Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]))
+            buffer.deallocate()
+        }
+        while length < buffer.count {
+            let count = read(descriptor, buffer.baseAddress! + length, buffer.count - length)
             if count < 0, errno == EINTR { continue }
             if count < 0 { throw CLIError(.io, "cannot read standard input: \(String(cString: strerror(errno)))") }
             if count == 0 { break }
@@ -25,8 +33,7 @@ package enum StandardInput {
         guard length <= maximumDocumentSize else {
             throw CLIError(.badInput, "the input is over 64 KiB")
         }
-        bytes.removeSubrange(length...)
-        return bytes
+        return [UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<length]))
     }
 
     /// Reads one JSON document that must be an object, with the strict reader.

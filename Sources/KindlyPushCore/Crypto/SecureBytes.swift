@@ -1,5 +1,9 @@
 internal import CSodium
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A fixed-size buffer for secret material (secret keys, shared secrets, derived keys).
 ///
 /// The bytes are written once, when the buffer is made, and are reachable afterwards only
@@ -100,9 +104,42 @@ package struct SecureBytes: Sendable {
     }
 
     /// Test hook: called with a buffer's storage right after it was wiped and before it is freed
-    /// (or with a scratch buffer just wiped), so that a test can observe the wipe. Task-local:
-    /// a test sees only the wipes of its own task, and the hot path takes no lock to read it.
-    @TaskLocal static var wipeObserver: (@Sendable (UnsafeRawBufferPointer) -> Void)?
+    /// (or with a scratch buffer just wiped), so that a test can observe the wipe. Thread-local:
+    /// a test sees only the wipes of the thread that runs its body, and the hot path takes no
+    /// lock to read it.
+    ///
+    /// Why not `@TaskLocal`: reading a task-local starts the concurrency runtime's task-local
+    /// machinery in every run of the command line, for a hook that only tests set (issue 12:
+    /// start-up memory); a `pthread_getspecific` costs nothing.
+    static var wipeObserver: (@Sendable (UnsafeRawBufferPointer) -> Void)? {
+        guard let box = pthread_getspecific(wipeObserverKey) else { return nil }
+        return Unmanaged<WipeObserverBox>.fromOpaque(box).takeUnretainedValue().observer
+    }
+
+    /// Runs `body` with `observer` as this thread's ``wipeObserver``, then puts back the one before.
+    package static func withWipeObserver<R, E: Error>(
+        _ observer: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        let previous = pthread_getspecific(wipeObserverKey)
+        let box = Unmanaged.passRetained(WipeObserverBox(observer))
+        pthread_setspecific(wipeObserverKey, box.toOpaque())
+        defer {
+            pthread_setspecific(wipeObserverKey, previous)
+            box.release()
+        }
+        return try body()
+    }
+
+    private static let wipeObserverKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    private final class WipeObserverBox {
+        let observer: @Sendable (UnsafeRawBufferPointer) -> Void
+        init(_ observer: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) { self.observer = observer }
+    }
 }
 
 extension SecureBytes: Equatable {

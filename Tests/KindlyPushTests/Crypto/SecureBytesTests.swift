@@ -14,9 +14,9 @@ final class WipeRecorder: Sendable {
         buffers.withLock { $0.append(copy) }
     }
 
-    /// Installs the hook for the duration of `body`, for this task's wipes only.
+    /// Installs the hook for the duration of `body`, for this thread's wipes only.
     func observing(_ body: () throws -> Void) rethrows {
-        try SecureBytes.$wipeObserver.withValue({ [self] in record($0) }, operation: body)
+        try SecureBytes.withWipeObserver({ [self] in record($0) }, body)
     }
 }
 

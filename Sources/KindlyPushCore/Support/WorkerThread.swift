@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// Why pthreads and not Dispatch: these are all that `kindly-push --jobs` needs, and the command
+// line must start without libswiftDispatch and Synchronization mapped (issue 12: a one-shot
+// `decrypt` pays for every library it loads, about 0.25 MB of resident memory for those two).
+
+/// A counting semaphore on a POSIX `sem_t`.
+package final class Semaphore: @unchecked Sendable {
+    private let semaphore: UnsafeMutablePointer<sem_t>
+
+    package init(value: UInt32 = 0) {
+        semaphore = .allocate(capacity: 1)
+        semaphore.initialize(to: sem_t())
+        sem_init(semaphore, 0, value)
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+
+    package func signal() { sem_post(semaphore) }
+
+    /// Waits until the count is above zero, then takes one; a signal that interrupts the wait
+    /// does not end it.
+    package func wait() {
+        while sem_wait(semaphore) != 0 && errno == EINTR {}
+    }
+}
+
+/// A thread that runs one closure; ``join()`` waits for it to return.
+package final class WorkerThread: @unchecked Sendable {
+    private var thread = pthread_t()
+    private var joined = false
+
+    /// Starts `body` on a new thread; `nil` when the system refuses one (`pthread_create`'s
+    /// EAGAIN), so that the caller can run the work itself.
+    package init?(_ body: @escaping @Sendable () -> Void) {
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let started = pthread_create(
+            &thread, nil,
+            { context in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+                box.body()
+                return nil
+            }, context)
+        guard started == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            return nil
+        }
+    }
+
+    deinit { join() }
+
+    /// Waits for the thread's closure to return (once; later calls return at once).
+    package func join() {
+        guard !joined else { return }
+        joined = true
+        pthread_join(thread, nil)
+    }
+
+    private final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+}
