@@ -26,7 +26,7 @@ package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
 }
 
 /// Parses the command line, runs one command and returns the exit status.
-package nonisolated func runKindlyPush(_ arguments: [String], environment: [String: String]) -> Int32 {
+package nonisolated func runKindlyPush(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
     // For tests: the named-temporary-file fallback of systems without O_TMPFILE.
     if environment["KINDLY_PUSH_TEST_NO_O_TMPFILE"] == "1" { PrivateFile.usesNamelessFiles = false }
     let width = Help.width(environment: environment)
@@ -60,18 +60,4 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: [Stri
         Diagnostics.report(error)
         return error.code.exitStatus
     }
-}
-
-/// The process's environment, read from `environ` (no Foundation, so that a one-shot run does
-/// not load it).
-package func processEnvironment() -> [String: String] {
-    var environment: [String: String] = [:]
-    var entry = environ
-    while let pointer = entry.pointee {
-        if let (name, value) = String(cString: pointer).splitAtFirstEquals() {
-            environment[name] = value
-        }
-        entry += 1
-    }
-    return environment
 }

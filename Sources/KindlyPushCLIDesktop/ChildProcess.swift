@@ -8,7 +8,7 @@ internal import KindlyPushCLI
 enum ChildProcess {
     /// Starts `/bin/sh -c command` with exactly `environment`, standard input on `/dev/null` (it
     /// never reads the pushes meant for notify) and the other streams inherited. Does not wait.
-    static func spawnShell(_ command: String, environment: [String: String]) -> Result<pid_t, SpawnError> {
+    static func spawnShell(_ command: String, environment: CommandEnvironment) -> Result<pid_t, SpawnError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

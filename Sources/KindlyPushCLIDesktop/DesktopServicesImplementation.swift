@@ -9,7 +9,7 @@ package struct DesktopServicesImplementation: DesktopServices {
     /// The services; `kindly-push-desktop` installs them at start.
     package init() {}
 
-    package func secretServiceKeyring(environment: [String: String], for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
+    package func secretServiceKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
         let collection = Self.collection(environment: environment)
         // An object path that is not one is a usage error, but for look-ups, where the keyring
         // then fails each of them at once (`key_unavailable`).
@@ -19,7 +19,7 @@ package struct DesktopServicesImplementation: DesktopServices {
         return SecretServiceKeyring(collection: collection, busAddress: KeyringChoice.busAddress(environment))
     }
 
-    package func autoKeyring(environment: [String: String], for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
+    package func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
         switch SecretServiceKeyring.probeSessionBus(busAddress: KeyringChoice.busAddress(environment)) {
         case .available:
             return try secretServiceKeyring(environment: environment, for: purpose)
@@ -33,7 +33,7 @@ package struct DesktopServicesImplementation: DesktopServices {
         }
     }
 
-    package func makeCommand(_ command: any Command.Type, _ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
+    package func makeCommand(_ command: any Command.Type, _ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError)
         -> any Command
     {
         switch command.name {
@@ -44,7 +44,7 @@ package struct DesktopServicesImplementation: DesktopServices {
     }
 
     /// The collection `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names, else the default one.
-    static func collection(environment: [String: String]) -> SecretServiceKeyring.Collection {
+    static func collection(environment: CommandEnvironment) -> SecretServiceKeyring.Collection {
         guard let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty else { return .default }
         return name.hasPrefix("/") ? .objectPath(name) : .alias(name)
     }

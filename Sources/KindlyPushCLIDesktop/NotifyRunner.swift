@@ -25,9 +25,9 @@ struct NotifyRunner: Command {
     let statePath: String
     let deduplicates: Bool
     let retention: Int64
-    let environment: [String: String]
+    let environment: CommandEnvironment
 
-    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push notify --help')") }
         context = try RouteCommand.context(arguments, command: Self.name, defaultState: .background, hasExtension: true)
@@ -53,7 +53,7 @@ struct NotifyRunner: Command {
         for name in ["--app-name", "--desktop-entry", "--on-open", "--state"] where arguments.value(name)?.isEmpty == true {
             throw usage("'\(name)' takes a non-empty value")
         }
-        statePath = arguments.value("--state") ?? SQLiteDeduplicator.defaultPath(environment: environment)
+        statePath = arguments.value("--state") ?? SQLiteDeduplicator.defaultPath(environment: environment.dictionary)
         deduplicates = !arguments.has("--no-dedup")
         self.environment = environment
         decryption = try KeyringChoice.decryption(arguments, environment: environment)

@@ -23,4 +23,4 @@ DesktopBinary.installed = DesktopServicesImplementation()
 
 // A closed pipe must give EPIPE (a quiet end, or io), not kill the process silently.
 signal(SIGPIPE, SIG_IGN)
-exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: processEnvironment()))
+exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: .ofProcess()))

@@ -19,4 +19,4 @@ _ = kp_install_crash_handlers()
 
 // A closed pipe must give EPIPE (a quiet end, or io), not kill the process silently.
 signal(SIGPIPE, SIG_IGN)
-exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: processEnvironment()))
+exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: .ofProcess()))

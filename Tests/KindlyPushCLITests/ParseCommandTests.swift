@@ -71,7 +71,7 @@ struct ParseCommandTests {
     func needsDesktop(_ arguments: [String], _ environment: [String: String], _ expected: Bool) throws {
         let command = try #require(allCommands.first { $0.name == arguments[0] })
         let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
-        #expect(command.needsDesktop(parsed, environment: environment) == expected)
+        #expect(command.needsDesktop(parsed, environment: CommandEnvironment(environment)) == expected)
     }
 
     @Test("kindly-push links neither Foundation, Dispatch's overlay nor libsecret, GIO or SQLite; kindly-push-desktop does")
@@ -97,5 +97,27 @@ struct ParseCommandTests {
         }
         let desktop = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-desktop"))
         #expect(desktop.contains("libsecret") && desktop.contains("libgio") && desktop.contains("libsqlite3"))
+    }
+
+    @Test("the command's environment reads environ as Foundation does, values with '=' whole")
+    func environmentOfTheProcess() {
+        let environment = CommandEnvironment.ofProcess()
+        #expect(environment.dictionary == ProcessInfo.processInfo.environment)
+        #expect(environment["PATH"] == ProcessInfo.processInfo.environment["PATH"])
+        #expect(environment["KINDLY_PUSH_NO_SUCH_VARIABLE"] == nil)
+    }
+
+    @Test("setting a variable replaces it, nil removes it, and the order is kept")
+    func environmentEdits() {
+        var environment: CommandEnvironment = ["B": "2", "A": "1=one"]
+        #expect(environment.map(\.key) == ["B", "A"])
+        #expect(environment["A"] == "1=one")
+        environment["B"] = "two"
+        environment["C"] = "3"
+        #expect(environment.map { "\($0.key)=\($0.value)" } == ["B=two", "A=1=one", "C=3"])
+        environment["A"] = nil
+        #expect(environment.map(\.key) == ["B", "C"])
+        #expect(CommandEnvironment(["Z": "z", "M": "m"]).map(\.key) == ["M", "Z"])
+        #expect(environment.dictionary == ["B": "two", "C": "3"])
     }
 }

@@ -50,7 +50,7 @@ enum KeyFileTarget {
         _ parse: (UnsafeRawBufferPointer) throws(PrivateFileError) -> Parsed
     ) -> Bool {
         let reference = referenceParse(input, idMember: idMember, otherIDMember: otherIDMember)
-        let secretParse = try? JSONReader.parseObject(input, withSecretMembers: ["secret_key"])
+        let secretParse = try? JSONReader.parseObject(input, withSecretMember: "secret_key")
         let parsed: Parsed
         do {
             parsed = try parse(input)
@@ -110,9 +110,9 @@ enum KeyFileTarget {
     /// The text of the top-level `secret_key` string: raw from the secret-keeping reader, or
     /// decoded by the plain reader when the other refused the input.
     static func rawSecretText(
-        _ input: UnsafeRawBufferPointer, _ secretParse: (object: JSONObject, secretRanges: [String: Range<Int>])?
+        _ input: UnsafeRawBufferPointer, _ secretParse: (object: JSONObject, secretRange: Range<Int>?)?
     ) -> [UInt8]? {
-        if let range = secretParse?.secretRanges["secret_key"] { return Array(input[range]) }
+        if let range = secretParse?.secretRange { return Array(input[range]) }
         if case .object(let object)? = try? JSONReader.parse(input), case .string(let text)? = object["secret_key"] {
             return Array(text.utf8)
         }

@@ -101,9 +101,9 @@ private struct Parser {
     package let bytes: UnsafeRawBufferPointer
     package var index = 0
     package var depth = 0
-    /// Top-level members whose string values are located but never decoded (see `parseObject(_:withSecretMembers:)`).
-    package var secretMembers: Set<String> = []
-    package var secretRanges: [String: Range<Int>] = [:]
+    /// The top-level member whose string value is located but never decoded (see `parseObject(_:withSecretMember:)`).
+    package var secretMember: String?
+    package var secretRange: Range<Int>?
 
     package init(bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
@@ -188,9 +188,9 @@ private struct Parser {
             index += 1
             skipWhitespace()
             let value: JSONValue
-            if depth == 1, !secretMembers.isEmpty, secretMembers.contains(key) {
+            if depth == 1, key == secretMember {
                 value = .null
-                secretRanges[key] = try skipSecretString()
+                secretRange = try skipSecretString()
             } else {
                 value = try parseValue()
             }
@@ -383,20 +383,21 @@ private struct Parser {
 }
 
 extension JSONReader {
-    /// Reads a top-level JSON object in which the members named in `secretMembers` are strings
-    /// that are never turned into a `String`: their values come back as `null` in the object,
-    /// and the byte range of their raw text (between the quotes) in `secretRanges`.
+    /// Reads a top-level JSON object in which the member named `secretMember` is a string that
+    /// is never turned into a `String`: its value comes back as `null` in the object, and the
+    /// byte range of its raw text (between the quotes) as `secretRange` (of its last occurrence;
+    /// nil without one).
     ///
     /// For key files, whose secret key must stay in wiped buffers. A secret member must be a
     /// string without escapes (base64 never needs one).
     package static func parseObject(
         _ bytes: UnsafeRawBufferPointer,
-        withSecretMembers secretMembers: Set<String>
-    ) throws(JSONReadError) -> (object: JSONObject, secretRanges: [String: Range<Int>]) {
+        withSecretMember secretMember: String
+    ) throws(JSONReadError) -> (object: JSONObject, secretRange: Range<Int>?) {
         var parser = Parser(bytes: bytes)
-        parser.secretMembers = secretMembers
+        parser.secretMember = secretMember
         let value = try parser.parseDocument()
         guard case .object(let object) = value else { throw JSONReadError(kind: .unexpectedByte, offset: 0) }
-        return (object, parser.secretRanges)
+        return (object, parser.secretRange)
     }
 }

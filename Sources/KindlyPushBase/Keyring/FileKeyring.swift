@@ -31,9 +31,15 @@ public struct FileKeyring: Keyring {
     /// - Throws: ``KeyringError/io(_:)`` when there is no home folder either: never a folder
     ///   relative to the current one.
     public static func defaultFolder(environment: [String: String]) throws(KeyringError) -> String {
-        if let folder = environment["KINDLY_PUSH_KEYRING_DIR"], !folder.isEmpty { return folder }
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/kindly-push/keys" }
-        guard let home = environment["HOME"].flatMap({ $0.isEmpty ? nil : $0 }) ?? PrivateFile.passwordDatabaseHome() else {
+        try defaultFolder { environment[$0] }
+    }
+
+    /// ``defaultFolder(environment:)`` with each variable read through `variable`: for an
+    /// environment that is not a dictionary (the command line's, which hashes nothing).
+    package static func defaultFolder(variable: (String) -> String?) throws(KeyringError) -> String {
+        if let folder = variable("KINDLY_PUSH_KEYRING_DIR"), !folder.isEmpty { return folder }
+        if let data = variable("XDG_DATA_HOME"), data.utf8.first == UInt8(ascii: "/") { return data + "/kindly-push/keys" }
+        guard let home = variable("HOME").flatMap({ $0.isEmpty ? nil : $0 }) ?? PrivateFile.passwordDatabaseHome() else {
             throw .io(
                 "cannot place the file keyring: HOME is not set and the password database has no home folder for uid \(geteuid()); "
                     + "set KINDLY_PUSH_KEYRING_DIR")

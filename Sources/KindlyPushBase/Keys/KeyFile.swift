@@ -65,15 +65,15 @@ enum KeyPairFile {
         _ bytes: UnsafeRawBufferPointer, path: String, kind: Kind
     ) throws(PrivateFileError) -> (secret: SecureBytes, object: JSONObject) {
         func malformed(_ reason: String) -> PrivateFileError { .malformed(path: path, reason: reason) }
-        let parsed: (object: JSONObject, secretRanges: [String: Range<Int>])
+        let parsed: (object: JSONObject, secretRange: Range<Int>?)
         do {
-            parsed = try JSONReader.parseObject(bytes, withSecretMembers: [secretKeyMember])
+            parsed = try JSONReader.parseObject(bytes, withSecretMember: secretKeyMember)
         } catch {
             throw malformed("not a key file (\(error))")
         }
         guard !parsed.object.hasDuplicateKeys else { throw malformed("a member occurs twice") }
         guard parsed.object[kind.otherIDMember] == nil else { throw malformed(kind.refusal) }
-        guard let secretRange = parsed.secretRanges[secretKeyMember] else {
+        guard let secretRange = parsed.secretRange else {
             throw malformed("no \"secret_key\" string")
         }
         let secret: SecureBytes

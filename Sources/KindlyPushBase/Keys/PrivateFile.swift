@@ -333,10 +333,13 @@ package enum PrivateFile {
         guard mkdir(path, mode) == 0 || errno == EEXIST else { throw .system(path: path, operation: "mkdir", errno: errno) }
     }
 
+    /// The folder that holds `path`: "." for a bare name, "/" for a file at the root. Split on
+    /// the last "/" byte, as the kernel reads a path (a Character search would also run the
+    /// grapheme-breaking code, which a one-shot decrypt need not map).
     package static func folderName(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        if slash == path.startIndex { return "/" }
-        return String(path[..<slash])
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        if slash == path.utf8.startIndex { return "/" }
+        return String(decoding: path.utf8[..<slash], as: UTF8.self)
     }
 
     /// Makes a rename or link durable: the folder entry is flushed too.

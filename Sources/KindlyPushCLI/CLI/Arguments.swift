@@ -45,16 +45,19 @@ package struct OptionSpec: Sendable {
 }
 
 /// Parsed command-line arguments of one command.
+///
+/// Lists, not a `Set` and dictionaries: a command line names a handful of options, and a
+/// one-shot run then maps no hashing code of the standard library for them (issue 12).
 package struct ParsedArguments: Sendable {
-    package private(set) var flags: Set<String> = []
-    private(set) var values: [String: String] = [:]
+    package private(set) var flags: [String] = []
+    private(set) var values: [(name: String, value: String)] = []
     package private(set) var positionals: [String] = []
-    private(set) var repeatedValues: [String: [String]] = [:]
+    private(set) var repeatedValues: [(name: String, value: String)] = []
 
     package func has(_ flag: String) -> Bool { flags.contains(flag) }
-    package func value(_ name: String) -> String? { values[name] }
+    package func value(_ name: String) -> String? { values.first { $0.name == name }?.value }
     /// Every value of a repeatable option, in order.
-    package func values(_ name: String) -> [String] { repeatedValues[name] ?? [] }
+    package func values(_ name: String) -> [String] { repeatedValues.filter { $0.name == name }.map(\.value) }
 
     /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
     /// offending argument.
@@ -69,7 +72,7 @@ package struct ParsedArguments: Sendable {
             let argument = arguments[index]
             index += 1
             if !optionsEnded, argument == "-h" {
-                parsed.flags.insert("--help")
+                if !parsed.has("--help") { parsed.flags.append("--help") }
                 continue
             }
             // Every option is long, so an argument with a single dash is a value: a kid may begin
@@ -94,7 +97,7 @@ package struct ParsedArguments: Sendable {
             switch spec.kind {
             case .flag:
                 guard inlineValue == nil else { throw usage("'\(name)' takes no value") }
-                parsed.flags.insert(name)
+                if !parsed.has(name) { parsed.flags.append(name) }
             case .value(let placeholder, let choices):
                 let value: String
                 if let inlineValue {
@@ -108,11 +111,11 @@ package struct ParsedArguments: Sendable {
                     throw usage("'\(value)' is not a valid value for '\(name)'; expected one of: \(choices.joined(separator: ", "))")
                 }
                 if spec.isRepeatable {
-                    parsed.repeatedValues[name, default: []].append(value)
+                    parsed.repeatedValues.append((name, value))
                     continue
                 }
-                guard parsed.values[name] == nil else { throw usage("'\(name)' is given twice") }
-                parsed.values[name] = value
+                guard parsed.value(name) == nil else { throw usage("'\(name)' is given twice") }
+                parsed.values.append((name, value))
             }
         }
         return parsed

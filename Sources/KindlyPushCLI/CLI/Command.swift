@@ -11,14 +11,14 @@ package protocol Command: Sendable {
     /// command (`list`, `delete <kid>`); derived help, usage, completions and the man page read it.
     static var arguments: [String] { get }
 
-    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
+    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError)
 
     /// The command that runs for these arguments: `Self` unless an option selects another way of
     /// doing the job (`seal --recipients-inline`).
-    static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command
+    static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command
 
     /// Whether this run needs `kindly-push-desktop` (libsecret, GIO, SQLite).
-    static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool
+    static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool
 
     /// Runs the command and returns the exit status.
     func run() -> Int32
@@ -44,13 +44,13 @@ extension Command {
         }
     }
 
-    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
         try Self(arguments, environment: environment)
     }
 
     /// A command that takes `--keyring` needs the desktop services when the keyring it names is
     /// the Secret Service (``KeyringChoice/needsSecretService(_:environment:)``).
-    package static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool {
+    package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool {
         options.contains { $0.name == "--keyring" } && KeyringChoice.needsSecretService(arguments, environment: environment)
     }
 }

@@ -14,12 +14,12 @@ internal import KindlyPushCore
 /// with the same arguments (`exec`), which installs its services before parsing.
 package protocol DesktopServices: Sendable {
     /// The Secret Service keyring for `--keyring secret-service`.
-    func secretServiceKeyring(environment: [String: String], for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring
+    func secretServiceKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring
     /// The keyring of `--keyring auto`: the Secret Service when the session bus answers and
     /// offers it, the file keyring otherwise.
-    func autoKeyring(environment: [String: String], for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring
+    func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring
     /// The implementation of a command that only this binary runs (`notify`, `doctor`).
-    func makeCommand(_ command: any Command.Type, _ arguments: ParsedArguments, environment: [String: String]) throws(CLIError)
+    func makeCommand(_ command: any Command.Type, _ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError)
         -> any Command
 }
 
@@ -30,15 +30,15 @@ package protocol DesktopOnlyCommand: Command {}
 
 extension DesktopOnlyCommand {
     /// Never called where the services are installed (``make(_:environment:)`` asks them).
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         throw CLIError(.io, "'\(Self.name)' runs in \(DesktopBinary.name)")
     }
 
-    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
         try DesktopBinary.required().makeCommand(Self.self, arguments, environment: environment)
     }
 
-    package static func needsDesktop(_ arguments: ParsedArguments, environment: [String: String]) -> Bool { true }
+    package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { true }
 
     package func run() -> Int32 { ErrorCode.io.exitStatus }
 }
@@ -63,7 +63,7 @@ package enum DesktopBinary {
     /// Replaces this process with `kindly-push-desktop` from the folder of this executable, with
     /// `arguments` and `environment` (the one the decision to run it was made with); returns only
     /// when that fails (an `io` error, reported).
-    package static func exec(_ arguments: [String], environment: [String: String]) -> Int32 {
+    package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else {

@@ -14,7 +14,7 @@ package enum Help {
 
     /// The width to wrap to: `$COLUMNS` when it is a number, else the width of the terminal on
     /// standard output, else 80 (a pipe or a file).
-    package static func width(environment: [String: String]) -> Int {
+    package static func width(environment: CommandEnvironment) -> Int {
         if let text = environment["COLUMNS"], let columns = Int(text), columns > 0 { return max(columns, 40) }
         var size = winsize()
         if isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 {

@@ -22,7 +22,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
 
     /// The keyring the options name. `auto` uses the Secret Service when a session bus
     /// answers and the file keyring otherwise; `--verbose` says which on standard error.
-    package static func resolve(_ arguments: ParsedArguments, environment: [String: String], for purpose: Purpose = .manage)
+    package static func resolve(_ arguments: ParsedArguments, environment: CommandEnvironment, for purpose: Purpose = .manage)
         throws(CLIError)
         -> any Keyring
     {
@@ -55,9 +55,9 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
     }
 
     /// The file keyring's folder, or an `io` error when there is no home folder to put it in.
-    package static func fileFolder(_ environment: [String: String]) throws(CLIError) -> String {
+    package static func fileFolder(_ environment: CommandEnvironment) throws(CLIError) -> String {
         do throws(KeyringError) {
-            return try FileKeyring.defaultFolder(environment: environment)
+            return try FileKeyring.defaultFolder { environment[$0] }
         } catch {
             throw CLIError(.io, error.description)
         }
@@ -66,7 +66,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
     /// Whether the options need the Secret Service (and so `kindly-push-desktop`): `--keyring
     /// secret-service`, or `auto` (the default) with a session bus named; never with
     /// `--key-file`.
-    package static func needsSecretService(_ arguments: ParsedArguments, environment: [String: String]) -> Bool {
+    package static func needsSecretService(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool {
         guard arguments.value("--key-file") == nil else { return false }
         switch arguments.value("--keyring").flatMap(KeyringChoice.init(rawValue:)) ?? .auto {
         case .file: return false
@@ -76,7 +76,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
     }
 
     /// `DBUS_SESSION_BUS_ADDRESS` of the command's environment; unset or empty means no bus.
-    package static func busAddress(_ environment: [String: String]) -> String? {
+    package static func busAddress(_ environment: CommandEnvironment) -> String? {
         guard let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else { return nil }
         return address
     }
@@ -93,7 +93,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
 
     /// The reader of `decrypt` and `route`: the keyring of ``forDecryption(_:environment:)`` and
     /// the `--sender-key` keys, pinned besides the keyring's (with `--key-file`, the only ones).
-    package static func decryption(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> KindlyPushDecryption {
+    package static func decryption(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> KindlyPushDecryption {
         var pinned: [SenderPublicKey] = []
         for text in arguments.values("--sender-key") {
             do throws(KeyDecodingError) {
@@ -106,7 +106,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
     }
 
     /// `--key-file` or `--keyring`; keys are loaded once per run per kid, pinned sender keys once.
-    package static func forDecryption(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Keyring {
+    package static func forDecryption(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Keyring {
         if let path = arguments.value("--key-file") {
             guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
             return try KeyringChoice.keyFile(path)

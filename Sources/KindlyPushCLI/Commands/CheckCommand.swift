@@ -14,7 +14,7 @@ package struct CheckCommand: DocumentCommand {
 
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         stream = try StreamOptions(arguments, command: Self.name)
     }
 

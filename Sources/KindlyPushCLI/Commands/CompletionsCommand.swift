@@ -12,7 +12,7 @@ package struct CompletionsCommand: Command {
 
     package let shell: Completions.Shell
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         guard let name = arguments.positionals.first, arguments.positionals.count == 1 else {
             throw CLIError(.usage, "give one shell: bash, zsh or fish (see 'kindly-push completions --help')")
         }
@@ -36,7 +36,7 @@ package struct ManCommand: Command {
     package static let abstract = "Print the man page (roff; view it with `kindly-push man | man -l -`)."
     package static let options: [OptionSpec] = [SharedOptions.help]
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
     }
 

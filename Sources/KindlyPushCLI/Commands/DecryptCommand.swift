@@ -24,7 +24,7 @@ package struct DecryptCommand: DocumentCommand {
     package let applies: Bool
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         applies = arguments.has("--apply")
         stream = try StreamOptions(arguments, command: Self.name)
         decryption = try KeyringChoice.decryption(arguments, environment: environment)

@@ -32,10 +32,10 @@ package struct KeygenCommand: Command {
     ]
 
     package let arguments: ParsedArguments
-    package let environment: [String: String]
+    package let environment: CommandEnvironment
     package let token: String?
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         if arguments.value("--key-file") != nil, arguments.value("--keyring") != nil {
             throw CLIError(.usage, "give either --key-file or --keyring, not both")
@@ -131,9 +131,9 @@ package struct KeysCommand: Command {
 
     package let action: Action
     package let arguments: ParsedArguments
-    package let environment: [String: String]
+    package let environment: CommandEnvironment
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         switch arguments.positionals.first {
         case "list"?:
             guard arguments.positionals.count == 1 else { throw CLIError(.usage, "keys list takes no argument") }

@@ -3,7 +3,7 @@ package import KindlyPushCore
 
 extension SealCommand {
     /// `seal --recipients-inline` seals each input for the device it names.
-    package static func make(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) -> any Command {
+    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
         if arguments.has("--recipients-inline") { return try RecipientsInlineSeal(arguments, environment: environment) }
         return try SealCommand(arguments, environment: environment)
     }
@@ -38,7 +38,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     package let senderKey: SenderKey?
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         if arguments.value("--public-key") != nil || arguments.value("--key-file") != nil {
             throw CLIError(.usage, "--recipients-inline reads each device's key from its input: give no --public-key or --key-file")
         }

@@ -51,7 +51,7 @@ package struct RouteCommand: DocumentCommand {
     package let decryption: KindlyPushDecryption
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments.has("--extension"))
         stream = try StreamOptions(arguments, command: Self.name)
         decryption = try KeyringChoice.decryption(arguments, environment: environment)

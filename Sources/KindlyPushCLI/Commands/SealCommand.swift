@@ -43,7 +43,7 @@ package struct SealCommand: DocumentCommand {
     package let oversize: KindlyPushSealer.Oversize
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
         oversize = PlaintextSealing.oversize(arguments)
         stream = try StreamOptions(arguments, command: Self.name)

@@ -19,7 +19,7 @@ package struct SenderKeygenCommand: Command {
 
     package let path: String
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         guard let path = arguments.value("--key-file") else {
             throw CLIError(.usage, "missing '--key-file PATH' (see 'kindly-push sender-keygen --help')")

@@ -29,9 +29,9 @@ package struct SendersCommand: Command {
 
     package let action: Action
     package let arguments: ParsedArguments
-    package let environment: [String: String]
+    package let environment: CommandEnvironment
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         let positionals = arguments.positionals
         func noAddOptions(_ action: String) throws(CLIError) {
             for option in ["--public-key", "--label"] where arguments.value(option) != nil {

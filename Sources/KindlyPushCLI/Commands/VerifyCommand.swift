@@ -28,7 +28,7 @@ package struct VerifyCommand: Command {
     /// whatever a path names.
     package static let maximumFileSize = 4 << 20
 
-    package init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         guard !arguments.positionals.isEmpty else {
             throw CLIError(.usage, "missing a vector file or folder (see 'kindly-push verify --help')")
         }

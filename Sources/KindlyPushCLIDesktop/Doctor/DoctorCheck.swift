@@ -82,7 +82,7 @@ final class DoctorContext {
         case failed(DesktopNotifierError)
     }
 
-    let environment: [String: String]
+    let environment: CommandEnvironment
     /// `--keyring` (default `auto`).
     let choice: KeyringChoice
 
@@ -94,7 +94,7 @@ final class DoctorContext {
     private let deadline: DispatchTime
     private var waited = false
 
-    init(environment: [String: String], choice: KeyringChoice) {
+    init(environment: CommandEnvironment, choice: KeyringChoice) {
         self.environment = environment
         self.choice = choice
         let (seconds, attoseconds) = (DoctorContext.busBudget + .milliseconds(250)).components
@@ -145,7 +145,7 @@ final class DoctorContext {
 
     /// The file keyring's folder (with no home folder at all, a note that names the way out).
     var fileFolder: String {
-        (try? FileKeyring.defaultFolder(environment: environment)) ?? "(no home folder: set KINDLY_PUSH_KEYRING_DIR)"
+        (try? FileKeyring.defaultFolder { environment[$0] }) ?? "(no home folder: set KINDLY_PUSH_KEYRING_DIR)"
     }
 
     /// Now, in Unix seconds.

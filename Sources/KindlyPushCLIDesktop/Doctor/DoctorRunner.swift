@@ -27,9 +27,9 @@ struct DoctorRunner: Command {
 
     let choice: KeyringChoice
     let json: Bool
-    let environment: [String: String]
+    let environment: CommandEnvironment
 
-    init(_ arguments: ParsedArguments, environment: [String: String]) throws(CLIError) {
+    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         choice = arguments.value("--keyring").flatMap(KeyringChoice.init(rawValue:)) ?? .auto
         json = arguments.has("--json")

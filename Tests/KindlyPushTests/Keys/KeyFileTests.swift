@@ -84,4 +84,15 @@ final class KeyFileTests {
         let mode = try FileManager.default.attributesOfItem(atPath: folder + "/keys")[.posixPermissions] as! Int
         #expect(mode == 0o700)
     }
+
+    @Test(
+        "a key file's folder is the path up to its last slash, byte for byte",
+        arguments: [
+            ("keys/device.json", "keys"), ("/device.json", "/"), ("device.json", "."), ("/a/b/c.json", "/a/b"),
+            // A combining accent after the slash: one Character with it, but the kernel splits on the byte.
+            ("dossier/\u{301}clé.json", "dossier"), ("é/x", "é"),
+        ])
+    func folderOfAKeyFile(_ path: String, _ folder: String) {
+        #expect(PrivateFile.folderName(of: path) == folder)
+    }
 }
