@@ -44,23 +44,56 @@ struct StreamConventionsTests {
         #expect(missing.stderr.hasPrefix("kindly-push: io: cannot open '"))
     }
 
-    @Test("--output writes the file atomically with mode 0600, and leaves it untouched on failure")
-    func output() throws {
+    @Test(
+        "--output writes the file atomically with mode 0600, and leaves it untouched on failure",
+        arguments: [[:], ["KINDLY_PUSH_TEST_NO_O_TMPFILE": "1"]] as [[String: String]])
+    func output(_ environment: [String: String]) throws {
         let folder = try KeyFolder()
         let path = folder.url.appendingPathComponent("plain.json").path
         let push = try Self.push(folder.key, chat: "c-out")
-        let written = try CLI.run(["decrypt", "--key-file", folder.keyFile, "--output", path], stdin: push)
+        let written = try CLI.run(["decrypt", "--key-file", folder.keyFile, "--output", path], stdin: push, environment: environment)
         #expect(written.status == 0)
         #expect(written.stdout == "")
         #expect(try JSONValue(parsing: String(contentsOfFile: path, encoding: .utf8))["chat_id"] == "c-out")
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         // A failing run leaves the old contents and no temporary file behind.
-        let failed = try CLI.run(["decrypt", "--key-file", folder.keyFile, "--output", path], stdin: "{}")
+        let failed = try CLI.run(["decrypt", "--key-file", folder.keyFile, "--output", path], stdin: "{}", environment: environment)
         #expect(failed.status == 1)
         #expect(try JSONValue(parsing: String(contentsOfFile: path, encoding: .utf8))["chat_id"] == "c-out")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.contains("kindly-push-") }
         #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    @Test("a live filter killed while it writes --output leaves PATH as it was and no file beside it")
+    func outputOfAKilledRun() throws {
+        let folder = try KeyFolder()
+        let path = folder.url.appendingPathComponent("live.jsonl").path
+        try "before\n".write(toFile: path, atomically: false, encoding: .utf8)
+        let run = try RunningCLI(["decrypt", "--jsonl", "--key-file", folder.keyFile, "--output", path], environment: [:])
+        run.write(try Self.push(folder.key, chat: "c-live") + "\n")
+        // The line is read and its result written to the new file, then the filter waits for more.
+        let pid = run.process.processIdentifier
+        #expect(run.waitUntil(seconds: 10) { Self.sizeOfOpenFile(of: pid, in: folder.url.path) > 0 })
+        kill(run.process.processIdentifier, SIGKILL)
+        run.process.waitUntilExit()
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "before\n")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.contains("kindly-push-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    /// The size of the file that process `pid` has open in `folder` (named or not), or 0.
+    static func sizeOfOpenFile(of pid: Int32, in folder: String) -> Int {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        for descriptor in descriptors {
+            let link = "/proc/\(pid)/fd/\(descriptor)"
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link), target.hasPrefix(folder + "/") else {
+                continue
+            }
+            var status = stat()
+            if stat(link, &status) == 0, status.st_mode & S_IFMT == S_IFREG { return Int(status.st_size) }
+        }
+        return 0
     }
 
     @Test("--jsonl --output: input that fails to read (EIO) leaves PATH as it was, not a partial result")

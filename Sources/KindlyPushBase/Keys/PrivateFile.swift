@@ -264,8 +264,9 @@ package enum PrivateFile {
         return removed
     }
 
-    /// A new file without a name in `folder`, or nil where the system cannot make one.
-    private static func openNameless(in folder: String) -> Int32? {
+    /// A new file without a name in `folder` (opened for writing, close-on-exec, mode 0600
+    /// before the umask), or nil where the system cannot make one.
+    package static func openNameless(in folder: String) -> Int32? {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
             // O_TMPFILE is __O_TMPFILE | O_DIRECTORY; Glibc's module does not export it (it needs
             // _GNU_SOURCE). __O_TMPFILE is 020000000 on these architectures.
@@ -343,7 +344,7 @@ package enum PrivateFile {
     }
 
     /// Makes a rename or link durable: the folder entry is flushed too.
-    static func syncFolder(_ folder: String) {
+    package static func syncFolder(_ folder: String) {
         let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         _ = fsync(descriptor)

@@ -71,7 +71,7 @@ package enum DesktopBinary {
             return ErrorCode.io.exitStatus
         }
         let executable = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let folder = executable.lastIndex(of: "/").map { String(executable[..<$0]) } ?? "."
+        let folder = PrivateFile.folderName(of: executable)
         let path = folder + "/" + name
         var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -1,4 +1,4 @@
-package import KindlyPushBase
+internal import KindlyPushBase
 package import KindlyPushCore
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+internal import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -35,15 +36,21 @@ package enum InputFiles {
     }
 }
 
-/// Where the output goes: standard output, or with `--output PATH` a temporary file beside PATH
-/// (mode 0600) that is renamed over PATH only when the run succeeds, so that PATH never holds a
-/// partial result.
+/// Where the output goes: standard output, or with `--output PATH` a new file (mode 0600) that
+/// replaces PATH only when the run succeeds, so that PATH never holds a partial result.
+///
+/// The new file has no name while the run lasts (Linux `O_TMPFILE`): a run that is killed, as a
+/// live filter ended by a signal is, leaves nothing behind. At the end it is linked under a
+/// hidden name beside PATH and renamed over it. Where a nameless file cannot be made or named
+/// (another system, no `/proc`, or `KINDLY_PUSH_TEST_NO_O_TMPFILE=1` for the tests) it is a
+/// hidden named file from the start (`.NAME.kindly-push-XXXXXX`), removed on failure.
 package struct OutputTarget: ~Copyable {
     package let descriptor: Int32
+    /// The named temporary file; nil for standard output and for a nameless file.
     private let temporaryPath: String?
     private let path: String?
 
-    /// Standard output, or a new temporary file for `path`.
+    /// Standard output, or a new file for `path`.
     package init(path: String?) throws(CLIError) {
         guard let path else {
             descriptor = STDOUT_FILENO
@@ -51,38 +58,73 @@ package struct OutputTarget: ~Copyable {
             self.path = nil
             return
         }
-        let slash = path.lastIndex(of: "/")
-        let folder = slash.map { String(path[...$0]) } ?? ""
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        var template = Array((folder + "." + name + ".kindly-push-XXXXXX").utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else {
-            throw CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(errno)))")
-        }
-        // mkstemp makes the file 0600; say so whatever the umask did.
-        fchmod(descriptor, 0o600)
-        self.descriptor = descriptor
-        temporaryPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         self.path = path
+        if PrivateFile.usesNamelessFiles, access("/proc/self/fd", X_OK) == 0,
+            let descriptor = PrivateFile.openNameless(in: PrivateFile.folderName(of: path))
+        {
+            self.descriptor = descriptor
+            temporaryPath = nil
+        } else {
+            var template = Array(Self.hiddenName(beside: path, suffix: "XXXXXX").utf8CString)
+            let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard descriptor >= 0 else {
+                throw CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(errno)))")
+            }
+            self.descriptor = descriptor
+            temporaryPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        }
+        // mkstemp and O_TMPFILE make the file 0600 before the umask; say so whatever it did.
+        fchmod(descriptor, 0o600)
+    }
+
+    /// `.NAME.kindly-push-SUFFIX` in PATH's folder: hidden, and never taken for the output.
+    private static func hiddenName(beside path: String, suffix: String) -> String {
+        let folder = PrivateFile.folderName(of: path)
+        let name =
+            path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: path.utf8[path.utf8.index(after: $0)...], as: UTF8.self) }
+            ?? path
+        return "\(folder)/.\(name).kindly-push-\(suffix)"
     }
 
     /// Puts the finished output in place (or leaves standard output as it is); `io` on failure.
     consuming func commit() -> CLIError? {
-        guard let temporaryPath, let path else { return nil }
+        guard let path else { return nil }
         defer { close(descriptor) }
-        guard fsync(descriptor) == 0, rename(temporaryPath, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporaryPath)
-            return CLIError(.io, "cannot write '\(path)': \(reason)")
+        func failure() -> CLIError { CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(errno)))") }
+        guard fsync(descriptor) == 0 else {
+            let error = failure()
+            if let temporaryPath { unlink(temporaryPath) }
+            return error
         }
+        var named = temporaryPath
+        if named == nil {
+            // linkat cannot replace PATH: link under a fresh hidden name, then rename over PATH.
+            let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+            for _ in 0..<100 {
+                let suffix = String(decoding: (0..<6).map { _ in letters.randomElement()! }, as: UTF8.self)
+                let candidate = Self.hiddenName(beside: path, suffix: suffix)
+                if linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, candidate, AT_SYMLINK_FOLLOW) == 0 {
+                    named = candidate
+                    break
+                }
+                guard errno == EEXIST else { return failure() }
+            }
+        }
+        guard let named else { return failure() }
+        guard rename(named, path) == 0 else {
+            let error = failure()
+            unlink(named)
+            return error
+        }
+        PrivateFile.syncFolder(PrivateFile.folderName(of: path))
         return nil
     }
 
     /// Drops the unfinished output: PATH keeps what it held before.
     consuming func abandon() {
-        guard let temporaryPath else { return }
+        guard path != nil else { return }
         close(descriptor)
-        unlink(temporaryPath)
+        if let temporaryPath { unlink(temporaryPath) }
     }
 }
 
