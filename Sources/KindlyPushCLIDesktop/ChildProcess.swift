@@ -7,12 +7,19 @@ internal import KindlyPushCLI
 /// Commands that `kindly-push` starts on the user's behalf (`notify --on-open`).
 enum ChildProcess {
     /// Starts `/bin/sh -c command` with exactly `environment`, standard input on `/dev/null` (it
-    /// never reads the pushes meant for notify) and the other streams inherited. Does not wait.
+    /// never reads the pushes meant for notify), standard output on `/dev/null` (notify's own
+    /// carries the opened events only, and a long-lived program started by the command must not
+    /// hold that pipe open after notify ends), standard error inherited, and no other descriptor
+    /// (where glibc can close them, 2.34 and later). Does not wait.
     static func spawnShell(_ command: String, environment: CommandEnvironment) -> Result<pid_t, SpawnError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
+        // Nothing else of notify's: no descriptor it inherited or opened (the bus, the store)
+        // stays open in a program that may run for long after it.
+        _ = addCloseFrom?(&actions, STDERR_FILENO + 1)
         let arguments: [UnsafeMutablePointer<CChar>?] = ["sh", "-c", command].map { (text: String) in strdup(text) }
         let variables: [UnsafeMutablePointer<CChar>?] = environment.map { (name, value) in strdup("\(name)=\(value)") }
         defer {
@@ -28,11 +35,19 @@ enum ChildProcess {
         return .success(pid)
     }
 
-    /// Whether `pid` has ended (and is reaped now); with `wait`, waits for it.
-    static func reap(_ pid: pid_t, wait: Bool) -> Bool {
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+
+    /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34 and later), which the Glibc module
+    /// does not export (it is a GNU extension).
+    private static let addCloseFrom: AddCloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: AddCloseFrom.self)
+    }
+
+    /// Whether `pid` has ended (and is reaped now). Never waits.
+    static func reap(_ pid: pid_t) -> Bool {
         var status: Int32 = 0
         while true {
-            let result = waitpid(pid, &status, wait ? 0 : WNOHANG)
+            let result = waitpid(pid, &status, WNOHANG)
             if result < 0, errno == EINTR { continue }
             // An error (no such child) counts as ended: nothing is left to wait for.
             return result != 0

@@ -205,15 +205,27 @@ private final class NotifySession {
         return true
     }
 
-    /// Reaps the `--on-open` children that have ended; with `all`, waits for every one.
-    func reapChildren(all: Bool = false) {
-        children.removeAll { ChildProcess.reap($0, wait: all) }
+    /// How long notify waits at its end for `--on-open` commands still running. A command that
+    /// opens a chat ends in moments; one that runs on (it started the app itself) is left to
+    /// run, and is reaped by whoever inherits it, rather than keep notify alive for as long.
+    static let childrenGracePeriod = Duration.seconds(2)
+
+    /// Reaps the `--on-open` children that have ended; with `atEnd`, first waits for them up to
+    /// ``childrenGracePeriod``.
+    func reapChildren(atEnd: Bool = false) {
+        children.removeAll { ChildProcess.reap($0) }
+        guard atEnd else { return }
+        let deadline = ContinuousClock.now.advanced(by: Self.childrenGracePeriod)
+        while !children.isEmpty, ContinuousClock.now < deadline {
+            usleep(10_000)
+            children.removeAll { ChildProcess.reap($0) }
+        }
     }
 
     // MARK: Runs
 
     func runSingle() -> Int32 {
-        defer { reapChildren(all: true) }
+        defer { reapChildren(atEnd: true) }
         purgeIfDue()
         do throws(CLIError) {
             let input = try StandardInput.readDocument()
@@ -239,7 +251,7 @@ private final class NotifySession {
     /// `--jsonl`: each line is shown as soon as it arrives, and clicks are handled meanwhile,
     /// for as long as standard input is open (and `--wait` after it ends).
     func runLines() -> Int32 {
-        defer { reapChildren(all: true) }
+        defer { reapChildren(atEnd: true) }
         purgeIfDue()
         var reader = LineBatchReader(maximumLineLength: StandardInput.maximumDocumentSize)
         var batch = LineBatchReader.Batch()

@@ -172,25 +172,55 @@ struct NotifyDesktopTests {
         }
     }
 
+    /// Starts notify with `--on-open command` (and `RECORD=record` in its environment), shows one
+    /// push titled `title` and clicks its banner.
+    func clickWithOnOpen(_ command: String, record: String, title: String) throws -> RunningCLI {
+        var environment = DesktopSession.environment
+        environment["RECORD"] = record
+        let run = try RunningCLI(
+            ["notify", "--key-file", keys.keyFile, "--state", state, "--wait", "30", "--on-open", command], environment: environment)
+        run.write(try push(chat: "chat-\(marker)", title: "\(title) \(marker)", body: "B"))
+        run.closeInput()
+        try #require(try DesktopSession.waitUntilDisplayed(1), "\(run.stderr)")
+        try DesktopSession.click()
+        return run
+    }
+
     @Test("a click runs --on-open with the chat id in KINDLY_CHAT_ID, not in any argument")
     func tapRunsOnOpen() async throws {
         try await DesktopSession.exclusive {
             let record = keys.url.appendingPathComponent("opened").path
             let command = #"{ printf '%s\n' "$KINDLY_CHAT_ID"; tr '\0' ' ' </proc/$$/cmdline; } > "$RECORD""#
-            var environment = DesktopSession.environment
-            environment["RECORD"] = record
-            let run = try RunningCLI(
-                ["notify", "--key-file", keys.keyFile, "--state", state, "--wait", "30", "--on-open", command], environment: environment)
-            run.write(try push(chat: "chat-\(marker)", title: "Tap \(marker)", body: "B"))
-            run.closeInput()
-            try #require(try DesktopSession.waitUntilDisplayed(1), "\(run.stderr)")
-            try DesktopSession.click()
+            let run = try clickWithOnOpen(command, record: record, title: "Tap")
             #expect(run.finish() == 0, "\(run.stderr)")
             let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
             #expect(lines.first == "chat-\(marker)")
             #expect(lines.count == 2 && !lines[1].contains(marker), "\(lines)")
             #expect(run.stdout == "")
             #expect(run.stderr == "")
+        }
+    }
+
+    @Test("an --on-open command that runs on neither keeps notify alive nor writes to its standard output")
+    func longLivedOnOpen() async throws {
+        try await DesktopSession.exclusive {
+            let record = keys.url.appendingPathComponent("long-lived").path
+            // Writes to its standard output, records its pid, then stays (as an app it started would).
+            let command = #"exec 2>/dev/null; echo child-output; echo $$ > "$RECORD"; exec sleep 60"#
+            let run = try clickWithOnOpen(command, record: record, title: "Run on")
+            let clicked = ContinuousClock.now
+            let status = run.finish(seconds: 20)
+            let waited = ContinuousClock.now - clicked
+            func recordedPid() -> Int32? {
+                (try? String(contentsOfFile: record, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            }
+            let child = try #require(run.waitUntil { recordedPid() != nil } ? recordedPid() : nil)
+            defer { kill(child, SIGKILL) }
+            #expect(status == 0, "\(run.stderr)")
+            // The grace period is 2 s; the command sleeps 60.
+            #expect(waited < .seconds(10), "notify waited \(waited) for its --on-open command")
+            #expect(kill(child, 0) == 0, "the --on-open command should still be running")
+            #expect(run.stdout == "")
         }
     }
 
