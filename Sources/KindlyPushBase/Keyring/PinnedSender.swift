@@ -2,7 +2,7 @@ internal import KindlyPushCore
 
 /// A pinned sender key and its metadata (wire format section 7.1). Entries sort oldest first,
 /// then by sid, in every keyring.
-public struct PinnedSender: Sendable, Equatable, Comparable {
+public struct PinnedSender: Sendable, Hashable, Comparable {
     /// The pinned key, as its bytes were pinned.
     public let publicKey: SenderPublicKey
     /// A human-readable label given when it was pinned.

@@ -111,3 +111,68 @@ extension Registration: Codable {
 }
 
 extension KindlyPushSealer.Mode: Codable {}
+
+extension SenderID: Codable {
+    /// Encodes the id as base64url text, as the wire format writes `sid`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(base64URL)
+    }
+
+    /// Decodes canonical base64 or base64url text of 8 bytes.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        guard let sid = SenderID(base64: try container.decode(String.self)) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a sid (8 bytes of base64)")
+        }
+        self = sid
+    }
+}
+
+extension SenderPublicKey: Codable {
+    /// Encodes the key as base64url text.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(base64URL)
+    }
+
+    /// Decodes canonical base64 or base64url text of 32 bytes.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do {
+            self = try SenderPublicKey(base64: try container.decode(String.self))
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
+    }
+}
+
+extension PinnedSender: Codable {
+    enum CodingKeys: String, CodingKey {
+        case sid
+        case publicKey = "public_key"
+        case label, created
+    }
+
+    /// Encodes `{"sid", "public_key", "label", "created"}`, the object `kindly-push senders list`
+    /// prints for each pinned key.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sid, forKey: .sid)
+        try container.encode(publicKey, forKey: .publicKey)
+        try container.encode(label, forKey: .label)
+        try container.encode(created, forKey: .created)
+    }
+
+    /// Decodes that object; `sid`, when present, must be the public key's.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let publicKey = try container.decode(SenderPublicKey.self, forKey: .publicKey)
+        if let sid = try container.decodeIfPresent(SenderID.self, forKey: .sid), sid != publicKey.sid {
+            throw DecodingError.dataCorruptedError(forKey: .sid, in: container, debugDescription: "the sid is not the public key's")
+        }
+        self.init(
+            publicKey: publicKey, label: try container.decode(String.self, forKey: .label),
+            created: try container.decode(Int64.self, forKey: .created))
+    }
+}

@@ -72,6 +72,26 @@ struct ValueTypesTests {
         #expect(Set([DisplayRules.Screen.chat, .chat, .other]).count == 2)
     }
 
+    @Test("a pinned sender encodes as 'senders list' prints it, decodes back, and refuses a sid of another key")
+    func pinnedSenderCodable() throws {
+        let sender = SenderKey.generate().publicKey
+        let pinned = PinnedSender(publicKey: sender, label: "backend-2026", created: 1_764_460_800)
+        #expect(
+            try Self.json(pinned) == [
+                "created": 1_764_460_800, "label": "backend-2026", "public_key": .string(sender.base64URL),
+                "sid": .string(sender.sid.base64URL),
+            ])
+        let data = try JSONEncoder().encode(pinned)
+        #expect(try JSONDecoder().decode(PinnedSender.self, from: data) == pinned)
+        #expect(Set([pinned, pinned]).count == 1)
+        let other = SenderKey.generate().publicKey
+        let forged = #"{"sid":"\#(other.sid.base64URL)","public_key":"\#(sender.base64URL)","label":"x","created":1}"#
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PinnedSender.self, from: Data(forged.utf8)) }
+        let short = #"{"public_key":"AAAA","label":"x","created":1}"#
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PinnedSender.self, from: Data(short.utf8)) }
+        #expect(try JSONDecoder().decode([SenderID].self, from: JSONEncoder().encode([sender.sid])) == [sender.sid])
+    }
+
     @Test("failures are Hashable: a Set of them counts distinct failures")
     func failuresInASet() {
         let a = DecryptionFailure(.malformed, "\"kid\" is missing")
