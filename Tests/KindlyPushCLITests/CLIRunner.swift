@@ -38,8 +38,8 @@ enum CLI {
         let outURL = folder.appendingPathComponent("out")
         let errURL = folder.appendingPathComponent("err")
         try Data(stdin).write(to: inURL)
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        guard FileManager.default.createFile(atPath: outURL.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+        guard FileManager.default.createFile(atPath: errURL.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
         let process = Process()
         process.executableURL = executable ?? binary
         process.arguments = arguments

@@ -16,7 +16,7 @@ struct InteropVersionTwoTests {
         } else {
             let made = try InteropTests.runReference(["sender-keygen"], stdin: "")
             try #require(made.status == 0, "\(made.stderr)")
-            FileManager.default.createFile(atPath: path, contents: Data(made.stdout.utf8), attributes: [.posixPermissions: 0o600])
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(made.stdout.utf8), attributes: [.posixPermissions: 0o600]))
         }
         return (folder, path, try SenderKeyFile.read(path))
     }

@@ -291,7 +291,7 @@ struct NotifyDesktopTests {
 
             // A state file that others can read is refused the same way.
             try FileManager.default.removeItem(atPath: state)
-            FileManager.default.createFile(atPath: state, contents: nil)
+            #expect(FileManager.default.createFile(atPath: state, contents: nil))
             chmod(state, 0o644)
             let loose = try notify(sealed)
             #expect(loose.status == 0)

@@ -94,7 +94,7 @@ struct SecretHygieneTests {
         for (what, text) in cases {
             let path = folder.url.appendingPathComponent("bad.json").path
             try? FileManager.default.removeItem(atPath: path)
-            FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
             let output = try CLI.run(["decrypt", "--key-file", path], stdin: "{}")
             #expect(output.status == 74, "\(what)")
             Self.expectNoLeak(output, of: folder.key, what)

@@ -128,7 +128,7 @@ struct DeduplicatorTests {
         let folder = try TemporaryFolder()
         let corrupt = folder.path + "/corrupt.sqlite3"
         let garbage = Data(repeating: 0x5A, count: 8192)
-        FileManager.default.createFile(atPath: corrupt, contents: garbage, attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: corrupt, contents: garbage, attributes: [.posixPermissions: 0o600]))
         chmod(folder.path, 0o700)
         #expect(throws: DeduplicationError("\(corrupt): cannot set up the state store: file is not a database")) {
             try SQLiteDeduplicator(path: corrupt)
@@ -136,7 +136,7 @@ struct DeduplicatorTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: corrupt)) == garbage)
 
         let loose = folder.path + "/loose.sqlite3"
-        FileManager.default.createFile(atPath: loose, contents: nil, attributes: [.posixPermissions: 0o640])
+        #expect(FileManager.default.createFile(atPath: loose, contents: nil, attributes: [.posixPermissions: 0o640]))
         #expect(throws: DeduplicationError("\(loose): permissions 640 are too open; the state file must be 0600 (chmod 600 \(loose))")) {
             try SQLiteDeduplicator(path: loose)
         }

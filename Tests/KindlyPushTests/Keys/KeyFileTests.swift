@@ -55,7 +55,7 @@ final class KeyFileTests {
         ])
     func malformed(_ text: String) throws {
         let path = folder + "/bad.json"
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
         #expect(throws: PrivateFileError.self) { try KeyFile.read(path) }
         do {
             _ = try KeyFile.read(path)
