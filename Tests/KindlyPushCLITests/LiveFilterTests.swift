@@ -110,7 +110,7 @@ struct LiveFilterTests {
         signal(SIGPIPE, SIG_IGN)
         let writer = Thread {
             let descriptor = stdin.fileHandleForWriting.fileDescriptor
-            _ = input.withUnsafeBytes { bytes in
+            input.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {
                     let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)

@@ -48,35 +48,24 @@ extension DecryptionFailure: Codable {
 extension KeyID: Codable {
     /// Encodes the id as base64url text, as the wire format writes it.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(base64URL)
+        try Base64Text.encode(base64URL, to: encoder)
     }
 
     /// Decodes canonical base64 or base64url text of 8 bytes.
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        guard let kid = KeyID(base64: try container.decode(String.self)) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a kid (8 bytes of base64)")
-        }
-        self = kid
+        self = try Base64Text.decode(from: decoder, what: "a kid (8 bytes of base64)") { KeyID(base64: $0) }
     }
 }
 
 extension DevicePublicKey: Codable {
     /// Encodes the key as base64url text.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(base64URL)
+        try Base64Text.encode(base64URL, to: encoder)
     }
 
     /// Decodes canonical base64 or base64url text of 32 bytes.
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        do {
-            self = try DevicePublicKey(base64: try container.decode(String.self))
-        } catch {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
-        }
+        self = try Base64Text.decode(from: decoder, what: "a device public key") { try DevicePublicKey(base64: $0) }
     }
 }
 
@@ -115,35 +104,24 @@ extension KindlyPushSealer.Mode: Codable {}
 extension SenderID: Codable {
     /// Encodes the id as base64url text, as the wire format writes `sid`.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(base64URL)
+        try Base64Text.encode(base64URL, to: encoder)
     }
 
     /// Decodes canonical base64 or base64url text of 8 bytes.
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        guard let sid = SenderID(base64: try container.decode(String.self)) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a sid (8 bytes of base64)")
-        }
-        self = sid
+        self = try Base64Text.decode(from: decoder, what: "a sid (8 bytes of base64)") { SenderID(base64: $0) }
     }
 }
 
 extension SenderPublicKey: Codable {
     /// Encodes the key as base64url text.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(base64URL)
+        try Base64Text.encode(base64URL, to: encoder)
     }
 
     /// Decodes canonical base64 or base64url text of 32 bytes.
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        do {
-            self = try SenderPublicKey(base64: try container.decode(String.self))
-        } catch {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
-        }
+        self = try Base64Text.decode(from: decoder, what: "a sender public key") { try SenderPublicKey(base64: $0) }
     }
 }
 
@@ -174,5 +152,29 @@ extension PinnedSender: Codable {
         self.init(
             publicKey: publicKey, label: try container.decode(String.self, forKey: .label),
             created: try container.decode(Int64.self, forKey: .created))
+    }
+}
+
+/// The one way the wire format's binary values (ids, public keys) are JSON: a single base64url
+/// string, decoded from canonical base64 or base64url.
+enum Base64Text {
+    static func encode(_ text: String, to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
+    }
+
+    /// The value `make` reads from the text; `make` returning nil or throwing is a
+    /// `dataCorrupted` error that says what was expected (and why, when `make` threw).
+    static func decode<Value>(from decoder: any Decoder, what: String, _ make: (String) throws -> Value?) throws -> Value {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        let value: Value?
+        do {
+            value = try make(text)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not \(what): \(error)")
+        }
+        guard let value else { throw DecodingError.dataCorruptedError(in: container, debugDescription: "not \(what)") }
+        return value
     }
 }
