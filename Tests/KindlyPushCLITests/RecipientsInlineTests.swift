@@ -106,7 +106,7 @@ struct RecipientsInlineTests {
                 #"{"error":{"code":"bad_input","message":"the plaintext is not a Kindly message: \"truncated\" is a string, not a boolean"}}"#
             ),
             (
-                Self.line(try DeviceKey.generate(), #"{"chat_id":"c","title":"t","body":"\#(String(repeating: "z", count: 5_000))"}"#),
+                Self.line(DeviceKey.generate(), #"{"chat_id":"c","title":"t","body":"\#(String(repeating: "z", count: 5_000))"}"#),
                 nil
             ),
             (Self.line(key, good, extra: #","mode":"silent""#), nil),

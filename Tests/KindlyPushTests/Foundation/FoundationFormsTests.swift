@@ -69,10 +69,15 @@ struct FoundationFormsTests {
 
     @Test("isKindlyNotification of a dictionary looks at `kindly` alone")
     func detectionLooksAtKindlyAlone() {
-        #expect(KindlyPushDecryption.isKindlyNotification(["kindly": ["v": 1] as [String: Any], "x": Date()]))
-        #expect(KindlyPushDecryption.isKindlyNotification(["kindly": [String: Any]()]))
-        #expect(!KindlyPushDecryption.isKindlyNotification(["kindly": "text", "aps": ["alert": "hi"]]))
+        // Each dictionary is a typed local first: with a literal that holds an `as` cast inside
+        // #expect, the macro checked nothing (the expectation passed for any dictionary).
+        let kindly: [AnyHashable: Any] = ["kindly": ["v": 1] as [String: Any], "x": Date()]
+        let emptyKindly: [AnyHashable: Any] = ["kindly": [String: Any]()]
+        let textKindly: [AnyHashable: Any] = ["kindly": "text", "aps": ["alert": "hi"]]
         let foreign: [AnyHashable: Any] = ["aps": ["alert": "hi"], "when": Date()]
+        #expect(KindlyPushDecryption.isKindlyNotification(kindly) == true)
+        #expect(KindlyPushDecryption.isKindlyNotification(emptyKindly) == true)
+        #expect(KindlyPushDecryption.isKindlyNotification(textKindly) == false)
         #expect(KindlyPushDecryption.isKindlyNotification(foreign) == false)
     }
 
