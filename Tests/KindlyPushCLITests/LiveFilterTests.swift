@@ -36,7 +36,9 @@ struct LiveFilterTests {
                 var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
                 guard poll(&entry, 1, 50) > 0 else { continue }
                 var byte: UInt8 = 0
-                guard read(descriptor, &byte, 1) == 1 else { return nil }
+                let count = read(descriptor, &byte, 1)
+                if count < 0, errno == EINTR { continue }
+                guard count == 1 else { return nil }
                 if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
                 line.append(byte)
             }
@@ -114,6 +116,7 @@ struct LiveFilterTests {
                 var offset = 0
                 while offset < bytes.count {
                     let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0, errno == EINTR { continue }
                     if written <= 0 { break }
                     offset += written
                 }
@@ -123,7 +126,11 @@ struct LiveFilterTests {
         writer.start()
         while true {
             var byte: UInt8 = 0
-            guard read(stdout.fileHandleForReading.fileDescriptor, &byte, 1) == 1, byte != 0x0A else { break }
+            let count = read(stdout.fileHandleForReading.fileDescriptor, &byte, 1)
+            // A signal to this process (SIGCHLD from another test's child) interrupts the read;
+            // that is not the end of the line (this read once ended the test with nothing read).
+            if count < 0, errno == EINTR { continue }
+            guard count == 1, byte != 0x0A else { break }
             first.append(byte)
         }
         try stdout.fileHandleForReading.close()
