@@ -9,12 +9,17 @@ internal import KindlyPushCore
 /// refused.
 ///
 /// ```swift
-/// let decryption = KindlyPushDecryption(keyring: FileKeyring(folder: folder))
+/// let decryption = KindlyPushDecryption(keyring: CachingKeyring(FileKeyring(folder: folder)))
 /// if KindlyPushDecryption.isKindlyNotification(userInfo),
 ///    let payload = decryption.decrypt(userInfo: userInfo) {
 ///     KindlyPushDecryption.apply(payload, to: &content)
 /// }
 /// ```
+///
+/// The keyring is asked on every push, for the push's key and for the pinned sender keys. A
+/// ``FileKeyring`` answers by reading its files each time (a key file read, parsed and checked
+/// per push), so a reader that serves more than one push should wrap it in ``CachingKeyring``,
+/// which loads each key once and reads the pins once, as `kindly-push decrypt` does.
 ///
 /// Decrypting from many threads at once is safe: the type holds a `Sendable` keyring and the
 /// pinned keys (values), and the cache of second shared secrets it shares is behind a lock.
