@@ -32,7 +32,7 @@ enum CLI {
         timeLimit: Double = 60, standardOutputPath: String? = nil
     ) throws -> Output {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: folder) }
         let inURL = folder.appendingPathComponent("in")
         let outURL = folder.appendingPathComponent("out")
@@ -73,7 +73,9 @@ enum CLI {
     }
 }
 
-/// A temporary folder with a key file in it, removed on deinit.
+/// A temporary folder with a key file in it, removed on deinit. Its mode is set (0700), not left to the
+/// umask: tests of the library set the umask to 0 for the whole test process while others run,
+/// and a folder others may write to is refused for keys (a route test once failed so).
 final class KeyFolder: Sendable {
     let url: URL
     let key: DeviceKey
@@ -81,7 +83,7 @@ final class KeyFolder: Sendable {
 
     init(key: DeviceKey = .generate()) throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-keys-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         self.key = key
         try KeyFile.write(key, to: keyFile)
     }

@@ -108,7 +108,7 @@ final class RunningCLI {
 
     init(_ arguments: [String], environment: [String: String]) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-running-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         outURL = folder.appendingPathComponent("out")
         errURL = folder.appendingPathComponent("err")
         guard FileManager.default.createFile(atPath: outURL.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }

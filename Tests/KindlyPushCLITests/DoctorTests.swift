@@ -242,7 +242,8 @@ struct DoctorTests {
     func silentBus() throws {
         let keyring = try Keyring(keys: 1)
         let socketPath = (keyring.folder as NSString).deletingLastPathComponent + "/bus"
-        try FileManager.default.createDirectory(atPath: keyring.folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: keyring.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let listener = try SilentSocket(path: socketPath)
         defer { listener.close() }
         let started = Date()
@@ -258,7 +259,8 @@ struct DoctorTests {
     @Test("a bus that authenticates and then never answers (not even Hello): doctor still ends within 2 s")
     func busThatNeverSaysHello() throws {
         let keyring = try Keyring(keys: 1)
-        try FileManager.default.createDirectory(atPath: keyring.folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: keyring.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let socketPath = (keyring.folder as NSString).deletingLastPathComponent + "/bus"
         let bus = try MuteBus(path: socketPath)
         let output = try Self.doctor(keyring: keyring, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"])

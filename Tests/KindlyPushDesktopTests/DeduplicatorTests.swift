@@ -11,7 +11,7 @@ final class TemporaryFolder: Sendable {
 
     init() throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-desktop-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
