@@ -288,7 +288,7 @@ struct DoctorTests {
 }
 
 /// A Unix socket that accepts connections into its backlog and never reads or writes: a bus
-/// that does not answer.
+/// that does not answer (the doctor and the hardening tests use it).
 final class SilentSocket {
     private var descriptor: Int32
 
@@ -300,7 +300,7 @@ final class SilentSocket {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard descriptor >= 0, bound == 0, listen(descriptor, 16) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        guard descriptor >= 0, bound == 0, listen(descriptor, 64) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
     }
 
     func close() {

@@ -210,9 +210,9 @@ struct HardeningTests {
         let ring = folder.url.appendingPathComponent("ring").path
         let environment = ["KINDLY_PUSH_KEYRING_DIR": ring, "KINDLY_PUSH_TEST_NO_O_TMPFILE": "1"]
         for round in 0..<30 {
-            // Killed at once, or after 1 to 29 ms: somewhere in start-up, writing or linking.
+            // Killed after 0 to 9 ms, spread over the rounds: somewhere in start-up, writing or linking.
             _ = try Self.shell(
-                "\"$0\" keygen --keyring file >/dev/null 2>&1 & p=$!; sleep 0.0\(round % 10)\(round % 3); kill -KILL $p; wait $p",
+                "\"$0\" keygen --keyring file >/dev/null 2>&1 & p=$!; sleep 0.00\(round % 10); kill -KILL $p; wait $p",
                 environment: environment, timeLimit: 20)
             for name in (try? FileManager.default.contentsOfDirectory(atPath: ring)) ?? [] {
                 var status = stat()
@@ -341,7 +341,7 @@ struct HardeningTests {
     func negativeCache() throws {
         let folder = try KeyFolder()
         let socket = folder.url.appendingPathComponent("bus").path
-        let listener = try ListeningSocket(path: socket)
+        let listener = try SilentSocket(path: socket)
         defer { listener.close() }
         var input = ""
         for _ in 0..<8 { input += try Self.sealed(for: DeviceKey.generate()) + "\n" }
@@ -363,7 +363,8 @@ struct HardeningTests {
 
     @Test("with HOME unset, the file keyring is under the password database's home, not the current folder")
     func homeUnset() throws {
-        guard let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir else { return }
+        let entry = try #require(getpwuid(geteuid()), "no password database entry for this user")
+        let directory = try #require(entry.pointee.pw_dir)
         let home = String(cString: directory)
         let output = try CLI.run(
             [
@@ -401,7 +402,7 @@ struct HardeningTests {
         }
     }
 
-    @Test("keygen with --keyring auto says where it stored the key; on a bus that does not answer it stores nothing")
+    @Test("keygen with --keyring auto says where it stored the key; on a bus that does not answer it stores nothing, nor does senders add")
     func autoKeygen() throws {
         let folder = try KeyFolder()
         let ring = folder.url.appendingPathComponent("ring").path
@@ -410,7 +411,7 @@ struct HardeningTests {
         #expect(absent.status == 0)
         #expect(absent.stderr == "kindly-push: stored the key in the file keyring (\(ring))\n")
         let socket = folder.url.appendingPathComponent("bus").path
-        let listener = try ListeningSocket(path: socket)
+        let listener = try SilentSocket(path: socket)
         defer { listener.close() }
         let started = Date()
         let slow = try CLI.run(
@@ -421,31 +422,12 @@ struct HardeningTests {
         #expect(slow.stderr.hasPrefix("kindly-push: io: "), "\(slow.stderr)")
         #expect(slow.stderr.filter { $0 == "\n" }.count == 1)
         #expect(try FileManager.default.contentsOfDirectory(atPath: ring).count == 1)
-    }
-}
-
-/// A Unix socket that accepts connections into its backlog and never reads or writes: a session
-/// bus that does not answer.
-final class ListeningSocket {
-    private var descriptor: Int32
-
-    init(path: String) throws {
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            buffer.copyBytes(from: Array(path.utf8.prefix(buffer.count - 1)) + [0])
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard descriptor >= 0, bound == 0, listen(descriptor, 64) == 0 else {
-            throw POSIXError(.init(rawValue: errno) ?? .EIO)
-        }
-    }
-
-    func close() {
-        if descriptor >= 0 { _ = Glibc.close(descriptor) }
-        descriptor = -1
+        // A sender key is pinned as a key is stored: not in the file keyring behind the bus's back.
+        let pin = try CLI.run(
+            ["senders", "add", "--public-key", SenderKey.generate().publicKey.base64URL],
+            environment: ["KINDLY_PUSH_KEYRING_DIR": ring, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"], timeLimit: 20)
+        #expect(pin.status == 74, "\(pin.stderr)")
+        #expect(pin.stderr.hasPrefix("kindly-push: io: "), "\(pin.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ring + "/senders"), "the pin went to the file keyring")
     }
 }

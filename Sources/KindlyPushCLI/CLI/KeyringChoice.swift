@@ -14,7 +14,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         case lookUp
         /// Listing or deleting (`keys`): a collection path that is not one is a usage error.
         case manage
-        /// Storing a new key (`keygen`): besides, `auto` never falls back to the file keyring on a
+        /// Storing a new key or pin (`keygen`, `senders add`): besides, `auto` never falls back to the file keyring on a
         /// bus that is there but does not answer, where the key would be stored out of sight of
         /// later look-ups through the Secret Service.
         case store

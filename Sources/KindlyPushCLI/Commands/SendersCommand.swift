@@ -74,7 +74,10 @@ package struct SendersCommand: Command {
 
     package func run() -> Int32 {
         do throws(CLIError) {
-            let keyring = try KeyringChoice.resolve(arguments, environment: environment)
+            // A pin is stored as a key is: never in the file keyring for a bus that does not answer.
+            let purpose: KeyringChoice.Purpose
+            if case .add = action { purpose = .store } else { purpose = .manage }
+            let keyring = try KeyringChoice.resolve(arguments, environment: environment, for: purpose)
             switch action {
             case .add(let key, let label):
                 do throws(KeyringError) {
