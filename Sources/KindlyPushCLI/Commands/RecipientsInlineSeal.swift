@@ -56,7 +56,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     {
         if let line = CompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
             let sealed = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
-                PlaintextSealing.sealFast(UnsafeRawBufferPointer(rebasing: bytes[line.plaintext]), with: &sealer, into: &output)
+                Self.sealAndWipe(UnsafeRawBufferPointer(rebasing: bytes[line.plaintext]), with: &sealer, into: &output)
             }
             if sealed { return .success }
         }
@@ -79,7 +79,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
         var text = JSONWriter.compactBytes(line.plaintext)
         defer { text.wipeCapacity() }
         let sealed = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
-            text.withUnsafeBytes { PlaintextSealing.sealFast($0, with: &sealer, into: &output) }
+            text.withUnsafeBytes { Self.sealAndWipe($0, with: &sealer, into: &output) }
         }
         if !sealed {
             try PlaintextSealing.seal(
@@ -87,6 +87,16 @@ package struct RecipientsInlineSeal: DocumentCommand {
                 placeholder: line.alert?.placeholder ?? placeholder, oversize: oversize, into: &output)
         }
         return .success
+    }
+
+    /// Seals with a cached sealer, then zeroes the sealer's buffer: a sealer stays in the cache
+    /// for as long as its recipient is among the last 1,024, and its buffer would otherwise keep
+    /// that recipient's last message in clear (an evicted entry is freed, not wiped). The cost is
+    /// one memzero of a few hundred bytes beside an X25519 and an AEAD.
+    private static func sealAndWipe(_ plaintext: UnsafeRawBufferPointer, with sealer: inout PushSealer, into output: inout [UInt8]) -> Bool
+    {
+        defer { sealer.wipe() }
+        return PlaintextSealing.sealFast(plaintext, with: &sealer, into: &output)
     }
 
     /// The sealer for a recipient, kept in the thread's cache: its document template and, for
