@@ -29,7 +29,8 @@ package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
 package nonisolated func runKindlyPush(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
     // For tests: the named-temporary-file fallback of systems without O_TMPFILE.
     if environment["KINDLY_PUSH_TEST_NO_O_TMPFILE"] == "1" { PrivateFile.usesNamelessFiles = false }
-    let width = Help.width(environment: environment)
+    // The terminal's width only for help: a one-shot decrypt asks no terminal anything.
+    var width: Int { Help.width(environment: environment) }
     guard let name = arguments.first else {
         Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))
         return ErrorCode.usage.exitStatus
