@@ -82,8 +82,12 @@ struct ValueTypesTests {
                 "sid": .string(sender.sid.base64URL),
             ])
         let data = try JSONEncoder().encode(pinned)
-        #expect(try JSONDecoder().decode(PinnedSender.self, from: data) == pinned)
-        #expect(Set([pinned, pinned]).count == 1)
+        let decoded = try JSONDecoder().decode(PinnedSender.self, from: data)
+        #expect(decoded == pinned)
+        // Hashable: an equal value made apart hashes alike; another label is another entry.
+        let relabelled = PinnedSender(publicKey: sender, label: "other", created: pinned.created)
+        #expect(Set([pinned, decoded]).count == 1)
+        #expect(Set([pinned, decoded, relabelled]).count == 2)
         let other = SenderKey.generate().publicKey
         let forged = #"{"sid":"\#(other.sid.base64URL)","public_key":"\#(sender.base64URL)","label":"x","created":1}"#
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(PinnedSender.self, from: Data(forged.utf8)) }

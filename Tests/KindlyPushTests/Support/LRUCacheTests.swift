@@ -42,17 +42,22 @@ struct LRUCacheTests {
     @Test("a long random workload matches a plain list model")
     func matchesModel() {
         let cache = LRUCache<Int, Int>(capacity: 7)
-        var model: [Int] = []  // most recent first
+        var model: [(key: Int, value: Int)] = []  // most recent first
+        var modelMisses = 0
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<20_000 {
+        for step in 0..<20_000 {
             let key = Int.random(in: 0..<12, using: &generator)
-            let value = cache.withValue(for: key, default: key * 10) { $0 }
-            #expect(value == key * 10)
-            model.removeAll { $0 == key }
-            model.insert(key, at: 0)
+            // The default is the step, so a hit (the value stored at an earlier step) and a miss differ.
+            let value = cache.withValue(for: key, default: step) { $0 }
+            let stored = model.first { $0.key == key }?.value
+            if stored == nil { modelMisses += 1 }
+            #expect(value == (stored ?? step))
+            model.removeAll { $0.key == key }
+            model.insert((key, stored ?? step), at: 0)
             if model.count > 7 { model.removeLast() }
         }
-        #expect(cache.keysByRecency == model)
+        #expect(cache.keysByRecency == model.map(\.key))
+        #expect(cache.misses == modelMisses)
     }
 
     @Test("a secret in an evicted value is wiped at eviction, and the rest when the cache goes away")
