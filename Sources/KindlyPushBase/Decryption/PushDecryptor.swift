@@ -66,7 +66,11 @@ package struct PushDecryptor {
         let ctCapacity = envelope.ciphertext.count / 4 * 3 + 3
         let needed = ctOffset + ctCapacity
         if fields.count < needed { fields = [UInt8](repeating: 0, count: needed) }
-        if plaintext.count < ctCapacity { plaintext = [UInt8](repeating: 0, count: ctCapacity) }
+        if plaintext.count < ctCapacity {
+            // The old buffer holds the last plaintext: zeroed before it is let go.
+            plaintext.wipeCapacity()
+            plaintext = [UInt8](repeating: 0, count: ctCapacity)
+        }
         let decoded: (kid: KeyID, sid: SenderID?, ciphertextLength: Int)? = fields.withUnsafeMutableBytes { buffer in
             func field(_ range: Range<Int>, at offset: Int, length: Int) -> Int? {
                 let text = UnsafeRawBufferPointer(rebasing: document[range])

@@ -71,7 +71,11 @@ package struct PushSealer {
             template.count + Base64.urlEncodedLength(of: X25519.keyLength)
             + Base64.urlEncodedLength(of: XChaCha20Poly1305.nonceLength) + Base64.urlEncodedLength(of: sealedLength)
         guard size <= WireFormat.maximumPayloadSize else { return .undecided }
-        if buffer.count < paddedLength + sealedLength { buffer = [UInt8](repeating: 0, count: paddedLength + sealedLength) }
+        if buffer.count < paddedLength + sealedLength {
+            // The old buffer holds the last padded plaintext: zeroed before it is let go.
+            buffer.wipeCapacity()
+            buffer = [UInt8](repeating: 0, count: paddedLength + sealedLength)
+        }
         let head = template.count - PushSealer.tail.count
         let start = output.count
         let sealed = withUnsafeTemporaryAllocation(byteCount: X25519.keyLength * 2 + XChaCha20Poly1305.nonceLength, alignment: 16) { keys in
