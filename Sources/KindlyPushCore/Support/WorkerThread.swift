@@ -48,6 +48,8 @@ package final class WorkerThread: @unchecked Sendable {
             }, context)
         guard started == 0 else {
             Unmanaged<Box>.fromOpaque(context).release()
+            // deinit runs for this instance too: there is no thread to join.
+            joined = true
             return nil
         }
     }
