@@ -49,7 +49,8 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
     }
     guard let command = allCommands.first(where: { $0.name == name }) else { return unknownSubcommand(name) }
     do throws(CLIError) {
-        let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
+        let parsed = try ParsedArguments.parse(
+            Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
         if parsed.has("--help") { return Terminal.printText(Help.command(command, width: width)) }
         // What needs libsecret, GIO or SQLite runs in kindly-push-desktop (see DesktopServices).

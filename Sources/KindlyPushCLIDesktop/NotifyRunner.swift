@@ -228,6 +228,7 @@ private final class NotifySession {
         defer { reapChildren(atEnd: true) }
         purgeIfDue()
         do throws(CLIError) {
+            StandardInput.noteIfTerminal(lineMode: false)
             let input = try StandardInput.readDocument()
             try input.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
         } catch {
@@ -253,6 +254,7 @@ private final class NotifySession {
     func runLines() -> Int32 {
         defer { reapChildren(atEnd: true) }
         purgeIfDue()
+        StandardInput.noteIfTerminal(lineMode: true)
         var reader = LineBatchReader(maximumLineLength: StandardInput.maximumDocumentSize)
         var batch = LineBatchReader.Batch()
         var inputOpen = true

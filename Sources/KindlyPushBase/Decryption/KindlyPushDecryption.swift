@@ -100,6 +100,10 @@ public struct KindlyPushDecryption: Sendable {
         do throws(KeyringError) {
             return try keyring.key(for: kid)
         } catch {
+            // A key file holds one key: name it and its kid, the way to see the wrong file was given.
+            if case .notFound = error, let file = keyring as? KeyFileKeyring {
+                throw DecryptionFailure(.keyUnavailable, "the push is for kid \(kid); \(file.path) holds kid \(file.key.kid)", keyringError: error)
+            }
             throw DecryptionFailure(.keyUnavailable, error.description, keyringError: error)
         }
     }
@@ -113,7 +117,8 @@ public struct KindlyPushDecryption: Sendable {
             let envelope = try SealedEnvelope(userInfo: userInfo)
             guard envelope.kid == key.kid else {
                 throw DecryptionFailure(
-                    .keyUnavailable, "no key with kid \(envelope.kid) is at hand", keyringError: .notFound(envelope.kid))
+                    .keyUnavailable, "the push is for kid \(envelope.kid); the key given has kid \(key.kid)",
+                    keyringError: .notFound(envelope.kid))
             }
             let sender = try trustedSender(for: envelope.senderID, pinned: pinnedSenderKeys, keyring: nil)
             return try open(envelope, with: key, sender: sender)

@@ -11,11 +11,15 @@ package struct OptionSpec: Sendable {
 
     package let name: String
     package let kind: Kind
-    package let help: String
+    package private(set) var help: String
     /// The command cannot run without it (usage writes it without brackets).
     package var isRequired = false
     /// A value option that may be given more than once (read with ``ParsedArguments/values(_:)``).
     package var isRepeatable = false
+    /// The forms of a command with several (`senders add`, `senders list`) that take the option,
+    /// by their action word; empty: every form. Usage lists it only in those forms, and the
+    /// parser refuses it in the others.
+    package private(set) var forms: [String] = []
 
     package static func flag(_ name: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .flag, help: help)
@@ -39,6 +43,27 @@ package struct OptionSpec: Sendable {
         return false
     }
 
+    /// The option taken only by the forms whose action word is one of `forms` (`.only("add")`).
+    package func only(_ forms: String...) -> OptionSpec {
+        var option = self
+        option.forms = forms
+        return option
+    }
+
+    /// The same option with the help a command gives it: a shared option can mean something
+    /// else to one command (`--key-file` is written by keygen, read by seal and decrypt).
+    package func help(_ text: String) -> OptionSpec {
+        var option = self
+        option.help = text
+        return option
+    }
+
+    /// Whether the form with this action word (`nil`: a command of one form) takes the option.
+    package func isTaken(byForm action: String?) -> Bool {
+        guard let action, !forms.isEmpty else { return true }
+        return forms.contains(action)
+    }
+
     package static func repeatableValue(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .value(placeholder: placeholder, choices: []), help: help, isRequired: false, isRepeatable: true)
     }
@@ -60,8 +85,11 @@ package struct ParsedArguments: Sendable {
     package func values(_ name: String) -> [String] { repeatedValues.filter { $0.name == name }.map(\.value) }
 
     /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
-    /// offending argument.
-    package static func parse(_ arguments: [String], specs: [OptionSpec], command: String) throws(CLIError) -> ParsedArguments {
+    /// offending argument. `forms` are the command's action words (`add`, `list`): an option
+    /// that the form named by the first operand does not take (``OptionSpec/only(_:)``) is refused.
+    package static func parse(
+        _ arguments: [String], specs: [OptionSpec], command: String, forms: [String] = []
+    ) throws(CLIError) -> ParsedArguments {
         var parsed = ParsedArguments()
         var index = 0
         var optionsEnded = false
@@ -76,7 +104,12 @@ package struct ParsedArguments: Sendable {
                 continue
             }
             // Every option is long, so an argument with a single dash is a value: a kid may begin
-            // with "-" (base64url). One that begins with "--" can follow "--".
+            // with "-" (base64url). One that begins with "--" can follow "--". But `-k` (no kid,
+            // no sid is two characters) or `-jsonl` is an option mistyped: said so, with the
+            // option meant (a file of that name goes after "--", or as ./-k).
+            if !optionsEnded, let meant = Suggestion.longOptions(forShort: argument, next: arguments[safe: index], among: specs) {
+                throw usage("unknown option '\(argument)'\(meant)")
+            }
             if optionsEnded || !argument.utf8.starts(with: "--".utf8) {
                 parsed.positionals.append(argument)
                 continue
@@ -118,7 +151,24 @@ package struct ParsedArguments: Sendable {
                 parsed.values.append((name, value))
             }
         }
+        try parsed.checkForm(specs: specs, command: command, forms: forms)
         return parsed
+    }
+
+    /// Refuses an option that the form named by the first operand does not take.
+    private func checkForm(specs: [OptionSpec], command: String, forms: [String]) throws(CLIError) {
+        guard let action = positionals.first, forms.contains(action) else { return }
+        let given = flags + values.map(\.name) + repeatedValues.map(\.name)
+        for spec in specs where !spec.isTaken(byForm: action) && given.contains(spec.name) {
+            throw CLIError(.usage, "\(command) \(action) takes no \(spec.name) (see 'kindly-push \(command) --help')")
+        }
+    }
+}
+
+extension Array {
+    /// The element at `index`, or nil past the end.
+    package subscript(safe index: Int) -> Element? {
+        indices.contains(index) ? self[index] : nil
     }
 }
 

@@ -10,6 +10,8 @@ package protocol Command: Sendable {
     /// The arguments after the options in the usage line (`<path> ...`), or several forms of the
     /// command (`list`, `delete <kid>`); derived help, usage, completions and the man page read it.
     static var arguments: [String] { get }
+    /// How the command is used, for its help's EXAMPLES and the man page's: at least one.
+    static var examples: [Example] { get }
 
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError)
 
@@ -24,24 +26,51 @@ package protocol Command: Sendable {
     func run() -> Int32
 }
 
+/// One use of a command: what it does, and the shell command line that does it.
+package struct Example: Sendable {
+    /// What the example does, as a sentence without its full stop ("Decrypt a push with a key file").
+    package let purpose: String
+    /// The command line, as typed in a shell (`kindly-push decrypt --key-file device.json < push.json`).
+    package let line: String
+
+    package init(_ purpose: String, _ line: String) {
+        self.purpose = purpose
+        self.line = line
+    }
+}
+
 extension Command {
     package static var discussion: String { "" }
     package static var arguments: [String] { [""] }
+    package static var examples: [Example] { [] }
 
-    /// Each form of the usage line, derived from the declarations: the arguments, then every
-    /// option (`[--name <value>]`) but help.
+    /// The action word of each form that has one (`list`, `delete` of `delete <kid>`; `bash`
+    /// of completions), in order; none for a command of one form with operands only.
+    package static var actionWords: [String] { arguments.compactMap(actionWord(of:)) }
+
+    /// The first word of `form` when it is an action (not an operand such as `<path> ...`).
+    package static func actionWord(of form: String) -> String? {
+        guard let first = form.split(separator: " ").first, !first.hasPrefix("<"), !first.hasPrefix("[") else { return nil }
+        return String(first)
+    }
+
+    /// Each form of the usage line as its parts, derived from the declarations: the name, the
+    /// action word with its operands, each option that form takes (`[--name <value>]`) but
+    /// help, then the operands (`<path> ...`). Usage wraps between parts, never inside one.
+    package static var synopsisParts: [[String]] {
+        arguments.map { form in
+            let action = actionWord(of: form)
+            let options = self.options.filter { $0.name != "--help" && $0.isTaken(byForm: action) }.map(\.synopsisPart)
+            guard !form.isEmpty else { return [name] + options }
+            // An action word (`list`, `delete <kid>`) comes first, as a subcommand does; operands
+            // (`<path> ...`, `[<file> ...]`) come after the options.
+            return action == nil ? [name] + options + [form] : [name, form] + options
+        }
+    }
+
+    /// Each form of the usage line on one line.
     package static var synopses: [String] {
-        let options = self.options.filter { $0.name != "--help" }.map { option in
-            let label = option.isRepeatable ? option.label + " ..." : option.label
-            return option.isRequired ? label : "[\(label)]"
-        }
-        .joined(separator: " ")
-        // An action word (`list`, `delete <kid>`) comes first, as a subcommand does; operands
-        // (`<path> ...`, `[<file> ...]`) come after the options.
-        return arguments.map { form in
-            let isOperand = form.hasPrefix("<") || form.hasPrefix("[")
-            return (isOperand ? [name, options, form] : [name, form, options]).filter { !$0.isEmpty }.joined(separator: " ")
-        }
+        synopsisParts.map { $0.joined(separator: " ") }
     }
 
     package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
@@ -107,7 +136,9 @@ extension DocumentCommand {
 package enum SharedOptions {
     package static let jsonl = OptionSpec.flag("--jsonl", "Read one JSON document per line and write one JSON object per line, in order.")
     package static let jobs = OptionSpec.value("--jobs", "N", "With --jsonl, process N lines at once (default: the number of cores).")
-    package static let keyFile = OptionSpec.value("--key-file", "PATH", "Read the device key from this key file instead of the keyring.")
+    /// As decrypt, route and notify read it; keygen and seal give it their own help.
+    package static let keyFile = OptionSpec.value(
+        "--key-file", "PATH", "Read the device's secret key from this key file (0600) instead of the keyring.")
     package static let keyring = OptionSpec.value(
         "--keyring", "KIND", "Where keys live: auto (default), secret-service or file.", choices: KeyringChoice.allCases.map(\.rawValue))
     package static let senderKey = OptionSpec.repeatableValue(

@@ -25,8 +25,7 @@ package enum Completions {
 
     /// The words of a command's fixed arguments (`keys list|delete`, `completions bash|…`).
     package static func actions(_ command: any Command.Type) -> [String] {
-        command.arguments.compactMap { $0.split(separator: " ").first.map(String.init) }
-            .filter { !$0.hasPrefix("<") && !$0.hasPrefix("[") && !$0.isEmpty }
+        command.actionWords
     }
 
     package static func bash(_ commands: [any Command.Type]) -> String {

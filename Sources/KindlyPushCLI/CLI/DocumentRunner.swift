@@ -35,7 +35,7 @@ package enum DocumentRunner {
         }
         let completion: Completion
         do throws(CLIError) {
-            let descriptor = try InputFiles.open(command.stream.inputs)[0]
+            let descriptor = try InputFiles.open(command.stream.inputs, lineMode: false)[0]
             defer { if descriptor != STDIN_FILENO { close(descriptor) } }
             input = try StandardInput.readDocument(descriptor: descriptor)
             completion = try input.withUnsafeBytes { raw in
@@ -84,7 +84,7 @@ package enum DocumentRunner {
     package static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         let descriptors: [Int32]
         do throws(CLIError) {
-            descriptors = try InputFiles.open(command.stream.inputs)
+            descriptors = try InputFiles.open(command.stream.inputs, lineMode: true)
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus
@@ -117,19 +117,33 @@ package enum DocumentRunner {
         return 0
     }
 
-    /// What a `--jsonl` run shows of itself: the progress line and the `--summary` counts.
+    /// What a `--jsonl` run shows of itself: the progress line, the `--summary` counts, and
+    /// once the note that a document went on past its line.
     package struct Tally {
         var progress: ProgressLine
         var counts: ResultCounts?
         var lines = 0
+        var notedSpreadDocument = false
 
-        /// Notes the output of `lineCount` lines just written.
-        mutating func written(_ output: [UInt8], lineCount: Int) {
+        /// Notes the output of `lineCount` lines just written; `spread`: one of them was a
+        /// document that went on past the end of its line.
+        mutating func written(_ output: [UInt8], lineCount: Int, spread: Bool) {
+            if spread, !notedSpreadDocument {
+                notedSpreadDocument = true
+                progress.clear()
+                Diagnostics.line("kindly-push: note: \(DocumentRunner.spreadDocumentAdvice)")
+            }
             lines += lineCount
             counts?.count(output)
             progress.update(count: lines)
         }
     }
+
+    /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it), in
+    /// its error object and once per run on standard error. cli.md: every line still gives its
+    /// own output line; the lines after it get the error that is theirs.
+    package static let spreadDocumentAdvice =
+        "a JSON document goes on past the end of its line, but --jsonl reads one document per line: compact pretty-printed JSON first, with jq -c"
 
     /// Standard input failed: an `io` error, as cli.md says for --jsonl.
     private static func readFailure(_ error: LineBatchReader.ReadError) -> CLIError {
@@ -158,11 +172,12 @@ package enum DocumentRunner {
             }
             if batch.lines.isEmpty { return nil }
             output.removeAll(keepingCapacity: true)
+            var spread = false
             for index in batch.lines.indices {
-                appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output)
+                spread = appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output) || spread
             }
             stdout.write(output)
-            tally.written(output, lineCount: batch.lines.count)
+            tally.written(output, lineCount: batch.lines.count, spread: spread)
             if output.capacity > keptOutputCapacity {
                 output.wipeCapacity()
                 output = []
@@ -176,6 +191,8 @@ package enum DocumentRunner {
     private final class Slot: @unchecked Sendable {
         var batch = LineBatchReader.Batch()
         let outputs: UnsafeMutablePointer<[UInt8]>
+        /// A line of the batch was a document that went on past its line.
+        let spread = Locked<Bool>(false)
         /// Chunks not processed yet; the thread that takes it to zero signals `done`.
         let remaining = Locked<Int>(0)
         let done = Semaphore()
@@ -204,9 +221,13 @@ package enum DocumentRunner {
             let batch = self.batch
             outputs[chunk].removeAll(keepingCapacity: true)
             let lines = (chunk * DocumentRunner.chunkLines)..<min((chunk + 1) * DocumentRunner.chunkLines, batch.lines.count)
+            var spread = false
             for index in lines {
-                DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch.pointee, to: &outputs[chunk])
+                spread =
+                    DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch.pointee, to: &outputs[chunk])
+                    || spread
             }
+            if spread { self.spread.withLock { $0 = true } }
             return remaining.withLock { remaining in
                 remaining -= 1
                 return remaining == 0
@@ -215,10 +236,14 @@ package enum DocumentRunner {
 
         /// Writes the chunks' output in order and empties the batch.
         func write(to stdout: inout OutputStream, tally: inout DocumentRunner.Tally) {
+            let spread = self.spread.withLock { spread in
+                defer { spread = false }
+                return spread
+            }
             for chunk in 0..<chunkCount {
                 stdout.write(outputs[chunk])
                 let lines = min(DocumentRunner.chunkLines, batch.lines.count - chunk * DocumentRunner.chunkLines)
-                tally.written(outputs[chunk], lineCount: lines)
+                tally.written(outputs[chunk], lineCount: lines, spread: spread && chunk == 0)
                 if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity {
                     outputs[chunk].wipeCapacity()
                     outputs[chunk] = []
@@ -348,10 +373,13 @@ package enum DocumentRunner {
         return readError
     }
 
-    /// Appends the output line (newline included) of `batch.lines[index]` to `output`.
+    /// Appends the output line (newline included) of `batch.lines[index]` to `output`; true when
+    /// the line was a JSON document cut by its newline (``spreadDocumentAdvice``).
+    @discardableResult
     package static func appendOutputLine<C: DocumentCommand>(
         for batch: LineBatchReader.Batch, at index: Int, command: C, scratch: inout C.Scratch, to output: inout [UInt8]
-    ) {
+    ) -> Bool {
+        var spread = false
         let start = output.count
         do throws(CLIError) {
             switch batch.lines[index] {
@@ -366,8 +394,16 @@ package enum DocumentRunner {
             }
         } catch {
             output.removeSubrange(start...)
+            var error = error
+            if error.code == .badInput, case .text(let range) = batch.lines[index],
+                batch.bytes.withUnsafeBytes({ StandardInput.endsInsideDocument(UnsafeRawBufferPointer(rebasing: $0[range])) })
+            {
+                spread = true
+                error = CLIError(.badInput, spreadDocumentAdvice)
+            }
             JSONWriter.write(error.jsonObject, to: &output)
         }
         output.append(0x0A)
+        return spread
     }
 }

@@ -41,18 +41,74 @@ package enum Help {
         for option in command.options {
             text += row(option.label, option.help, width: width)
         }
+        if !command.examples.isEmpty { text += "\n" + examples(command.examples, width: width) }
         return text
     }
 
-    /// `USAGE: kindly-push NAME SYNOPSIS`, one line per form, wrapped with the continuation
-    /// under the first option.
+    /// `USAGE: kindly-push NAME SYNOPSIS`, one line per form, wrapped between the parts of the
+    /// synopsis (an option and its value stay together) with the continuation under the first
+    /// option. A part too long for a line of its own is wrapped between its words.
     package static func usage(_ command: any Command.Type, width: Int = 80) -> String {
         var text = ""
-        for (index, form) in command.synopses.enumerated() {
+        for (index, parts) in command.synopsisParts.enumerated() {
             let lead = index == 0 ? "USAGE: " : "       "
-            text += wrap(lead + "kindly-push " + form, width: width, indent: lead.count + 2)
+            text += fill(["kindly-push"] + parts, first: lead, next: String(repeating: " ", count: lead.count + 2), width: width)
         }
         return text
+    }
+
+    /// `EXAMPLES:`, each example's purpose, then its command line below it, indented; a line
+    /// too long for the width goes on in continuation lines ending in ` \`, as a shell reads them.
+    package static func examples(_ examples: [Example], width: Int) -> String {
+        var text = "EXAMPLES:\n"
+        for (index, example) in examples.enumerated() {
+            if index > 0 { text += "\n" }
+            text += fill(example.purpose.split(separator: " ").map(String.init), first: "  ", next: "  ", width: width, end: ":")
+            text += commandLine(example.line, width: width, indent: 4)
+        }
+        return text
+    }
+
+    /// A shell command line wrapped to `width` with ` \` at the end of every line but the last,
+    /// continuation lines indented two more than the first.
+    package static func commandLine(_ line: String, width: Int, indent: Int) -> String {
+        let words = line.split(separator: " ").map(String.init)
+        let first = String(repeating: " ", count: indent)
+        let lines = fillLines(words, first: first, next: first + "  ", width: width - 2)
+        return lines.joined(separator: " \\\n") + "\n"
+    }
+
+    /// `parts` in lines of at most `width` characters, the first line starting with `first`,
+    /// the others with `next`, each line newline-terminated; `end` follows the last part.
+    package static func fill(_ parts: [String], first: String, next: String, width: Int, end: String = "") -> String {
+        var parts = parts
+        if let last = parts.popLast() { parts.append(last + end) }
+        return fillLines(parts, first: first, next: next, width: width).joined(separator: "\n") + "\n"
+    }
+
+    /// The lines of ``fill(_:first:next:width:end:)``, without newlines. A part that does not fit
+    /// on an empty line is broken between its words; a word longer than a line stands alone.
+    package static func fillLines(_ parts: [String], first: String, next: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = first
+        var isEmpty = true
+        let room = max(width - next.count, 1)
+        for part in parts {
+            let pieces = part.count > room ? part.split(separator: " ").map(String.init) : [part]
+            for piece in pieces {
+                if isEmpty {
+                    line += piece
+                    isEmpty = false
+                } else if line.count + 1 + piece.count <= width {
+                    line += " " + piece
+                } else {
+                    lines.append(line)
+                    line = next + piece
+                }
+            }
+        }
+        lines.append(line)
+        return lines
     }
 
     /// One option or subcommand line: the name padded to a column, then the help wrapped in
@@ -85,13 +141,8 @@ package enum Help {
 
     /// `text` wrapped to `width`, continuation lines indented by `indent`, newline-terminated.
     package static func wrap(_ text: String, width: Int, indent: Int) -> String {
-        let first = wrapLines(text, width: width)
-        guard first.count > 1 else { return text + "\n" }
-        let head = first[0]
-        let tail = String(text.dropFirst(head.count)).drop(while: { $0 == " " })
-        let pad = String(repeating: " ", count: indent)
-        let continued = wrapLines(String(tail), width: max(width - indent, 20)).map { pad + $0 }
-        return ([head] + continued).joined(separator: "\n") + "\n"
+        let leading = String(text.prefix(while: { $0 == " " }))
+        return fill(text.split(separator: " ").map(String.init), first: leading, next: String(repeating: " ", count: indent), width: width)
     }
 
     /// Words of `text` in lines of at most `width` characters (a longer word stands alone).
@@ -114,6 +165,13 @@ package enum Help {
 }
 
 extension OptionSpec {
+    /// How usage writes the option: `[--name <value>]`, `[--name <value> ...]` when repeatable,
+    /// without brackets when required.
+    package var synopsisPart: String {
+        let part = isRepeatable ? label + " ..." : label
+        return isRequired ? part : "[\(part)]"
+    }
+
     /// How help and usage write the option: `--name` or `--name <value>`.
     package var label: String {
         switch kind {
@@ -137,6 +195,30 @@ package enum Suggestion {
     /// " (did you mean 'X'?)" or nothing.
     package static func phrase(for word: String, among candidates: [String]) -> String {
         closest(to: word, among: candidates).map { "; did you mean '\($0)'?" } ?? ""
+    }
+
+    /// For a single-dash argument that is an option mistyped, the phrase naming the options
+    /// meant (`; did you mean '--key-file'?`, empty when none fits); nil for any other argument
+    /// (a value, `-`, a kid that begins with a dash). `-x` (one letter) means the options that begin with
+    /// x, narrowed by the argument after it: one whose allowed values hold it, else one that
+    /// takes any value. `-name` means `--name` when the command has that option.
+    package static func longOptions(forShort argument: String, next: String?, among specs: [OptionSpec]) -> String? {
+        let bytes = Array(argument.utf8)
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "-"), bytes[1] != UInt8(ascii: "-") else { return nil }
+        if let spec = specs.first(where: { $0.name == "-" + argument }) { return "; did you mean '\(spec.name)'?" }
+        let letter = bytes[1] | 0x20
+        guard bytes.count == 2, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(letter) else { return nil }
+        var candidates = specs.filter { $0.name.utf8.count > 2 && Array($0.name.utf8)[2] == letter }
+        if let next, let chosen = candidates.first(where: { $0.choices.contains(next) }) {
+            candidates = [chosen]
+        } else if next != nil, candidates.count > 1 {
+            let free = candidates.filter { $0.takesValue && $0.choices.isEmpty }
+            if !free.isEmpty { candidates = free }
+        }
+        guard !candidates.isEmpty else { return "" }
+        let names = candidates.map { "'\($0.name)'" }
+        let list = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " or " + names[names.count - 1]
+        return "; did you mean \(list)?"
     }
 
     /// The Damerau–Levenshtein distance (a swap of two neighbours counts once).

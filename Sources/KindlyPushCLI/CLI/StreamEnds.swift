@@ -9,9 +9,14 @@ internal import KindlyPushCore
 /// `--output`, the progress line and `--summary` (cli.md, "General conventions").
 package enum InputFiles {
     /// The descriptors of `paths` in order (`-` is standard input); standard input when empty.
-    /// A path that cannot be opened, or a folder, is `io`.
-    static func open(_ paths: [String]) throws(CLIError) -> [Int32] {
-        guard !paths.isEmpty else { return [STDIN_FILENO] }
+    /// A path that cannot be opened, or a folder, is `io`. Standard input on a terminal is
+    /// noted on standard error (``StandardInput/noteIfTerminal(lineMode:)``).
+    static func open(_ paths: [String], lineMode: Bool) throws(CLIError) -> [Int32] {
+        guard !paths.isEmpty else {
+            StandardInput.noteIfTerminal(lineMode: lineMode)
+            return [STDIN_FILENO]
+        }
+        if paths.contains("-") { StandardInput.noteIfTerminal(lineMode: lineMode) }
         var descriptors: [Int32] = []
         for path in paths {
             if path == "-" {

@@ -2,6 +2,9 @@
 package struct CompletionsCommand: Command {
     package static let name = "completions"
     package static let abstract = "Print a shell completion script (bash, zsh or fish)."
+    package static let examples = [
+        Example("Install the bash completion", "kindly-push completions bash > /etc/bash_completion.d/kindly-push"),
+    ]
     package static let discussion = """
         Install it where the shell looks, for example
         `kindly-push completions bash > /usr/share/bash-completion/completions/kindly-push`
@@ -34,6 +37,9 @@ package struct CompletionsCommand: Command {
 package struct ManCommand: Command {
     package static let name = "man"
     package static let abstract = "Print the man page (roff; view it with `kindly-push man | man -l -`)."
+    package static let examples = [
+        Example("Read the man page", "kindly-push man | man -l -"),
+    ]
     package static let options: [OptionSpec] = [SharedOptions.help]
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {

@@ -6,6 +6,10 @@ internal import KindlyPushCore
 package struct DecryptCommand: DocumentCommand {
     package static let name = "decrypt"
     package static let abstract = "Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push)."
+    package static let examples = [
+        Example("Decrypt a push with the key in a key file", "kindly-push decrypt --key-file device.json < push.json"),
+        Example("Decrypt pretty-printed pushes, compacted to one line each", "jq -c . pushes.json | kindly-push decrypt --jsonl"),
+    ]
     package static let arguments = ["[<file> ...]"]
     package static let discussion = """
         Reads an APNs JSON document on standard input. The key is looked up by the push's kid in

@@ -5,6 +5,10 @@ internal import KindlyPushCore
 package struct KeygenCommand: Command {
     package static let name = "keygen"
     package static let abstract = "Create a device key, store it, and print its registration JSON."
+    package static let examples = [
+        Example("Create a device key in a key file and print its registration", "kindly-push keygen --key-file device.json --token 0123abcd"),
+        Example("Register the stored key again, for a new token", "kindly-push keygen --reuse --token 4567ef01"),
+    ]
     package static let discussion = """
         Generates an X25519 key pair, stores it in the keyring (or writes a 0600 key file with
         --key-file; an existing file is never replaced) and prints the registration object of
@@ -17,7 +21,8 @@ package struct KeygenCommand: Command {
         otherwise.
         """
     package static let options: [OptionSpec] = [
-        SharedOptions.keyFile, SharedOptions.keyring,
+        SharedOptions.keyFile.help("Write the new key to this key file (mode 0600; never replaced) instead of the keyring."),
+        SharedOptions.keyring,
         .value("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\")."),
         .value("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase."),
         .value(
@@ -117,6 +122,10 @@ package struct KeysCommand: Command {
     package static let name = "keys"
     package static let arguments = ["list", "delete <kid>"]
     package static let abstract = "List the stored keys, or delete one."
+    package static let examples = [
+        Example("List the stored keys", "kindly-push keys list"),
+        Example("Delete the key with this kid", "kindly-push keys delete q1w2e3r4t5Y"),
+    ]
     package static let discussion = """
         list prints one JSON object per key: {"kid", "public_key", "label", "created"} (never a
         secret). delete removes the key with that kid; exit 4 (key_unavailable) when there is none.

@@ -9,6 +9,10 @@ internal import KindlyPushCore
 package struct NotifyCommand: DesktopOnlyCommand {
     package static let name = "notify"
     package static let abstract = "Show a push as a desktop notification (freedesktop Notifications)."
+    package static let examples = [
+        Example("Show a push as a desktop notification", "kindly-push notify < push.json"),
+        Example("Show each push as it arrives", "tail -f pushes.jsonl | kindly-push notify --jsonl"),
+    ]
     package static let discussion = """
         Reads an APNs JSON document on standard input (with --jsonl, one per line, each shown as
         its line arrives, for as long as the input is open) and shows what the display rules

@@ -5,6 +5,10 @@ internal import KindlyPushCore
 package struct SealCommand: DocumentCommand {
     package static let name = "seal"
     package static let abstract = "Seal a plaintext message for one device and print the APNs payload."
+    package static let examples = [
+        Example("Seal a message for the device whose key file is device.json", "kindly-push seal --key-file device.json < message.json > push.json"),
+        Example("Seal version 2, which proves its sender, for a device's public key", "kindly-push seal --public-key \"$DEVICE_KEY\" --sender-key-file sender.json < message.json"),
+    ]
     package static let arguments = ["[<file> ...]"]
     package static let discussion = """
         Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
@@ -19,7 +23,7 @@ package struct SealCommand: DocumentCommand {
     package static let options: [OptionSpec] =
         [
             .value("--public-key", "B64", "The device's public key (base64url or base64)."),
-            SharedOptions.keyFile,
+            SharedOptions.keyFile.help("Seal for the device whose key file this is (its public key is read)."),
             .value("--sender-key-file", "PATH", "Seal version 2 with this sender key file (sender-keygen writes one); default: version 1."),
             .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
             .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),

@@ -5,6 +5,9 @@ internal import KindlyPushCore
 package struct SenderKeygenCommand: Command {
     package static let name = "sender-keygen"
     package static let abstract = "Create a sender key in a 0600 sender key file and print its sid and public key."
+    package static let examples = [
+        Example("Create the backend's sender key", "kindly-push sender-keygen --key-file sender.json"),
+    ]
     package static let discussion = """
         Backend side. Generates an X25519 key pair, writes the sender key file
         {"sid", "public_key", "secret_key"} (mode 0600; an existing file is never replaced) and

@@ -5,6 +5,10 @@ internal import KindlyPushCore
 package struct SendersCommand: Command {
     package static let name = "senders"
     package static let abstract = "Pin a sender key in the keyring, list the pinned keys, or remove one."
+    package static let examples = [
+        Example("Pin the backend's sender key on the device", "kindly-push senders add --public-key \"$SENDER_KEY\" --label backend"),
+        Example("List the pinned sender keys", "kindly-push senders list"),
+    ]
     package static let arguments = ["add", "list", "delete <sid>"]
     package static let discussion = """
         Device side. add pins a sender public key (from a source you trust: the app's
@@ -16,8 +20,8 @@ package struct SendersCommand: Command {
         the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.
         """
     package static let options: [OptionSpec] = [
-        .value("--public-key", "B64", "The sender public key to pin (base64url or base64), for add."),
-        .value("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\")."),
+        .value("--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true).only("add"),
+        .value("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only("add"),
         SharedOptions.keyring, SharedOptions.verbose, SharedOptions.help,
     ]
 
@@ -33,11 +37,6 @@ package struct SendersCommand: Command {
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         let positionals = arguments.positionals
-        func noAddOptions(_ action: String) throws(CLIError) {
-            for option in ["--public-key", "--label"] where arguments.value(option) != nil {
-                throw CLIError(.usage, "senders \(action) takes no \(option) (see 'kindly-push senders --help')")
-            }
-        }
         switch positionals.first {
         case "add"?:
             guard positionals.count == 1 else { throw CLIError(.usage, "senders add takes no argument; give --public-key B64") }
@@ -54,11 +53,9 @@ package struct SendersCommand: Command {
             }
         case "list"?:
             guard positionals.count == 1 else { throw CLIError(.usage, "senders list takes no argument") }
-            try noAddOptions("list")
             action = .list
         case "delete"?:
             guard positionals.count == 2 else { throw CLIError(.usage, "senders delete takes exactly one sid") }
-            try noAddOptions("delete")
             guard let sid = SenderID(base64: positionals[1]) else {
                 throw CLIError(.usage, "'\(positionals[1])' is not a sid (8 bytes of base64url)")
             }

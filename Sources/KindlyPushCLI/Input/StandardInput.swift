@@ -36,6 +36,28 @@ package enum StandardInput {
         return [UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<length]))
     }
 
+    /// Whether `line` is the start of a JSON object or array that the line's end cuts short (`{`
+    /// alone, as `jq .` writes a document over several lines).
+    package static func endsInsideDocument(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard let first = line.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }),
+            first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+        else { return false }
+        do {
+            _ = try JSONReader.parse(line)
+            return false
+        } catch {
+            return error.kind == .unexpectedEnd
+        }
+    }
+
+    /// On a terminal, says on standard error that input is awaited: a command run with nothing
+    /// piped in would otherwise wait in silence.
+    package static func noteIfTerminal(lineMode: Bool) {
+        guard isatty(STDIN_FILENO) == 1 else { return }
+        let what = lineMode ? "JSON documents, one per line," : "a JSON document"
+        Diagnostics.line("kindly-push: reading \(what) from the terminal (end with Ctrl-D), or pipe one in, or name a file")
+    }
+
     /// Reads one JSON document that must be an object, with the strict reader.
     package static func parseObject(_ bytes: UnsafeRawBufferPointer, what: String = "input") throws(CLIError) -> JSONValue {
         let value: JSONValue
