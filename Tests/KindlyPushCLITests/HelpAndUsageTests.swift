@@ -78,6 +78,10 @@ struct HelpAndUsageTests {
                                           standard error at the end.
                   -h, --help              Show help information.
 
+                EXAMPLES:
+                  Tell whether a push is Kindly's:
+                    kindly-push check < push.json
+
                 """)
     }
 

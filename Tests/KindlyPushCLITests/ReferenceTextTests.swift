@@ -80,6 +80,21 @@ struct ReferenceTextTests {
         }
     }
 
+    @Test("bash completes, after an action word, only the options of that form")
+    func completionPerForm() throws {
+        let script = try CLI.run(["completions", "bash"]).stdout
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-completion-\(UUID().uuidString)")
+        try script.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        func complete(_ words: [String]) throws -> [Substring] {
+            let line = "source \(file.path); COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " "))); COMP_CWORD=\(words.count - 1); _kindly_push; printf '%s\\n' \"${COMPREPLY[@]}\""
+            return try CLI.run(["-c", line], executable: URL(fileURLWithPath: "/bin/bash")).stdout.split(separator: "\n")
+        }
+        #expect(try complete(["kindly-push", "senders", "list", "--"]).sorted() == ["--help", "--keyring", "--verbose"])
+        #expect(try complete(["kindly-push", "senders", "add", "--"]).contains("--label"))
+        #expect(try complete(["kindly-push", "senders", "l"]) == ["list"])
+    }
+
     @Test("--key-file says what each command does with the file")
     func keyFileHelpPerCommand() throws {
         let expected = [
@@ -162,7 +177,7 @@ struct ReferenceTextTests {
         #expect(!page[seeAlso...].contains(".md"))
         // Every example of every command is in EXAMPLES.
         let examples = try #require(page.range(of: ".SH EXAMPLES")).upperBound
-        for example in allCommands.flatMap { $0.examples } {
+        for example in allCommands.flatMap({ $0.examples }) {
             #expect(page[examples...].contains(ManPage.escape(example.purpose)), "\(example.purpose)")
         }
     }

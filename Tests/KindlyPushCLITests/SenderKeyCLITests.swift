@@ -291,7 +291,7 @@ struct SenderKeyCLITests {
         #expect(senders.status == 0)
         #expect(senders.stdout.hasPrefix("OVERVIEW: Pin a sender key in the keyring, list the pinned keys, or remove one.\n"))
         let sendersHelp = senders.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        #expect(sendersHelp.contains("USAGE: kindly-push senders add [--public-key <b64>]"))
+        #expect(sendersHelp.contains("USAGE: kindly-push senders add --public-key <b64> [--label <text>]"))
         #expect(sendersHelp.contains("kindly-push senders delete <sid>"))
         let keygen = try CLI.run(["help", "sender-keygen"])
         #expect(keygen.stdout.contains("USAGE: kindly-push sender-keygen --key-file <path>"))

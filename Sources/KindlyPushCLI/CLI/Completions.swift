@@ -51,7 +51,17 @@ package enum Completions {
             }
             let words = (options.map(\.name) + ["-h"] + actions(command)).joined(separator: " ")
             script += "            esac\n"
-            script += "            COMPREPLY=($(compgen -W \"\(words)\" -- \"$cur\"))\n"
+            script += "            local words=\"\(words)\"\n"
+            // After an action word, only the options of its form (`senders list` takes no --label).
+            if options.contains(where: { !$0.forms.isEmpty }) {
+                script += "            [ \"$COMP_CWORD\" -gt 2 ] && case \"${COMP_WORDS[2]}\" in\n"
+                for action in actions(command) {
+                    let taken = options.filter { $0.isTaken(byForm: action) }.map(\.name) + ["-h"]
+                    script += "                \(action)) words=\"\(taken.joined(separator: " "))\" ;;\n"
+                }
+                script += "            esac\n"
+            }
+            script += "            COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
             script += "            [ ${#COMPREPLY[@]} -eq 0 ] && COMPREPLY=($(compgen -f -- \"$cur\"))\n"
             script += "            ;;\n"
         }
