@@ -30,7 +30,10 @@ struct GuidingMessagesTests {
 
     @Test(
         "a pretty-printed document in --jsonl: one output line per input line, the first naming jq -c, and one note on stderr",
-        arguments: [["decrypt", "--keyring", "file", "--jsonl"], ["check", "--jsonl", "--jobs", "1"], ["route", "--app-state", "background", "--jsonl", "--jobs", "2"]])
+        arguments: [
+            ["decrypt", "--keyring", "file", "--jsonl"], ["check", "--jsonl", "--jobs", "1"],
+            ["route", "--app-state", "background", "--jsonl", "--jobs", "2"],
+        ])
     func prettyPrintedLines(_ arguments: [String]) throws {
         let output = try CLI.run(arguments, stdin: Self.prettyPush + Self.prettyPush)
         #expect(output.status == 0)
@@ -100,9 +103,13 @@ struct GuidingMessagesTests {
     @Test("a value or a kid that begins with a dash is still a value")
     func dashValues() throws {
         // Not an option: a kid (refused as one), a value after its option, `-` for standard input.
-        #expect(try CLI.run(["keys", "delete", "-AbCdEfGhIj"]).stderr == "kindly-push: usage: '-AbCdEfGhIj' is not a kid (8 bytes of base64url)\n")
+        #expect(
+            try CLI.run(["keys", "delete", "-AbCdEfGhIj"]).stderr
+                == "kindly-push: usage: '-AbCdEfGhIj' is not a kid (8 bytes of base64url)\n")
         #expect(try CLI.run(["check", "-"], stdin: #"{"aps":{}}"#).stdout == #"{"kindly":false,"decrypted":false}"# + "\n")
-        let sealed = try CLI.run(["seal", "--public-key", DeviceKey.generate().publicKey.base64URL, "--placeholder-title", "-k"], stdin: #"{"chat_id":"c","title":"t","body":"b"}"#)
+        let sealed = try CLI.run(
+            ["seal", "--public-key", DeviceKey.generate().publicKey.base64URL, "--placeholder-title", "-k"],
+            stdin: #"{"chat_id":"c","title":"t","body":"b"}"#)
         #expect(sealed.status == 0, "\(sealed.stderr)")
     }
 

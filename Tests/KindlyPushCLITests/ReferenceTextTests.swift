@@ -87,7 +87,8 @@ struct ReferenceTextTests {
         try script.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         func complete(_ words: [String]) throws -> [Substring] {
-            let line = "source \(file.path); COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " "))); COMP_CWORD=\(words.count - 1); _kindly_push; printf '%s\\n' \"${COMPREPLY[@]}\""
+            let line =
+                "source \(file.path); COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " "))); COMP_CWORD=\(words.count - 1); _kindly_push; printf '%s\\n' \"${COMPREPLY[@]}\""
             return try CLI.run(["-c", line], executable: URL(fileURLWithPath: "/bin/bash")).stdout.split(separator: "\n")
         }
         #expect(try complete(["kindly-push", "senders", "list", "--"]).sorted() == ["--help", "--keyring", "--verbose"])
@@ -123,7 +124,9 @@ struct ReferenceTextTests {
             // The example is a command line the command accepts: its words after the name parse.
             let words = example.line.split(separator: " ").map(String.init)
             let start = try #require(words.firstIndex(of: "kindly-push"))
-            let arguments = words[(start + 2)...].prefix { !["<", ">", "|"].contains($0) }.map { $0.replacingOccurrences(of: "\"", with: "") }
+            let arguments = words[(start + 2)...].prefix { !["<", ">", "|"].contains($0) }.map {
+                $0.replacingOccurrences(of: "\"", with: "")
+            }
             #expect(words[start + 1] == name)
             #expect(throws: Never.self) {
                 _ = try ParsedArguments.parse(arguments, specs: command.options, command: name, forms: command.actionWords)
@@ -144,7 +147,8 @@ struct ReferenceTextTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = folder.appendingPathComponent("kindly-push.1")
         try page.write(to: source, atomically: true, encoding: .utf8)
-        let groff = try #require(["/usr/bin/groff", "/bin/groff"].first { FileManager.default.isExecutableFile(atPath: $0) }, "groff is needed")
+        let groff = try #require(
+            ["/usr/bin/groff", "/bin/groff"].first { FileManager.default.isExecutableFile(atPath: $0) }, "groff is needed")
         let output = try CLI.run(
             ["-man", "-Tutf8", "-ww", "-P-cbou", source.path], environment: ["LC_ALL": locale, "LANG": locale],
             executable: URL(fileURLWithPath: groff))

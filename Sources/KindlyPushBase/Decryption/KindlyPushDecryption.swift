@@ -102,7 +102,8 @@ public struct KindlyPushDecryption: Sendable {
         } catch {
             // A key file holds one key: name it and its kid, the way to see the wrong file was given.
             if case .notFound = error, let file = keyring as? KeyFileKeyring {
-                throw DecryptionFailure(.keyUnavailable, "the push is for kid \(kid); \(file.path) holds kid \(file.key.kid)", keyringError: error)
+                throw DecryptionFailure(
+                    .keyUnavailable, "the push is for kid \(kid); \(file.path) holds kid \(file.key.kid)", keyringError: error)
             }
             throw DecryptionFailure(.keyUnavailable, error.description, keyringError: error)
         }

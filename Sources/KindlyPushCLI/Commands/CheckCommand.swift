@@ -6,7 +6,7 @@ package struct CheckCommand: DocumentCommand {
     package static let name = "check"
     package static let abstract = "Tell whether a push is Kindly's and whether it is marked decrypted."
     package static let examples = [
-        Example("Tell whether a push is Kindly's", "kindly-push check < push.json"),
+        Example("Tell whether a push is Kindly's", "kindly-push check < push.json")
     ]
     package static let arguments = ["[<file> ...]"]
     package static let discussion = """

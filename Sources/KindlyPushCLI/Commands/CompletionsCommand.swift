@@ -3,7 +3,7 @@ package struct CompletionsCommand: Command {
     package static let name = "completions"
     package static let abstract = "Print a shell completion script (bash, zsh or fish)."
     package static let examples = [
-        Example("Install the bash completion", "kindly-push completions bash > /etc/bash_completion.d/kindly-push"),
+        Example("Install the bash completion", "kindly-push completions bash > /etc/bash_completion.d/kindly-push")
     ]
     package static let discussion = """
         Install it where the shell looks, for example
@@ -38,7 +38,7 @@ package struct ManCommand: Command {
     package static let name = "man"
     package static let abstract = "Print the man page (roff; view it with `kindly-push man | man -l -`)."
     package static let examples = [
-        Example("Read the man page", "kindly-push man | man -l -"),
+        Example("Read the man page", "kindly-push man | man -l -")
     ]
     package static let options: [OptionSpec] = [SharedOptions.help]
 

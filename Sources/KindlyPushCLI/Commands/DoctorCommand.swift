@@ -9,7 +9,7 @@ package struct DoctorCommand: DesktopOnlyCommand {
     package static let name = "doctor"
     package static let abstract = "Check what decrypting needs here: keyring, session bus, Secret Service, key files, libraries."
     package static let examples = [
-        Example("Check this machine", "kindly-push doctor"),
+        Example("Check this machine", "kindly-push doctor")
     ]
     package static let discussion = """
         Prints one line per check: ok, warning or problem, what was found, and what to do.

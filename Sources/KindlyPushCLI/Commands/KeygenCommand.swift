@@ -6,7 +6,8 @@ package struct KeygenCommand: Command {
     package static let name = "keygen"
     package static let abstract = "Create a device key, store it, and print its registration JSON."
     package static let examples = [
-        Example("Create a device key in a key file and print its registration", "kindly-push keygen --key-file device.json --token 0123abcd"),
+        Example(
+            "Create a device key in a key file and print its registration", "kindly-push keygen --key-file device.json --token 0123abcd"),
         Example("Register the stored key again, for a new token", "kindly-push keygen --reuse --token 4567ef01"),
     ]
     package static let discussion = """

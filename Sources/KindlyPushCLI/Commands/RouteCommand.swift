@@ -6,7 +6,9 @@ package struct RouteCommand: DocumentCommand {
     package static let name = "route"
     package static let abstract = "Print who presents what for a push (the display rules)."
     package static let examples = [
-        Example("What a host with a notification service extension shows for a push in the background", "kindly-push route --app-state background --extension < push.json"),
+        Example(
+            "What a host with a notification service extension shows for a push in the background",
+            "kindly-push route --app-state background --extension < push.json")
     ]
     package static let arguments = ["[<file> ...]"]
     package static let discussion = """

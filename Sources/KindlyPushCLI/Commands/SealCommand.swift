@@ -6,8 +6,12 @@ package struct SealCommand: DocumentCommand {
     package static let name = "seal"
     package static let abstract = "Seal a plaintext message for one device and print the APNs payload."
     package static let examples = [
-        Example("Seal a message for the device whose key file is device.json", "kindly-push seal --key-file device.json < message.json > push.json"),
-        Example("Seal version 2, which proves its sender, for a device's public key", "kindly-push seal --public-key \"$DEVICE_KEY\" --sender-key-file sender.json < message.json"),
+        Example(
+            "Seal a message for the device whose key file is device.json",
+            "kindly-push seal --key-file device.json < message.json > push.json"),
+        Example(
+            "Seal version 2, which proves its sender, for a device's public key",
+            "kindly-push seal --public-key \"$DEVICE_KEY\" --sender-key-file sender.json < message.json"),
     ]
     package static let arguments = ["[<file> ...]"]
     package static let discussion = """

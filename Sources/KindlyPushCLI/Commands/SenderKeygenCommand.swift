@@ -6,7 +6,7 @@ package struct SenderKeygenCommand: Command {
     package static let name = "sender-keygen"
     package static let abstract = "Create a sender key in a 0600 sender key file and print its sid and public key."
     package static let examples = [
-        Example("Create the backend's sender key", "kindly-push sender-keygen --key-file sender.json"),
+        Example("Create the backend's sender key", "kindly-push sender-keygen --key-file sender.json")
     ]
     package static let discussion = """
         Backend side. Generates an X25519 key pair, writes the sender key file

@@ -12,7 +12,7 @@ package struct VerifyCommand: Command {
     package static let arguments = ["<path> ..."]
     package static let abstract = "Run test-vector files and report each failure."
     package static let examples = [
-        Example("Run every test vector of a folder", "kindly-push verify TestVectors"),
+        Example("Run every test vector of a folder", "kindly-push verify TestVectors")
     ]
     package static let discussion = """
         Each path is a vector file or a folder, of which every *.json file (not recursing) is run.

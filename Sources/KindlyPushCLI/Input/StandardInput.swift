@@ -54,8 +54,10 @@ package enum StandardInput {
     /// piped in would otherwise wait in silence.
     package static func noteIfTerminal(lineMode: Bool) {
         guard isatty(STDIN_FILENO) == 1 else { return }
-        let what = lineMode ? "JSON documents, one per line," : "a JSON document"
-        Diagnostics.line("kindly-push: reading \(what) from the terminal (end with Ctrl-D), or pipe one in, or name a file")
+        Diagnostics.line(
+            lineMode
+                ? "kindly-push: waiting for JSON lines on the terminal, one document each; Ctrl-D ends"
+                : "kindly-push: waiting for a JSON document on the terminal; end it with Ctrl-D")
     }
 
     /// Reads one JSON document that must be an object, with the strict reader.
