@@ -10,6 +10,9 @@ package enum ManPage {
     package static func roff(_ commands: [any Command.Type], date: String = "2026-12-01") -> String {
         var page = """
             .TH KINDLY-PUSH 1 "\(date)" "kindly-push \(KindlyPushRelease.version)" "User Commands"
+            .\\" Ragged right and no hyphenation: paths, codes and options stay whole.
+            .nh
+            .ad l
             .SH NAME
             kindly-push \\- \(escape(Help.overview))
             .SH SYNOPSIS
