@@ -81,6 +81,10 @@ struct GuidingMessagesTests {
         guard case .failure(let error) = failure else { throw CancellationError() }
         #expect(error.detail == expected)
         #expect(error.keyringError == .notFound(sealedFor.key.kid))
+        guard case .failure(let withKey) = KindlyPushDecryption.decryptResult(userInfo: push, using: other.key) else {
+            throw CancellationError()
+        }
+        #expect(withKey.detail == "the push is for kid \(sealedFor.key.kid.base64URL); the key given has kid \(other.key.kid.base64URL)")
     }
 
     @Test(
