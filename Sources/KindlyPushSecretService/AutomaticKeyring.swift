@@ -54,12 +54,14 @@ extension SecretServiceKeyring {
     /// Then ``KindlyPushDecryption/standard``, the static `decrypt(userInfo:)` and the
     /// notification service's `init()` find the key that a plain `kindly-push keygen` stored.
     /// The Secret Service keyring is in ``collection(environment:)``'s collection on the bus of
-    /// `DBUS_SESSION_BUS_ADDRESS`; the file keyring in its default folder; with no home folder
+    /// `DBUS_SESSION_BUS_ADDRESS` in `environment` (none there: no bus); the file keyring in its
+    /// default folder; with no home folder
     /// either, a keyring that holds no keys. Decided once: a Secret Service that starts later is
     /// not used until the host decides again.
     public static func automatic(environment: [String: String] = ProcessInfo.processInfo.environment) -> any Keyring {
+        // The bus of `environment` alone: without one there, no bus (not the process's).
         let busAddress = environment["DBUS_SESSION_BUS_ADDRESS"].flatMap { $0.isEmpty ? nil : $0 }
-        switch automaticChoice(busAddress: busAddress) {
+        switch busAddress.map({ automaticChoice(busAddress: $0) }) ?? .file {
         case .secretService:
             return SecretServiceKeyring(collection: collection { environment[$0] }, busAddress: busAddress)
         case .file, .undecided:
