@@ -8,7 +8,7 @@ extension KindlyPushDecryption {
     public typealias DecryptedPayload = KindlyPush.DecryptedPayload
 
     /// Where keys live by default in this process: the keyring that ``standard``, the static
-    /// ``decrypt(userInfo:)-([AnyHashable:Any])`` and ``KindlyNotificationService/init()`` use.
+    /// `decrypt(userInfo:)` and ``KindlyNotificationService/init()`` use.
     ///
     /// Set it once, when the app starts, before the first push. Unset (`nil`), it is the file
     /// keyring in its default folder (`$KINDLY_PUSH_KEYRING_DIR`, else

@@ -110,7 +110,7 @@ extension KindlyNotificationHandler {
     /// ``notificationReceived(_:)-(JSONValue)`` for the userInfo dictionary of
     /// `didReceiveRemoteNotification`, as the iOS SDK takes it. The whole dictionary is
     /// converted (a value JSON cannot hold, such as a `Date`, is left out), so the delegate's
-    /// ``ExternalNotification/userInfo`` holds every other member.
+    /// `ExternalNotification.userInfo` holds every other member.
     @discardableResult
     public func notificationReceived(_ userInfo: [AnyHashable: Any]) -> RouteDecision? {
         notificationReceived(JSONValue.userInfo(userInfo))

@@ -16,7 +16,7 @@ public struct ExternalNotification: Sendable, Equatable {
     /// ``userInfoJSON`` is this value under a name it does not shadow.
     public let userInfo: JSONValue
 
-    /// ``userInfo`` as a `JSONValue`, in every module.
+    /// `userInfo` as a `JSONValue`, in every module (in `KindlyPush`, `userInfo` is the dictionary).
     public var userInfoJSON: JSONValue { userInfo }
 
     /// A notification with these fields.
