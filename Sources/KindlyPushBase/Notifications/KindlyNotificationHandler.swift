@@ -75,7 +75,9 @@ public enum TapOutcome: Sendable, Equatable {
 /// same way. Times come from the injected ``KindlyClock``.
 ///
 /// All methods are safe to call from any thread. Callbacks (the delegate, `openChat`,
-/// `postBanner`) are called without any lock held, so they may call back into the handler.
+/// `postBanner`, ``sendRegistration``) are called without the handler's lock held, so they may
+/// call back into the handler; a delegate set with ``setDelegate(_:)`` is called under a gate of
+/// its own (one call at a time), which the same thread may take again.
 public final class KindlyNotificationHandler: Sendable {
     /// How long a tap made before `start()` stays worth replaying.
     public static let tapReplayWindow: Duration = .seconds(60)
