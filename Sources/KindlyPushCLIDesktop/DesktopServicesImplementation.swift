@@ -20,15 +20,14 @@ package struct DesktopServicesImplementation: DesktopServices {
     }
 
     package func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
-        switch SecretServiceKeyring.probeSessionBus(busAddress: KeyringChoice.busAddress(environment)) {
-        case .available:
+        // The rule is the library's (`SecretServiceKeyring.automaticChoice`), so that a host's
+        // `SecretServiceKeyring.automatic()` default finds what the command stored.
+        switch SecretServiceKeyring.automaticChoice(busAddress: KeyringChoice.busAddress(environment), forStoring: purpose == .store) {
+        case .secretService:
             return try secretServiceKeyring(environment: environment, for: purpose)
-        case .timedOut where purpose == .store:
-            throw CLIError(
-                .io,
-                "the session bus did not answer within 0.5 s: not storing the new key in the file keyring, where the Secret "
-                    + "Service would not see it; try again, or choose with --keyring file or --keyring secret-service")
-        case .noAddress, .unreachable, .noSecretService, .timedOut:
+        case .undecided(let reason):
+            throw CLIError(.io, "\(reason); try again, or choose with --keyring file or --keyring secret-service")
+        case .file:
             return FileKeyring(folder: try KeyringChoice.fileFolder(environment))
         }
     }
@@ -45,7 +44,6 @@ package struct DesktopServicesImplementation: DesktopServices {
 
     /// The collection `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names, else the default one.
     static func collection(environment: CommandEnvironment) -> SecretServiceKeyring.Collection {
-        guard let name = environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"], !name.isEmpty else { return .default }
-        return name.hasPrefix("/") ? .objectPath(name) : .alias(name)
+        SecretServiceKeyring.collection { environment[$0] }
     }
 }

@@ -51,12 +51,52 @@ struct RegistrationLifecycleTests {
             (["--push-mode", "automatic"], "silent"),
             (["--push-mode", "alert"], "alert"),
             (["--push-mode", "silent", "--presenter", "notify"], "silent"),
-            ([], "alert"),
+            ([], "silent"),  // automatic, the SDK's default, and no presenter installed
         ] as [([String], String)])
     func automaticMode(_ options: [String], _ expected: String) throws {
         let folder = try KeyFolder()
-        let output = try CLI.run(["keygen", "--key-file", folder.keyFile, "--reuse"] + options)
+        let output = try CLI.run(
+            ["keygen", "--key-file", folder.keyFile, "--reuse"] + options, environment: ["XDG_DATA_DIRS": "/nonexistent"])
         #expect(output.status == 0)
         #expect(try JSONValue(parsing: output.stdout)["push_mode"] == .string(expected))
+    }
+
+    @Test(
+        "keygen without --push-mode is automatic: alert exactly when the desktop agent's D-Bus service file is installed",
+        arguments: ["home", "xdg-data-home", "xdg-data-dirs"])
+    func automaticDetectsThePresenter(_ place: String) throws {
+        let folder = try KeyFolder()
+        let root = folder.url.path
+        let services: String
+        // Never the machine's own folders: an agent installed there would decide.
+        var environment = ["XDG_DATA_DIRS": "/nonexistent"]
+        switch place {
+        case "home":
+            services = root + "/home/.local/share/dbus-1/services"
+            environment["HOME"] = root + "/home"
+        case "xdg-data-home":
+            services = root + "/data/dbus-1/services"
+            environment["XDG_DATA_HOME"] = root + "/data"
+        default:
+            services = root + "/system/dbus-1/services"
+            environment["XDG_DATA_DIRS"] = "/nonexistent:" + root + "/system"
+        }
+        func pushMode(_ options: [String] = []) throws -> JSONValue? {
+            let output = try CLI.run(["keygen", "--key-file", folder.keyFile, "--reuse"] + options, environment: environment)
+            #expect(output.status == 0, "\(output.stderr)")
+            return try JSONValue(parsing: output.stdout)["push_mode"]
+        }
+        #expect(try pushMode() == "silent")
+        try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
+        // A folder of that name is not a service file.
+        try FileManager.default.createDirectory(atPath: services + "/ai.kindly.Push1.service", withIntermediateDirectories: true)
+        #expect(try pushMode() == "silent")
+        try FileManager.default.removeItem(atPath: services + "/ai.kindly.Push1.service")
+        try Data("[D-BUS Service]\nName=ai.kindly.Push1\nExec=/usr/bin/kindly-push notify --follow\n".utf8)
+            .write(to: URL(fileURLWithPath: services + "/ai.kindly.Push1.service"))
+        #expect(try pushMode() == "alert")
+        #expect(try pushMode(["--push-mode", "automatic"]) == "alert")
+        #expect(try pushMode(["--presenter", "none"]) == "silent")
+        #expect(try pushMode(["--push-mode", "silent"]) == "silent")
     }
 }

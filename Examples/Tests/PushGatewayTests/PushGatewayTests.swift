@@ -95,12 +95,12 @@ struct PushGatewayTests {
         #expect(recorder.messages.contains { $0.contains("malformed") })
     }
 
-    @Test("setAPNSDeviceToken reuses the stored key")
+    @Test("registering reuses the stored key")
     func registration() throws {
         let keyring = InMemoryKeyring(keys: [Self.key])
         let handler = KindlyNotificationHandler(
             decryption: KindlyPushDecryption(keyring: keyring), hasExtension: true, openChat: { _ in })
-        let registration = try handler.setAPNSDeviceToken(Data([0xCA, 0xFE]))
+        let registration = try handler.registration(forAPNSDeviceToken: Data([0xCA, 0xFE]))
         #expect(registration.publicKey == Self.key.publicKey)
         #expect(try keyring.list().count == 1)
     }

@@ -7,12 +7,18 @@ internal import KindlyPushCore
 /// decrypted content, or the content unchanged (the backend's placeholder) when it cannot.
 ///
 /// ```swift
-/// final class NotificationService: KindlyNotificationService, @unchecked Sendable {
+/// final class NotificationService: KindlyNotificationServiceExtension {}
+///
+/// final class ThreadedNotificationService: KindlyNotificationService {
 ///     override func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {
 ///         if let payload { content.threadIdentifier = payload.chatId }
 ///     }
 /// }
 /// ```
+///
+/// ``init()`` reads the keys from ``KindlyPushDecryption/standard`` (the process's default
+/// keyring), as the iOS SDK's extension reads the shared keychain, so the empty subclass above is
+/// a whole extension; a subclass inherits it and the other initializer.
 ///
 /// For every ``didReceive(_:withContentHandler:)`` the content handler is called exactly once:
 /// with the decrypted (and customized) content, or with the content unchanged when decryption
@@ -20,38 +26,55 @@ internal import KindlyPushCore
 /// first. Decryption runs on a thread of its own, so a keyring that is slow or hangs cannot delay
 /// delivery past the deadline; a result that arrives later is discarded.
 ///
-/// The class is `@unchecked Sendable` because it is `open` (a non-final class cannot be checked);
-/// its own state is behind a lock. A subclass that adds mutable state must protect it too.
+/// ## Sendable, checked
+///
+/// The class is isolated to the main actor, which is what makes a non-final class `Sendable`
+/// with the compiler checking it (and every subclass, with nothing to restate). None of its work
+/// runs there: every member is `nonisolated`, so the service is made and called from any thread,
+/// and so are the overrides of ``customize(_:payload:)``, ``didReceive(_:withContentHandler:)``
+/// and ``serviceExtensionTimeWillExpire()``. What a subclass adds is checked: a stored `var` is
+/// the main actor's and cannot be touched from those overrides (the compiler says so); state
+/// they share goes in a `let` of a `Sendable` type, such as a lock-protected box.
+///
 /// The extension never consults the host's `shouldHandleNotification`: that delegate lives in
 /// the app process.
-open class KindlyNotificationService: @unchecked Sendable {
+@MainActor
+open class KindlyNotificationService {
     /// The system gives an extension about 30 seconds before it kills it; the default deadline
     /// leaves 3 seconds of margin so that the placeholder is handed over before that.
-    public static let defaultDeadline: Duration = .seconds(27)
+    nonisolated public static let defaultDeadline: Duration = .seconds(27)
 
     /// How pushes are decrypted (the keyring the extension shares with the app).
-    public let decryption: KindlyPushDecryption
+    nonisolated public let decryption: KindlyPushDecryption
     /// How long after ``didReceive(_:withContentHandler:)`` the content is handed over unchanged
     /// if decryption has not finished.
-    public let deadline: Duration
-    /// Where the service logs; nothing by default (a library does not choose where its host's
-    /// logs go).
-    public let logger: KindlyLogger
+    nonisolated public let deadline: Duration
+    /// Where the service logs; by default ``KindlyLogger/default`` (warnings and errors to the
+    /// system log, unless the host set another).
+    nonisolated public let logger: KindlyLogger
 
     /// The deliveries whose content handler has not been called yet.
-    private let pending = Locked<[Delivery]>([])
+    nonisolated private let pending = Locked<[Delivery]>([])
     /// Serves the deadlines. A private serial queue always gets a thread of its own, so the
     /// deadline fires even when decryption threads are blocked.
-    private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
+    nonisolated private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
 
-    /// A service that decrypts with `decryption`, hands content over by `deadline` at the latest, and logs to `logger` (nothing by default).
-    public init(
+    /// A service that decrypts with `decryption`, hands content over by `deadline` at the
+    /// latest, and logs to `logger` (``KindlyLogger/default`` as it is now, unless given).
+    nonisolated public init(
         decryption: KindlyPushDecryption, deadline: Duration = KindlyNotificationService.defaultDeadline,
-        logger: KindlyLogger = .disabled
+        logger: KindlyLogger = .default
     ) {
         self.decryption = decryption
         self.deadline = deadline
         self.logger = logger
+    }
+
+    /// The service as the system makes an extension: the keys of ``KindlyPushDecryption/standard``
+    /// (the process's default keyring, read now), the default deadline, ``KindlyLogger/default``.
+    /// A subclass that declares no initializer of its own inherits it.
+    nonisolated public convenience init() {
+        self.init(decryption: .standard)
     }
 
     /// Override to change the content before it is shown: called once per push with the content
@@ -60,13 +83,13 @@ open class KindlyNotificationService: @unchecked Sendable {
     /// not Kindly's or that is marked decrypted already. It runs on the service's decryption
     /// thread, inside the deadline: a slow `customize` also ends in the placeholder. The default
     /// changes nothing.
-    open func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {}
+    nonisolated open func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {}
 
     /// Decrypts the push of `content` and calls `contentHandler` exactly once (see the type's
     /// documentation). A push that is not Kindly's, or that is already marked decrypted, is
     /// handed back unchanged at once. A subclass that also serves another provider can override
     /// this, check `KindlyPushDecryption.isKindlyNotification`, and call `super` for Kindly's.
-    open func didReceive(
+    nonisolated open func didReceive(
         _ content: NotificationContent, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void
     ) {
         let userInfo = JSONValue.object(content.userInfo)
@@ -109,7 +132,7 @@ open class KindlyNotificationService: @unchecked Sendable {
 
     /// The system is about to kill the extension: every push not yet delivered is handed over
     /// unchanged, once.
-    open func serviceExtensionTimeWillExpire() {
+    nonisolated open func serviceExtensionTimeWillExpire() {
         let deliveries = pending.withLock { $0 }
         for delivery in deliveries where finish(delivery, with: delivery.original) {
             logger.log(.warning, "the extension's time expired before decryption finished: delivered the placeholder")
@@ -119,7 +142,7 @@ open class KindlyNotificationService: @unchecked Sendable {
     /// Calls the delivery's handler with `content` unless it was called already; true when it
     /// did. The once-gate is the delivery's own lock, so the deadline, expiry and the decryption
     /// thread can race without a second call.
-    private func finish(_ delivery: Delivery, with content: NotificationContent) -> Bool {
+    nonisolated private func finish(_ delivery: Delivery, with content: NotificationContent) -> Bool {
         guard delivery.claim() else { return false }
         pending.withLock { deliveries in deliveries.removeAll { $0 === delivery } }
         delivery.handler(content)
@@ -127,7 +150,7 @@ open class KindlyNotificationService: @unchecked Sendable {
     }
 
     /// `duration` for Dispatch: a deadline of zero or less fires at once.
-    static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+    nonisolated static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
         guard duration > .zero else { return .nanoseconds(0) }
         let (seconds, attoseconds) = duration.components
         let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)

@@ -12,7 +12,12 @@ public struct ExternalNotification: Sendable, Equatable {
     /// The chat message's id, when the backend sent one.
     public let messageId: String?
     /// The push exactly as the app received it (still sealed, or as the extension rewrote it).
+    /// The `KindlyPush` module gives it as a userInfo dictionary under this name, as on iOS;
+    /// ``userInfoJSON`` is this value under a name it does not shadow.
     public let userInfo: JSONValue
+
+    /// `userInfo` as a `JSONValue`, in every module (in `KindlyPush`, `userInfo` is the dictionary).
+    public var userInfoJSON: JSONValue { userInfo }
 
     /// A notification with these fields.
     public init(id: String, title: String, body: String, messageId: String? = nil, userInfo: JSONValue) {
@@ -37,8 +42,19 @@ public struct ExternalNotification: Sendable, Equatable {
 /// to show the host but ciphertext), and the notification service extension never asks (the
 /// host's delegate does not live in the extension's process).
 ///
-/// Called on whatever thread delivered the push; answer quickly and do not block.
-public protocol KindlyNotificationDelegate: Sendable {
+/// Any type can be a delegate, as on iOS: a struct, a final class, or a non-final class whose
+/// superclass is not `Sendable` (`class ChatViewController: ChatScreen,
+/// KindlyNotificationDelegate`). The protocol does not require `Sendable`; instead the handler
+/// takes what it is given in one of two ways, and the compiler checks both:
+///
+/// - ``KindlyNotificationHandler/setDelegate(_:)`` takes any delegate as `sending`: the handler
+///   owns it from then on (the caller keeps no reference it could use from another thread) and
+///   asks it one call at a time, on the thread that delivered the push.
+/// - ``KindlyNotificationHandler/delegate`` takes a `Sendable` delegate, such as
+///   ``ClosureNotificationDelegate``, which may be asked from several threads at once.
+///
+/// Answer quickly and do not block: the push waits for the answer.
+public protocol KindlyNotificationDelegate {
     /// `true` (allow) lets the SDK present the push; `false` (suppress) means the host shows it
     /// its own way, or not at all.
     ///
@@ -50,6 +66,23 @@ public protocol KindlyNotificationDelegate: Sendable {
     func shouldHandleNotification(notification: ExternalNotification) -> Bool
 }
 
+/// A delegate of any type, owned: it was handed over as `sending`, so no other isolation domain
+/// holds it, and it is only ever called with `gate` held, one call at a time. That is what makes
+/// the unchecked conformance true (the pattern of the standard library's `Mutex`). The gate is
+/// recursive, so a delegate that delivers another push from inside its answer does not deadlock.
+final class OwnedNotificationDelegate: KindlyNotificationDelegate, @unchecked Sendable {
+    private let owned: any KindlyNotificationDelegate
+    private let gate = Locked((), recursive: true)
+
+    init(_ delegate: sending any KindlyNotificationDelegate) {
+        owned = delegate
+    }
+
+    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        gate.whileLocked { owned.shouldHandleNotification(notification: notification) }
+    }
+}
+
 /// A delegate made from a closure, for hosts and tests that need no type of their own.
 ///
 /// ```swift
@@ -57,7 +90,7 @@ public protocol KindlyNotificationDelegate: Sendable {
 ///     notification.id != chatOnScreen   // suppress banners for the chat being read
 /// }
 /// ```
-public struct ClosureNotificationDelegate: KindlyNotificationDelegate {
+public struct ClosureNotificationDelegate: KindlyNotificationDelegate, Sendable {
     private let decide: @Sendable (ExternalNotification) -> Bool
 
     /// A delegate that answers with `decide`.

@@ -75,7 +75,9 @@ public enum TapOutcome: Sendable, Equatable {
 /// same way. Times come from the injected ``KindlyClock``.
 ///
 /// All methods are safe to call from any thread. Callbacks (the delegate, `openChat`,
-/// `postBanner`) are called without any lock held, so they may call back into the handler.
+/// `postBanner`, ``sendRegistration``) are called without the handler's lock held, so they may
+/// call back into the handler; a delegate set with ``setDelegate(_:)`` is called under a gate of
+/// its own (one call at a time), which the same thread may take again.
 public final class KindlyNotificationHandler: Sendable {
     /// How long a tap made before `start()` stays worth replaying.
     public static let tapReplayWindow: Duration = .seconds(60)
@@ -88,7 +90,8 @@ public final class KindlyNotificationHandler: Sendable {
     }
 
     private struct State {
-        var delegate: (any KindlyNotificationDelegate)?
+        var delegate: (any KindlyNotificationDelegate & Sendable)?
+        var sendRegistration: (@Sendable (Registration) -> Void)?
         var openChatOnNotificationTap = true
         var notificationMode: KindlyNotificationMode = .automatic
         var appState: DisplayRules.AppState = .background
@@ -104,7 +107,8 @@ public final class KindlyNotificationHandler: Sendable {
     /// ``KindlyNotificationMode/automatic`` resolves from.
     public let hasExtension: Bool
     private let clock: any KindlyClock
-    private let logger: KindlyLogger
+    /// Where the handler logs (``KindlyLogger/default`` unless the host gave one).
+    package let logger: KindlyLogger
     private let openChat: @Sendable (String) -> Void
     private let postBanner: @Sendable (NotificationContent) -> Void
     private let state = Locked(State())
@@ -116,12 +120,13 @@ public final class KindlyNotificationHandler: Sendable {
     ///   - hasExtension: whether the host has a decrypting presenter (an extension built on the
     ///     library, or `kindly-push notify`); ``KindlyNotificationMode/automatic`` resolves from it.
     ///   - clock: the clock that times taps (inject ``KindlyClock`` doubles in tests).
-    ///   - logger: where the handler logs; nothing by default.
+    ///   - logger: where the handler logs; by default ``KindlyLogger/default`` as it is when the
+    ///     handler is made (warnings and errors to the system log, unless the host set another).
     ///   - openChat: opens the chat with this id (called on the caller's thread).
     ///   - postBanner: posts a local notification with this decrypted content (the SDK's own banner).
     public init(
         decryption: KindlyPushDecryption, hasExtension: Bool, clock: any KindlyClock = SystemKindlyClock(),
-        logger: KindlyLogger = .disabled, openChat: @escaping @Sendable (String) -> Void,
+        logger: KindlyLogger = .default, openChat: @escaping @Sendable (String) -> Void,
         postBanner: @escaping @Sendable (NotificationContent) -> Void = { _ in }
     ) {
         self.decryption = decryption
@@ -132,10 +137,39 @@ public final class KindlyNotificationHandler: Sendable {
         self.postBanner = postBanner
     }
 
-    /// The host's `shouldHandleNotification`; `nil` allows every push.
-    public var delegate: (any KindlyNotificationDelegate)? {
+    /// The host's `shouldHandleNotification`, for a `Sendable` delegate (it may be asked from
+    /// several threads at once); `nil` allows every push. A delegate of any other type, such as
+    /// a non-final class, is set with ``setDelegate(_:)``, after which this is the handler's
+    /// owner of it.
+    public var delegate: (any KindlyNotificationDelegate & Sendable)? {
         get { state.withLock { $0.delegate } }
         set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// Sets the host's delegate, of any type, as the iOS SDK's delegate is set: a non-final class
+    /// whose superclass is not `Sendable` too.
+    ///
+    /// The handler takes the delegate over (`sending`): the compiler refuses a call that would
+    /// leave the caller a reference it could use from another thread (`setDelegate(self)` from a
+    /// non-`Sendable` class, say), and the handler asks the delegate one call at a time, on the
+    /// thread that delivered the push. `nil` removes it (every push is allowed).
+    ///
+    /// ```swift
+    /// handler.setDelegate(ChatViewController())
+    /// ```
+    public func setDelegate(_ delegate: sending (any KindlyNotificationDelegate)?) {
+        var owned: (any KindlyNotificationDelegate & Sendable)?
+        if let delegate { owned = OwnedNotificationDelegate(delegate) }
+        state.withLock { $0.delegate = owned }
+    }
+
+    /// Where ``setAPNSDeviceToken(_:)-(Data)`` sends each registration (wire format section 6),
+    /// set once when the app starts: the iOS SDK sends it to the backend itself, and on Linux the
+    /// host's own transport does. Called on the caller's thread, without any lock held. Until it is
+    /// set, a registration is not sent and an error is logged.
+    public var sendRegistration: (@Sendable (Registration) -> Void)? {
+        get { state.withLock { $0.sendRegistration } }
+        set { state.withLock { $0.sendRegistration = newValue } }
     }
 
     /// Whether tapping a Kindly notification opens its chat. On by default.
@@ -144,7 +178,7 @@ public final class KindlyNotificationHandler: Sendable {
         set { state.withLock { $0.openChatOnNotificationTap = newValue } }
     }
 
-    /// How the host wants pushes delivered; read by ``setAPNSDeviceToken(_:)-(Data)``.
+    /// How the host wants pushes delivered; read when registering (``setAPNSDeviceToken(_:)-(Data)``).
     /// `automatic` by default.
     public var notificationMode: KindlyNotificationMode {
         get { state.withLock { $0.notificationMode } }
@@ -237,6 +271,7 @@ public final class KindlyNotificationHandler: Sendable {
     ///   `nil` for a Kindly push with an alert, which the extension, the system or
     ///   ``notificationWillPresent(_:)`` decides (deciding it here too could show it twice and
     ///   would ask the delegate twice).
+    @discardableResult
     public func notificationReceived(_ userInfo: JSONValue) -> RouteDecision? {
         let kind = PushKind(userInfo: userInfo)
         guard KindlyPushDecryption.isKindlyNotification(userInfo) else { return .notKindly(kind: kind) }
@@ -253,10 +288,9 @@ public final class KindlyNotificationHandler: Sendable {
 
     private func context(appState: DisplayRules.AppState) -> RouteContext {
         let (screen, delegate) = state.withLock { ($0.screen, $0.delegate) }
-        if let delegate {
-            return RouteContext(appState: appState, screen: screen, hasExtension: hasExtension, delegate: delegate)
-        }
-        return RouteContext(appState: appState, screen: screen, hasExtension: hasExtension)
+        var context = RouteContext(appState: appState, screen: screen, hasExtension: hasExtension)
+        if let delegate { context.delegate = .object(delegate) }
+        return context
     }
 
     // MARK: Taps

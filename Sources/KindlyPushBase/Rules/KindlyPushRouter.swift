@@ -8,7 +8,7 @@ public struct RouteContext: Sendable {
         /// A fixed answer (the `--delegate` option of `kindly-push route`).
         case answer(DisplayRules.DelegateAnswer)
         /// The host's delegate, asked only when the rules consult it, and then exactly once.
-        case object(any KindlyNotificationDelegate)
+        case object(any KindlyNotificationDelegate & Sendable)
     }
 
     /// The host app's state when the push arrives.
@@ -31,15 +31,29 @@ public struct RouteContext: Sendable {
         self.delegate = .answer(delegate)
     }
 
-    /// A context that asks `delegate` when the rules consult it.
+    /// A context that asks a `Sendable` `delegate` when the rules consult it.
     public init(
         appState: DisplayRules.AppState, screen: DisplayRules.Screen = .other, hasExtension: Bool = false,
-        delegate: any KindlyNotificationDelegate
+        delegate: any KindlyNotificationDelegate & Sendable
     ) {
         self.appState = appState
         self.screen = screen
         self.hasExtension = hasExtension
         self.delegate = .object(delegate)
+    }
+
+    /// A context that asks `delegate`, of any type, when the rules consult it: it is taken over
+    /// (`sending`) and asked one call at a time, as ``KindlyNotificationHandler/setDelegate(_:)``
+    /// does.
+    @_disfavoredOverload
+    public init(
+        appState: DisplayRules.AppState, screen: DisplayRules.Screen = .other, hasExtension: Bool = false,
+        delegate: sending any KindlyNotificationDelegate
+    ) {
+        self.appState = appState
+        self.screen = screen
+        self.hasExtension = hasExtension
+        self.delegate = .object(OwnedNotificationDelegate(delegate))
     }
 
     /// The delegate's answer for `notification`. Calls a delegate object, so call it once.

@@ -102,6 +102,58 @@ public struct DecryptedPayload: Sendable, Hashable {
     }
 }
 
+extension DecryptedPayload {
+    /// Payloads are equal when their plaintext objects hold the same members, whatever their
+    /// order, at every depth: JSON objects are unordered (RFC 8259), so a `JSONEncoder` and
+    /// `JSONDecoder` round trip, which may reorder the members, gives an equal payload. Arrays
+    /// keep their order; names compare by Unicode scalars, numbers by value. (A payload has no
+    /// duplicate member names: ``init(validating:)`` refuses them.)
+    public static func == (lhs: DecryptedPayload, rhs: DecryptedPayload) -> Bool {
+        lhs.object.hasSameMembers(as: rhs.object)
+    }
+
+    /// Consistent with `==`: the known fields, which equal payloads share, and the members'
+    /// hashes combined without regard to their order.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(chatId)
+        hasher.combine(title)
+        hasher.combine(body)
+        hasher.combine(messageId)
+        hasher.combine(sentAt)
+        hasher.combine(truncated)
+        hasher.combine(JSONObject.unorderedHash(.object(object)))
+    }
+}
+
+extension JSONObject {
+    /// A hash of `value` that ignores member order in every object, as
+    /// `unorderedEquals` does: each member's hash is taken on its own and the results are
+    /// added (commutative), so equal values in any order hash alike.
+    static func unorderedHash(_ value: JSONValue) -> Int {
+        var hasher = Hasher()
+        switch value {
+        case .object(let object):
+            hasher.combine(1)
+            var sum = 0
+            for member in object.members {
+                var memberHasher = Hasher()
+                for scalar in member.key.unicodeScalars { memberHasher.combine(scalar.value) }
+                memberHasher.combine(unorderedHash(member.value))
+                sum = sum &+ memberHasher.finalize()
+            }
+            hasher.combine(object.count)
+            hasher.combine(sum)
+        case .array(let elements):
+            hasher.combine(2)
+            hasher.combine(elements.count)
+            for element in elements { hasher.combine(unorderedHash(element)) }
+        default:
+            hasher.combine(value)
+        }
+        return hasher.finalize()
+    }
+}
+
 /// Why a plaintext breaks wire format section 4.
 public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String

@@ -1,6 +1,10 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `kindly-push keygen`: creates a device key, stores it, prints the registration JSON.
 package struct KeygenCommand: Command {
     package static let name = "keygen"
@@ -17,9 +21,13 @@ package struct KeygenCommand: Command {
 
         With --reuse, the newest stored key (or the existing --key-file) is registered again
         and a new key is created only when there is none, so registering a new token does not
-        rotate the key. --push-mode automatic is alert when --presenter notify declares that
-        pushes are shown through `kindly-push notify` (which decrypts them first), and silent
-        otherwise.
+        rotate the key. --push-mode automatic (the default, as in the SDK) is alert when a
+        decrypting presenter shows the pushes, and silent otherwise. --presenter notify declares
+        one (pushes are shown through `kindly-push notify`, which decrypts them first), --presenter
+        none declares none; without --presenter it is detected: the desktop agent's D-Bus service
+        file, ai.kindly.Push1.service, in a session service folder ($XDG_DATA_HOME/dbus-1/services,
+        else ~/.local/share/dbus-1/services, and dbus-1/services in each folder of $XDG_DATA_DIRS,
+        else /usr/local/share and /usr/share).
         """
     package static let options: [OptionSpec] = [
         SharedOptions.keyFile.help("Write the new key to this key file (mode 0600; never replaced) instead of the keyring."),
@@ -27,10 +35,10 @@ package struct KeygenCommand: Command {
         .value("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\")."),
         .value("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase."),
         .value(
-            "--push-mode", "MODE", "alert (default), silent or automatic.", choices: KindlyNotificationMode.allCases.map(\.rawValue)),
+            "--push-mode", "MODE", "automatic (default), alert or silent.", choices: KindlyNotificationMode.allCases.map(\.rawValue)),
         .value(
             "--presenter", "KIND",
-            "notify: pushes are shown through `kindly-push notify`; none (default): no decrypting presenter.",
+            "notify: pushes are shown through `kindly-push notify`; none: no decrypting presenter (default: detected).",
             choices: ["notify", "none"]),
         .flag("--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none."),
         .value("--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion))."),
@@ -97,8 +105,14 @@ package struct KeygenCommand: Command {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        let mode = arguments.value("--push-mode").flatMap(KindlyNotificationMode.init(rawValue:)) ?? .alert
-        let pushMode = mode.pushMode(hasDecryptingPresenter: arguments.value("--presenter") == "notify")
+        let mode = arguments.value("--push-mode").flatMap(KindlyNotificationMode.init(rawValue:)) ?? .automatic
+        let hasPresenter: Bool
+        switch arguments.value("--presenter") {
+        case "notify"?: hasPresenter = true
+        case "none"?: hasPresenter = false
+        default: hasPresenter = mode == .automatic && KeygenCommand.presenterInstalled(environment: environment)
+        }
+        let pushMode = mode.pushMode(hasDecryptingPresenter: hasPresenter)
         let registration = Registration(
             token: token, pushMode: pushMode, publicKey: key.publicKey,
             sdkVersion: arguments.value("--sdk-version") ?? Registration.sdkVersion)
@@ -107,6 +121,28 @@ package struct KeygenCommand: Command {
 }
 
 extension KeygenCommand {
+    /// The file name of the desktop agent's D-Bus service file (its bus name, as D-Bus names them).
+    package static let presenterServiceFile = "ai.kindly.Push1.service"
+
+    /// Whether a decrypting presenter is installed, as the SDK finds its extension in the app
+    /// bundle: the desktop agent's D-Bus service file is in a session service folder (see the
+    /// discussion). Only looked at in automatic mode without `--presenter`.
+    package static func presenterInstalled(environment: CommandEnvironment) -> Bool {
+        func absolute(_ value: String?) -> String? { value.flatMap { $0.utf8.first == UInt8(ascii: "/") ? $0 : nil } }
+        var dataFolders: [String] = []
+        if let dataHome = absolute(environment["XDG_DATA_HOME"]) {
+            dataFolders.append(dataHome)
+        } else if let home = absolute(environment["HOME"]) {
+            dataFolders.append(home + "/.local/share")
+        }
+        let dataDirs = environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
+        dataFolders += dataDirs.split(separator: ":").compactMap { absolute(String($0)) }
+        return dataFolders.contains { folder in
+            var status = stat()
+            return stat(folder + "/dbus-1/services/" + presenterServiceFile, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+        }
+    }
+
     /// The key in the key file at `path`, or `nil` when there is no file there.
     package static func existingKey(at path: String) throws(CLIError) -> DeviceKey? {
         do throws(PrivateFileError) {

@@ -12,11 +12,17 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    package init(_ value: Value) {
+    /// A lock around `value`. A `recursive` lock may be taken again by the thread that holds it
+    /// (for a lock held while calling out to code that may call back in).
+    package init(_ value: Value, recursive: Bool = false) {
         self.value = value
         mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        if recursive { pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE)) }
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
     }
 
     deinit {
@@ -29,5 +35,13 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
+    }
+
+    /// Runs `body` while holding the lock, without touching the value: for a lock that guards
+    /// something else (with `recursive`, a nested call from the same thread does not deadlock).
+    package func whileLocked<Result, E: Error>(_ body: () throws(E) -> Result) throws(E) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
     }
 }

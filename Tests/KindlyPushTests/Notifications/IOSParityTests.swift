@@ -1,11 +1,12 @@
 import Foundation
 import KindlyPush
 import KindlyPushCore
+import KindlyPushSecretService
 import KindlyPushTesting
 import Testing
 
 /// A delegate written as the iOS documentation shows it.
-final class SuppressingDelegate: KindlyNotificationDelegate {
+final class SuppressingDelegate: KindlyNotificationDelegate, Sendable {
     let asked = Locked(0)
     func shouldHandleNotification(notification: ExternalNotification) -> Bool {
         asked.withLock { $0 += 1 }
@@ -13,8 +14,9 @@ final class SuppressingDelegate: KindlyNotificationDelegate {
     }
 }
 
-/// The iOS SDK's names and registration lifecycle (issue 10).
-@Suite("iOS parity")
+/// The iOS SDK's names and registration lifecycle (issue 10), and the process-wide defaults of
+/// issue 22 (serialized: the tests set the default keyring and the environment).
+@Suite("iOS parity", .serialized)
 struct IOSParityTests {
     static let key = DeviceKey.generate()
 
@@ -34,36 +36,36 @@ struct IOSParityTests {
                     id: "c", title: "t", body: "b", userInfo: push)))
     }
 
-    @Test("setAPNSDeviceToken creates a key only when none is stored, then reuses the newest")
+    @Test("registration(forAPNSDeviceToken:) creates a key only when none is stored, then reuses the newest")
     func registrationReusesKey() throws {
         let keyring = InMemoryKeyring()
         let handler = KindlyNotificationHandler(
             decryption: KindlyPushDecryption(keyring: keyring), hasExtension: true, openChat: { _ in })
-        let first = try handler.setAPNSDeviceToken(Data([0xAB, 0xCD]))
+        let first = try handler.registration(forAPNSDeviceToken: Data([0xAB, 0xCD]))
         #expect(try keyring.list().count == 1)
         #expect(first.token == "abcd")
         #expect(first.pushMode == .alert)  // automatic, with a declared decrypting presenter
-        let second = try handler.setAPNSDeviceToken("00FF")
+        let second = try handler.registration(forAPNSDeviceToken: "00FF")
         #expect(second.publicKey == first.publicKey)
         #expect(second.token == "00ff")
         #expect(try keyring.list().count == 1)
         // The newest stored key wins once there are several.
         let newer = DeviceKey.generate()
         try keyring.store(newer, label: "rotated")
-        #expect(try handler.setAPNSDeviceToken(Data([1])).publicKey == newer.publicKey)
+        #expect(try handler.registration(forAPNSDeviceToken: Data([1])).publicKey == newer.publicKey)
         handler.notificationMode = .silent
-        #expect(try handler.setAPNSDeviceToken(Data([1])).pushMode == .silent)
+        #expect(try handler.registration(forAPNSDeviceToken: Data([1])).pushMode == .silent)
     }
 
-    @Test("setAPNSDeviceToken with bad text fails before touching the keyring; a locked keyring is typed")
+    @Test("registration(forAPNSDeviceToken:) with bad text fails before touching the keyring; a locked keyring is typed")
     func registrationErrors() {
         let keyring = ControllableKeyring()
         let handler = KindlyNotificationHandler(
             decryption: KindlyPushDecryption(keyring: keyring), hasExtension: false, openChat: { _ in })
-        #expect(throws: RegistrationError.self) { try handler.setAPNSDeviceToken("xyz") }
+        #expect(throws: RegistrationError.self) { try handler.registration(forAPNSDeviceToken: "xyz") }
         #expect((try? keyring.list())?.isEmpty == true)
         keyring.failure = .locked("test")
-        #expect(throws: KeyringError.locked("test")) { try handler.setAPNSDeviceToken(Data([1])) }
+        #expect(throws: KeyringError.locked("test")) { try handler.registration(forAPNSDeviceToken: Data([1])) }
     }
 
     @Test("iOS names: isDecrypted(_:), the nested DecryptedPayload, notificationResponseReceived, the extension class")
@@ -96,5 +98,75 @@ struct IOSParityTests {
         let push = try TestPushes.sealed(.visible, for: Self.key)
         let userInfo = try #require(try JSONSerialization.jsonObject(with: push.compactData) as? [AnyHashable: Any])
         #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == TestPushes.payload)
+    }
+
+    /// The empty extension of the iOS documentation.
+    final class NotificationService: KindlyNotificationServiceExtension {}
+
+    @Test("the process's default keyring serves the static decrypt(userInfo:), standard and the empty extension's init()")
+    func defaultKeyring() async throws {
+        let key = DeviceKey.generate()
+        let push = try TestPushes.sealed(.visible, for: key)
+        let userInfo = try #require(try JSONSerialization.jsonObject(with: push.compactData) as? [AnyHashable: Any])
+        KindlyPushDecryption.defaultKeyring = InMemoryKeyring(keys: [key])
+        defer { KindlyPushDecryption.defaultKeyring = nil }
+        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == TestPushes.payload)
+        #expect(KindlyPushDecryption.standard.decrypt(userInfo: push) == TestPushes.payload)
+
+        let service = NotificationService()
+        #expect(service.deadline == KindlyNotificationService.defaultDeadline)
+        let delivered = Recorder<NotificationContent>()
+        service.didReceive(NotificationContent(userInfo: push)) { delivered.record($0) }
+        await delivered.wait()
+        #expect(delivered.all.map(\.title) == ["Anna"])
+
+        KindlyPushDecryption.defaultKeyring = nil
+        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)  // back to the file keyring, which lacks it
+    }
+
+    /// Runs the built `kindly-push` with `arguments` in `environment` (nothing else inherited).
+    static func kindlyPush(_ arguments: [String], environment: [String: String]) throws -> ProcessOutput {
+        let binary =
+            ProcessInfo.processInfo.environment["KINDLY_PUSH_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? packageRoot.appendingPathComponent(".build/debug/kindly-push").path
+        return try run(binary, arguments, environment: environment)
+    }
+
+    @Test("without a session bus, a plain keygen and SecretServiceKeyring.automatic() agree: the file keyring")
+    func automaticWithoutBus() throws {
+        let folder = try TemporaryFolder()
+        let environment = ["HOME": folder.path, "KINDLY_PUSH_KEYRING_DIR": folder.path + "/keys", "PATH": "/usr/bin:/bin"]
+        let keygen = try Self.kindlyPush(["keygen"], environment: environment)
+        try #require(keygen.status == 0, "\(keygen.errorText)")
+        let kid = try #require(try JSONValue(parsing: keygen.standardOutput)["kid"]?.stringValue)
+        let keyring = SecretServiceKeyring.automatic(environment: environment)
+        #expect(keyring is FileKeyring)
+        #expect(try keyring.list().map(\.kid.base64URL) == [kid])
+    }
+
+    @Test("on a desktop, SecretServiceKeyring.automatic() finds the key a plain keygen stored in the Secret Service", .needsSecretService)
+    func automaticFindsTheCommandsKey() throws {
+        let folder = try TemporaryFolder()
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = folder.path
+        environment["KINDLY_PUSH_KEYRING_DIR"] = folder.path + "/keys"
+        let keygen = try Self.kindlyPush(["keygen", "--label", "automatic default"], environment: environment)
+        try #require(keygen.status == 0, "\(keygen.errorText)")
+        #expect(keygen.errorText.contains("secret-service keyring"))
+        let registration = try JSONValue(parsing: keygen.standardOutput)
+        let publicKey = try DevicePublicKey(base64: try #require(registration["public_key"]?.stringValue))
+        let kidText = try #require(registration["kid"]?.stringValue)
+        let kid = try #require(KeyID(base64: kidText))
+        defer { try? SecretServiceKeyring().delete(kid) }
+
+        KindlyPushDecryption.defaultKeyring = SecretServiceKeyring.automatic(environment: environment)
+        defer { KindlyPushDecryption.defaultKeyring = nil }
+        #expect(KindlyPushDecryption.defaultKeyring is SecretServiceKeyring)
+        let sealed = try KindlyPushSealer.seal(TestPushes.payload, for: publicKey)
+        let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(sealed)) as? [AnyHashable: Any])
+        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == TestPushes.payload)
+        // The library's default alone (no host setting) is the file keyring: it cannot see the key.
+        KindlyPushDecryption.defaultKeyring = nil
+        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)
     }
 }

@@ -4,7 +4,7 @@ import KindlyPushTesting
 import Testing
 
 /// A service that records what `customize` was given, and marks the content it customized.
-final class RecordingService: KindlyNotificationService, @unchecked Sendable {
+final class RecordingService: KindlyNotificationService {
     let customized = Recorder<DecryptedPayload?>()
 
     override func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {

@@ -90,7 +90,7 @@ struct KindlyPushRouterTests {
                 == #"{"kindly":true,"kind":"visible","presentation":"banner","presenter":"sdk","delegate_consulted":true,"chat_id":"c-from-envelope","title":"Anna","body":"Hi!"}"#
         )
         #expect(delegate.notifications.map(\.id) == ["c-from-envelope"])
-        #expect(delegate.notifications.first?.userInfo == applied)
+        #expect(delegate.notifications.first?.userInfoJSON == applied)
     }
 
     @Test("A push marked decrypted counts as decrypting even with no key at all, and never carries a reason")

@@ -37,7 +37,7 @@ enum TestPushes {
 }
 
 /// A delegate that answers as told and counts how often it was asked.
-final class CountingDelegate: KindlyNotificationDelegate {
+final class CountingDelegate: KindlyNotificationDelegate, Sendable {
     let answer: Bool
     private let asked = Locked<[ExternalNotification]>([])
 
