@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 internal import CSecretShim
 public import KindlyPush
 internal import KindlyPushCore
@@ -416,12 +416,12 @@ final class Deadline {
     init(_ budget: Duration) {
         let (seconds, attoseconds) = budget.components
         let milliseconds = max(0, min(Int64(UInt32.max), seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000))
-        deadline = kps_deadline_new(guint(milliseconds))
-        cancellable = kps_deadline_cancellable(deadline)
+        deadline = kpg_deadline_new(guint(milliseconds))
+        cancellable = kpg_deadline_cancellable(deadline)
     }
 
     deinit {
-        kps_deadline_free(deadline)
+        kpg_deadline_free(deadline)
     }
 }
 

@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 internal import CSecretShim
 internal import KindlyPush
 
@@ -45,6 +45,6 @@ extension SecretServiceKeyring {
     /// The version of libsecret's headers the package was built with. (libsecret 0.20 has no
     /// call that gives the version at run time; its shared library keeps the same soname.)
     package static var libsecretVersion: String {
-        "\(SECRET_MAJOR_VERSION).\(SECRET_MINOR_VERSION).\(SECRET_MICRO_VERSION)"
+        String(cString: kps_libsecret_version())
     }
 }
