@@ -166,7 +166,7 @@ public final class DesktopPresenter: Sendable {
     /// The text of a placeholder: the push's own alert as the backend sent it (its generic text),
     /// or ``Options/placeholder`` when it has none.
     ///
-    /// Pinned mode (wire format section 7.3) trusts nothing in a push that does not decrypt, its
+    /// Pinned mode (docs/spec/wire-format.md section 7.3) trusts nothing in a push that does not decrypt, its
     /// alert included: there this returns ``Options/placeholder`` whatever the push says.
     func placeholderText(userInfo: JSONValue) -> KindlyPushSealer.Placeholder {
         if decryption.isInPinnedMode { return options.placeholder }

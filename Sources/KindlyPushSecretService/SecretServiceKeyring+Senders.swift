@@ -3,7 +3,7 @@ internal import CSecretShim
 public import KindlyPush
 internal import KindlyPushCore
 
-/// Pinned sender keys in the Secret Service (wire format section 7.1): each is one item of the
+/// Pinned sender keys in the Secret Service (docs/spec/wire-format.md section 7.1): each is one item of the
 /// schema `ai.kindly.push.SenderKey` in the keyring's collection, beside the device keys and with
 /// the same care. The item's secret is the pinned key's 32 bytes; its attributes are `sid` and
 /// `public_key` (base64url), `label` and `created` (Unix seconds as decimal text).

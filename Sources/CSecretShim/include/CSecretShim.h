@@ -76,7 +76,7 @@ void kps_secret_init(void);
 /// and `public_key`.
 const SecretSchema *kps_schema(void);
 
-/// The schema `ai.kindly.push.SenderKey` of pinned sender keys (wire-format section 7.1), with
+/// The schema `ai.kindly.push.SenderKey` of pinned sender keys (docs/spec/wire-format.md section 7.1), with
 /// the string attributes `sid`, `label`, `created` and `public_key`.
 const SecretSchema *kps_sender_schema(void);
 

@@ -24,7 +24,7 @@ extension KindlyNotificationHandler {
     /// The label a device key gets when ``setAPNSDeviceToken(_:)-(Data)`` creates one.
     public static let deviceKeyLabel = "kindly-push"
 
-    /// The registration to send the backend for this APNs device token (wire format section 6),
+    /// The registration to send the backend for this APNs device token (docs/spec/wire-format.md section 6),
     /// named as in the iOS SDK.
     ///
     /// It uses the newest device key in the keyring and creates (and stores) one only when the

@@ -131,7 +131,7 @@ package enum DocumentRunner {
         }
     }
 
-    /// Standard input failed: an `io` error, as cli.md says for --jsonl.
+    /// Standard input failed: an `io` error, as docs/spec/streams.md says for --jsonl.
     private static func readFailure(_ error: LineBatchReader.ReadError) -> CLIError {
         CLIError(.io, "cannot read standard input: \(error)")
     }
