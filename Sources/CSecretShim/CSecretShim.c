@@ -46,8 +46,10 @@ void kps_secret_init(void) {
     g_once(&once, register_types, NULL);
 }
 
-const char *kps_libsecret_version(void) {
-    return G_STRINGIFY(SECRET_MAJOR_VERSION) "." G_STRINGIFY(SECRET_MINOR_VERSION) "." G_STRINGIFY(SECRET_MICRO_VERSION);
+void kps_libsecret_version(guint *major, guint *minor, guint *micro) {
+    *major = SECRET_MAJOR_VERSION;
+    *minor = SECRET_MINOR_VERSION;
+    *micro = SECRET_MICRO_VERSION;
 }
 
 // MARK: Schema

@@ -45,6 +45,10 @@ extension SecretServiceKeyring {
     /// The version of libsecret's headers the package was built with. (libsecret 0.20 has no
     /// call that gives the version at run time; its shared library keeps the same soname.)
     package static var libsecretVersion: String {
-        String(cString: kps_libsecret_version())
+        var major: guint = 0
+        var minor: guint = 0
+        var micro: guint = 0
+        kps_libsecret_version(&major, &minor, &micro)
+        return "\(major).\(minor).\(micro)"
     }
 }

@@ -65,8 +65,8 @@ SecretCollection *secret_collection_for_alias_sync(SecretService *service, const
                                                    GError **error);
 gboolean secret_collection_get_locked(SecretCollection *self);
 
-/// The version of libsecret's headers the shim was built with, "major.minor.micro".
-const char *kps_libsecret_version(void);
+/// The version of libsecret's headers the shim was built with (SECRET_MAJOR_VERSION and so on).
+void kps_libsecret_version(guint *major, guint *minor, guint *micro);
 
 /// Registers every GLib type that libsecret and this shim use, exactly once, whichever thread
 /// gets here first. Every other function of this shim calls it; calling it again is cheap.
