@@ -11,7 +11,7 @@ internal import KindlyPushCore
 ///
 /// It posts notifications (`Notify`), reads what the server offers (`GetCapabilities`,
 /// `GetServerInformation`), and reports the server's `ActionInvoked` and `NotificationClosed`
-/// signals as ``Event`` values. It needs no GLib main loop: the signals are queued as they
+/// signals as `Event` values. It needs no GLib main loop: the signals are queued as they
 /// arrive, and ``eventDescriptor`` becomes readable, so that a host can `poll` it beside its own
 /// descriptors and call ``takeEvents()`` when it is readable.
 ///
