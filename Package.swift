@@ -3,8 +3,8 @@
 //
 // Layers, as swift-crypto builds them: C libraries -> thin C shims -> `KindlyPushCore` (the
 // primitives, `package` access only) -> `KindlyPush` (the small public API). The Secret Service
-// keyring is its own product, the only one that links libsecret and glib, so that a service that
-// keeps its keys in files builds without them.
+// keyring and the desktop banners are products of their own, the only ones that link libsecret
+// or GLib, so that a service that keeps its keys in files builds without them.
 import PackageDescription
 
 /// Where the C shims find GLib's and libsecret's headers: links in Sources/SystemHeaders/ to the
