@@ -3,35 +3,23 @@
 //
 // Layers, as swift-crypto builds them: C libraries -> thin C shims -> `KindlyPushCore` (the
 // primitives, `package` access only) -> `KindlyPush` (the small public API). The Secret Service
-// keyring is its own product, the only one that links libsecret and glib, so that a service that
-// keeps its keys in files builds without them.
-import Foundation
+// keyring and the desktop banners are products of their own, the only ones that link libsecret
+// or GLib, so that a service that keeps its keys in files builds without them.
 import PackageDescription
 
-/// The `-I` flags of a pkg-config package (`pkg-config --cflags-only-I`), read when the manifest
-/// is evaluated; empty when pkg-config or the package is missing (the targets that need them
-/// then fail to compile, with the apt package named in the error).
+/// Where the C shims find GLib's and libsecret's headers: links in Sources/SystemHeaders/ to the
+/// folders pkg-config names (`pkg-config --cflags-only-I libsecret-1`), glibconfig.h's for each
+/// common layout (Debian's multiarch folders, /usr/lib64, /usr/lib). A `headerSearchPath` is not
+/// an unsafe flag, so a package that depends on this one by version can build the shims.
 ///
-/// Why not `.systemLibrary(pkgConfig:)`: SwiftPM asks pkg-config about every such target in the
-/// graph, used or not, and prints glib's "prohibited flag(s): -pthread" in the build of every
-/// package that depends on this one, even one that links only `KindlyPush`. Reading the include
-/// paths here keeps libsecret and glib the Secret Service product's business alone.
-func pkgConfigIncludeFlags(_ name: String) -> [String] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["pkg-config", "--cflags-only-I", name]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return [] }
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return [] }
-    return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
-}
-
-let libsecretIncludes = pkgConfigIncludeFlags("libsecret-1")
-let gioIncludes = pkgConfigIncludeFlags("gio-2.0")
+/// Why not `.systemLibrary(pkgConfig:)`: SwiftPM (6.3) prints glib's "prohibited flag(s):
+/// -pthread" twice in the build of every package that depends on this one, even one that links
+/// only `KindlyPush`. Only the C shims see these headers; the Swift targets import headers that
+/// need no include flag (CGLib.h declares the part of GLib that Swift calls).
+let glibHeaders: [CSetting] = [
+    "glib-2.0", "libsecret-1", "glibconfig-x86_64-linux-gnu", "glibconfig-aarch64-linux-gnu", "glibconfig-lib64",
+    "glibconfig-lib",
+].map { .headerSearchPath("../SystemHeaders/\($0)") }
 
 /// Upcoming features that keep a public surface honest: every existential is spelled `any`, and
 /// an import is internal unless it says otherwise, so that no dependency leaks into a client.
@@ -65,31 +53,22 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        // libsecret (Debian: libsecret-1-dev). Its module map links libsecret, gio, gobject and
-        // glib; the include paths come from `libsecretIncludes`.
-        .systemLibrary(name: "CLibsecret"),
-        // What Swift cannot call in libsecret (C-variadic constructors, the schema as a static,
-        // one-time type registration, a never-prompting service class), kept thin as
-        // swift-crypto keeps its C shims: C library -> shim -> Swift.
-        .target(
-            name: "CSecretShim",
-            dependencies: ["CLibsecret"],
-            cSettings: [.unsafeFlags(libsecretIncludes)]
-        ),
-        // GIO's GDBus (Debian libglib2.0-dev), for the desktop notification client, and SQLite
-        // (libsqlite3-dev), for its de-duplication store; only KindlyPushDesktop links them. Their
-        // module maps name the libraries; GIO's include paths come from `gioIncludes` (no
-        // `pkgConfig:`, for the reason given at `pkgConfigIncludeFlags`), SQLite's header is on
-        // the compiler's default path.
-        .systemLibrary(name: "CGio"),
+        // GLib, GObject and GIO (Debian libglib2.0-dev): the part Swift calls, declared in
+        // CGLib.h (its module map links gio, gobject and glib), and the time budgets of both
+        // shims below.
+        .target(name: "CGLib", cSettings: glibHeaders),
+        // What Swift cannot call in libsecret (Debian libsecret-1-dev; C-variadic constructors,
+        // the schema as a static, one-time type registration, a never-prompting service class),
+        // kept thin as swift-crypto keeps its C shims: C library -> shim -> Swift. Its module map
+        // links libsecret.
+        .target(name: "CSecretShim", dependencies: ["CGLib"], cSettings: glibHeaders),
+        // SQLite (libsqlite3-dev), for the desktop de-duplication store; its header is on the
+        // compiler's default path.
         .systemLibrary(name: "CSQLite"),
         // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
-        // that runs on GDBus's worker thread, time budgets on a timer thread of their own).
-        .target(
-            name: "CDesktopShim",
-            dependencies: ["CGio"],
-            cSettings: [.unsafeFlags(gioIncludes)]
-        ),
+        // that runs on GDBus's worker thread), for the desktop notification client; only
+        // KindlyPushDesktop links it.
+        .target(name: "CDesktopShim", dependencies: ["CGLib"], cSettings: glibHeaders),
         // What the command does before it reads a key: standard streams held, the process made
         // non-dumpable, crash handlers that print one fixed line and dump nothing (prctl is
         // C-variadic, and a signal handler must be plain async-signal-safe C).
@@ -117,13 +96,13 @@ let package = Package(
         ),
         .target(
             name: "KindlyPushSecretService",
-            dependencies: ["KindlyPush", "KindlyPushCore", "CLibsecret", "CSecretShim"],
-            swiftSettings: strictSettings + [.unsafeFlags(libsecretIncludes.flatMap { ["-Xcc", $0] })]
+            dependencies: ["KindlyPush", "KindlyPushCore", "CGLib", "CSecretShim"],
+            swiftSettings: strictSettings
         ),
         .target(
             name: "KindlyPushDesktop",
-            dependencies: ["KindlyPush", "KindlyPushCore", "CGio", "CSQLite", "CDesktopShim"],
-            swiftSettings: strictSettings + [.unsafeFlags(gioIncludes.flatMap { ["-Xcc", $0] })]
+            dependencies: ["KindlyPush", "KindlyPushCore", "CGLib", "CSQLite", "CDesktopShim"],
+            swiftSettings: strictSettings
         ),
         .target(
             name: "KindlyPushTesting",
@@ -168,11 +147,16 @@ let package = Package(
             dependencies: ["KindlyPush", "KindlyPushCore"],
             swiftSettings: strictSettings
         ),
+        // One test target per product: KindlyPush's tests build without libsecret's headers.
         .testTarget(
             name: "KindlyPushTests",
-            dependencies: [
-                "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushTesting", "KindlyPushVectors",
-            ]
+            dependencies: ["KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors"]
+        ),
+        // The Secret Service keyring against a private gnome-keyring (tools/with-secret-service).
+        // Keyring/ links two files of KindlyPushTests (shared helpers and the pinning contract).
+        .testTarget(
+            name: "KindlyPushSecretServiceTests",
+            dependencies: ["KindlyPushSecretService", "KindlyPush", "KindlyPushCore", "KindlyPushTesting"]
         ),
         .testTarget(
             name: "KindlyPushDesktopTests",

@@ -1,3 +1,5 @@
+#include <gio/gio.h>
+
 #include "CDesktopShim.h"
 
 #include <errno.h>
@@ -9,58 +11,6 @@
 static const char bus_name[] = "org.freedesktop.Notifications";
 static const char object_path[] = "/org/freedesktop/Notifications";
 static const char interface_name[] = "org.freedesktop.Notifications";
-
-// MARK: Time budgets (the approach of CSecretShim's, for a target that does not link libsecret)
-
-struct KpdDeadline {
-    GCancellable *cancellable;
-    GSource *timer;
-};
-
-static gpointer run_timers(gpointer context) {
-    GMainLoop *loop = g_main_loop_new(context, FALSE);
-    g_main_loop_run(loop);  // for the life of the process
-    return NULL;
-}
-
-// A context of its own on a thread of its own: a timer on a shared pool fires late when
-// blocking calls hold every worker.
-static gpointer start_timer_thread(gpointer unused) {
-    (void)unused;
-    GMainContext *context = g_main_context_new();
-    g_thread_unref(g_thread_new("kindly-push-desktop-timers", run_timers, context));
-    return context;
-}
-
-static GMainContext *timer_context(void) {
-    static GOnce once = G_ONCE_INIT;
-    return g_once(&once, start_timer_thread, NULL);
-}
-
-static gboolean cancel_now(gpointer cancellable) {
-    g_cancellable_cancel(cancellable);
-    return G_SOURCE_REMOVE;
-}
-
-KpdDeadline *kpd_deadline_new(guint milliseconds) {
-    KpdDeadline *deadline = g_new0(KpdDeadline, 1);
-    deadline->cancellable = g_cancellable_new();
-    deadline->timer = g_timeout_source_new(milliseconds);
-    g_source_set_callback(deadline->timer, cancel_now, g_object_ref(deadline->cancellable), g_object_unref);
-    g_source_attach(deadline->timer, timer_context());
-    return deadline;
-}
-
-GCancellable *kpd_deadline_cancellable(KpdDeadline *deadline) {
-    return deadline->cancellable;
-}
-
-void kpd_deadline_free(KpdDeadline *deadline) {
-    g_source_destroy(deadline->timer);
-    g_source_unref(deadline->timer);
-    g_object_unref(deadline->cancellable);
-    g_free(deadline);
-}
 
 // MARK: Connections
 

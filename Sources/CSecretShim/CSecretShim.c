@@ -2,6 +2,8 @@
 // have been there unchanged since 0.x.
 #define SECRET_API_SUBJECT_TO_CHANGE
 
+#include <libsecret/secret.h>
+
 #include "CSecretShim.h"
 
 // MARK: One-time type registration
@@ -44,56 +46,10 @@ void kps_secret_init(void) {
     g_once(&once, register_types, NULL);
 }
 
-// MARK: Time budgets
-
-struct KpsDeadline {
-    GCancellable *cancellable;
-    GSource *timer;
-};
-
-static gpointer run_timers(gpointer context) {
-    GMainLoop *loop = g_main_loop_new(context, FALSE);
-    g_main_loop_run(loop);  // for the life of the process
-    return NULL;
-}
-
-// A context of its own on a thread of its own: a timer on a shared pool (Dispatch's global
-// queues, which also run Swift's tasks) fires late when blocking calls hold every worker.
-static gpointer start_timer_thread(gpointer unused) {
-    (void)unused;
-    GMainContext *context = g_main_context_new();
-    g_thread_unref(g_thread_new("kindly-push-timers", run_timers, context));
-    return context;
-}
-
-static GMainContext *timer_context(void) {
-    static GOnce once = G_ONCE_INIT;
-    return g_once(&once, start_timer_thread, NULL);
-}
-
-static gboolean cancel_now(gpointer cancellable) {
-    g_cancellable_cancel(cancellable);
-    return G_SOURCE_REMOVE;
-}
-
-KpsDeadline *kps_deadline_new(guint milliseconds) {
-    KpsDeadline *deadline = g_new0(KpsDeadline, 1);
-    deadline->cancellable = g_cancellable_new();
-    deadline->timer = g_timeout_source_new(milliseconds);
-    g_source_set_callback(deadline->timer, cancel_now, g_object_ref(deadline->cancellable), g_object_unref);
-    g_source_attach(deadline->timer, timer_context());
-    return deadline;
-}
-
-GCancellable *kps_deadline_cancellable(KpsDeadline *deadline) {
-    return deadline->cancellable;
-}
-
-void kps_deadline_free(KpsDeadline *deadline) {
-    g_source_destroy(deadline->timer);
-    g_source_unref(deadline->timer);
-    g_object_unref(deadline->cancellable);
-    g_free(deadline);
+void kps_libsecret_version(guint *major, guint *minor, guint *micro) {
+    *major = SECRET_MAJOR_VERSION;
+    *minor = SECRET_MINOR_VERSION;
+    *micro = SECRET_MICRO_VERSION;
 }
 
 // MARK: Schema

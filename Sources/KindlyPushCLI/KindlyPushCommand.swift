@@ -38,7 +38,7 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
     if name == "--help" || name == "-h" {
         return Terminal.printText(Help.root(allCommands, width: width))
     }
-    // cli.md, "General conventions": `--version` and `kindly-push version`.
+    // docs/spec/streams.md, "Input and output": `--version` and `kindly-push version`.
     if name == "--version" || name == "version" {
         return Terminal.printText("kindly-push \(KindlyPushRelease.version)\n")
     }

@@ -1,5 +1,5 @@
 internal import CDesktopShim
-internal import CGio
+internal import CGLib
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -11,7 +11,7 @@ internal import KindlyPushCore
 ///
 /// It posts notifications (`Notify`), reads what the server offers (`GetCapabilities`,
 /// `GetServerInformation`), and reports the server's `ActionInvoked` and `NotificationClosed`
-/// signals as ``Event`` values. It needs no GLib main loop: the signals are queued as they
+/// signals as `Event` values. It needs no GLib main loop: the signals are queued as they
 /// arrive, and ``eventDescriptor`` becomes readable, so that a host can `poll` it beside its own
 /// descriptors and call ``takeEvents()`` when it is readable.
 ///
@@ -375,12 +375,12 @@ package final class DesktopDeadline {
 
     init(_ budget: Duration) {
         end = ContinuousClock.now.advanced(by: budget)
-        deadline = kpd_deadline_new(guint(DesktopDeadline.milliseconds(budget, roundingUp: true)))
-        cancellable = kpd_deadline_cancellable(deadline)
+        deadline = kpg_deadline_new(guint(DesktopDeadline.milliseconds(budget, roundingUp: true)))
+        cancellable = kpg_deadline_cancellable(deadline)
     }
 
     deinit {
-        kpd_deadline_free(deadline)
+        kpg_deadline_free(deadline)
     }
 
     /// What is left of the budget, for GDBus's own timeout argument (at least 1 ms).

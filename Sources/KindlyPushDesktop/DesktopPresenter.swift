@@ -2,19 +2,19 @@ public import KindlyPush
 internal import KindlyPushCore
 
 /// Shows Kindly pushes on a Linux desktop, as the notification service extension and the app do
-/// on iOS: the display rules decide (``KindlyPushRouter``, exactly as `kindly-push route`), and a
+/// on iOS: the display rules decide (`KindlyPushRouter`, exactly as `kindly-push route`), and a
 /// banner or a placeholder becomes a desktop notification through a ``DesktopNotifier``.
 ///
 /// - A banner shows the decrypted title and body, with the category hint `im.received`, the
 ///   `desktop-entry` hint when one is set, the default action "Open chat" (when the server
-///   offers actions and ``Options/offersOpenAction`` is on), and one notification per chat: a
+///   offers actions and `Options/offersOpenAction` is on), and one notification per chat: a
 ///   new message of a chat replaces its last banner (`replaces_id`, kept in the store).
 /// - A placeholder shows the push's own alert (the backend's generic text), or
-///   ``Options/placeholder`` when the push has none: never ciphertext, never why decryption failed.
+///   `Options/placeholder` when the push has none: never ciphertext, never why decryption failed.
 /// - A push already shown (same key id and message id, or same envelope) is not shown again,
-///   when a store is given and ``Options/deduplicates`` is on.
+///   when a store is given and `Options/deduplicates` is on.
 /// - A push that is not Kindly's is the host's: it is shown as its own alert only with
-///   ``Options/showsPassthrough``.
+///   `Options/showsPassthrough`.
 ///
 /// ``plan(userInfo:)`` decides without any I/O but decryption; ``show(_:with:at:)`` posts.
 /// A store that fails is reported once (``init(context:decryption:store:options:storeFailed:)``)
@@ -164,10 +164,10 @@ public final class DesktopPresenter: Sendable {
     }
 
     /// The text of a placeholder: the push's own alert as the backend sent it (its generic text),
-    /// or ``Options/placeholder`` when it has none.
+    /// or `Options/placeholder` when it has none.
     ///
-    /// Pinned mode (wire format section 7.3) trusts nothing in a push that does not decrypt, its
-    /// alert included: there this returns ``Options/placeholder`` whatever the push says.
+    /// Pinned mode (docs/spec/wire-format.md section 7.3) trusts nothing in a push that does not decrypt, its
+    /// alert included: there this returns `Options/placeholder` whatever the push says.
     func placeholderText(userInfo: JSONValue) -> KindlyPushSealer.Placeholder {
         if decryption.isInPinnedMode { return options.placeholder }
         let alert = NotificationContent(userInfo: userInfo)

@@ -1,9 +1,9 @@
-internal import CLibsecret
+internal import CGLib
 internal import CSecretShim
 public import KindlyPush
 internal import KindlyPushCore
 
-/// Pinned sender keys in the Secret Service (wire format section 7.1): each is one item of the
+/// Pinned sender keys in the Secret Service (docs/spec/wire-format.md section 7.1): each is one item of the
 /// schema `ai.kindly.push.SenderKey` in the keyring's collection, beside the device keys and with
 /// the same care. The item's secret is the pinned key's 32 bytes; its attributes are `sid` and
 /// `public_key` (base64url), `label` and `created` (Unix seconds as decimal text).
@@ -13,7 +13,7 @@ internal import KindlyPushCore
 /// mode. Like every operation of this keyring, pinning and reading never prompt and never block
 /// past the time budget.
 extension SecretServiceKeyring {
-    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
+    /// Pins `key` with `label` (see `Keyring/pinSender(_:label:)`).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         if let problem = KeyringLabel.problem(with: label) { throw .io("cannot pin the sender key: \(problem)") }
         let operation = try Operation(self, "pin a sender key")
@@ -42,7 +42,7 @@ extension SecretServiceKeyring {
         g_object_unref(item)
     }
 
-    /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
+    /// Every pinned sender key, oldest first (see `Keyring/pinnedSenders()`).
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         let operation = try Operation(self, "read the pinned sender keys")
         guard let collection = try operation.unlockedCollection() else { return [] }
@@ -76,7 +76,7 @@ extension SecretServiceKeyring {
         return pinned.sorted()
     }
 
-    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
+    /// Removes the pinned sender key `sid` (see `Keyring/unpinSender(_:)`).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
         let operation = try Operation(self, "unpin a sender key")
         guard let collection = try operation.unlockedCollection() else { throw .senderNotFound(sid) }

@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 internal import CSecretShim
 public import KindlyPush
 internal import KindlyPushCore
@@ -20,13 +20,13 @@ internal import KindlyPushCore
 ///
 /// The keyring never prompts and never blocks:
 /// - it checks the collection's locked state before anything else, with calls that cannot
-///   prompt, and reports a locked collection as ``KeyringError/locked(_:)``;
-/// - a prompt the service asks for anyway is refused at once (``KeyringError/locked(_:)``);
+///   prompt, and reports a locked collection as `KeyringError/locked(_:)`;
+/// - a prompt the service asks for anyway is refused at once (`KeyringError/locked(_:)`);
 /// - every operation runs under one time budget (``timeout``, 1.5 s by default): a missing bus,
-///   a missing service or a service that does not answer is ``KeyringError/unreachable(_:)``
+///   a missing service or a service that does not answer is `KeyringError/unreachable(_:)`
 ///   within that budget, even when the service hangs.
 ///
-/// Secrets cross libsecret only in its own wiping buffers (`SecretValue`) and ``SecureBytes``.
+/// Secrets cross libsecret only in its own wiping buffers (`SecretValue`) and `SecureBytes`.
 /// The value is `Sendable` and safe to use from many threads at once; it keeps one private bus
 /// connection (never the process-wide session-bus singleton, whose loss would exit the process).
 public struct SecretServiceKeyring: Keyring {
@@ -100,8 +100,10 @@ public struct SecretServiceKeyring: Keyring {
     /// A keyring in `collection` of the Secret Service on the bus at `busAddress`.
     ///
     /// - Parameters:
+    ///   - collection: the collection that holds the keys: the default one (alias `default`), or
+    ///     one named by alias or object path.
     ///   - busAddress: a D-Bus address; by default `DBUS_SESSION_BUS_ADDRESS`, read now. Without
-    ///     either, every operation fails with ``KeyringError/unreachable(_:)``. (GLib would fall
+    ///     either, every operation fails with `KeyringError/unreachable(_:)`. (GLib would fall
     ///     back to X11 autolaunch, which starts a bus as a side effect; this keyring never does.)
     ///   - timeout: the time budget of each operation.
     public init(collection: Collection = .default, busAddress: String? = nil, timeout: Duration = defaultTimeout) {
@@ -310,7 +312,7 @@ extension SecretServiceKeyring {
         }
 
         /// The keyring's collection, or `nil` when no collection has that alias or path. A
-        /// locked collection is ``KeyringError/locked(_:)``: it is checked before anything else,
+        /// locked collection is `KeyringError/locked(_:)`: it is checked before anything else,
         /// with calls that cannot prompt (ReadAlias, the collection's properties).
         func unlockedCollection() throws(KeyringError) -> GObject<SecretCollection>? {
             // gnome-keyring (42) now and then answers that an existing collection is not there
@@ -416,12 +418,12 @@ final class Deadline {
     init(_ budget: Duration) {
         let (seconds, attoseconds) = budget.components
         let milliseconds = max(0, min(Int64(UInt32.max), seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000))
-        deadline = kps_deadline_new(guint(milliseconds))
-        cancellable = kps_deadline_cancellable(deadline)
+        deadline = kpg_deadline_new(guint(milliseconds))
+        cancellable = kpg_deadline_cancellable(deadline)
     }
 
     deinit {
-        kps_deadline_free(deadline)
+        kpg_deadline_free(deadline)
     }
 }
 

@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 internal import CSecretShim
 internal import KindlyPush
 
@@ -20,7 +20,7 @@ extension SecretServiceKeyring {
 
     /// Asks the bus at `busAddress` (else `DBUS_SESSION_BUS_ADDRESS`) whether it answers within
     /// `timeout` and offers the Secret Service. Never prompts and never starts anything itself.
-    /// ``sessionBusAnswers(busAddress:timeout:)`` is true exactly when this is ``SessionBusProbe/available``.
+    /// ``sessionBusAnswers(busAddress:timeout:)`` is true exactly when this is `SessionBusProbe/available`.
     package static func probeSessionBus(busAddress: String? = nil, timeout: Duration = .milliseconds(500)) -> SessionBusProbe {
         guard let address = busAddress ?? environmentBusAddress() else { return .noAddress }
         let deadline = Deadline(timeout)
@@ -45,6 +45,10 @@ extension SecretServiceKeyring {
     /// The version of libsecret's headers the package was built with. (libsecret 0.20 has no
     /// call that gives the version at run time; its shared library keeps the same soname.)
     package static var libsecretVersion: String {
-        "\(SECRET_MAJOR_VERSION).\(SECRET_MINOR_VERSION).\(SECRET_MICRO_VERSION)"
+        var major: guint = 0
+        var minor: guint = 0
+        var micro: guint = 0
+        kps_libsecret_version(&major, &minor, &micro)
+        return "\(major).\(minor).\(micro)"
     }
 }

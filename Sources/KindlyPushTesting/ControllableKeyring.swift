@@ -2,7 +2,7 @@ internal import Dispatch
 public import KindlyPush
 internal import KindlyPushCore
 
-/// A keyring that fails or blocks on demand, around an ``InMemoryKeyring``: for testing how a
+/// A keyring that fails or blocks on demand, around an `InMemoryKeyring`: for testing how a
 /// service handles a locked keyring, an unreachable Secret Service, or one that hangs.
 ///
 /// ```swift
@@ -76,19 +76,19 @@ public final class ControllableKeyring: Keyring {
         try inner.delete(kid)
     }
 
-    /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
+    /// Pins `key` with `label` (see `Keyring/pinSender(_:label:)`).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         if let failure { throw failure }
         try inner.pinSender(key, label: label)
     }
 
-    /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
+    /// Every pinned sender key, oldest first (see `Keyring/pinnedSenders()`).
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         if let failure { throw failure }
         return try inner.pinnedSenders()
     }
 
-    /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
+    /// Removes the pinned sender key `sid` (see `Keyring/unpinSender(_:)`).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
         if let failure { throw failure }
         try inner.unpinSender(sid)

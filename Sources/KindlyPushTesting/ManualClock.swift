@@ -1,7 +1,7 @@
 public import KindlyPush
 internal import KindlyPushCore
 
-/// A ``KindlyClock`` that moves only when the test says, so that tap ages and deadlines are exact.
+/// A `KindlyClock` that moves only when the test says, so that tap ages and deadlines are exact.
 ///
 /// ```swift
 /// let clock = ManualClock()

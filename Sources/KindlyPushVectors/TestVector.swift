@@ -1,7 +1,7 @@
 package import KindlyPushBase
 package import KindlyPushCore
 
-/// A test vector of cli.md: a push for a device key (and the reader's pinned sender keys) and
+/// A test vector of docs/spec/streams.md: a push for a device key (and the reader's pinned sender keys) and
 /// what decrypting it must give, and for a sealing vector the ephemeral key, nonce, plaintext
 /// (and for version 2 the sender's secret key) that reproduce its envelope byte for byte. Any
 /// backend or client can check itself against these files.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks test-vector files against kindly_ref, the independent reference.
 
-For every vector (cli.md, "Test-vector files"): decrypts `apns` with
+For every vector (docs/spec/streams.md, "Test-vector files"): decrypts `apns` with
 `device_secret_key` and the pinned sender keys `pinned_sender_keys` (absent:
 none) and compares with `expected` (the payload as a JSON value, numbers by
 exact value; or the reason); for a sealing vector, seals `plaintext` again

@@ -10,7 +10,7 @@ kindly_ref's reader, so a disagreement stops the run instead of landing in a fil
 
 Vectors whose apns.kindly kid/epk/n/ct are exactly what sealing `plaintext`
 with `ephemeral_secret_key` and `nonce` to the device key gives are sealing
-vectors (cli.md) and carry those three fields. Vectors whose envelope was
+vectors (docs/spec/streams.md) and carry those three fields. Vectors whose envelope was
 changed after sealing, or whose sealed message is not pad(text) for some text
 (bad padding, invalid UTF-8), or that were sealed to another key, do not.
 A version 2 sealing vector also carries `sender_secret_key` (and its kid, sid,

@@ -11,7 +11,7 @@ code and none of its crypto library:
                          parameter, as the spec asks, not a truncation)
   * ISO/IEC 7816-4 padding, canonical base64 and every wire-format rule -- by hand here.
 
-Usage (exit codes are those of cli.md):
+Usage (exit codes are those of docs/spec/streams.md):
 
   kindly_ref.py keygen [--secret-key B64]
   kindly_ref.py sender-keygen [--secret-key B64]
@@ -22,7 +22,7 @@ Usage (exit codes are those of cli.md):
   kindly_ref.py decrypt (--secret-key B64 | --key-file PATH)...
                         [--sender-key B64]...                                < apns.json
 
-`seal` writes version 1, or version 2 (wire-format section 7.2) when given a
+`seal` writes version 1, or version 2 (docs/spec/wire-format.md section 7.2) when given a
 sender key. `decrypt` reads both versions (section 7.3); each `--sender-key`
 pins one sender public key, and with at least one it reads in pinned mode.
 
@@ -47,17 +47,17 @@ from Crypto.Cipher import ChaCha20_Poly1305
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 LABEL = b"kindly-push/v1"
-LABEL2 = b"kindly-push/v2"   # wire-format section 7
+LABEL2 = b"kindly-push/v2"   # docs/spec/wire-format.md section 7
 BLOCK_SIZE = 64            # padding block (wire-format 2.6)
 TAG_SIZE = 16              # Poly1305 tag appended to the ciphertext
 APNS_LIMIT = 4096          # Apple's limit for the whole compact payload
-INPUT_LIMIT = 64 * 1024    # cli.md: input over 64 KiB is bad_input
+INPUT_LIMIT = 64 * 1024    # docs/spec/streams.md: input over 64 KiB is bad_input
 MAX_SAFE_INTEGER = 2**53 - 1
 
 DEFAULT_TITLE = "New message"
 DEFAULT_BODY = "Open the app to read it"
 
-# Exit codes of cli.md, keyed by error code.
+# Exit codes of docs/spec/streams.md, keyed by error code.
 EXIT_CODES = {
     "not_kindly": 1,
     "unsupported_version": 2,
@@ -70,7 +70,7 @@ EXIT_CODES = {
     "bad_input": 65,
     "io": 74,
 }
-# The reasons decrypt can fail with, in the order wire-format section 7.3 checks
+# The reasons decrypt can fail with, in the order docs/spec/wire-format.md section 7.3 checks
 # them (section 5's order, with untrusted_sender between key_unavailable and
 # authentication_failed).
 DECRYPT_REASONS = ("not_kindly", "unsupported_version", "malformed", "key_unavailable",
@@ -78,7 +78,7 @@ DECRYPT_REASONS = ("not_kindly", "unsupported_version", "malformed", "key_unavai
 
 
 class KindlyError(Exception):
-    """A failure with one of the codes of cli.md. Messages never hold key material."""
+    """A failure with one of the codes of docs/spec/streams.md. Messages never hold key material."""
 
     def __init__(self, code: str, message: str):
         super().__init__(f"{code}: {message}")
@@ -350,7 +350,7 @@ def dumps(value, indent: int | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Crypto primitives (wire-format sections 1 and 2).
+# Crypto primitives (docs/spec/wire-format.md sections 1 and 2).
 # ---------------------------------------------------------------------------
 
 def key_id(public_key: bytes) -> bytes:
@@ -439,7 +439,7 @@ def unpad(data: bytes, block: int = BLOCK_SIZE) -> bytes | None:
 
 
 # ---------------------------------------------------------------------------
-# Sealing (wire-format sections 2 and 3).
+# Sealing (docs/spec/wire-format.md sections 2 and 3).
 # ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -496,7 +496,7 @@ def apns_payload(envelope: Envelope, mode: str = "visible",
 
 
 # ---------------------------------------------------------------------------
-# The plaintext (wire-format section 4).
+# The plaintext (docs/spec/wire-format.md section 4).
 # ---------------------------------------------------------------------------
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -557,7 +557,7 @@ def parse_plaintext(text: bytes, code: str = "bad_plaintext") -> dict:
 
 
 # ---------------------------------------------------------------------------
-# Reading (wire-format section 5).
+# Reading (docs/spec/wire-format.md section 5).
 # ---------------------------------------------------------------------------
 
 def parse_document(data: bytes) -> JsonObject:
@@ -690,7 +690,7 @@ def decrypt(doc: JsonObject, secret_keys: list[bytes], sender_keys=()) -> dict:
 # ---------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on a usage error, which cli.md gives to unsupported_version."""
+    """argparse exits 2 on a usage error, which docs/spec/streams.md gives to unsupported_version."""
 
     def error(self, message):
         raise KindlyError("usage", message)
@@ -708,7 +708,7 @@ def _key_arg(text: str, what: str) -> bytes:
 
 def _key_file(path: str, field: str, kind: str = "kid") -> bytes:
     """One key of a key file (kind "kid") or a sender key file (kind "sid").
-    cli.md: neither kind is accepted where the other is expected, so a file
+    docs/spec/streams.md: neither kind is accepted where the other is expected, so a file
     holding the other kind's id member is refused."""
     other = "sid" if kind == "kid" else "kid"
     try:
@@ -749,7 +749,7 @@ def _key_file_json(secret_key: bytes) -> dict:
 
 
 def _sender_key_file_json(secret_key: bytes) -> dict:
-    """A sender key file (cli.md): a key file with sid in place of kid."""
+    """A sender key file (docs/spec/streams.md): a key file with sid in place of kid."""
     spk = public_key_of(secret_key)
     return {"sid": b64url(sender_id(spk)), "public_key": b64url(spk), "secret_key": b64url(secret_key)}
 

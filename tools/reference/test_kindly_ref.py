@@ -373,7 +373,7 @@ class Version2(unittest.TestCase):
             sealed = self.seal("--sender-key-file", str(sender_file))
             self.assertEqual(sealed.returncode, 0, sealed.stderr)
             self.assertEqual(self.decrypt(sealed.stdout, self.sender["public_key"]).returncode, 0)
-            # neither kind of key file is accepted where the other is expected (cli.md)
+            # neither kind of key file is accepted where the other is expected (docs/spec/streams.md)
             self.assertEqual(self.seal("--sender-key-file", str(device_file)).returncode, 74)
             out = run(["seal", "--key-file", str(sender_file)], json.dumps(self.PLAINTEXT).encode())
             self.assertEqual(out.returncode, 74)

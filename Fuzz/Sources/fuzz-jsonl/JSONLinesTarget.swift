@@ -6,7 +6,7 @@ import KindlyPushCore
 ///
 /// The first three input bytes choose the line limit, the read size and the batch size (0xFF:
 /// the command's own values), so that lines cross chunk and batch boundaries and hit the limit;
-/// the rest is the stream. Invariants, from cli.md's counting rule: one line per
+/// the rest is the stream. Invariants, from docs/spec/streams.md's counting rule: one line per
 /// newline-separated segment (a final segment without a newline counts, the newline that ends
 /// the input starts no other, an empty input has no line); a segment over the limit is
 /// oversized and every other line has exactly the segment's bytes; a batch is full unless it is
@@ -26,7 +26,7 @@ enum JSONLinesTarget {
             stream = UnsafeRawBufferPointer(rebasing: input[3...])
         }
 
-        // cli.md's rule, computed directly.
+        // docs/spec/streams.md's rule, computed directly.
         var segments = stream.split(separator: 0x0A, omittingEmptySubsequences: false).map { Array($0) }
         if stream.last == 0x0A || stream.isEmpty { segments.removeLast() }
 

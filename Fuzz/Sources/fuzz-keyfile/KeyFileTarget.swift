@@ -5,7 +5,7 @@ import KindlyPushCore
 /// Key-file parsing (`KeyFile.parse`) and sender-key-file parsing (`SenderKeyFile.parse`), with
 /// the secret key read straight into a wiped buffer. Every input is read as both kinds.
 ///
-/// Invariants: each parser accepts exactly what a reference reading of cli.md accepts (a JSON
+/// Invariants: each parser accepts exactly what a reference reading of docs/spec/streams.md accepts (a JSON
 /// object, no duplicate names, `secret_key` canonical base64 of 32 bytes, `public_key` the
 /// X25519 public key of it, `kid` (or `sid`) = BLAKE2b-8 of that, all computed with libsodium
 /// directly, and no member of the other kind's id: a device key file has no `sid`, a sender key
@@ -92,7 +92,7 @@ enum KeyFileTarget {
         var object: JSONObject
     }
 
-    /// cli.md's key file (`idMember` "kid") or sender key file ("sid"), read with the plain JSON
+    /// docs/spec/streams.md's key file (`idMember` "kid") or sender key file ("sid"), read with the plain JSON
     /// reader and checked with libsodium directly.
     static func referenceParse(_ input: UnsafeRawBufferPointer, idMember: String, otherIDMember: String) -> Reference? {
         guard case .object(let object)? = try? JSONReader.parse(input), !object.hasDuplicateKeys, object[otherIDMember] == nil,

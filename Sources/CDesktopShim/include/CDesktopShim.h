@@ -5,28 +5,18 @@
 //   (ActionInvoked, NotificationClosed) behind an eventfd, so that a host can poll for them from
 //   its own event loop with no GLib main loop;
 // - GError classification by domain and code (the domains are macros);
-// - time budgets whose timers fire on a thread of their own (as CSecretShim's).
+//
+// Swift imports this header with no include flag, so it names GIO's types through CGLib.h, and
+// CDesktopShim.c includes <gio/gio.h> before it (see CGLib.h for why); the time budgets are
+// CGLib's.
 #ifndef KINDLY_PUSH_DESKTOP_SHIM_H
 #define KINDLY_PUSH_DESKTOP_SHIM_H
 
-#include <gio/gio.h>
+#include "CGLib.h"
 
-G_BEGIN_DECLS
-
-// MARK: Time budgets
-
-/// One operation's time budget: a cancellable that is cancelled `milliseconds` after it is made.
-typedef struct KpdDeadline KpdDeadline;
-
-/// Starts a time budget. Its timer runs on a thread of its own that only waits for timers, so it
-/// fires on time however busy the other threads are.
-KpdDeadline *kpd_deadline_new(guint milliseconds);
-
-/// The cancellable to pass to every call of the operation.
-GCancellable *kpd_deadline_cancellable(KpdDeadline *deadline);
-
-/// Stops the timer and releases the budget.
-void kpd_deadline_free(KpdDeadline *deadline);
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 // MARK: Connections
 
@@ -120,6 +110,8 @@ typedef enum {
 
 KpdErrorKind kpd_error_kind(const GError *error);
 
-G_END_DECLS
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,36 +6,77 @@
 // - a SecretService subclass that refuses every prompt instead of showing one;
 // - the C-variadic GObject and GVariant constructors (g_initable_new, g_variant_new);
 // - GError classification by domain and code (the domains are macros);
-// - time budgets whose timers fire on a thread of their own.
+// - the version of libsecret's headers (macros).
+//
+// Swift imports this header with no include flag: it declares the part of libsecret that Swift
+// calls itself, with libsecret's own prototypes (checked against them where CSecretShim.c
+// includes <libsecret/secret.h> first; see CGLib.h for why). Adding one is one line.
 #ifndef KINDLY_PUSH_SECRET_SHIM_H
 #define KINDLY_PUSH_SECRET_SHIM_H
 
-#include <libsecret/secret.h>
+#include "CGLib.h"
 
-G_BEGIN_DECLS
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef __SECRET_H__
+// Opaque in libsecret too (Swift: OpaquePointer).
+typedef struct _SecretValue SecretValue;
+
+// Instance structs in libsecret; here placeholders, so that Swift imports typed pointers.
+typedef struct _SecretSchema {
+    char kp_opaque;
+} SecretSchema;
+typedef struct _SecretService {
+    char kp_opaque;
+} SecretService;
+typedef struct _SecretCollection {
+    char kp_opaque;
+} SecretCollection;
+typedef struct _SecretItem {
+    char kp_opaque;
+} SecretItem;
+
+typedef enum {
+    SECRET_ITEM_CREATE_NONE = 0,
+    SECRET_ITEM_CREATE_REPLACE = 1 << 1,
+} SecretItemCreateFlags;
+typedef enum {
+    SECRET_COLLECTION_NONE = 0,
+    SECRET_COLLECTION_LOAD_ITEMS = 1 << 1,
+} SecretCollectionFlags;
+#endif
+
+// libsecret (secret-1), as Swift calls it.
+SecretValue *secret_value_new(const gchar *secret, gssize length, const gchar *content_type);
+const gchar *secret_value_get(SecretValue *value, gsize *length);
+void secret_value_unref(gpointer value);
+SecretItem *secret_item_create_sync(SecretCollection *collection, const SecretSchema *schema, GHashTable *attributes,
+                                    const gchar *label, SecretValue *value, SecretItemCreateFlags flags,
+                                    GCancellable *cancellable, GError **error);
+gboolean secret_item_get_locked(SecretItem *self);
+GHashTable *secret_item_get_attributes(SecretItem *self);
+gboolean secret_item_load_secret_sync(SecretItem *self, GCancellable *cancellable, GError **error);
+SecretValue *secret_item_get_secret(SecretItem *self);
+gboolean secret_item_delete_sync(SecretItem *self, GCancellable *cancellable, GError **error);
+SecretCollection *secret_collection_for_alias_sync(SecretService *service, const gchar *alias,
+                                                   SecretCollectionFlags flags, GCancellable *cancellable,
+                                                   GError **error);
+gboolean secret_collection_get_locked(SecretCollection *self);
+
+/// The version of libsecret's headers the shim was built with (SECRET_MAJOR_VERSION and so on).
+void kps_libsecret_version(guint *major, guint *minor, guint *micro);
 
 /// Registers every GLib type that libsecret and this shim use, exactly once, whichever thread
 /// gets here first. Every other function of this shim calls it; calling it again is cheap.
 void kps_secret_init(void);
 
-/// One operation's time budget: a cancellable that is cancelled `milliseconds` after it is made.
-typedef struct KpsDeadline KpsDeadline;
-
-/// Starts a time budget. Its timer runs on a thread of its own that only waits for timers, so it
-/// fires on time however busy the other threads are.
-KpsDeadline *kps_deadline_new(guint milliseconds);
-
-/// The cancellable to pass to every call of the operation.
-GCancellable *kps_deadline_cancellable(KpsDeadline *deadline);
-
-/// Stops the timer and releases the budget.
-void kps_deadline_free(KpsDeadline *deadline);
-
 /// The schema `ai.kindly.push.DeviceKey` with the string attributes `kid`, `label`, `created`
 /// and `public_key`.
 const SecretSchema *kps_schema(void);
 
-/// The schema `ai.kindly.push.SenderKey` of pinned sender keys (wire-format section 7.1), with
+/// The schema `ai.kindly.push.SenderKey` of pinned sender keys (docs/spec/wire-format.md section 7.1), with
 /// the string attributes `sid`, `label`, `created` and `public_key`.
 const SecretSchema *kps_sender_schema(void);
 
@@ -102,6 +143,8 @@ KpsErrorKind kps_error_kind(const GError *error);
 /// UnknownMethod, "No such secret collection at path").
 gboolean kps_error_means_missing(const GError *error);
 
-G_END_DECLS
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,7 +25,7 @@ extension KeyDecodingError: LocalizedError {
 }
 
 extension PlaintextError: LocalizedError {
-    /// The rule of wire-format section 4 that the plaintext breaks.
+    /// The rule of docs/spec/wire-format.md section 4 that the plaintext breaks.
     public var errorDescription: String? { description }
 }
 

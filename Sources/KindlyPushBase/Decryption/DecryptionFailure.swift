@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// Why a push did not decrypt: one of the reasons of wire format sections 5 and 7.3, with a
+/// Why a push did not decrypt: one of the reasons of docs/spec/wire-format.md sections 5 and 7.3, with a
 /// detail for people and, for `key_unavailable`, the keyring's own typed error.
 ///
 /// The detail never contains key material or plaintext. `description` (and, with Foundation,
@@ -15,7 +15,7 @@ internal import KindlyPushCore
 /// }
 /// ```
 public struct DecryptionFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The reasons of wire format sections 5 and 7.3, in the order they are checked. Exactly the spec's
+    /// The reasons of docs/spec/wire-format.md sections 5 and 7.3, in the order they are checked. Exactly the spec's
     /// cases: an exhaustive `switch` needs no default.
     public enum Reason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
         /// 1. `isKindlyNotification` is false: the push is another provider's.
@@ -27,11 +27,11 @@ public struct DecryptionFailure: Error, Sendable, Hashable, CustomStringConverti
         /// 4. No secret key with the push's `kid` can be read now (see ``DecryptionFailure/keyringError``).
         case keyUnavailable = "key_unavailable"
         /// 5. A version 2 push whose `sid` names no pinned sender key, or a version 1 push read
-        /// in pinned mode (wire format section 7.3).
+        /// in pinned mode (docs/spec/wire-format.md section 7.3).
         case untrustedSender = "untrusted_sender"
         /// 6. A shared secret is all zeros or the AEAD tag does not verify.
         case authenticationFailed = "authentication_failed"
-        /// 7. The padding or the plaintext breaks wire format section 4.
+        /// 7. The padding or the plaintext breaks docs/spec/wire-format.md section 4.
         case badPlaintext = "bad_plaintext"
 
         /// The spec's code: `not_kindly`, `unsupported_version`, …

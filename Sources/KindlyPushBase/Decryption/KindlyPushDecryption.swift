@@ -36,7 +36,7 @@ public struct KindlyPushDecryption: Sendable {
         self.pinnedSenderKeys = pinnedSenderKeys
     }
 
-    /// Whether this reader is in pinned mode (wire format section 7.1): it pins a sender key,
+    /// Whether this reader is in pinned mode (docs/spec/wire-format.md section 7.1): it pins a sender key,
     /// here or in its keyring. A keyring whose pins cannot be read counts as pinned mode.
     public var isInPinnedMode: Bool {
         if !pinnedSenderKeys.isEmpty { return true }

@@ -7,7 +7,7 @@ internal import KindlyPushCore
 /// The embedded default keyring: one key file per key in a folder only its owner can enter,
 /// and one file per pinned sender key in its `senders` folder (see ``sendersFolder``).
 ///
-/// Each file is `KID.json` (the kid in base64url), holding the key-file object of cli.md plus
+/// Each file is `KID.json` (the kid in base64url), holding the key-file object of docs/spec/streams.md plus
 /// `label` and `created`. Files are 0600 and written atomically (a nameless file, fsync, link
 /// under its name, fsync of the folder; see `PrivateFile.write`), so a crash or `kill -9` never
 /// leaves a torn key or a stray copy, and two writers, threads or processes, never lose one: each
@@ -23,7 +23,7 @@ public struct FileKeyring: Keyring {
         self.folder = folder
     }
 
-    /// The folder cli.md names: `$KINDLY_PUSH_KEYRING_DIR`, else `$XDG_DATA_HOME/kindly-push/keys`
+    /// The folder docs/spec/streams.md names: `$KINDLY_PUSH_KEYRING_DIR`, else `$XDG_DATA_HOME/kindly-push/keys`
     /// (an absolute `XDG_DATA_HOME` only, as the XDG specification says), else
     /// `~/.local/share/kindly-push/keys`, where `~` is `$HOME` or, when `HOME` is unset or empty,
     /// the effective user's home folder in the password database.

@@ -5,7 +5,7 @@ internal import KindlyPushCore
 #endif
 
 /// Where device keys live: the Secret Service, a folder of key files, memory; and the sender
-/// keys the device pinned (wire format section 7.1).
+/// keys the device pinned (docs/spec/wire-format.md section 7.1).
 ///
 /// Several keys may coexist (rotation): ``KindlyPushDecryption`` looks up the key named by
 /// each push's `kid`, and the pinned sender key named by a version 2 push's `sid`. A keyring

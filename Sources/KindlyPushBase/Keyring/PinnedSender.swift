@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// A pinned sender key and its metadata (wire format section 7.1). Entries sort oldest first,
+/// A pinned sender key and its metadata (docs/spec/wire-format.md section 7.1). Entries sort oldest first,
 /// then by sid, in every keyring.
 public struct PinnedSender: Sendable, Hashable, Comparable {
     /// The pinned key, as its bytes were pinned.

@@ -1,6 +1,6 @@
 package import KindlyPushCore
 
-/// A device key's id: `BLAKE2b(pk)` with an 8-byte digest length (wire format section 1).
+/// A device key's id: `BLAKE2b(pk)` with an 8-byte digest length (docs/spec/wire-format.md section 1).
 public struct KeyID: Sendable, Hashable, CustomStringConvertible {
     /// A kid is 8 bytes (BLAKE2b with an 8-byte digest length).
     public static let length = 8
@@ -121,7 +121,7 @@ public struct DeviceSecretKey: Sendable, Equatable, CustomStringConvertible, Cus
     public var debugDescription: String { description }
 }
 
-/// A device key pair (wire format section 1) with its key id.
+/// A device key pair (docs/spec/wire-format.md section 1) with its key id.
 public struct DeviceKey: Sendable, CustomStringConvertible {
     /// The secret half (never printed, compared in constant time).
     public let secretKey: DeviceSecretKey

@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// A key file (cli.md): the JSON object `{"kid": B64, "public_key": B64, "secret_key": B64}`
+/// A key file (docs/spec/streams.md): the JSON object `{"kid": B64, "public_key": B64, "secret_key": B64}`
 /// in base64url, mode 0600.
 ///
 /// The secret key is decoded straight from the file's bytes into a wiped buffer and encoded
@@ -39,7 +39,7 @@ public enum KeyFile {
     }
 }
 
-/// What a key file and a sender key file (cli.md) share: the object `{ID, "public_key",
+/// What a key file and a sender key file (docs/spec/streams.md) share: the object `{ID, "public_key",
 /// "secret_key"}` in base64url, where ID is `kid` for a device key and `sid` for a sender key,
 /// the three members agree, and neither kind is accepted where the other is expected.
 enum KeyPairFile {

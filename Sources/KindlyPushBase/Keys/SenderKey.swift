@@ -1,6 +1,6 @@
 package import KindlyPushCore
 
-/// A sender key's id: `BLAKE2b(spk)` with an 8-byte digest length (wire format section 7.1), as
+/// A sender key's id: `BLAKE2b(spk)` with an 8-byte digest length (docs/spec/wire-format.md section 7.1), as
 /// ``KeyID`` is a device key's.
 public struct SenderID: Sendable, Hashable, CustomStringConvertible {
     /// 8 bytes.
@@ -34,7 +34,7 @@ public struct SenderID: Sendable, Hashable, CustomStringConvertible {
     public var description: String { base64URL }
 }
 
-/// A sender's X25519 public key (32 bytes), the key a device pins (wire format section 7.1).
+/// A sender's X25519 public key (32 bytes), the key a device pins (docs/spec/wire-format.md section 7.1).
 ///
 /// Any 32 bytes are a pinned key: they are hashed as they are for the ``sid`` and the key
 /// schedule, and a key that can never authenticate (a low-order point) still puts the reader in
@@ -67,7 +67,7 @@ public struct SenderPublicKey: Sendable, Hashable, CustomStringConvertible {
     public var description: String { base64URL }
 }
 
-/// A backend's sender key pair (wire format section 7.1): pushes sealed with it (version 2)
+/// A backend's sender key pair (docs/spec/wire-format.md section 7.1): pushes sealed with it (version 2)
 /// decrypt only on devices that pinned its public key.
 ///
 /// The secret key lives in a buffer that is wiped when the last copy goes away; it is never

@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// A sender key file (cli.md): the JSON object `{"sid": B64, "public_key": B64, "secret_key": B64}`
+/// A sender key file (docs/spec/streams.md): the JSON object `{"sid": B64, "public_key": B64, "secret_key": B64}`
 /// in base64url, mode 0600: a key file with `sid` in place of `kid`. A device key file is never
 /// accepted as a sender key file, nor the reverse.
 ///

@@ -58,7 +58,7 @@ public enum TapOutcome: Sendable, Equatable {
 ///
 /// The host tells it the app state and the screen, forwards its notification callbacks, and
 /// supplies two actions: opening a chat, and posting a banner of the SDK's own. Decisions follow
-/// display-rules.md through ``KindlyPushRouter``: content the extension marked decrypted is not
+/// docs/spec/display-rules.md through ``KindlyPushRouter``: content the extension marked decrypted is not
 /// decrypted again (its chat id comes from `kindly.chat_id`); the delegate is asked once for
 /// each push the app process has decrypted, before the rule; pushes that are not Kindly's are
 /// never consumed.
@@ -70,7 +70,7 @@ public enum TapOutcome: Sendable, Equatable {
 /// is remembered (the latest one) and replayed once `start()` has run and the app is active,
 /// provided `start()` runs within ``tapReplayWindow`` (60 s) of the tap, inclusive: a tap
 /// exactly 60 s old is still replayed, one older is dropped with a log line. The age is taken
-/// when `start()` runs, as display-rules.md words it; a tap that passed it waits for the app to
+/// when `start()` runs, as docs/spec/display-rules.md words it; a tap that passed it waits for the app to
 /// become active. A tap after `start()` while the app is not active waits for activation the
 /// same way. Times come from the injected ``KindlyClock``.
 ///

@@ -1,7 +1,7 @@
 internal import KindlyPushCore
 
 /// How the host wants Kindly pushes delivered, named as in the iOS SDK. It sets `push_mode` in
-/// the registration (wire format section 6), and so whether the backend sends visible or
+/// the registration (docs/spec/wire-format.md section 6), and so whether the backend sends visible or
 /// silent pushes.
 ///
 /// ## How `automatic` decides on Linux

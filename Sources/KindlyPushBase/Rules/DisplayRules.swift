@@ -25,7 +25,7 @@ public struct DisplayMessage: Sendable, Hashable, Codable {
     }
 }
 
-/// The "decryption" input of display-rules.md: whether the push is at hand in decrypted form.
+/// The "decryption" input of docs/spec/display-rules.md: whether the push is at hand in decrypted form.
 ///
 /// The engine does no decryption itself: the caller decides how the push reached the point of
 /// decision (decrypted with the keys it holds, or already marked decrypted by the extension)
@@ -97,7 +97,7 @@ public struct DisplayDecision: Sendable, Hashable, Codable {
     }
 }
 
-/// The display-rule engine of display-rules.md: a pure function of its inputs, with no I/O, no
+/// The display-rule engine of docs/spec/display-rules.md: a pure function of its inputs, with no I/O, no
 /// keyring and no clock, so that every combination can be enumerated in a test.
 public enum DisplayRules {
     /// Whether the app process receives this push at all: in the foreground every kind, in the
@@ -120,7 +120,7 @@ public enum DisplayRules {
             && appProcessReceives(kind: input.kind, appState: input.appState)
     }
 
-    /// The decision for `input`, row by row as display-rules.md's tables give it.
+    /// The decision for `input`, row by row as docs/spec/display-rules.md's tables give it.
     public static func decide(_ input: DisplayInput) -> DisplayDecision {
         guard input.isKindly else {
             return DisplayDecision(presentation: .passthrough, presenter: .system, delegateConsulted: false)

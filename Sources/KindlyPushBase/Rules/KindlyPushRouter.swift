@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// The state of the app that receives a push: the inputs of display-rules.md that are not read
+/// The state of the app that receives a push: the inputs of docs/spec/display-rules.md that are not read
 /// from the push itself.
 public struct RouteContext: Sendable {
     /// Where the delegate's answer comes from.
@@ -91,7 +91,7 @@ public enum DecryptionResolution: Sendable, Equatable {
     }
 
     /// The failure's reason: present exactly for a push that is not marked decrypted (in pinned
-    /// mode: whatever the mark) and does not decrypt (cli.md, "Output of route").
+    /// mode: whatever the mark) and does not decrypt (docs/spec/streams.md, "The output of route").
     public var reason: DecryptionFailure.Reason? {
         if case .failed(let failure) = self { return failure.reason }
         return nil
@@ -141,7 +141,7 @@ public struct RouteDecision: Sendable, Hashable {
         RouteDecision(isKindly: false, kind: kind, presentation: .passthrough, presenter: .system, delegateConsulted: false)
     }
 
-    /// Exactly the object of cli.md "Output of route", in this member order: `kindly`, `kind`,
+    /// Exactly the object of docs/spec/streams.md "The output of route", in this member order: `kindly`, `kind`,
     /// `presentation`, `presenter`, `delegate_consulted`, then `chat_id`, `title`, `body` when
     /// the presentation is a banner, then `reason` when present.
     public var json: JSONValue {
@@ -181,9 +181,9 @@ public struct RouteDecision: Sendable, Hashable {
 ///   readable then); without an extension it is the app's only attempt. The attempt is made in
 ///   every row, also where the rules show the placeholder either way, because `reason` reports
 ///   whether the push decrypts with the keys at hand, whatever the presentation.
-/// - In pinned mode (wire format section 7.1; ``KindlyPushDecryption/isInPinnedMode``) the mark
+/// - In pinned mode (docs/spec/wire-format.md section 7.1; ``KindlyPushDecryption/isInPinnedMode``) the mark
 ///   proves nothing, since anybody can write it: every Kindly push is decrypted now, and a marked
-///   push that does not decrypt is handled as its reason says (display-rules.md). The functions
+///   push that does not decrypt is handled as its reason says (docs/spec/display-rules.md). The functions
 ///   that take a `decrypt` closure cannot know the reader's mode and trust the mark.
 public enum KindlyPushRouter {
     /// The display decision for `userInfo` in `context`. Asks a delegate object at most once,

@@ -1,9 +1,9 @@
 internal import KindlyPushCore
 
-/// The inputs and outputs of the display rules (display-rules.md), named as the spec and the
+/// The inputs and outputs of the display rules (docs/spec/display-rules.md), named as the spec and the
 /// `kindly-push route` command name them: each raw value is the spec's `code` word.
 
-/// What kind of push this is, read from `aps` alone (display-rules.md, "Inputs").
+/// What kind of push this is, read from `aps` alone (docs/spec/display-rules.md, "Inputs").
 ///
 /// The kind decides whether a notification service extension can run for the push at all:
 /// the system starts one only for an alert with `mutable-content` 1.

@@ -1,5 +1,5 @@
-// Codable and Hashable for the display-rule values, with the spec's names (display-rules.md and
-// cli.md "Output of route"), so that a decision can be logged as JSON or kept in a set.
+// Codable and Hashable for the display-rule values, with the spec's names (docs/spec/display-rules.md and
+// docs/spec/streams.md "The output of route"), so that a decision can be logged as JSON or kept in a set.
 
 extension PushKind: Codable {}
 extension DisplayRules.AppState: Codable {}
@@ -17,13 +17,13 @@ extension RouteDecision: Codable {
         case title, body, reason
     }
 
-    /// Encodes exactly the object of cli.md "Output of route" (``json``): `chat_id`, `title` and
+    /// Encodes exactly the object of docs/spec/streams.md "The output of route" (``json``): `chat_id`, `title` and
     /// `body` only for a banner, `reason` only when present.
     public func encode(to encoder: any Encoder) throws {
         try json.encode(to: encoder)
     }
 
-    /// Decodes the object of cli.md "Output of route".
+    /// Decodes the object of docs/spec/streams.md "The output of route".
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(

@@ -15,12 +15,12 @@ package enum APNsKey {
     package static let contentAvailable = "content-available"
 }
 
-/// Member names of the `kindly` envelope (wire format section 3) and of the plaintext (section 4).
+/// Member names of the `kindly` envelope (docs/spec/wire-format.md section 3) and of the plaintext (section 4).
 package enum KindlyKey {
     package static let envelope = "kindly"
     package static let version = "v"
     package static let kid = "kid"
-    /// The sender key's id (version 2, wire format section 7.2).
+    /// The sender key's id (version 2, docs/spec/wire-format.md section 7.2).
     package static let senderID = "sid"
     package static let ephemeralPublicKey = "epk"
     package static let nonce = "n"
@@ -44,7 +44,7 @@ package enum WireFormat {
     package static let paddingBlockSize = 64
     /// Apple's limit for the whole payload, measured as `seal` writes it.
     package static let maximumPayloadSize = 4096
-    /// The largest input document the reader accepts (cli.md: "over 64 KiB" is `bad_input`).
+    /// The largest input document the reader accepts (docs/spec/streams.md: "over 64 KiB" is `bad_input`).
     package static let maximumInputSize = 64 * 1024
     /// `sent_at` is at most 2^53 − 1, so that every JSON reader holds it exactly.
     package static let maximumSentAt: Int64 = (1 << 53) - 1

@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// A decrypted Kindly message (wire format section 4): the whole plaintext object, with its
+/// A decrypted Kindly message (docs/spec/wire-format.md section 4): the whole plaintext object, with its
 /// known keys typed and every other key kept as an extra.
 public struct DecryptedPayload: Sendable, Hashable {
     /// The Kindly chat the message belongs to (non-empty).
@@ -154,11 +154,11 @@ extension JSONObject {
     }
 }
 
-/// Why a plaintext breaks wire format section 4.
+/// Why a plaintext breaks docs/spec/wire-format.md section 4.
 public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
 
-    /// An error saying which rule of wire-format section 4 the plaintext breaks.
+    /// An error saying which rule of docs/spec/wire-format.md section 4 the plaintext breaks.
     public init(_ description: String) {
         self.description = description
     }

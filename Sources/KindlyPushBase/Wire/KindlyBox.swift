@@ -222,7 +222,7 @@ package enum KindlyBox {
     }
 }
 
-/// What version 2 adds to the box for one device and one sender (wire format section 7.2): the
+/// What version 2 adds to the box for one device and one sender (docs/spec/wire-format.md section 7.2): the
 /// sender's public key `spk` (its `sid` goes into the associated data) and the second shared
 /// secret `ss_s = X25519(ssk, pk) = X25519(sk, spk)`, in wiped memory. It is the same for every
 /// push from that sender to that device, so it is computed once and kept (``SenderSecretCache``

@@ -31,7 +31,7 @@ public enum KindlyPushSealer {
 
     /// Why a push could not be sealed.
     public enum SealingError: Error, Sendable, Equatable, CustomStringConvertible {
-        /// The plaintext breaks wire format section 4.
+        /// The plaintext breaks docs/spec/wire-format.md section 4.
         case invalidPlaintext(String)
         /// The compact payload would exceed APNs' 4096-byte limit.
         case payloadTooLarge(size: Int)
@@ -78,7 +78,7 @@ public enum KindlyPushSealer {
         try seal(try payload(plaintext: plaintext), for: recipient, mode: mode, placeholder: placeholder)
     }
 
-    /// The message of a plaintext object read from JSON, checked against wire format section 4.
+    /// The message of a plaintext object read from JSON, checked against docs/spec/wire-format.md section 4.
     ///
     /// - Throws: ``SealingError/invalidPlaintext(_:)`` with the rule it breaks.
     package static func payload(plaintext: JSONValue) throws(SealingError) -> DecryptedPayload {

@@ -43,7 +43,7 @@ extension KindlyPushSealer {
     }
 
     /// ``seal(_:for:mode:placeholder:oversize:)`` as version 2, with the sender key `sender`
-    /// (wire format section 7.2): the fitting counts the envelope's `sid`.
+    /// (docs/spec/wire-format.md section 7.2): the fitting counts the envelope's `sid`.
     public static func seal(
         _ payload: DecryptedPayload,
         for recipient: DevicePublicKey,
@@ -78,7 +78,7 @@ extension KindlyPushSealer {
     }
 }
 
-/// The size arithmetic of a sealed push (wire format sections 2 and 3) and the cutting of a
+/// The size arithmetic of a sealed push (docs/spec/wire-format.md sections 2 and 3) and the cutting of a
 /// message's body to fit APNs' limit, for ``KindlyPushSealer/Oversize/truncateBody``.
 ///
 /// A push is the compact document that ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)``

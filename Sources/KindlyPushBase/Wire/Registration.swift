@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// What the device sends the backend when it registers its APNs token (wire format section 6).
+/// What the device sends the backend when it registers its APNs token (docs/spec/wire-format.md section 6).
 public struct Registration: Sendable, Hashable {
     /// How the backend should push to this device.
     public enum PushMode: String, Sendable, CaseIterable {

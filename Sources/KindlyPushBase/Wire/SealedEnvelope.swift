@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-/// The binary fields of a `kindly` envelope (wire format sections 3 and 7.2), decoded and
+/// The binary fields of a `kindly` envelope (docs/spec/wire-format.md sections 3 and 7.2), decoded and
 /// length-checked. Version 2 exactly when ``senderID`` is set.
 package struct SealedEnvelope: Sendable, Equatable {
     package static let ephemeralPublicKeyLength = 32

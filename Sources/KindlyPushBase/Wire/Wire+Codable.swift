@@ -2,7 +2,7 @@
 // sections 1, 4 and 6), so that a payload, a failure or a key entry can be logged as JSON.
 
 extension DecryptedPayload: Codable {
-    /// Encodes the whole plaintext object of wire-format section 4 as it was sealed: `chat_id`,
+    /// Encodes the whole plaintext object of docs/spec/wire-format.md section 4 as it was sealed: `chat_id`,
     /// `title`, `body`, `message_id`, `sent_at` and every extra.
     public func encode(to encoder: any Encoder) throws {
         try object.encode(to: encoder)
@@ -29,7 +29,7 @@ extension DecryptionFailure: Codable {
         case keyringError = "keyring_error"
     }
 
-    /// Encodes `{"code": CODE, "message": DETAIL}` as the `--jsonl` error objects of cli.md do,
+    /// Encodes `{"code": CODE, "message": DETAIL}` as the `--jsonl` error objects of docs/spec/streams.md do,
     /// with `keyring_error` (the keyring's own message) for `key_unavailable`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -80,7 +80,7 @@ extension Registration: Codable {
         case sdkVersion = "sdk_version"
     }
 
-    /// Encodes the registration object of wire-format section 6 (``json``).
+    /// Encodes the registration object of docs/spec/wire-format.md section 6 (``json``).
     public func encode(to encoder: any Encoder) throws {
         try json.encode(to: encoder)
     }

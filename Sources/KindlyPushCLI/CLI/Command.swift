@@ -166,8 +166,8 @@ package enum SharedOptions {
     }
 }
 
-/// How a document command reads its input and writes its output (cli.md, "General
-/// conventions"): `--jsonl`, `--jobs N`, FILE arguments (`-` is standard input), `--output`,
+/// How a document command reads its input and writes its output (docs/spec/streams.md, "Input and
+/// output"): `--jsonl`, `--jobs N`, FILE arguments (`-` is standard input), `--output`,
 /// `--quiet`, `--summary`.
 package struct StreamOptions: Sendable {
     /// `--jsonl` given.

@@ -140,12 +140,12 @@ package enum DocumentRunner {
     }
 
     /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it), in
-    /// its error object and once per run on standard error. cli.md: every line still gives its
+    /// its error object and once per run on standard error. docs/spec/streams.md: every line still gives its
     /// own output line; the lines after it get the error that is theirs.
     package static let spreadDocumentAdvice =
         "a JSON document goes on past the end of its line, but --jsonl reads one document per line: compact pretty-printed JSON first, with jq -c"
 
-    /// Standard input failed: an `io` error, as cli.md says for --jsonl.
+    /// Standard input failed: an `io` error, as docs/spec/streams.md says for --jsonl.
     private static func readFailure(_ error: LineBatchReader.ReadError) -> CLIError {
         CLIError(.io, "cannot read standard input: \(error)")
     }

@@ -1,7 +1,7 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
-/// The error codes and exit statuses of cli.md, in one place.
+/// The error codes and exit statuses of docs/spec/streams.md, in one place.
 package enum ErrorCode: String, Sendable, CaseIterable {
     case notKindly = "not_kindly"
     case unsupportedVersion = "unsupported_version"

@@ -6,7 +6,7 @@ internal import KindlyPushCore
 #endif
 
 /// The ends of a document command's stream besides standard input and output: FILE arguments,
-/// `--output`, the progress line and `--summary` (cli.md, "General conventions").
+/// `--output`, the progress line and `--summary` (docs/spec/streams.md, "Input and output").
 package enum InputFiles {
     /// The descriptors of `paths` in order (`-` is standard input); standard input when empty.
     /// A path that cannot be opened, or a folder, is `io`. Standard input on a terminal is
@@ -202,7 +202,7 @@ package struct ResultCounts {
         return String(decoding: rest[..<quote], as: UTF8.self)
     }
 
-    /// `summary: 1000 lines: 998 ok, 2 bad_input` (codes in the order of cli.md's table).
+    /// `summary: 1000 lines: 998 ok, 2 bad_input` (codes in the order of docs/spec/streams.md's table).
     package var line: String {
         let order = ["ok"] + ErrorCode.allCases.map(\.rawValue)
         let known = order.compactMap { code in counts[code].map { "\($0) \(code)" } }

@@ -27,7 +27,7 @@ package enum Terminal {
 
     /// Flushes standard output; any failure to write is `io` (74), except a closed pipe
     /// (`EPIPE`: `| head -1` has read what it wanted), which ends the run quietly with status 0,
-    /// as `cat` ends without a message (cli.md, "General conventions").
+    /// as `cat` ends without a message (docs/spec/streams.md, "Input and output").
     package static func finish(_ stdout: inout OutputStream) -> Int32 {
         guard stdout.flush() else {
             if stdout.errorNumber == EPIPE { return 0 }

@@ -46,7 +46,7 @@ package enum PlaintextSealing {
         sealer.seal(plaintext: text, appendingTo: &output) == .sealed
     }
 
-    /// The general path: checks the plaintext against wire-format section 4,
+    /// The general path: checks the plaintext against docs/spec/wire-format.md section 4,
     /// fits it when `oversize` says so, seals it and appends the push; `bad_input` with the
     /// exact reason otherwise.
     package static func seal(

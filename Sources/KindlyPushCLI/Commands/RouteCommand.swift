@@ -1,7 +1,7 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
-/// `kindly-push route`: the display decision of display-rules.md for a push.
+/// `kindly-push route`: the display decision of docs/spec/display-rules.md for a push.
 package struct RouteCommand: DocumentCommand {
     package static let name = "route"
     package static let abstract = "Print who presents what for a push (the display rules)."

@@ -1,7 +1,7 @@
 internal import KindlyPushBase
 internal import KindlyPushCore
 
-/// `kindly-push sender-keygen --key-file PATH`: the backend's sender key (wire-format section 7.1).
+/// `kindly-push sender-keygen --key-file PATH`: the backend's sender key (docs/spec/wire-format.md section 7.1).
 package struct SenderKeygenCommand: Command {
     package static let name = "sender-keygen"
     package static let abstract = "Create a sender key in a 0600 sender key file and print its sid and public key."

@@ -7,7 +7,7 @@ internal import KindlyPushCore
 
 /// Reading pushes from standard input: one document, or one document per line (`--jsonl`).
 package enum StandardInput {
-    /// The limit of cli.md: a document (or a line) over 64 KiB is `bad_input`.
+    /// The limit of docs/spec/streams.md: a document (or a line) over 64 KiB is `bad_input`.
     package static let maximumDocumentSize = WireFormat.maximumInputSize
 
     /// Reads all of standard input as one document, refusing more than 64 KiB without

@@ -174,7 +174,7 @@ enum KeyringChecks {
 }
 
 extension KeyringChecks {
-    /// `pinned-senders`: the sender keys the reader pins (wire format section 7.1). With one or
+    /// `pinned-senders`: the sender keys the reader pins (docs/spec/wire-format.md section 7.1). With one or
     /// more, version 1 pushes are refused (`untrusted_sender`): a device that still receives
     /// version 1 pushes and pins a sender decrypts nothing, which this line makes visible.
     static func pinnedSenders(_ context: DoctorContext) -> [DoctorCheck] {

@@ -2,7 +2,7 @@
     import Glibc
 #endif
 
-/// Splits a stream into lines for `--jsonl` (cli.md), in batches, with flat memory: a line over
+/// Splits a stream into lines for `--jsonl` (docs/spec/streams.md), in batches, with flat memory: a line over
 /// the limit is not buffered whole, only marked oversized and skipped to its end.
 ///
 /// Every line counts, an empty one included; a final line without a newline counts; the newline

@@ -1,7 +1,6 @@
 import Foundation
 import KindlyPush
 import KindlyPushCore
-import KindlyPushSecretService
 import KindlyPushTesting
 import Testing
 

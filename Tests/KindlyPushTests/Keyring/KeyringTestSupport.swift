@@ -1,26 +1,7 @@
 import Foundation
 import KindlyPush
 import KindlyPushCore
-import KindlyPushSecretService
 import Testing
-
-/// What the Secret Service tests know about their surroundings.
-enum SecretServiceTestEnvironment {
-    /// tools/with-secret-service sets this when a private gnome-keyring is running on the session bus.
-    static let isRunning = ProcessInfo.processInfo.environment["KINDLY_PUSH_TEST_SECRET_SERVICE"] == "1"
-    /// In CI the Secret Service tests must run, never be skipped.
-    static let isRequired = ProcessInfo.processInfo.environment["CI"] == "true"
-    static let skipReason: Comment = "needs a real Secret Service: run the tests under tools/with-secret-service"
-}
-
-extension Trait where Self == ConditionTrait {
-    /// Runs the test only beside a real Secret Service (tools/with-secret-service); elsewhere it
-    /// is reported as skipped, by name. In CI a separate test fails instead (see
-    /// `SecretServiceKeyringHarnessTests`), so that a CI run without the service cannot pass quietly.
-    static var needsSecretService: Self {
-        .enabled(if: SecretServiceTestEnvironment.isRunning, SecretServiceTestEnvironment.skipReason)
-    }
-}
 
 /// The package's root folder, from this file's path.
 let packageRoot: URL = URL(fileURLWithPath: #filePath)
@@ -137,4 +118,22 @@ func decryptionFailure(_ push: JSONValue, with keyring: any Keyring) -> Decrypti
     case .success: return nil
     case .failure(let failure): return failure.reason
     }
+}
+
+/// Runs `body(index)` on `count` threads at once and returns what they threw.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) -> [String] {
+    let failures = Locked<[String]>([])
+    let group = DispatchGroup()
+    let start = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        group.enter()
+        Thread {
+            start.wait()  // all threads begin together, for the most overlap
+            do { try body(index) } catch { failures.withLock { $0.append("thread \(index): \(error)") } }
+            group.leave()
+        }.start()
+    }
+    for _ in 0..<count { start.signal() }
+    group.wait()
+    return failures.withLock { $0 }
 }

@@ -1,50 +1,12 @@
 import Foundation
 import KindlyPush
 import KindlyPushCore
-import KindlyPushSecretService
 import KindlyPushTesting
 import Testing
 
 /// Pinned sender keys in every keyring (wire format section 7.1).
 @Suite("Pinned sender keys in the keyrings")
 struct PinnedSenderTests {
-    static let payload = try! DecryptedPayload(chatId: "c-9", title: "T", body: "B")
-
-    /// Pins, lists, refuses a pinned sid, unpins, and says which sid is missing; pinning puts the
-    /// keyring's reader in pinned mode and unpinning takes it out.
-    static func checkContract(_ keyring: any Keyring) throws {
-        let device = DeviceKey.generate()
-        try keyring.store(device, label: "device")
-        defer { try? keyring.delete(device.kid) }
-        let first = SenderKey.generate()
-        let second = SenderKey.generate()
-        let v1 = try JSONReader.parse(try KindlyPushSealer.seal(payload, for: device.publicKey))
-        let v2 = try JSONReader.parse(try KindlyPushSealer.seal(payload, for: device.publicKey, from: second))
-        let before = try keyring.pinnedSenders().map(\.sid)
-        #expect(decryptionFailure(v1, with: keyring) == (before.isEmpty ? nil : .untrustedSender))
-
-        try keyring.pinSender(first.publicKey, label: "first")
-        try keyring.pinSender(second.publicKey, label: "second")
-        #expect(keyringError { try keyring.pinSender(first.publicKey, label: "again") } == .senderAlreadyPinned(first.sid))
-        let pinned = try keyring.pinnedSenders().filter { [first.sid, second.sid].contains($0.sid) }
-        #expect(Set(pinned.map(\.label)) == ["first", "second"])
-        #expect(Set(pinned.map(\.publicKey)) == [first.publicKey, second.publicKey])
-        #expect(try keyring.pinnedSenders() == keyring.pinnedSenders().sorted())
-        // Pins are not device keys, and device keys are not pins.
-        #expect(try !keyring.list().contains { [first.sid.base64URL, second.sid.base64URL].contains($0.kid.base64URL) })
-        #expect(try !keyring.pinnedSenders().contains { $0.sid.base64URL == device.kid.base64URL })
-
-        #expect(decryptionFailure(v1, with: keyring) == .untrustedSender)
-        #expect(decryptionFailure(v2, with: keyring) == nil)
-
-        try keyring.unpinSender(second.sid)
-        #expect(keyringError { try keyring.unpinSender(second.sid) } == .senderNotFound(second.sid))
-        #expect(decryptionFailure(v2, with: keyring) == .untrustedSender)
-        try keyring.unpinSender(first.sid)
-        #expect(try keyring.pinnedSenders().map(\.sid) == before)
-        #expect(decryptionFailure(v1, with: keyring) == (before.isEmpty ? nil : .untrustedSender))
-    }
-
     @Test(
         "memory and file keyrings pin, list, refuse a pinned sid, unpin, and switch pinned mode", arguments: ["memory", "file", "caching"])
     func contract(_ kind: String) throws {
@@ -55,7 +17,7 @@ struct PinnedSenderTests {
             case "file": FileKeyring(folder: folder.path + "/keys")
             default: CachingKeyring(FileKeyring(folder: folder.path + "/keys"))
             }
-        try Self.checkContract(keyring)
+        try PinnedSenderContract.check(keyring)
     }
 
     @Test("the file keyring keeps each pin in its own 0600 file in a 0700 senders folder, with nothing else left behind")
@@ -163,48 +125,5 @@ struct PinnedSenderTests {
         keyring.isLocked = true
         #expect(try keyring.pinnedSenders().map(\.publicKey) == [sender])
         #expect(keyringError { try keyring.pinSender(SenderKey.generate().publicKey, label: "x") } == .locked("in-memory keyring"))
-    }
-
-    // MARK: Secret Service
-
-    @Test("the Secret Service keyring pins, lists, refuses a pinned sid, unpins, and switches pinned mode", .needsSecretService)
-    func secretServiceContract() throws {
-        let collection = try SecretServiceControl.createCollection()
-        try Self.checkContract(SecretServiceKeyring(collection: .objectPath(collection)))
-    }
-
-    @Test("a pin is an item of the schema ai.kindly.push.SenderKey that secret-tool finds by sid", .needsSecretService)
-    func secretServiceSchema() throws {
-        let collection = try SecretServiceControl.createCollection()
-        let keyring = SecretServiceKeyring(collection: .objectPath(collection))
-        let sender = SenderKey.generate()
-        try keyring.pinSender(sender.publicKey, label: "schema test")
-        let search = try run("/usr/bin/secret-tool", ["search", "--all", "--", "sid", sender.sid.base64URL])
-        let text = String(decoding: search.standardOutput + search.standardError, as: UTF8.self)
-        #expect(text.contains("attribute.public_key = \(sender.publicKey.base64URL)"))
-        #expect(text.contains("schema = ai.kindly.push.SenderKey"))
-        #expect(text.contains("attribute.label = schema test"))
-        #expect(try keyring.list().isEmpty)
-    }
-
-    @Test("a locked collection: the pins cannot be read, so nothing is trusted; unlocked, it decrypts", .needsSecretService)
-    func secretServiceLocked() throws {
-        let collection = try SecretServiceControl.createCollection()
-        let keyring = SecretServiceKeyring(collection: .objectPath(collection))
-        let device = DeviceKey.generate()
-        let sender = SenderKey.generate()
-        try keyring.store(device, label: "d")
-        try keyring.pinSender(sender.publicKey, label: "s")
-        let v2 = try JSONReader.parse(try KindlyPushSealer.seal(Self.payload, for: device.publicKey, from: sender))
-        #expect(decryptionFailure(v2, with: keyring) == nil)
-        try SecretServiceControl.lock(collection)
-        guard case .locked? = keyringError({ try keyring.pinnedSenders() }) else {
-            Issue.record("a locked collection's pins did not fail as locked")
-            return
-        }
-        #expect(decryptionFailure(v2, with: keyring) == .keyUnavailable)
-        #expect(KindlyPushDecryption(keyring: keyring).isInPinnedMode)
-        try SecretServiceControl.unlock(collection)
-        #expect(decryptionFailure(v2, with: keyring) == nil)
     }
 }

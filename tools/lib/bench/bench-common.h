@@ -31,7 +31,7 @@ static unsigned char *read_all(const char *path, size_t *length) {
 }
 
 
-/* k = BLAKE2b-256(LABEL || ss || epk || pk), wire-format section 2, step 3. */
+/* k = BLAKE2b-256(LABEL || ss || epk || pk), docs/spec/wire-format.md section 2, step 3. */
 static void derive_key(unsigned char key[32], const unsigned char ss[32], const unsigned char epk[32],
                        const unsigned char pk[32]) {
     crypto_generichash_state state;

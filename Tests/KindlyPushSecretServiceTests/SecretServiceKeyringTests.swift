@@ -291,24 +291,6 @@ private func isUnreachable(_ error: KeyringError?) -> Bool {
     return false
 }
 
-/// Runs `body(index)` on `count` threads at once and returns what they threw.
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) -> [String] {
-    let failures = Locked<[String]>([])
-    let group = DispatchGroup()
-    let start = DispatchSemaphore(value: 0)
-    for index in 0..<count {
-        group.enter()
-        Thread {
-            start.wait()  // all threads begin together, for the most overlap
-            do { try body(index) } catch { failures.withLock { $0.append("thread \(index): \(error)") } }
-            group.leave()
-        }.start()
-    }
-    for _ in 0..<count { start.signal() }
-    group.wait()
-    return failures.withLock { $0 }
-}
-
 /// Drives the harness's gnome-keyring without prompts (tools/secret-service-control, gdbus).
 enum SecretServiceControl {
     static let tool = packageRoot.appendingPathComponent("tools/secret-service-control").path

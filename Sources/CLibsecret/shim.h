@@ -1,2 +1,0 @@
-// libsecret, the freedesktop Secret Service client, from Debian's libsecret-1-dev (pkg-config: libsecret-1).
-#include <libsecret/secret.h>

@@ -1,0 +1,1 @@
+../../KindlyPushTests/Keyring/PinnedSenderContract.swift
