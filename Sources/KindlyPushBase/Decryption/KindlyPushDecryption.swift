@@ -1,12 +1,13 @@
 internal import KindlyPushCore
 
-/// The device side of the wire format (sections 5 and 7.3), named as in the iOS SDK.
+/// The device side of the wire format (sections 5, 7.3 and 8.2), named as in the iOS SDK.
 ///
-/// A reader is one keyring and its pinned sender keys: those the keyring holds
-/// (``Keyring/pinnedSenders()``) and those given here. With at least one it is in pinned mode:
-/// a version 2 push decrypts only when its `sid` names a pinned key, and a version 1 push is
-/// refused (`untrusted_sender`). With none, version 1 reads exactly as before and version 2 is
-/// refused.
+/// One reader reads versions 1, 2 and 3 (``WireVersion``). A reader is one keyring and its
+/// pinned sender keys: those the keyring holds (``Keyring/pinnedSenders()``) and those given
+/// here. With at least one it is in pinned mode: a version 2 or version 3 mode_auth push
+/// decrypts only when its `sid` names a pinned key, and a push that cannot prove its sender
+/// (version 1, version 3 mode_base) is refused (`untrusted_sender`). With none, version 1 and
+/// version 3 mode_base read as before and a push with a `sid` is refused.
 ///
 /// ```swift
 /// let decryption = KindlyPushDecryption(keyring: CachingKeyring(FileKeyring(folder: folder)))
@@ -55,7 +56,7 @@ public struct KindlyPushDecryption: Sendable {
         try? decryptResult(userInfo: userInfo).get()
     }
 
-    /// The decrypted payload or the reason it failed, checked in the order of sections 5 and 7.3.
+    /// The decrypted payload or the reason it failed, checked in the order of sections 5, 7.3 and 8.2.
     public func decryptResult(userInfo: JSONValue) -> Result<DecryptedPayload, DecryptionFailure> {
         Result { () throws(DecryptionFailure) in
             let envelope = try SealedEnvelope(userInfo: userInfo)
@@ -65,8 +66,8 @@ public struct KindlyPushDecryption: Sendable {
         }
     }
 
-    /// Reason 5 of section 7.3 for this reader: the pinned key a version 2 push's `sid` names,
-    /// `nil` for a version 1 push outside pinned mode.
+    /// Reason 5 of sections 7.3 and 8.2 for this reader: the pinned key a push's `sid` names,
+    /// `nil` for a push without `sid` (version 1, version 3 mode_base) outside pinned mode.
     func trustedSender(for sid: SenderID?) throws(DecryptionFailure) -> SenderPublicKey? {
         try KindlyPushDecryption.trustedSender(for: sid, pinned: pinnedSenderKeys, keyring: keyring)
     }
@@ -90,7 +91,9 @@ public struct KindlyPushDecryption: Sendable {
         }
         if let sid { throw DecryptionFailure(.untrustedSender, "no pinned sender key has sid \(sid)") }
         guard !inPinnedMode else {
-            throw DecryptionFailure(.untrustedSender, "a version 1 push cannot prove its sender, and sender keys are pinned")
+            throw DecryptionFailure(
+                .untrustedSender, "a push without a sender key (version 1, or version 3 mode_base) cannot prove its sender, and sender keys are pinned"
+            )
         }
         return nil
     }
