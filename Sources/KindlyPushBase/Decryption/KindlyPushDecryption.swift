@@ -61,21 +61,21 @@ public struct KindlyPushDecryption: Sendable {
         Result { () throws(DecryptionFailure) in
             let envelope = try SealedEnvelope(userInfo: userInfo)
             let key = try key(for: envelope.kid)
-            let sender = try trustedSender(for: envelope.senderID)
+            let sender = try trustedSender(for: envelope.senderID, version: envelope.version)
             return try KindlyPushDecryption.open(envelope, with: key, sender: sender)
         }
     }
 
     /// Reason 5 of sections 7.3 and 8.2 for this reader: the pinned key a push's `sid` names,
     /// `nil` for a push without `sid` (version 1, version 3 mode_base) outside pinned mode.
-    func trustedSender(for sid: SenderID?) throws(DecryptionFailure) -> SenderPublicKey? {
-        try KindlyPushDecryption.trustedSender(for: sid, pinned: pinnedSenderKeys, keyring: keyring)
+    func trustedSender(for sid: SenderID?, version: WireVersion) throws(DecryptionFailure) -> SenderPublicKey? {
+        try KindlyPushDecryption.trustedSender(for: sid, version: version, pinned: pinnedSenderKeys, keyring: keyring)
     }
 
     /// Reason 5 of section 7.3: `pinned` and the keyring's pins are the reader's. The keyring is
     /// asked only when `pinned` does not decide; when it cannot say, nothing is trusted.
     static func trustedSender(
-        for sid: SenderID?, pinned: [SenderPublicKey], keyring: (any Keyring)?
+        for sid: SenderID?, version: WireVersion, pinned: [SenderPublicKey], keyring: (any Keyring)?
     ) throws(DecryptionFailure) -> SenderPublicKey? {
         if let sid, let key = pinned.first(where: { $0.sid == sid }) { return key }
         var inPinnedMode = !pinned.isEmpty
@@ -91,9 +91,8 @@ public struct KindlyPushDecryption: Sendable {
         }
         if let sid { throw DecryptionFailure(.untrustedSender, "no pinned sender key has sid \(sid)") }
         guard !inPinnedMode else {
-            throw DecryptionFailure(
-                .untrustedSender, "a push without a sender key (version 1, or version 3 mode_base) cannot prove its sender, and sender keys are pinned"
-            )
+            let push = version == .one ? "a version 1 push" : "a version \(version) push without sid (mode_base)"
+            throw DecryptionFailure(.untrustedSender, "\(push) cannot prove its sender, and sender keys are pinned")
         }
         return nil
     }
@@ -118,7 +117,7 @@ public struct KindlyPushDecryption: Sendable {
                 throw DecryptionFailure(
                     .keyUnavailable, "no key with kid \(envelope.kid) is at hand", keyringError: .notFound(envelope.kid))
             }
-            let sender = try trustedSender(for: envelope.senderID, pinned: pinnedSenderKeys, keyring: nil)
+            let sender = try trustedSender(for: envelope.senderID, version: envelope.version, pinned: pinnedSenderKeys, keyring: nil)
             return try open(envelope, with: key, sender: sender)
         }
     }

@@ -97,7 +97,7 @@ package struct PushDecryptor {
         guard let decoded else { return .undecided }
         do throws(DecryptionFailure) {
             let key = try decryption.key(for: decoded.kid)
-            let sender = try decryption.trustedSender(for: decoded.sid)
+            let sender = try decryption.trustedSender(for: decoded.sid, version: envelope.version)
             let binding = try KindlyPushDecryption.binding(of: key, with: sender)
             let length = try fields.withBytes { (fields) throws(DecryptionFailure) in
                 try plaintext.withMutableBytes { (plaintext) throws(DecryptionFailure) in

@@ -61,7 +61,8 @@ package enum HPKEBox {
                 try key.publicKey.rawRepresentation.withBytes { (pkR) throws(CryptoError) in
                     try key.secretKey.withUnsafeBytes { (skR) throws(CryptoError) in
                         try HPKE.open(
-                            ciphertext, aad: aad, context: context, encapsulatedKey: encapsulatedKey, recipientSecretKey: skR, recipient: pkR,
+                            ciphertext, aad: aad, context: context, encapsulatedKey: encapsulatedKey, recipientSecretKey: skR,
+                            recipient: pkR,
                             sender: senderParts, into: plaintext)
                     }
                 }

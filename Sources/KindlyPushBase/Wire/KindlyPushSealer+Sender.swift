@@ -78,7 +78,8 @@ extension KindlyPushSealer {
         mode: Mode = .visible,
         placeholder: Placeholder = .default
     ) throws(SealingError) -> [UInt8] {
-        try seal(try payload(plaintext: plaintext), for: recipient, binding: binding, version: version, mode: mode, placeholder: placeholder)
+        try seal(
+            try payload(plaintext: plaintext), for: recipient, binding: binding, version: version, mode: mode, placeholder: placeholder)
     }
 
     /// Every version with a binding computed beforehand: the compact APNs JSON, at most 4096 bytes.

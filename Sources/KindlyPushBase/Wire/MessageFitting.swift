@@ -115,7 +115,8 @@ package enum MessageFitting {
         for recipient: DevicePublicKey, sender: SenderID? = nil, version: WireVersion? = nil, mode: KindlyPushSealer.Mode,
         placeholder: KindlyPushSealer.Placeholder
     ) -> Int {
-        let empty = SealedEnvelope(kid: recipient.kid, senderID: sender, ephemeralPublicKey: [], nonce: [], ciphertext: [], version: version)
+        let empty = SealedEnvelope(
+            kid: recipient.kid, senderID: sender, ephemeralPublicKey: [], nonce: [], ciphertext: [], version: version)
         return JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder)).count
     }
 

@@ -104,7 +104,8 @@ package struct PushSealer {
             let written = buffer.withUnsafeMutableBytes { buffer -> Int? in
                 kid.withUnsafeBytes { kid in
                     try? KindlyBox.seal(
-                        plaintext, for: recipient, kid: kid, sender: sender, version: version, ephemeralSecretKey: UnsafeRawBufferPointer(esk),
+                        plaintext, for: recipient, kid: kid, sender: sender, version: version,
+                        ephemeralSecretKey: UnsafeRawBufferPointer(esk),
                         nonce: UnsafeRawBufferPointer(nonceBytes), ephemeralPublicKey: epk,
                         padded: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<paddedLength]),
                         into: UnsafeMutableRawBufferPointer(rebasing: buffer[paddedLength..<(paddedLength + sealedLength)]))

@@ -43,7 +43,9 @@ package enum PlaintextSealing {
         }
         guard version.allows(sender: hasSender) else {
             throw CLIError(
-                .usage, hasSender ? "--wire 1 has no sender key: drop --sender-key-file, or seal --wire 2 or 3" : "--wire 2 needs --sender-key-file")
+                .usage,
+                hasSender ? "--wire 1 has no sender key: drop --sender-key-file, or seal --wire 2 or 3" : "--wire 2 needs --sender-key-file"
+            )
         }
         return version
     }

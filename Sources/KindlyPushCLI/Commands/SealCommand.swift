@@ -27,7 +27,8 @@ package struct SealCommand: DocumentCommand {
                 "Seal with this sender key file (sender-keygen writes one): version 2, or with --wire 3 HPKE mode_auth; default: version 1."
             ),
             .value(
-                "--wire", "N", "The wire format version: 1, 2 (needs --sender-key-file) or 3 (HPKE); default: 2 with a sender key, 1 without.",
+                "--wire", "N",
+                "The wire format version: 1, 2 (needs --sender-key-file) or 3 (HPKE); default: 2 with a sender key, 1 without.",
                 choices: WireVersion.allCases.map(\.description)),
             .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
             .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),

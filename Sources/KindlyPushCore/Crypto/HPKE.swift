@@ -93,7 +93,8 @@ package enum HPKE {
         precondition(sharedSecret.count == sharedSecretLength)
         withUnsafeTemporaryAllocation(byteCount: HMACSHA256.outputLength, alignment: 16) { prk in
             defer { SecureBytes.wipeScratch(prk) }
-            labeledExtract(suiteID: kemSuiteID, salt: UnsafeRawBufferPointer(start: nil, count: 0), label: eaePRKLabel, into: prk) { update in
+            labeledExtract(suiteID: kemSuiteID, salt: UnsafeRawBufferPointer(start: nil, count: 0), label: eaePRKLabel, into: prk) {
+                update in
                 update(ephemeral)
                 if let sender { update(sender.sharedSecret) }
             }
@@ -165,7 +166,8 @@ package enum HPKE {
     ///   - sender: `pkS` and `DH(skS, pkR)`, computed once per recipient by the caller.
     /// - Throws: ``CryptoError/allZeroSharedSecret`` when `DH(skE, pkR)` is all zeros.
     package static func seal(
-        _ message: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer, recipient pkR: UnsafeRawBufferPointer,
+        _ message: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer,
+        recipient pkR: UnsafeRawBufferPointer,
         ephemeralSecretKey skE: UnsafeRawBufferPointer, sender: (publicKey: UnsafeRawBufferPointer, sharedSecret: UnsafeRawBufferPointer)?,
         encapsulatedKey enc: UnsafeMutableRawBufferPointer, into sealed: UnsafeMutableRawBufferPointer
     ) throws(CryptoError) -> Int {
@@ -204,7 +206,8 @@ package enum HPKE {
                 isLowOrder = true
                 Sodium.fillRandom(dh)
             }
-            extractAndExpand(ephemeral: UnsafeRawBufferPointer(dh), sender: sender, encapsulatedKey: enc, recipient: pkR, into: sharedSecret)
+            extractAndExpand(
+                ephemeral: UnsafeRawBufferPointer(dh), sender: sender, encapsulatedKey: enc, recipient: pkR, into: sharedSecret)
             keySchedule(sharedSecret: UnsafeRawBufferPointer(sharedSecret), context: context, key: key, baseNonce: nonce)
             let length = try ChaCha20Poly1305.open(
                 sealed, key: UnsafeRawBufferPointer(key), nonce: UnsafeRawBufferPointer(nonce), authenticating: aad, into: plaintext)
@@ -257,7 +260,8 @@ extension HPKE {
                             sharedSecret.withUnsafeBytes { shared in
                                 context.withUnsafeBytes { context in
                                     HPKE.keySchedule(
-                                        sharedSecret: shared, context: context, key: keyOut, baseNonce: nonceOut, exporterSecret: exporterOut,
+                                        sharedSecret: shared, context: context, key: keyOut, baseNonce: nonceOut,
+                                        exporterSecret: exporterOut,
                                         secretOut: secretOut)
                                 }
                             }

@@ -81,7 +81,9 @@ struct HPKETests {
         #expect(Self.array(context.key) == test.key)
         #expect(Self.array(context.baseNonce) == test.baseNonce)
         for encryption in test.encryptions {
-            #expect(try context.open(encryption.ciphertext, aad: encryption.aad, sequenceNumber: encryption.sequenceNumber) == encryption.plaintext)
+            #expect(
+                try context.open(encryption.ciphertext, aad: encryption.aad, sequenceNumber: encryption.sequenceNumber)
+                    == encryption.plaintext)
             #expect(throws: CryptoError.authenticationFailure) {
                 try context.open(encryption.ciphertext, aad: encryption.aad, sequenceNumber: encryption.sequenceNumber + 1)
             }
@@ -131,7 +133,8 @@ struct HPKETests {
                                 try skR.withUnsafeBytes { skR in
                                     try opened.withUnsafeMutableBytes { out in
                                         try HPKE.open(
-                                            sealed, aad: aad, context: context, encapsulatedKey: enc, recipientSecretKey: skR, recipient: pkR,
+                                            sealed, aad: aad, context: context, encapsulatedKey: enc, recipientSecretKey: skR,
+                                            recipient: pkR,
                                             sender: sender, into: out)
                                     }
                                 }
