@@ -36,22 +36,11 @@ struct WycheproofTests {
         }
     }()
 
-    static let aeadCases: [AEADCase] = {
-        guard let file = try? Resources.json("wycheproof/xchacha20_poly1305_test.json") else { return [] }
-        return file["testGroups"]!.arrayValue.flatMap { group in
-            group["tests"]!.arrayValue.map { test in
-                AEADCase(
-                    id: Int(test["tcId"]!.numberValue!.literal)!, comment: test["comment"]!.stringValue!,
-                    result: test["result"]!.stringValue!, key: bytes(hex: test["key"]!.stringValue!),
-                    nonce: bytes(hex: test["iv"]!.stringValue!), aad: bytes(hex: test["aad"]!.stringValue!),
-                    message: bytes(hex: test["msg"]!.stringValue!), ciphertext: bytes(hex: test["ct"]!.stringValue!),
-                    tag: bytes(hex: test["tag"]!.stringValue!))
-            }
-        }
-    }()
+    static let aeadCases = cases(inFile: "wycheproof/xchacha20_poly1305_test.json")
 
-    static let ietfCases: [AEADCase] = {
-        guard let file = try? Resources.json("wycheproof/chacha20_poly1305_test.json") else { return [] }
+    /// The cases of a Wycheproof AEAD file (AeadTest schema).
+    static func cases(inFile name: String) -> [AEADCase] {
+        guard let file = try? Resources.json(name) else { return [] }
         return file["testGroups"]!.arrayValue.flatMap { group in
             group["tests"]!.arrayValue.map { test in
                 AEADCase(
@@ -62,7 +51,9 @@ struct WycheproofTests {
                     tag: bytes(hex: test["tag"]!.stringValue!))
             }
         }
-    }()
+    }
+
+    static let ietfCases = cases(inFile: "wycheproof/chacha20_poly1305_test.json")
 
     @Test("the Wycheproof files are there and complete")
     func filesAreComplete() {
