@@ -8,7 +8,7 @@ internal import KindlyPushCore
 /// | ``two`` | the same with a sender key (section 7.2) | a pinned sender | `kid`, `sid`, `epk`, `n`, `ct` |
 /// | ``three`` | standard HPKE, RFC 9180 (section 8) | mode_base: anybody; mode_auth (with `sid`): a pinned sender | `kid`, `sid` (mode_auth), `enc`, `ct` |
 ///
-/// A reader reads all three with one ``KindlyPushDecryption/decryptResult(userInfo:)``; the
+/// A reader reads all three with one ``KindlyPushDecryption/decryptResult(userInfo:)-(JSONValue)``; the
 /// sealer writes the one its caller names (``KindlyPushSealer/seal(_:for:wire:from:mode:placeholder:)``).
 /// Version 3 is the one any platform's own HPKE opens (Apple CryptoKit's `HPKE.Recipient` with
 /// `Curve25519_SHA256_ChachaPoly`, Tink, BoringSSL, Go, pyhpke).
