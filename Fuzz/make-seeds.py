@@ -125,7 +125,7 @@ def main():
                 envelope = get(apns, "kindly") if isinstance(apns, Pairs) else None
                 # Every field of the files about encodings, the first two vectors' of the others.
                 if isinstance(envelope, Pairs) and (stem in ("encodings", "malformed", "v2-encodings") or index < 2):
-                    for field in ("kid", "sid", "epk", "n", "ct"):
+                    for field in ("kid", "sid", "epk", "n", "ct", "enc"):
                         value = get(envelope, field)
                         if isinstance(value, str) and not isinstance(value, Number):
                             fields.setdefault(value.encode("utf-8", "surrogatepass"), f"{name}-{field}")

@@ -3,8 +3,9 @@ package import KindlyPushCore
 
 /// A test vector of docs/spec/streams.md: a push for a device key (and the reader's pinned sender keys) and
 /// what decrypting it must give, and for a sealing vector the ephemeral key, nonce, plaintext
-/// (and for version 2 the sender's secret key) that reproduce its envelope byte for byte. Any
-/// backend or client can check itself against these files.
+/// (and for version 2 and version 3 mode_auth the sender's secret key) that reproduce its
+/// envelope byte for byte. A version 3 sealing vector (its envelope's `v` is 3) has no `nonce`:
+/// HPKE derives it. Any backend or client can check itself against these files.
 package struct TestVector: Sendable {
     /// What decrypting `apns` must give.
     package enum Expectation: Sendable, Equatable {
@@ -15,10 +16,13 @@ package struct TestVector: Sendable {
     /// The inputs of a sealing vector.
     package struct Sealing: Sendable {
         package let ephemeralSecretKey: SecureBytes
+        /// `nonce`; empty for version 3.
         package let nonce: [UInt8]
+        /// The envelope's version: 3 is sealed with HPKE; `nil` is 2 with a sender key, 1 without.
+        package let version: WireVersion?
         /// The exact UTF-8 JSON text that was padded and sealed.
         package let plaintext: String
-        /// `sender_secret_key`: the sender key of a version 2 sealing vector.
+        /// `sender_secret_key`: the sender key of a version 2 or version 3 mode_auth sealing vector.
         package let sender: SenderKey?
     }
 
@@ -120,9 +124,12 @@ package struct TestVector: Sendable {
                 }
                 sender = key
             }
+            let isVersion3 = apns.objectValue?["kindly"]?.objectValue?["v"]?.numberValue?.integerValue(in: 3...3) != nil
+            if isVersion3, object["nonce"] != nil { throw FormatError(description: "a version 3 sealing vector has no \"nonce\"") }
             sealing = Sealing(
                 ephemeralSecretKey: try secret("ephemeral_secret_key"),
-                nonce: try bytes("nonce"),
+                nonce: isVersion3 ? [] : try bytes("nonce"),
+                version: isVersion3 ? .three : nil,
                 plaintext: try string("plaintext"),
                 sender: sender)
         } else {
@@ -149,8 +156,8 @@ package struct TestVector: Sendable {
     }
 
     /// Re-seals the plaintext with the vector's ephemeral key and nonce (and sender key) and
-    /// compares the envelope's binary fields byte for byte: `kid`, `epk`, `n`, `ct`, and `sid`
-    /// for version 2.
+    /// compares the envelope's binary fields byte for byte: `kid`, `epk`, `n`, `ct` (version 3:
+    /// `kid`, `enc`, `ct`), and `sid` when there is a sender.
     private func resealingFailure(_ sealing: Sealing) -> String? {
         let envelope: SealedEnvelope
         do throws(KindlyPushSealer.SealingError) {
@@ -158,15 +165,16 @@ package struct TestVector: Sendable {
                 try KindlyPushSealer.binding(of: sender, for: deviceKey.publicKey)
             }
             envelope = try KindlyPushSealer.sealMessage(
-                Array(sealing.plaintext.utf8), for: deviceKey.publicKey, sender: binding,
+                Array(sealing.plaintext.utf8), for: deviceKey.publicKey, sender: binding, version: sealing.version,
                 ephemeralSecretKey: sealing.ephemeralSecretKey, nonce: sealing.nonce)
         } catch {
             return "re-sealing failed: \(error)"
         }
         guard let kindly = apns.objectValue?["kindly"]?.objectValue else { return "a sealing vector without a kindly object" }
         var fields: [(String, [UInt8])] = [
-            ("kid", envelope.kid.bytes), ("epk", envelope.ephemeralPublicKey), ("n", envelope.nonce), ("ct", envelope.ciphertext),
+            ("kid", envelope.kid.bytes), (envelope.version.ephemeralKeyName, envelope.ephemeralPublicKey), ("ct", envelope.ciphertext),
         ]
+        if envelope.version.hasNonce { fields.append(("n", envelope.nonce)) }
         if let sid = envelope.senderID { fields.append(("sid", sid.bytes)) }
         for (name, bytes) in fields {
             guard let text = kindly[name]?.stringValue, let written = try? Base64.decode(text) else {

@@ -239,7 +239,7 @@ struct DecryptAndSealTests {
 
     @Test("a document of exactly 64 KiB is read")
     func exactLimit() throws {
-        let prefix = #"{"kindly":{"v":3},"pad":""#
+        let prefix = #"{"kindly":{"v":4},"pad":""#
         let text = prefix + String(repeating: "x", count: 65_536 - prefix.utf8.count - 2) + "\"}"
         #expect(text.utf8.count == 65_536)
         let output = try CLI.run(["decrypt", "--keyring", "file"], stdin: text)

@@ -118,8 +118,8 @@ struct HostileInputTests {
             ("null", .null), ("true", true), ("a number", 1), ("an array", []), ("an object", [:]), ("a string", "1"),
         ]
         for (name, value) in types {
-            // The numbers 1 and 2 are versions: another number stands in for "v as a number".
-            cases.append(Case(name: "v as \(name)", input: with("v", name == "a number" ? 3 : value), expected: "unsupported_version"))
+            // The numbers 1, 2 and 3 are versions: another number stands in for "v as a number".
+            cases.append(Case(name: "v as \(name)", input: with("v", name == "a number" ? 4 : value), expected: "unsupported_version"))
             for field in ["kid", "epk", "n", "ct"] where name != "a string" {
                 cases.append(Case(name: "\(field) as \(name)", input: with(field, value), expected: "malformed"))
             }

@@ -28,7 +28,7 @@ struct JSONLinesTests {
                 line = []
                 expected.append(.error("bad_input"))
             case 7:
-                line = Array(#"{"kindly":{"v":3}}"#.utf8)
+                line = Array(#"{"kindly":{"v":4}}"#.utf8)
                 expected.append(.error("unsupported_version"))
             case 8:
                 line = try KindlyPushSealer.seal(try DecryptedPayload(chatId: "x\(index)", title: "t", body: "b"), for: other.publicKey)

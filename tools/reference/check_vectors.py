@@ -6,7 +6,9 @@ For every vector (docs/spec/streams.md, "Test-vector files"): decrypts `apns` wi
 none) and compares with `expected` (the payload as a JSON value, numbers by
 exact value; or the reason); for a sealing vector, seals `plaintext` again
 with `ephemeral_secret_key` and `nonce` (and, for version 2,
-`sender_secret_key`) and compares the bytes of kid, epk, n and ct (and sid).
+`sender_secret_key`) and compares the bytes of kid, epk, n and ct (and sid);
+a version 3 sealing vector has no `nonce` and is sealed again with pyhpke
+(kid, enc, ct, and sid in mode_auth).
 Then checks that the files are exactly what gen_vectors.py writes, so that a
 stale or hand-edited file is noticed.
 
@@ -28,6 +30,7 @@ from kindly_ref import JsonNumber, JsonObject  # noqa: E402
 
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "TestVectors"
 SEALING_FIELDS = ("ephemeral_secret_key", "nonce", "plaintext")
+SEALING_FIELDS_V3 = ("ephemeral_secret_key", "plaintext")   # version 3: no nonce
 VECTOR_FIELDS = ("description", "device_secret_key", "apns", "expected", "pinned_sender_keys",
                  "sender_secret_key") + SEALING_FIELDS
 
@@ -142,21 +145,30 @@ def check_vector(raw) -> None:
         want = expected.get("reason") or "ok " + k.dumps(expected["payload"])
         raise VectorError(f"expected {want}, got {got}")
 
+    # A version 3 sealing vector (its envelope's v is 3) has no nonce: HPKE derives it.
+    kindly = [value for value in apns.values_of("kindly") if isinstance(value, JsonObject)]
+    version3 = len(kindly) == 1 and k.envelope_version(dict(kindly[0].members).get("v")) == 3
+    sealing_fields = SEALING_FIELDS_V3 if version3 else SEALING_FIELDS
     present = [name for name in SEALING_FIELDS if name in vector]
-    if present and len(present) != len(SEALING_FIELDS):
-        raise VectorError(f"a sealing vector needs all of {SEALING_FIELDS}, this one has {present}")
+    if present and present != list(sealing_fields):
+        raise VectorError(f"a sealing vector needs exactly {sealing_fields}, this one has {present}")
     if "sender_secret_key" in vector and not present:
-        raise VectorError(f"sender_secret_key belongs to a sealing vector, which also has all of {SEALING_FIELDS}")
+        raise VectorError(f"sender_secret_key belongs to a sealing vector, which also has all of {sealing_fields}")
     if present:
         esk = _key(vector, "ephemeral_secret_key", 32)
-        nonce = _key(vector, "nonce", 24)
         sender_sk = _key(vector, "sender_secret_key", 32) if "sender_secret_key" in vector else None
         if not isinstance(vector["plaintext"], str):
             raise VectorError("plaintext is not a string")
-        resealed = k.seal(vector["plaintext"].encode("utf-8"), k.public_key_of(secret_key), esk, nonce, sender_sk)
-        names = ("kid", "epk", "n", "ct") if sender_sk is None else ("kid", "sid", "epk", "n", "ct")
+        text = vector["plaintext"].encode("utf-8")
+        if version3:
+            resealed = k.seal_v3(text, k.public_key_of(secret_key), esk, sender_sk)
+            names = ("kid", "enc", "ct") if sender_sk is None else ("kid", "sid", "enc", "ct")
+        else:
+            nonce = _key(vector, "nonce", 24)
+            resealed = k.seal(text, k.public_key_of(secret_key), esk, nonce, sender_sk)
+            names = ("kid", "epk", "n", "ct") if sender_sk is None else ("kid", "sid", "epk", "n", "ct")
         for name, data in _envelope_bytes(apns, names).items():
-            if getattr(resealed, name) != data:
+            if getattr(resealed, "epk" if name == "enc" else name) != data:
                 raise VectorError(f"re-sealing gives a different {name}")
 
 

@@ -96,7 +96,12 @@ class Push:
 
     def kindly(self, style: str = "url", **changes) -> dict:
         e = self.envelope
-        if e.sid is None:
+        if e.hpke:   # version 3: kid, sid (mode_auth), enc, ct
+            fields = {"v": 3, "kid": encode(e.kid, style)}
+            if e.sid is not None:
+                fields["sid"] = encode(e.sid, style)
+            fields.update({"enc": encode(e.epk, style), "ct": encode(e.ct, style)})
+        elif e.sid is None:
             fields = {"v": 1, "kid": encode(e.kid, style), "epk": encode(e.epk, style),
                       "n": encode(e.n, style), "ct": encode(e.ct, style)}
         else:
@@ -404,7 +409,7 @@ def not_kindly(v: Files):
 def version(v: Files):
     v.start("version.json")
     rejected = [
-        (MISSING, "v missing"), (3, "v 3"), (0, "v 0"), (-1, "v -1"), ("1", 'v the string "1"'),
+        (MISSING, "v missing"), (4, "v 4 (no version uses it)"), (0, "v 0"), (-1, "v -1"), ("1", 'v the string "1"'),
         (True, "v true (not a number, though true == 1 in some languages)"), (False, "v false"),
         (None, "v null"), (num("1.5"), "v 1.5"), ([1], "v [1]"), ({"v": 1}, "v {\"v\":1}"),
         (num("1e1"), "v 1e1 = 10"), (num("11e-1"), "v 11e-1 = 1.1"), (num("-1.0"), "v -1.0"),
@@ -752,14 +757,14 @@ def check_order(v: Files):
          {"kindly": [p.kindly(v=2)]}, "not_kindly"),
         ("unsupported_version: kindly is the empty object (every field missing, v first)",
          {"aps": VISIBLE_APS, "kindly": {}}, "unsupported_version"),
-        ("unsupported_version before malformed: v 3 with kid not base64",
-         visible(p.kindly(v=3, kid="*not base64*")), "unsupported_version"),
+        ("unsupported_version before malformed: v 4 with kid not base64",
+         visible(p.kindly(v=4, kid="*not base64*")), "unsupported_version"),
         ('unsupported_version before malformed: v "1" with ct of a wrong length',
          visible(p.kindly(v="1", ct=encode(bytes(79)))), "unsupported_version"),
         ("unsupported_version before malformed: v missing and epk missing",
          visible(p.kindly(v=MISSING, epk=MISSING)), "unsupported_version"),
-        ("malformed (duplicate) before unsupported_version: duplicate kid and v 3",
-         {"aps": VISIBLE_APS, "kindly": obj(("v", 3), *list(p.kindly(v=MISSING).items()), ("kid", encode(e.kid)))},
+        ("malformed (duplicate) before unsupported_version: duplicate kid and v 4",
+         {"aps": VISIBLE_APS, "kindly": obj(("v", 4), *list(p.kindly(v=MISSING).items()), ("kid", encode(e.kid)))},
          "malformed"),
         ("malformed (duplicate) before unsupported_version: duplicate top-level member and v missing",
          obj(("aps", VISIBLE_APS), ("kindly", p.kindly(v=MISSING)), ("aps", VISIBLE_APS)), "malformed"),
@@ -984,7 +989,7 @@ def v2_version(v: Files):
         p = seal2(f"v2 version accepted {lexeme}", {"chat_id": "c-v", "title": "Anna", "body": f"v {lexeme}"})
         v.ok_push(f"v {lexeme}: a JSON number equal to 2 is version 2", p, pinned=PINNED, v=num(lexeme))
     rejected = [
-        ("2", 'v the string "2"'), ("2.0", 'v the string "2.0"'), (3, "v 3"), (0, "v 0"), (-2, "v -2"),
+        ("2", 'v the string "2"'), ("2.0", 'v the string "2.0"'), (4, "v 4 (no version uses it)"), (0, "v 0"), (-2, "v -2"),
         (num("2.5"), "v 2.5"), (num("2e1"), "v 2e1 = 20"), (num("-2.0"), "v -2.0"),
         (num("2.0000000000000000000001"), "v 2.0000000000000000000001: not exactly 2 (a double would round it to 2)"),
         (num("1.9999999999999999999999"), "v 1.9999999999999999999999: not exactly 2"),
@@ -1073,7 +1078,7 @@ def v2_reasons(v: Files):
     case("malformed (duplicate) before unsupported_version: duplicate top-level aps and v \"2\"",
          obj(("aps", VISIBLE_APS), ("kindly", p.kindly(v="2")), ("aps", SILENT_APS)), "malformed")
     # 2. unsupported_version before malformed.
-    case("unsupported_version before malformed: v 3 and sid missing", visible(p.kindly(v=3, sid=MISSING)),
+    case("unsupported_version before malformed: v 4 and sid missing", visible(p.kindly(v=4, sid=MISSING)),
          "unsupported_version")
     case('unsupported_version before malformed: v "2" and sid of 9 bytes',
          visible(p.kindly(v="2", sid=encode(SENDER_SID + b"\x00"))), "unsupported_version")
@@ -1276,13 +1281,231 @@ def v2_pinned_v1(v: Files):
           visible(p.kindly(v=num("1.0"), sid=MISSING)), error("untrusted_sender"), pinned=PINNED)
 
 
+# ---------------------------------------------------------------------------
+# Version 3 (wire-format section 8): HPKE (RFC 9180) through pyhpke.
+# ---------------------------------------------------------------------------
+
+def seal3(label: str, plaintext, sender_sk: bytes | None = None, pk: bytes = DEVICE_PK) -> Push:
+    """Seal version 3 exactly as section 8.1 says: mode_base, or mode_auth with sender_sk. A
+    sealing vector carries ephemeral_secret_key and plaintext (and sender_secret_key), no nonce."""
+    text = plaintext if isinstance(plaintext, str) else k.dumps(plaintext)
+    esk, _ = _fresh(label)
+    sealing = {"ephemeral_secret_key": b64url(esk), "plaintext": text}
+    if sender_sk is not None:
+        sealing["sender_secret_key"] = b64url(sender_sk)
+    envelope = k.seal_v3(text.encode("utf-8"), pk, esk, sender_sk)
+    return Push(envelope, text, sealing if pk == DEVICE_PK else None)
+
+
+def craft3(label: str, message: bytes = BASIC_MESSAGE, *, sender_sk: bytes | None = None, kid: bytes = DEVICE_KID,
+           sid: bytes | None = None, aad: bytes | None = None, info: bytes = k.LABEL3, pk: bytes = DEVICE_PK) -> Push:
+    """A version 3 envelope whose HPKE seal (pyhpke) uses another aad, info or message than
+    section 8.1 says (a relabelled kid, another version's label, a bad padding), with the
+    envelope's kid and sid as given."""
+    esk, _ = _fresh(label)
+    sid_aad = None if sender_sk is None else k.sender_id(k.public_key_of(sender_sk))
+    eks = k.KEMKeyPair(k.hpke_private(esk), k.hpke_public(k.public_key_of(esk)))
+    sks = None if sender_sk is None else k.hpke_private(sender_sk)
+    enc, context = k.HPKE_SUITE.create_sender_context(k.hpke_public(pk), info, sks=sks, eks=eks)
+    ct = context.seal(message, k.aad_v3(kid, sid_aad) if aad is None else aad)
+    return Push(k.Envelope(kid, enc, b"", ct, sid_aad if sid is None else sid, hpke=True), None)
+
+
+def v3_ok(v: Files):
+    v.start("v3-ok.json")
+    p = seal3("v3 base basic", BASIC)
+    v.ok_push("version 3 mode_base (HPKE SealBase), reader with no pinned keys", p, pinned=[])
+    p = seal3("v3 base no pins field", {"chat_id": "c-2", "title": "Anna", "body": "no pinned_sender_keys field"})
+    v.ok_push("version 3 mode_base, pinned_sender_keys absent (none)", p)
+    p = seal3("v3 auth basic", BASIC, SENDER_SK)
+    v.ok_push("version 3 mode_auth (HPKE SealAuth) from the pinned sender", p, pinned=PINNED)
+    p = seal3("v3 auth rotation", {"chat_id": "c-3", "title": "Anna", "body": "next sender key"}, SENDER2_SK)
+    v.ok_push("version 3 mode_auth from the second of two pinned sender keys (rotation)", p,
+              pinned=[SENDER_PK, SENDER2_PK])
+    p = seal3("v3 base unicode", {"chat_id": "c-ü", "title": "Zoë 👩‍👩‍👧", "body": "Grüße / ✓ \u2028", "message_id": "m-1",
+                                  "sent_at": 1767225600, "truncated": False, "extra": {"k": [1, num("2.5"), None]}})
+    v.ok_push("version 3 mode_base, non-ASCII text, every optional key and a nested extra", p, pinned=[])
+    p = seal3("v3 auth long", {"chat_id": "c-4", "title": "Long", "body": "x" * 700}, SENDER_SK)
+    v.ok_push("version 3 mode_auth, a plaintext of several 64-byte blocks", p, pinned=PINNED)
+    p = seal3("v3 auth silent", BASIC, SENDER_SK)
+    v.add("version 3 mode_auth as a silent push", {"aps": SILENT_APS, "kindly": p.kindly()}, ok(p.payload()), p,
+          pinned=PINNED)
+    p = seal3("v3 base no aps", BASIC)
+    v.add("version 3 mode_base without aps: aps plays no part", {"kindly": p.kindly()}, ok(p.payload()), p, pinned=[])
+    p = seal3("v3 base ignores epk n", BASIC)
+    v.ok_push("version 3 ignores other members, epk and n included (not base64 here)", p, pinned=[],
+              epk="*not base64*", n=12345)
+    p = seal3("v3 auth std b64", BASIC, SENDER_SK)
+    v.ok_push("version 3 mode_auth in standard base64, padded", p, pinned=PINNED, **p.kindly("std_padded"))
+    p = seal3("v3 base std unpadded", BASIC)
+    v.ok_push("version 3 mode_base in standard base64, unpadded", p, pinned=[], **p.kindly("std"))
+
+
+def v3_version(v: Files):
+    v.start("v3-version.json")
+    for lexeme in ("3", "3.0", "3e0", "3E0", "3e+0", "3.00", "30e-1", "0.3e1", "300e-2"):
+        p = seal3(f"v3 version accepted {lexeme}", {"chat_id": "c-v", "title": "Anna", "body": f"v {lexeme}"})
+        v.ok_push(f"v {lexeme}: a JSON number equal to 3 is version 3 (mode_base)", p, pinned=[], v=num(lexeme))
+    p = seal3("v3 version accepted auth 3.0", {"chat_id": "c-v", "title": "Anna", "body": "v 3.0 auth"}, SENDER_SK)
+    v.ok_push("v 3.0 on a mode_auth push from the pinned sender", p, pinned=PINNED, v=num("3.0"))
+    rejected = [
+        ("3", 'v the string "3"'), ("3.0", 'v the string "3.0"'), (4, "v 4"), (num("3.5"), "v 3.5"),
+        (num("3e1"), "v 3e1 = 30"), (num("-3"), "v -3"), (True, "v true"), (None, "v null"), ([3], "v [3]"),
+        (num("3.0000000000000000000001"), "v 3.0000000000000000000001: not exactly 3 (a double would round it to 3)"),
+        (num("2.9999999999999999999999"), "v 2.9999999999999999999999: not exactly 3"), (MISSING, "v missing"),
+    ]
+    for i, (value, description) in enumerate(rejected):
+        p = seal3(f"v3 version rejected {i}", {"chat_id": f"c-v{i}", "title": "Anna", "body": "version"})
+        # Not a sealing vector: its v is not 3, so nothing says it is sealed as version 3.
+        v.add(f"{description} on a version 3 envelope", visible(p.kindly(v=value)), error("unsupported_version"),
+              pinned=[])
+
+
+def v3_reasons(v: Files):
+    """Every reason of section 8.2 in its order, for version 3."""
+    v.start("v3-reasons.json")
+    base = seal3("v3 reasons base", BASIC)
+    auth = seal3("v3 reasons auth", BASIC, SENDER_SK)
+    eb, ea = base.envelope, auth.envelope
+
+    def case(description, apns, reason, push=None, pinned=PINNED, secret_key=DEVICE_SK):
+        v.add(description, apns, error(reason), push, pinned=pinned, secret_key=secret_key)
+
+    # 1. not_kindly.
+    case("not_kindly: kindly is an array holding a version 3 envelope", {"kindly": [auth.kindly()]}, "not_kindly")
+    # Duplicates before v is read.
+    case('malformed (duplicate) before unsupported_version: enc twice and v "3"',
+         {"aps": VISIBLE_APS, "kindly": obj(*list(auth.kindly(v="3").items()), ("enc", encode(ea.epk)))}, "malformed")
+    # 2. unsupported_version before malformed.
+    case('unsupported_version before malformed: v "3" and enc missing', visible(auth.kindly(v="3", enc=MISSING)),
+         "unsupported_version")
+    # 3. malformed.
+    for description, changes in [
+            ("enc missing", {"enc": MISSING}), ("enc of 31 bytes", {"enc": encode(ea.epk[:31])}),
+            ("enc of 33 bytes", {"enc": encode(ea.epk + b"\x00")}), ("enc not base64", {"enc": "*not base64*"}),
+            ("enc a number", {"enc": 32}), ("enc with nonzero trailing bits", {"enc": encode(ea.epk)[:-1] + "B"}),
+            ("kid of 7 bytes", {"kid": encode(ea.kid[:7])}), ("kid missing", {"kid": MISSING}),
+            ("ct of 79 bytes", {"ct": encode(ea.ct[:79])}), ("ct of 16 bytes (no block)", {"ct": encode(ea.ct[:16])}),
+            ("ct missing", {"ct": MISSING}), ("sid of 9 bytes", {"sid": encode(ea.sid + b"\x00")}),
+            ("sid of 7 bytes", {"sid": encode(ea.sid[:7])}), ("sid not base64", {"sid": "*not base64*"}),
+            ("sid a number", {"sid": 12345678}), ("sid null (present, not a string)", {"sid": None})]:
+        case(f"malformed: version 3 mode_auth with {description}", visible(auth.kindly(**changes)), "malformed")
+    case("malformed: a version 3 envelope with epk and n in place of enc (version 1's fields)",
+         visible(base.kindly(enc=MISSING, epk=encode(eb.epk), n=encode(det("v3 n field", 24)))), "malformed",
+         pinned=[])
+    case("malformed before key_unavailable: unknown kid and enc of 31 bytes",
+         visible(auth.kindly(kid=encode(OTHER_KID), enc=encode(ea.epk[:31]))), "malformed")
+    # 4. key_unavailable before untrusted_sender.
+    case("key_unavailable before untrusted_sender: unknown kid, sid of a stranger",
+         visible(auth.kindly(kid=encode(det("v3 random kid", 8)), sid=encode(k.sender_id(STRANGER_PK)))),
+         "key_unavailable")
+    other = seal3("v3 reasons other device", BASIC, SENDER_SK, pk=OTHER_PK)
+    case("key_unavailable: version 3 mode_auth sealed to another device", visible(other.kindly()), "key_unavailable")
+    case("key_unavailable: version 3 mode_base sealed to another device, pinned mode",
+         visible(seal3("v3 reasons other base", BASIC, pk=OTHER_PK).kindly()), "key_unavailable")
+    # 5. untrusted_sender.
+    stranger = seal3("v3 reasons stranger", BASIC, STRANGER_SK)
+    case("untrusted_sender: mode_auth from a sender key nobody pinned", visible(stranger.kindly()), "untrusted_sender",
+         stranger)
+    case("untrusted_sender: mode_auth, reader with no pinned keys (its sid names none)", visible(auth.kindly()),
+         "untrusted_sender", auth, pinned=[])
+    case("untrusted_sender: mode_base read in pinned mode (no downgrade)", visible(base.kindly()), "untrusted_sender",
+         base)
+    case("untrusted_sender: mode_base in pinned mode with two pins", visible(base.kindly()), "untrusted_sender",
+         base, pinned=[SENDER_PK, SENDER2_PK])
+    case("untrusted_sender: a stripped sid (mode_auth turned mode_base) in pinned mode",
+         visible(auth.kindly(sid=MISSING)), "untrusted_sender")
+    case("untrusted_sender before authentication_failed: mode_base in pinned mode, tag flipped",
+         visible(base.kindly(ct=encode(flip(eb.ct, -1)))), "untrusted_sender")
+    case("untrusted_sender before authentication_failed: mode_base in pinned mode, enc the all-zero point",
+         visible(base.kindly(enc=encode(bytes(32)))), "untrusted_sender")
+    case("untrusted_sender: a swapped sid naming a sender the reader does not pin",
+         visible(auth.kindly(sid=encode(SENDER2_SID))), "untrusted_sender")
+    pb = seal3("v3 reasons base bad plaintext", '{"chat_id":"","title":"Anna","body":"Hi!"}')
+    case("untrusted_sender before bad_plaintext: mode_base in pinned mode, empty chat_id", visible(pb.kindly()),
+         "untrusted_sender", pb)
+    # 6. authentication_failed.
+    case("authentication_failed: a stripped sid, reader with no pinned keys (read as mode_base, the tag fails)",
+         visible(auth.kindly(sid=MISSING)), "authentication_failed", pinned=[])
+    case("authentication_failed: a swapped sid naming another pinned sender (pkS differs)",
+         visible(auth.kindly(sid=encode(SENDER2_SID))), "authentication_failed", pinned=[SENDER_PK, SENDER2_PK])
+    case("authentication_failed: a sid added to a mode_base push (read as mode_auth)",
+         visible(base.kindly(sid=encode(SENDER_SID))), "authentication_failed")
+    case("authentication_failed: mode_auth, one ct byte flipped", visible(auth.kindly(ct=encode(flip(ea.ct, 3)))),
+         "authentication_failed")
+    case("authentication_failed: mode_base, tag flipped", visible(base.kindly(ct=encode(flip(eb.ct, -1)))),
+         "authentication_failed", pinned=[])
+    case("authentication_failed: mode_auth, enc of another ephemeral key",
+         visible(auth.kindly(enc=encode(k.public_key_of(det("v3 other enc", 32))))), "authentication_failed")
+    for name, u in list(low_order_points((False, True)))[:5]:
+        case(f"authentication_failed: enc a low-order point, {name} (all-zero DH)",
+             visible(base.kindly(enc=encode(u))), "authentication_failed", pinned=[])
+    case("authentication_failed: mode_auth, enc the all-zero point", visible(auth.kindly(enc=encode(bytes(32)))),
+         "authentication_failed")
+    low = bytes.fromhex(LOW_ORDER[2][1])
+    case("authentication_failed: a low-order pinned sender key whose sid the push names (all-zero DH(sk, spk))",
+         visible(auth.kindly(sid=encode(k.sender_id(low)))), "authentication_failed", pinned=[SENDER_PK, low])
+    relabelled = craft3("v3 relabelled kid", kid=DEVICE_KID, aad=k.aad_v3(OTHER_KID, None))
+    case("authentication_failed: a relabelled kid (aad over another device's kid, envelope names this one)",
+         visible(relabelled.kindly()), "authentication_failed", pinned=[])
+    case("authentication_failed: kid relabelled to the reader's other key",
+         visible(base.kindly(kid=encode(OTHER_KID))), "authentication_failed", pinned=[], secret_key=OTHER_SK)
+    case("authentication_failed: sealed with info kindly-push/v2 (another version's label)",
+         visible(craft3("v3 info v2", info=k.LABEL2).kindly()), "authentication_failed", pinned=[])
+    case("authentication_failed: aad of version 2's label",
+         visible(craft3("v3 aad v2", sender_sk=SENDER_SK, aad=k.LABEL2 + DEVICE_KID + SENDER_SID).kindly()),
+         "authentication_failed")
+    case("authentication_failed: mode_auth sealed with mode_base's aad (no sid in it)",
+         visible(craft3("v3 aad no sid", sender_sk=SENDER_SK, aad=k.aad_v3(DEVICE_KID, None)).kindly()),
+         "authentication_failed")
+    case("authentication_failed before bad_plaintext: enc the all-zero point, message with bad padding",
+         visible(craft3("v3 low bad pad", BASIC_MESSAGE[:-1] + b"\x01").kindly(enc=encode(bytes(32)))),
+         "authentication_failed", pinned=[])
+    # 7. bad_plaintext.
+    pb = seal3("v3 reasons bad chat", '{"chat_id":"","title":"Anna","body":"Hi!"}', SENDER_SK)
+    case("bad_plaintext: mode_auth authenticates, chat_id empty", visible(pb.kindly()), "bad_plaintext", pb)
+    pb = seal3("v3 reasons bad dup", '{"chat_id":"c-1","title":"Anna","body":"Hi!","title":"Mallory"}')
+    case("bad_plaintext: mode_base authenticates, title twice", visible(pb.kindly()), "bad_plaintext", pb, pinned=[])
+    pb = seal3("v3 reasons bad array", "[1,2,3]", SENDER_SK)
+    case("bad_plaintext: mode_auth authenticates, the plaintext is an array", visible(pb.kindly()), "bad_plaintext",
+         pb)
+    good = k.dumps(BASIC).encode()
+    case("bad_plaintext: mode_auth authenticates, padding marker 0x81",
+         visible(craft3("v3 bad pad", good + b"\x81" + bytes(63 - len(good)), sender_sk=SENDER_SK).kindly()),
+         "bad_plaintext")
+    case("bad_plaintext: mode_base authenticates, no padding marker (all zeros)",
+         visible(craft3("v3 bad pad zeros", bytes(64)).kindly()), "bad_plaintext", pinned=[])
+
+
+def v3_mixed(v: Files):
+    """A version 1 and a version 2 push beside version 3 for the same readers: pinned mode takes only
+    version 2 and version 3 mode_auth (sections 7.3 and 8.2)."""
+    v.start("v3-pinned.json")
+    p1 = seal("v3 mixed v1", BASIC)
+    v.add("pinned mode: a version 1 push is untrusted_sender (as version 3 mode_base)", visible(p1.kindly()),
+          error("untrusted_sender"), p1, pinned=PINNED)
+    p2 = seal2("v3 mixed v2", BASIC)
+    v.ok_push("pinned mode: a version 2 push from the pinned sender decrypts", p2, pinned=PINNED)
+    p3 = seal3("v3 mixed v3 auth", BASIC, SENDER_SK)
+    v.ok_push("pinned mode: a version 3 mode_auth push from the pinned sender decrypts", p3, pinned=PINNED)
+    v.add("a version 3 mode_auth push relabelled v 2 (enc kept, no epk or n): malformed",
+          visible(p3.kindly(v=2)), error("malformed"), pinned=PINNED)
+    v.add("a version 3 mode_base push relabelled v 1: malformed (no epk, no n)",
+          visible(seal3("v3 mixed relabel 1", BASIC).kindly(v=1)), error("malformed"), pinned=[])
+    e2 = p2.envelope
+    v.add("a version 2 push relabelled v 3 (enc = its epk, n dropped): authentication_failed",
+          visible({"v": 3, "kid": encode(e2.kid), "sid": encode(e2.sid), "enc": encode(e2.epk), "ct": encode(e2.ct)}),
+          error("authentication_failed"), pinned=PINNED)
+
+
 def build() -> dict[str, str]:
     """The vector files' names and exact texts."""
     _labels.clear()
     v = Files()
     for section in (ok_basic, ok_plaintext, ok_unicode, encodings, not_kindly, version, malformed,
                     key_unavailable, authentication, epk_handling, bad_plaintext, check_order, sizes,
-                    truncated, v2_ok, v2_version, v2_encodings, v2_reasons, v2_pinned_v1):
+                    truncated, v2_ok, v2_version, v2_encodings, v2_reasons, v2_pinned_v1, v3_ok, v3_version,
+                    v3_reasons, v3_mixed):
         section(v)
     return v.texts()
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference implementation of the Kindly push wire format, versions 1 and 2.
+"""Independent reference implementation of the Kindly push wire format, versions 1, 2 and 3.
 
 This file is written from /work/shared/spec/wire-format.md alone, so that the
 Swift implementation can be checked against something that shares none of its
@@ -9,6 +9,7 @@ code and none of its crypto library:
   * XChaCha20-Poly1305 -- PyPI `pycryptodome` (ChaCha20_Poly1305 with a 24-byte nonce)
   * BLAKE2b           -- Python's hashlib (digest_size is BLAKE2b's own output-length
                          parameter, as the spec asks, not a truncation)
+  * HPKE (RFC 9180), version 3 -- PyPI `pyhpke` (on `cryptography`)
   * ISO/IEC 7816-4 padding, canonical base64 and every wire-format rule -- by hand here.
 
 Usage (exit codes are those of docs/spec/streams.md):
@@ -18,13 +19,15 @@ Usage (exit codes are those of docs/spec/streams.md):
   kindly_ref.py seal (--public-key B64 | --key-file PATH)
                      [--sender-key-file PATH | --sender-secret-key B64]
                      [--mode visible|silent] [--placeholder-title T] [--placeholder-body B]
-                     [--ephemeral-secret-key B64 --nonce B64] [--verbatim]   < plaintext.json
+                     [--wire 1|2|3] [--ephemeral-secret-key B64 [--nonce B64]] [--verbatim]   < plaintext.json
   kindly_ref.py decrypt (--secret-key B64 | --key-file PATH)...
                         [--sender-key B64]...                                < apns.json
 
 `seal` writes version 1, or version 2 (docs/spec/wire-format.md section 7.2) when given a
-sender key. `decrypt` reads both versions (section 7.3); each `--sender-key`
-pins one sender public key, and with at least one it reads in pinned mode.
+sender key; with `--wire 3`, version 3 (section 8: HPKE mode_base, or mode_auth
+with a sender key). `decrypt` reads all three versions (sections 7.3 and 8.2);
+each `--sender-key` pins one sender public key, and with at least one it reads
+in pinned mode.
 
 Python cannot wipe memory (bytes are immutable and may be copied by the
 runtime), so unlike the spec's steps 2.8 and 7.2.8 this reference makes no
@@ -44,6 +47,8 @@ import sys
 from dataclasses import dataclass
 
 from Crypto.Cipher import ChaCha20_Poly1305
+from pyhpke import AEADId, CipherSuite, KDFId, KEMId, KEMKey
+from pyhpke.kem_key import KEMKeyPair
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 LABEL = b"kindly-push/v1"
@@ -398,6 +403,47 @@ def aad_v2(kid: bytes, sid: bytes) -> bytes:
     return LABEL2 + kid + sid
 
 
+# Version 3 (section 8): HPKE as RFC 9180 says, through pyhpke; nothing here but the wire rules.
+LABEL3 = b"kindly-push/v3"
+HPKE_SUITE = CipherSuite.new(KEMId.DHKEM_X25519_HKDF_SHA256, KDFId.HKDF_SHA256, AEADId.CHACHA20_POLY1305)
+
+
+def hpke_private(secret_key: bytes):
+    return KEMKey.from_pyca_cryptography_key(X25519PrivateKey.from_private_bytes(secret_key))
+
+
+def hpke_public(public_key: bytes):
+    return KEMKey.from_pyca_cryptography_key(X25519PublicKey.from_public_bytes(public_key))
+
+
+def aad_v3(kid: bytes, sid: bytes | None) -> bytes:
+    """Section 8.1 step 3: LABEL3 || kid (mode_base), LABEL3 || kid || sid (mode_auth)."""
+    return LABEL3 + kid + (sid or b"")
+
+
+def hpke_seal(pk: bytes, message: bytes, aad: bytes, esk: bytes | None = None,
+              sender_secret_key: bytes | None = None) -> tuple[bytes, bytes]:
+    """SealBase / SealAuth with info = LABEL3; esk fixes the ephemeral key (test vectors)."""
+    eks = None
+    if esk is not None:
+        eks = KEMKeyPair(hpke_private(esk), hpke_public(public_key_of(esk)))
+    sks = None if sender_secret_key is None else hpke_private(sender_secret_key)
+    enc, context = HPKE_SUITE.create_sender_context(hpke_public(pk), LABEL3, sks=sks, eks=eks)
+    return enc, context.seal(message, aad)
+
+
+def hpke_open(enc: bytes, secret_key: bytes, sealed: bytes, aad: bytes,
+              sender_public_key: bytes | None = None) -> bytes | None:
+    """OpenBase / OpenAuth; None when it fails for any reason (a bad tag, an
+    all-zero DH of RFC 9180 section 7.1.4, which pyhpke refuses)."""
+    try:
+        pks = None if sender_public_key is None else hpke_public(sender_public_key)
+        context = HPKE_SUITE.create_recipient_context(enc, hpke_private(secret_key), LABEL3, pks=pks)
+        return context.open(sealed, aad)
+    except Exception:   # pyhpke raises its own OpenError, or ValueError for a low-order point
+        return None
+
+
 def aead_encrypt(key: bytes, nonce: bytes, aad: bytes, message: bytes) -> bytes:
     """XChaCha20-Poly1305-IETF: pycryptodome switches to XChaCha20 for a 24-byte nonce."""
     assert len(nonce) == 24
@@ -448,13 +494,22 @@ class Envelope:
     epk: bytes
     n: bytes
     ct: bytes
-    sid: bytes | None = None   # version 2 exactly when set
+    sid: bytes | None = None   # version 2 (or version 3 mode_auth) exactly when set
+    hpke: bool = False         # version 3: epk is HPKE's enc, n is empty
 
     @property
     def version(self) -> int:
+        if self.hpke:
+            return 3
         return 1 if self.sid is None else 2
 
     def to_json(self) -> dict:
+        if self.hpke:
+            fields = {"v": 3, "kid": b64url(self.kid)}
+            if self.sid is not None:
+                fields["sid"] = b64url(self.sid)
+            fields.update({"enc": b64url(self.epk), "ct": b64url(self.ct)})
+            return fields
         if self.sid is None:
             return {"v": 1, "kid": b64url(self.kid), "epk": b64url(self.epk),
                     "n": b64url(self.n), "ct": b64url(self.ct)}
@@ -484,6 +539,19 @@ def seal(text: bytes, pk: bytes, esk: bytes | None = None, nonce: bytes | None =
     sid = sender_id(spk)
     key = derive_key_v2(shared, shared_s, epk, pk, spk)
     return Envelope(kid, epk, nonce, aead_encrypt(key, nonce, aad_v2(kid, sid), pad(text)), sid)
+
+
+def seal_v3(text: bytes, pk: bytes, esk: bytes | None = None,
+            sender_secret_key: bytes | None = None) -> Envelope:
+    """Seal as version 3 (section 8.1): HPKE mode_base, or mode_auth with the
+    sender key; esk is random unless given (pyhpke's GenerateKeyPair then)."""
+    kid = key_id(pk)
+    sid = None if sender_secret_key is None else sender_id(public_key_of(sender_secret_key))
+    try:
+        enc, ct = hpke_seal(pk, pad(text), aad_v3(kid, sid), esk, sender_secret_key)
+    except Exception as exc:   # pyhpke refuses an all-zero DH (a low-order public key)
+        raise KindlyError("bad_input", f"HPKE cannot seal to this public key: {exc}") from None
+    return Envelope(kid, enc, b"", ct, sid, hpke=True)
 
 
 def apns_payload(envelope: Envelope, mode: str = "visible",
@@ -585,17 +653,18 @@ def is_kindly(doc: JsonObject) -> bool:
 
 _FIELDS = ("kid", "epk", "n", "ct")
 _FIELDS_V2 = ("kid", "sid", "epk", "n", "ct")
-_SIZES = {"kid": 8, "sid": 8, "epk": 32, "n": 24}
+_FIELDS_V3 = ("kid", "enc", "ct")       # and sid when present (mode_auth)
+_SIZES = {"kid": 8, "sid": 8, "epk": 32, "n": 24, "enc": 32}
 
 
 def envelope_version(value) -> int | None:
-    """1 or 2 when value is a JSON number whose exact value is 1 or 2 (1, 1.0,
-    1e0, 2, 2.0, 2e0, 20e-1, ...); None for anything else: true, "2", 3,
-    2.0000000000000000000001 (a double would round it to 2)."""
+    """1, 2 or 3 when value is a JSON number whose exact value is 1, 2 or 3
+    (1, 1.0, 1e0, 2, 2.0, 20e-1, 3, 3e0, ...); None for anything else: true,
+    "2", 4, 2.0000000000000000000001 (a double would round it to 2)."""
     if not isinstance(value, JsonNumber):
         return None
     number = value.integer()
-    return number if number in (1, 2) else None
+    return number if number in (1, 2, 3) else None
 
 
 def read_envelope(doc: JsonObject) -> Envelope:
@@ -613,11 +682,18 @@ def read_envelope(doc: JsonObject) -> Envelope:
 
     version = envelope_version(fields.get("v"))
     if version is None:
-        raise KindlyError("unsupported_version", "kindly.v is missing or not the number 1 or 2")
+        raise KindlyError("unsupported_version", "kindly.v is missing or not the number 1, 2 or 3")
 
     decoded = {}
-    # Version 1 ignores a sid field: it is not read at all, whatever it holds.
-    for name in _FIELDS if version == 1 else _FIELDS_V2:
+    # Version 1 ignores a sid field: it is not read at all, whatever it holds. Version 3
+    # reads it when it is present (section 8.2: mode_auth), and ignores epk and n.
+    if version == 1:
+        names = _FIELDS
+    elif version == 2:
+        names = _FIELDS_V2
+    else:
+        names = ("kid", "sid", "enc", "ct") if "sid" in fields else _FIELDS_V3
+    for name in names:
         value = fields.get(name)
         if not isinstance(value, str):
             raise KindlyError("malformed", f"kindly.{name} is missing or not a string")
@@ -632,6 +708,8 @@ def read_envelope(doc: JsonObject) -> Envelope:
     ct_size = len(decoded["ct"])
     if ct_size < TAG_SIZE + BLOCK_SIZE or (ct_size - TAG_SIZE) % BLOCK_SIZE:
         raise KindlyError("malformed", f"kindly.ct decodes to {ct_size} bytes, not 16 + a positive multiple of 64")
+    if version == 3:
+        return Envelope(decoded["kid"], decoded["enc"], b"", decoded["ct"], decoded.get("sid"), hpke=True)
     return Envelope(**decoded)
 
 
@@ -639,6 +717,17 @@ def open_envelope(envelope: Envelope, secret_key: bytes, sender_public_key: byte
     """Check 6 of section 7.3 (5 of section 5) and the padding part of the
     last: returns the unpadded plaintext text. A version 2 envelope needs the
     pinned sender public key its sid names."""
+    if envelope.version == 3:
+        if envelope.sid is not None:
+            assert sender_public_key is not None and sender_id(sender_public_key) == envelope.sid
+        padded = hpke_open(envelope.epk, secret_key, envelope.ct, aad_v3(envelope.kid, envelope.sid),
+                           sender_public_key)
+        if padded is None:
+            raise KindlyError("authentication_failed", "HPKE open fails (a bad tag or an all-zero DH)")
+        text = unpad(padded)
+        if text is None:
+            raise KindlyError("bad_plaintext", "the padding is wrong")
+        return text
     pk = public_key_of(secret_key)
     shared = x25519(secret_key, envelope.epk)
     if shared == bytes(32):
@@ -675,9 +764,9 @@ def decrypt(doc: JsonObject, secret_keys: list[bytes], sender_keys=()) -> dict:
         raise KindlyError("key_unavailable", "no secret key with this kid")
     pinned = {sender_id(spk): spk for spk in sender_keys}
     sender_public_key = None
-    if envelope.version == 1:
+    if envelope.sid is None:   # version 1, or version 3 mode_base: no proof of the sender
         if pinned:
-            raise KindlyError("untrusted_sender", "a version 1 push read in pinned mode")
+            raise KindlyError("untrusted_sender", f"a version {envelope.version} push without sid read in pinned mode")
     else:
         sender_public_key = pinned.get(envelope.sid)
         if sender_public_key is None:
@@ -790,11 +879,19 @@ def _cmd_seal(args) -> str:
         sender_secret_key = _key_arg(args.sender_secret_key, "--sender-secret-key")
     elif args.sender_key_file:
         sender_secret_key = _sender_key_file(args.sender_key_file)
-    if (args.ephemeral_secret_key is None) != (args.nonce is None):
+    if args.wire == "3":
+        if args.nonce is not None:
+            raise KindlyError("usage", "--wire 3 takes no --nonce (HPKE derives it)")
+    elif (args.ephemeral_secret_key is None) != (args.nonce is None):
         raise KindlyError("usage", "--ephemeral-secret-key and --nonce go together")
+    if args.wire == "1" and sender_secret_key is not None:
+        raise KindlyError("usage", "--wire 1 has no sender key")
+    if args.wire == "2" and sender_secret_key is None:
+        raise KindlyError("usage", "--wire 2 needs a sender key")
     esk = nonce = None
     if args.ephemeral_secret_key is not None:
         esk = _key_arg(args.ephemeral_secret_key, "--ephemeral-secret-key")
+    if args.nonce is not None:
         try:
             nonce = b64decode_canonical(args.nonce)
         except ValueError as exc:
@@ -807,7 +904,10 @@ def _cmd_seal(args) -> str:
     # Compact, non-ASCII and '/' unescaped, numbers as written; --verbatim seals
     # the input bytes themselves (for byte-exact comparison with another sealer).
     text = data if args.verbatim else dumps(plaintext).encode("utf-8")
-    envelope = seal(text, pk, esk, nonce, sender_secret_key)
+    if args.wire == "3":
+        envelope = seal_v3(text, pk, esk, sender_secret_key)
+    else:
+        envelope = seal(text, pk, esk, nonce, sender_secret_key)
     payload = dumps(apns_payload(envelope, args.mode, args.placeholder_title, args.placeholder_body))
     size = len(payload.encode("utf-8"))
     if size > APNS_LIMIT:
@@ -828,7 +928,7 @@ def _cmd_decrypt(args) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kindly_ref.py",
-                     description="Kindly push wire format versions 1 and 2, reference implementation")
+                     description="Kindly push wire format versions 1, 2 and 3, reference implementation")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     keygen = commands.add_parser("keygen", help="print a key file {kid, public_key, secret_key}")
@@ -844,6 +944,8 @@ def build_parser() -> argparse.ArgumentParser:
     seal_cmd.add_argument("--key-file")
     seal_cmd.add_argument("--sender-key-file", help="seal version 2 with this sender key file {sid, public_key, secret_key}")
     seal_cmd.add_argument("--sender-secret-key", help="seal version 2 with this sender secret key")
+    seal_cmd.add_argument("--wire", choices=("1", "2", "3"),
+                          help="wire format version (default: 2 with a sender key, 1 without); 3 is HPKE")
     seal_cmd.add_argument("--mode", choices=("visible", "silent"), default="visible")
     seal_cmd.add_argument("--placeholder-title", default=DEFAULT_TITLE)
     seal_cmd.add_argument("--placeholder-body", default=DEFAULT_BODY)

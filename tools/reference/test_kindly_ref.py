@@ -319,9 +319,9 @@ class Version2(unittest.TestCase):
         # ss_s = X25519(ssk, pk) = X25519(sk, spk): the device computes the same secret.
         self.assertEqual(dh(ssk, pk), dh(sk, spk))
 
-    def test_envelope_version_is_exact(self):
+    def test_envelope_version_is_exact(self):  # versions 1, 2 and 3 (section 8.2)
         for lexeme, want in (("1", 1), ("1.0", 1), ("2", 2), ("2.0", 2), ("2e0", 2), ("20e-1", 2), ("0.2e1", 2),
-                             ("2E+0", 2), ("3", None), ("0", None), ("-2", None), ("2.5", None),
+                             ("2E+0", 2), ("3", 3), ("3e0", 3), ("30e-1", 3), ("4", None), ("0", None), ("-2", None), ("2.5", None),
                              ("2.0000000000000000000001", None), ("1.9999999999999999999999", None)):
             self.assertEqual(k.envelope_version(k.JsonNumber(lexeme)), want, lexeme)
         for value in ("2", "1", True, None, [2]):
@@ -443,6 +443,41 @@ class Version2(unittest.TestCase):
                     self.assertTrue(vector.values_of("pinned_sender_keys") or
                                     field(field(field(vector, "apns"), "kindly"), "v") == 1,
                                     field(vector, "description"))
+
+
+class Version3(unittest.TestCase):
+    """Version 3 (section 8) through pyhpke: RFC 9180's own vectors for the suite, and the wire rules."""
+
+    RFC = HERE.parents[1] / "TestVectors" / "hpke" / "rfc9180-x25519-sha256-chachapoly.json"
+
+    def test_pyhpke_reproduces_rfc9180(self):
+        for case in json.loads(self.RFC.read_text()):
+            h = bytes.fromhex
+            sks = None if case["mode"] == 0 else h(case["skSm"])
+            eks = k.KEMKeyPair(k.hpke_private(h(case["skEm"])), k.hpke_public(h(case["pkEm"])))
+            enc, context = k.HPKE_SUITE.create_sender_context(
+                k.hpke_public(h(case["pkRm"])), h(case["info"]), sks=None if sks is None else k.hpke_private(sks), eks=eks)
+            self.assertEqual(enc, h(case["enc"]))
+            first = case["encryptions"][0]
+            self.assertEqual(context.seal(h(first["pt"]), h(first["aad"])), h(first["ct"]))
+
+    def test_seal_and_open_both_modes(self):
+        sk, ssk, esk = os.urandom(32), os.urandom(32), os.urandom(32)
+        pk, spk = k.public_key_of(sk), k.public_key_of(ssk)
+        text = b'{"chat_id":"c-1","title":"Anna","body":"Hi!"}'
+        base = k.seal_v3(text, pk, esk)
+        self.assertEqual((base.version, base.sid, base.n), (3, None, b""))
+        self.assertEqual(base, k.seal_v3(text, pk, esk))   # esk fixes it
+        self.assertEqual(list(base.to_json()), ["v", "kid", "enc", "ct"])
+        auth = k.seal_v3(text, pk, esk, ssk)
+        self.assertEqual(list(auth.to_json()), ["v", "kid", "sid", "enc", "ct"])
+        self.assertEqual(k.open_envelope(base, sk), text)
+        self.assertEqual(k.open_envelope(auth, sk, spk), text)
+        doc = k.parse_document(json.dumps({"kindly": auth.to_json()}).encode())
+        self.assertEqual(k.decrypt(doc, [sk], [spk])["body"], "Hi!")
+        with self.assertRaises(k.KindlyError) as caught:
+            k.decrypt(k.parse_document(json.dumps({"kindly": base.to_json()}).encode()), [sk], [spk])
+        self.assertEqual(caught.exception.code, "untrusted_sender")   # mode_base in pinned mode
 
 
 if __name__ == "__main__":

@@ -115,4 +115,26 @@ public enum RawSodium {
         guard status == 0 else { return nil }
         return out
     }
+
+    /// HMAC-SHA256 (`crypto_auth_hmacsha256`), for the reference's HKDF (RFC 5869).
+    public static func hmacSHA256(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+        var state = crypto_auth_hmacsha256_state()
+        var out = [UInt8](repeating: 0, count: 32)
+        crypto_auth_hmacsha256_init(&state, key.isEmpty ? [UInt8](repeating: 0, count: 32) : key, key.isEmpty ? 32 : key.count)
+        crypto_auth_hmacsha256_update(&state, message, UInt64(message.count))
+        crypto_auth_hmacsha256_final(&state, &out)
+        return out
+    }
+
+    /// ChaCha20-Poly1305-IETF (12-byte nonce) opening; `nil` when the tag does not verify.
+    public static func openIETF(_ ciphertext: [UInt8], additionalData: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8]? {
+        precondition(nonce.count == 12 && key.count == 32)
+        guard ciphertext.count >= 16 else { return nil }
+        var out = [UInt8](repeating: 0, count: ciphertext.count - 16)
+        var length: UInt64 = 0
+        let status = crypto_aead_chacha20poly1305_ietf_decrypt(
+            &out, &length, nil, ciphertext, UInt64(ciphertext.count), additionalData, UInt64(additionalData.count), nonce, key)
+        guard status == 0 else { return nil }
+        return out
+    }
 }

@@ -2,7 +2,7 @@ import FuzzSupport
 import KindlyPush
 import KindlyPushCore
 
-/// Wire-format sections 3 to 5 and 7 written out again from the spec, on libsodium directly, as
+/// Wire-format sections 3 to 5, 7 and 8 written out again from the spec, on libsodium directly, as
 /// the oracle the library's decryption is checked against. It shares only the JSON reader and the
 /// base64 decoder with the library (each has a fuzz target of its own).
 enum Reference {
@@ -14,6 +14,7 @@ enum Reference {
 
     static let label = Array("kindly-push/v1".utf8)
     static let label2 = Array("kindly-push/v2".utf8)
+    static let label3 = Array("kindly-push/v3".utf8)
 
     /// Sections 5 and 7.3, `decrypt(userInfo)` with the one device key `secretKey` at hand and
     /// the pinned sender public keys `pinned` (none: not in pinned mode).
@@ -26,10 +27,11 @@ enum Reference {
         else { return .failure(.notKindly) }
         // Duplicate names at the top level or inside `kindly`: malformed, before `v` is read.
         if hasDuplicateNames(top) || hasDuplicateNames(envelope) { return .failure(.malformed) }
-        // 2. unsupported_version: `v` must be a number equal to 1 or 2.
+        // 2. unsupported_version: `v` must be a number equal to 1, 2 or 3.
         guard case .number(let versionNumber)? = member(envelope, "v"), let version = self.version(versionNumber.literal) else {
             return .failure(.unsupportedVersion)
         }
+        if version == 3 { return decryptVersion3(envelope, secretKey: secretKey, publicKey: publicKey, kid: kid, pinned: pinned) }
         // 3. malformed: each field a string of canonical base64 with the right decoded length;
         // version 2 also has `sid`, version 1 ignores it.
         var fields: [[UInt8]] = []
@@ -191,10 +193,10 @@ enum Reference {
         return (negative, digits, exponent)
     }
 
-    /// 1 or 2 when the literal's exact value is 1 or 2, else `nil`.
+    /// 1, 2 or 3 when the literal's exact value is 1, 2 or 3, else `nil`.
     static func version(_ literal: String) -> Int? {
         let value = decimal(literal)
-        guard !value.negative, value.exponent == 0, value.digits == [1] || value.digits == [2] else { return nil }
+        guard !value.negative, value.exponent == 0, value.digits == [1] || value.digits == [2] || value.digits == [3] else { return nil }
         return Int(value.digits[0])
     }
 
@@ -208,5 +210,65 @@ enum Reference {
             magnitude = magnitude * 10 + UInt64(digit)
         }
         return magnitude <= maximum
+    }
+
+    /// Section 8.2, reasons 3 to 7 for version 3: `kid`, `enc`, `ct` and an optional `sid`, then
+    /// RFC 9180's DHKEM(X25519, HKDF-SHA256), key schedule and ChaCha20-Poly1305 written out on
+    /// `crypto_scalarmult`, `crypto_auth_hmacsha256` and `crypto_aead_chacha20poly1305_ietf`.
+    static func decryptVersion3(
+        _ envelope: JSONObject, secretKey: [UInt8], publicKey: [UInt8], kid: [UInt8], pinned: [[UInt8]]
+    ) -> Outcome {
+        func field(_ name: String, _ isValidLength: (Int) -> Bool) -> [UInt8]? {
+            guard case .string(let text)? = member(envelope, name), let bytes = try? Base64.decode(text), isValidLength(bytes.count) else {
+                return nil
+            }
+            return bytes
+        }
+        guard let pushKid = field("kid", { $0 == 8 }), let enc = field("enc", { $0 == 32 }),
+            let ciphertext = field("ct", { $0 >= 16 + 64 && ($0 - 16) % 64 == 0 })
+        else { return .failure(.malformed) }
+        var sid: [UInt8]?
+        if member(envelope, "sid") != nil {
+            guard let bytes = field("sid", { $0 == 8 }) else { return .failure(.malformed) }
+            sid = bytes
+        }
+        guard pushKid == kid else { return .failure(.keyUnavailable) }
+        var senderKey: [UInt8]?
+        if let sid {
+            guard let key = pinned.first(where: { RawSodium.blake2b($0, outputLength: 8) == sid }) else {
+                return .failure(.untrustedSender)
+            }
+            senderKey = key
+        } else if !pinned.isEmpty {
+            return .failure(.untrustedSender)
+        }
+        guard var dh = RawSodium.scalarMult(secretKey, enc) else { return .failure(.authenticationFailed) }
+        var kemContext = enc + publicKey
+        if let senderKey {
+            guard let senderSecret = RawSodium.scalarMult(secretKey, senderKey) else { return .failure(.authenticationFailed) }
+            dh += senderSecret
+            kemContext += senderKey
+        }
+        let version = Array("HPKE-v1".utf8)
+        let kemSuite = Array("KEM".utf8) + [0x00, 0x20]
+        let suite = Array("HPKE".utf8) + [0x00, 0x20, 0x00, 0x01, 0x00, 0x03]
+        func extract(_ suiteID: [UInt8], salt: [UInt8], _ label: String, _ ikm: [UInt8]) -> [UInt8] {
+            RawSodium.hmacSHA256(key: salt, version + suiteID + Array(label.utf8) + ikm)
+        }
+        func expand(_ suiteID: [UInt8], prk: [UInt8], _ label: String, _ info: [UInt8], _ length: Int) -> [UInt8] {
+            let labeled = [UInt8(length >> 8), UInt8(length & 0xFF)] + version + suiteID + Array(label.utf8) + info
+            return Array(RawSodium.hmacSHA256(key: prk, labeled + [0x01]).prefix(length))
+        }
+        let sharedSecret = expand(kemSuite, prk: extract(kemSuite, salt: [], "eae_prk", dh), "shared_secret", kemContext, 32)
+        let context =
+            [senderKey == nil ? 0x00 : 0x02] + extract(suite, salt: [], "psk_id_hash", []) + extract(suite, salt: [], "info_hash", label3)
+        let secret = extract(suite, salt: sharedSecret, "secret", [])
+        let key = expand(suite, prk: secret, "key", context, 32)
+        let nonce = expand(suite, prk: secret, "base_nonce", context, 12)
+        guard let padded = RawSodium.openIETF(ciphertext, additionalData: label3 + kid + (sid ?? []), nonce: nonce, key: key) else {
+            return .failure(.authenticationFailed)
+        }
+        guard let message = unpad(padded) else { return .failure(.badPlaintext) }
+        return validate(message)
     }
 }

@@ -1,12 +1,13 @@
 internal import KindlyPushCore
 
-/// The device side of the wire format (sections 5 and 7.3), named as in the iOS SDK.
+/// The device side of the wire format (sections 5, 7.3 and 8.2), named as in the iOS SDK.
 ///
-/// A reader is one keyring and its pinned sender keys: those the keyring holds
-/// (``Keyring/pinnedSenders()``) and those given here. With at least one it is in pinned mode:
-/// a version 2 push decrypts only when its `sid` names a pinned key, and a version 1 push is
-/// refused (`untrusted_sender`). With none, version 1 reads exactly as before and version 2 is
-/// refused.
+/// One reader reads versions 1, 2 and 3 (``WireVersion``). A reader is one keyring and its
+/// pinned sender keys: those the keyring holds (``Keyring/pinnedSenders()``) and those given
+/// here. With at least one it is in pinned mode: a version 2 or version 3 mode_auth push
+/// decrypts only when its `sid` names a pinned key, and a push that cannot prove its sender
+/// (version 1, version 3 mode_base) is refused (`untrusted_sender`). With none, version 1 and
+/// version 3 mode_base read as before and a push with a `sid` is refused.
 ///
 /// ```swift
 /// let decryption = KindlyPushDecryption(keyring: CachingKeyring(FileKeyring(folder: folder)))
@@ -55,26 +56,26 @@ public struct KindlyPushDecryption: Sendable {
         try? decryptResult(userInfo: userInfo).get()
     }
 
-    /// The decrypted payload or the reason it failed, checked in the order of sections 5 and 7.3.
+    /// The decrypted payload or the reason it failed, checked in the order of sections 5, 7.3 and 8.2.
     public func decryptResult(userInfo: JSONValue) -> Result<DecryptedPayload, DecryptionFailure> {
         Result { () throws(DecryptionFailure) in
             let envelope = try SealedEnvelope(userInfo: userInfo)
             let key = try key(for: envelope.kid)
-            let sender = try trustedSender(for: envelope.senderID)
+            let sender = try trustedSender(for: envelope.senderID, version: envelope.version)
             return try KindlyPushDecryption.open(envelope, with: key, sender: sender)
         }
     }
 
-    /// Reason 5 of section 7.3 for this reader: the pinned key a version 2 push's `sid` names,
-    /// `nil` for a version 1 push outside pinned mode.
-    func trustedSender(for sid: SenderID?) throws(DecryptionFailure) -> SenderPublicKey? {
-        try KindlyPushDecryption.trustedSender(for: sid, pinned: pinnedSenderKeys, keyring: keyring)
+    /// Reason 5 of sections 7.3 and 8.2 for this reader: the pinned key a push's `sid` names,
+    /// `nil` for a push without `sid` (version 1, version 3 mode_base) outside pinned mode.
+    func trustedSender(for sid: SenderID?, version: WireVersion) throws(DecryptionFailure) -> SenderPublicKey? {
+        try KindlyPushDecryption.trustedSender(for: sid, version: version, pinned: pinnedSenderKeys, keyring: keyring)
     }
 
     /// Reason 5 of section 7.3: `pinned` and the keyring's pins are the reader's. The keyring is
     /// asked only when `pinned` does not decide; when it cannot say, nothing is trusted.
     static func trustedSender(
-        for sid: SenderID?, pinned: [SenderPublicKey], keyring: (any Keyring)?
+        for sid: SenderID?, version: WireVersion, pinned: [SenderPublicKey], keyring: (any Keyring)?
     ) throws(DecryptionFailure) -> SenderPublicKey? {
         if let sid, let key = pinned.first(where: { $0.sid == sid }) { return key }
         var inPinnedMode = !pinned.isEmpty
@@ -90,7 +91,8 @@ public struct KindlyPushDecryption: Sendable {
         }
         if let sid { throw DecryptionFailure(.untrustedSender, "no pinned sender key has sid \(sid)") }
         guard !inPinnedMode else {
-            throw DecryptionFailure(.untrustedSender, "a version 1 push cannot prove its sender, and sender keys are pinned")
+            let push = version == .one ? "a version 1 push" : "a version \(version) push without sid (mode_base)"
+            throw DecryptionFailure(.untrustedSender, "\(push) cannot prove its sender, and sender keys are pinned")
         }
         return nil
     }
@@ -121,7 +123,7 @@ public struct KindlyPushDecryption: Sendable {
                     .keyUnavailable, "the push is for kid \(envelope.kid); the key given has kid \(key.kid)",
                     keyringError: .notFound(envelope.kid))
             }
-            let sender = try trustedSender(for: envelope.senderID, pinned: pinnedSenderKeys, keyring: nil)
+            let sender = try trustedSender(for: envelope.senderID, version: envelope.version, pinned: pinnedSenderKeys, keyring: nil)
             return try open(envelope, with: key, sender: sender)
         }
     }

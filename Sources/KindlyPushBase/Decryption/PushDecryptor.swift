@@ -22,7 +22,8 @@ internal import KindlyPushCore
 /// output) is the general path's; `FastPathTests` checks this on every test vector.
 package struct PushDecryptor {
     package let decryption: KindlyPushDecryption
-    /// kid || sid (version 2; unused for version 1) || epk || n || ct, decoded.
+    /// kid || sid (version 2 and 3 mode_auth; unused otherwise) || epk or enc || n (versions 1
+    /// and 2) || ct, decoded.
     private var fields: [UInt8] = []
     /// The padded plaintext, then the plaintext.
     private var plaintext: [UInt8] = []
@@ -32,8 +33,8 @@ package struct PushDecryptor {
         /// The payload object's compact JSON (as ``JSONWriter`` writes ``DecryptedPayload/object``)
         /// was appended.
         case decrypted
-        /// The push is a well-formed Kindly push of version 1 or 2 that does not decrypt: reasons
-        /// 4 to 7 of section 7.3, exactly as ``KindlyPushDecryption/decryptResult(userInfo:)`` gives them.
+        /// The push is a well-formed Kindly push of version 1, 2 or 3 that does not decrypt: reasons
+        /// 4 to 7 of sections 7.3 and 8.2, exactly as ``KindlyPushDecryption/decryptResult(userInfo:)`` gives them.
         case failed(DecryptionFailure)
         /// The push is invalid, not Kindly's, or of a shape this path leaves to the general one:
         /// read it with ``JSONReader`` and call ``KindlyPushDecryption/decryptResult(userInfo:)``.
@@ -58,7 +59,8 @@ package struct PushDecryptor {
     /// Decrypts the push whose JSON text is `document`. Appends to `output` only on `.decrypted`.
     package mutating func decrypt(_ document: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Outcome {
         guard let envelope = EnvelopeLocation(document) else { return .undecided }
-        // Decode the fields into one buffer: kid | sid | epk | n | ct (sid only for version 2).
+        // Decode the fields into one buffer: kid | sid | epk | n | ct (sid only with a sender, n
+        // only in versions 1 and 2, epk holding version 3's enc).
         let sidOffset = KeyID.length
         let epkOffset = sidOffset + SenderID.length
         let nonceOffset = epkOffset + SealedEnvelope.ephemeralPublicKeyLength
@@ -80,7 +82,8 @@ package struct PushDecryptor {
             guard field(envelope.kid, at: 0, length: KeyID.length) == KeyID.length,
                 field(envelope.ephemeralPublicKey, at: epkOffset, length: SealedEnvelope.ephemeralPublicKeyLength)
                     == SealedEnvelope.ephemeralPublicKeyLength,
-                field(envelope.nonce, at: nonceOffset, length: XChaCha20Poly1305.nonceLength) == XChaCha20Poly1305.nonceLength,
+                !envelope.version.hasNonce
+                    || field(envelope.nonce, at: nonceOffset, length: XChaCha20Poly1305.nonceLength) == XChaCha20Poly1305.nonceLength,
                 let ctLength = field(envelope.ciphertext, at: ctOffset, length: buffer.count - ctOffset),
                 SealedEnvelope.isValidCiphertextLength(ctLength)
             else { return nil }
@@ -94,7 +97,7 @@ package struct PushDecryptor {
         guard let decoded else { return .undecided }
         do throws(DecryptionFailure) {
             let key = try decryption.key(for: decoded.kid)
-            let sender = try decryption.trustedSender(for: decoded.sid)
+            let sender = try decryption.trustedSender(for: decoded.sid, version: envelope.version)
             let binding = try KindlyPushDecryption.binding(of: key, with: sender)
             let length = try fields.withBytes { (fields) throws(DecryptionFailure) in
                 try plaintext.withMutableBytes { (plaintext) throws(DecryptionFailure) in
@@ -103,7 +106,7 @@ package struct PushDecryptor {
                         nonce: UnsafeRawBufferPointer(rebasing: fields[nonceOffset..<ctOffset]),
                         ephemeralPublicKey: UnsafeRawBufferPointer(rebasing: fields[epkOffset..<nonceOffset]),
                         kid: UnsafeRawBufferPointer(rebasing: fields[0..<KeyID.length]),
-                        with: key, sender: binding, into: plaintext)
+                        with: key, sender: binding, version: envelope.version, into: plaintext)
                 }
             }
             try plaintext.withBytes { (buffer) throws(DecryptionFailure) in
@@ -124,16 +127,21 @@ package struct PushDecryptor {
 
 /// Where a push's envelope fields are, found by ``FastJSON`` in a document that it checked
 /// whole: a JSON object with no duplicate top-level name, whose one `kindly` member is an object
-/// with no duplicate name, `v` written `1` or `2`, and `kid`, `epk`, `n`, `ct` strings (and for
-/// version 2 a `sid` string, without escapes). `nil` for anything else (the general path
-/// decides). The four strings are checked by decoding them (``FastJSON/base64String()``): the
-/// document is valid only once they decode. A `sid` is checked as a JSON string whatever the
-/// version (version 1 ignores it, but the document must still be valid).
+/// with no duplicate name, `v` written `1`, `2` or `3`, and the strings of its version
+/// (``WireVersion``): `kid`, `epk`, `n`, `ct` for versions 1 and 2 (and for version 2 a `sid`
+/// string, without escapes), `kid`, `enc`, `ct` and an optional `sid` string for version 3.
+/// `nil` for anything else (the general path decides). The base64 strings are checked by
+/// decoding them (``FastJSON/base64String()``): the document is valid only once they decode. A
+/// `sid` is checked as a JSON string whatever the version (version 1 ignores it, but the
+/// document must still be valid).
 package struct EnvelopeLocation {
+    package var version: WireVersion = .one
     package var kid: Range<Int> = 0..<0
-    /// `sid` for a version 2 push; `nil` for version 1.
+    /// `sid` for a version 2 or version 3 mode_auth push; `nil` otherwise.
     package var senderID: Range<Int>?
+    /// `epk`, or `enc` in version 3.
     package var ephemeralPublicKey: Range<Int> = 0..<0
+    /// `n`; empty in version 3.
     package var nonce: Range<Int> = 0..<0
     package var ciphertext: Range<Int> = 0..<0
 
@@ -162,13 +170,16 @@ package struct EnvelopeLocation {
         var seen = 0
         var version: UInt8 = 0
         var sid: Range<Int>?
+        var sidIsString = true
+        var epk: Range<Int>?
+        var enc: Range<Int>?
         reader.index += 1  // {
         repeat {
             guard let name = reader.string(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":")) else { return false }
             if reader.text(name, is: "v") {
                 guard let number = reader.number(), number.count == 1 else { return false }
                 version = reader.base[number.lowerBound]
-                guard version == UInt8(ascii: "1") || version == UInt8(ascii: "2") else { return false }
+                guard (UInt8(ascii: "1")...UInt8(ascii: "3")).contains(version) else { return false }
                 seen |= 1
             } else if reader.text(name, is: "sid") {
                 reader.skipWhitespace()
@@ -177,6 +188,7 @@ package struct EnvelopeLocation {
                     sid = text
                 } else {
                     guard reader.skipValue(depth: 2) else { return false }
+                    sidIsString = false
                 }
             } else if reader.text(name, is: "kid") {
                 guard let text = reader.base64String() else { return false }
@@ -184,8 +196,10 @@ package struct EnvelopeLocation {
                 seen |= 2
             } else if reader.text(name, is: "epk") {
                 guard let text = reader.base64String() else { return false }
-                ephemeralPublicKey = text
-                seen |= 4
+                epk = text
+            } else if reader.text(name, is: "enc") {
+                guard let text = reader.base64String() else { return false }
+                enc = text
             } else if reader.text(name, is: "n") {
                 guard let text = reader.base64String() else { return false }
                 nonce = text
@@ -198,10 +212,23 @@ package struct EnvelopeLocation {
                 guard reader.skipValue(depth: 2) else { return false }
             }
         } while reader.consume(UInt8(ascii: ","))
-        guard seen == 31, reader.consume(UInt8(ascii: "}")) else { return false }
-        if version == UInt8(ascii: "2") {
-            // A version 2 push without a `sid` string is malformed: the general path says so.
+        guard seen & 19 == 19, reader.consume(UInt8(ascii: "}")) else { return false }  // v, kid, ct
+        self.version = WireVersion(rawValue: Int(version &- UInt8(ascii: "0")))!
+        // What each version reads is ``WireVersion``'s; anything it refuses is the general path's to say.
+        guard let key = self.version == .three ? enc : epk else { return false }
+        ephemeralPublicKey = key
+        if !self.version.hasNonce {
+            nonce = 0..<0
+        } else if seen & 8 == 0 {
+            return false
+        }
+        switch self.version.senderIDRule {
+        case .ignored: break
+        case .required:
             guard let sid else { return false }
+            senderID = sid
+        case .optional:
+            guard sidIsString else { return false }
             senderID = sid
         }
         return true

@@ -23,6 +23,8 @@ package enum KindlyKey {
     /// The sender key's id (version 2, docs/spec/wire-format.md section 7.2).
     package static let senderID = "sid"
     package static let ephemeralPublicKey = "epk"
+    /// HPKE's encapsulated key, the ephemeral public key of version 3 (section 8.1).
+    package static let encapsulatedKey = "enc"
     package static let nonce = "n"
     package static let ciphertext = "ct"
     package static let decrypted = "decrypted"
@@ -34,12 +36,14 @@ package enum KindlyKey {
     package static let truncated = "truncated"
 }
 
-/// Constants of the wire format (versions 1 and 2).
+/// Constants of the wire format (versions 1, 2 and 3).
 package enum WireFormat {
     /// `kindly-push/v1`, the domain-separation label in the key derivation and the associated data.
     package static let label: [UInt8] = Array("kindly-push/v1".utf8)
     /// `kindly-push/v2`, the same for version 2 (section 7).
     package static let label2: [UInt8] = Array("kindly-push/v2".utf8)
+    /// `kindly-push/v3`, version 3's HPKE `info` and the start of its associated data (section 8.1).
+    package static let label3: [UInt8] = Array("kindly-push/v3".utf8)
     /// The plaintext is padded to a multiple of this many bytes.
     package static let paddingBlockSize = 64
     /// Apple's limit for the whole payload, measured as `seal` writes it.

@@ -19,14 +19,17 @@ package import KindlyPushCore
 /// another wiped stack buffer.
 package enum KindlyBox {
     /// Seals `message` (the plaintext JSON text, unpadded) for `recipient` with the given
-    /// ephemeral secret key and nonce: version 1, or version 2 with `sender`.
+    /// ephemeral secret key and nonce: version 1, or version 2 with `sender`; or with `version`
+    /// ``WireVersion/three``, HPKE mode_base, or mode_auth with `sender` (the nonce is empty then).
     package static func seal(
         _ message: UnsafeRawBufferPointer,
         for recipient: DevicePublicKey,
         sender: SenderBinding? = nil,
+        version: WireVersion? = nil,
         ephemeralSecretKey: SecureBytes,
         nonce: [UInt8]
     ) throws(CryptoError) -> SealedEnvelope {
+        let version = version ?? .default(hasSender: sender != nil)
         guard ephemeralSecretKey.count == X25519.keyLength else {
             throw .invalidLength(what: "an X25519 secret key", expected: X25519.keyLength, actual: ephemeralSecretKey.count)
         }
@@ -42,8 +45,8 @@ package enum KindlyBox {
                         try padded.withMutableBytes { (padded) throws(CryptoError) in
                             try ciphertext.withMutableBytes { (sealed) throws(CryptoError) in
                                 _ = try seal(
-                                    message, for: recipient, kid: kidBytes, sender: sender, ephemeralSecretKey: esk, nonce: n,
-                                    ephemeralPublicKey: epk, padded: padded, into: sealed)
+                                    message, for: recipient, kid: kidBytes, sender: sender, version: version, ephemeralSecretKey: esk,
+                                    nonce: n, ephemeralPublicKey: epk, padded: padded, into: sealed)
                             }
                         }
                     }
@@ -51,23 +54,31 @@ package enum KindlyBox {
             }
         }
         return SealedEnvelope(
-            kid: kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: ephemeralPublicKey, nonce: nonce, ciphertext: ciphertext)
+            kid: kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: ephemeralPublicKey, nonce: version.hasNonce ? nonce : [],
+            ciphertext: ciphertext, version: version)
     }
 
-    /// The sealing core on raw buffers: writes `epk` (32 bytes) and `ct` (the padded length + 16
-    /// bytes, returned) for `message`, using `padded` (at least the padded length) as scratch.
-    /// The shared secret and the derived key live in a stack buffer wiped on every way out.
+    /// The sealing core on raw buffers: writes `epk` (32 bytes; HPKE's `enc` in version 3) and
+    /// `ct` (the padded length + 16 bytes, returned) for `message`, using `padded` (at least the
+    /// padded length) as scratch. The shared secret and the derived key live in a stack buffer
+    /// wiped on every way out. Version 3 (``HPKEBox``) takes no nonce.
     package static func seal(
         _ message: UnsafeRawBufferPointer,
         for recipient: DevicePublicKey,
         kid: UnsafeRawBufferPointer,
         sender: SenderBinding? = nil,
+        version: WireVersion? = nil,
         ephemeralSecretKey: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,
         ephemeralPublicKey: UnsafeMutableRawBufferPointer,
         padded: UnsafeMutableRawBufferPointer,
         into sealed: UnsafeMutableRawBufferPointer
     ) throws(CryptoError) -> Int {
+        if version == .three {
+            return try HPKEBox.seal(
+                message, for: recipient, kid: kid, sender: sender, ephemeralSecretKey: ephemeralSecretKey,
+                encapsulatedKey: ephemeralPublicKey, padded: padded, into: sealed)
+        }
         guard nonce.count == XChaCha20Poly1305.nonceLength else {
             throw .invalidLength(what: "an XChaCha20-Poly1305 nonce", expected: XChaCha20Poly1305.nonceLength, actual: nonce.count)
         }
@@ -111,7 +122,7 @@ package enum KindlyBox {
                             try envelope.kid.bytes.withBytes { (kid) throws(DecryptionFailure) in
                                 try open(
                                     ciphertext: ct, nonce: n, ephemeralPublicKey: epk, kid: kid, with: key, sender: sender,
-                                    into: UnsafeMutableRawBufferPointer(buffer))
+                                    version: envelope.version, into: UnsafeMutableRawBufferPointer(buffer))
                             }
                         }
                     }
@@ -132,6 +143,7 @@ package enum KindlyBox {
     /// check. Writes the unpadded plaintext at the start of `plaintext` (at least
     /// `ciphertext.count - 16` bytes) and returns its length. The shared secret and the derived
     /// key live in a stack buffer that is wiped with `sodium_memzero` on every way out.
+    /// Version 3 goes to ``HPKEBox`` (and ignores `nonce`).
     package static func open(
         ciphertext: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,
@@ -139,8 +151,13 @@ package enum KindlyBox {
         kid: UnsafeRawBufferPointer,
         with key: DeviceKey,
         sender: SenderBinding? = nil,
+        version: WireVersion? = nil,
         into plaintext: UnsafeMutableRawBufferPointer
     ) throws(DecryptionFailure) -> Int {
+        if version == .three {
+            return try HPKEBox.open(
+                ciphertext: ciphertext, encapsulatedKey: ephemeralPublicKey, kid: kid, with: key, sender: sender, into: plaintext)
+        }
         let result = withUnsafeTemporaryAllocation(byteCount: 2 * X25519.keyLength, alignment: 16) { secrets in
             defer { SecureBytes.wipeScratch(secrets) }
             return Result { () throws(DecryptionFailure) -> Int in
@@ -172,15 +189,21 @@ package enum KindlyBox {
                 }
                 // Refused whatever the AEAD said: a random key passing the tag is only astronomically unlikely.
                 guard !isLowOrder else { throw authenticationFailure }
-                do throws(CryptoError) {
-                    return try Padding.unpaddedLength(
-                        UnsafeRawBufferPointer(rebasing: plaintext[0..<paddedLength]), blockSize: WireFormat.paddingBlockSize)
-                } catch {
-                    throw DecryptionFailure(.badPlaintext, "the padding is invalid")
-                }
+                return try unpaddedLength(plaintext, paddedLength: paddedLength)
             }
         }
         return try result.get()
+    }
+
+    /// The padding part of reason 6 (section 5): the length of the message in the first
+    /// `paddedLength` bytes of `plaintext`, as `sodium_unpad` with block size 64 judges it.
+    package static func unpaddedLength(_ plaintext: UnsafeMutableRawBufferPointer, paddedLength: Int) throws(DecryptionFailure) -> Int {
+        do throws(CryptoError) {
+            return try Padding.unpaddedLength(
+                UnsafeRawBufferPointer(rebasing: plaintext[0..<paddedLength]), blockSize: WireFormat.paddingBlockSize)
+        } catch {
+            throw DecryptionFailure(.badPlaintext, "the padding is invalid")
+        }
     }
 
     /// `k = BLAKE2b(LABEL || ss || epk || pk)` written into `out` (32 bytes), without copying the
@@ -208,7 +231,13 @@ package enum KindlyBox {
     package static func withAssociatedData<R, E: Error>(
         kid: UnsafeRawBufferPointer, sender: SenderBinding? = nil, _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
-        let label = sender == nil ? WireFormat.label : WireFormat.label2
+        try withAssociatedData(label: sender == nil ? WireFormat.label : WireFormat.label2, kid: kid, sender: sender, body)
+    }
+
+    /// Calls `body` with `aad = label || kid` (`|| sid` with a `sender`) in a stack buffer.
+    package static func withAssociatedData<R, E: Error>(
+        label: [UInt8], kid: UnsafeRawBufferPointer, sender: SenderBinding?, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
         let sid = sender?.publicKey.sid.bytes ?? []
         let result = withUnsafeTemporaryAllocation(byteCount: label.count + kid.count + sid.count, alignment: 1) { aad in
             label.withUnsafeBytes { aad.copyMemory(from: $0) }

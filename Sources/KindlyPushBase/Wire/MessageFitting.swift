@@ -42,6 +42,23 @@ extension KindlyPushSealer {
         try seal(payload, for: recipient, binding: nil, mode: mode, placeholder: placeholder, oversize: oversize)
     }
 
+    /// ``seal(_:for:mode:placeholder:oversize:)`` in the wire format version `wire` (version 3:
+    /// mode_auth with `sender`, mode_base without); the fitting counts that version's envelope
+    /// (version 3's has `enc` and no `n`).
+    public static func seal(
+        _ payload: DecryptedPayload,
+        for recipient: DevicePublicKey,
+        wire: WireVersion,
+        from sender: SenderKey? = nil,
+        mode: Mode = .visible,
+        placeholder: Placeholder = .default,
+        oversize: Oversize
+    ) throws(SealingError) -> [UInt8] {
+        var binding: SenderBinding?
+        if let sender { binding = try Self.binding(of: sender, for: recipient) }
+        return try seal(payload, for: recipient, binding: binding, version: wire, mode: mode, placeholder: placeholder, oversize: oversize)
+    }
+
     /// ``seal(_:for:mode:placeholder:oversize:)`` as version 2, with the sender key `sender`
     /// (docs/spec/wire-format.md section 7.2): the fitting counts the envelope's `sid`.
     public static func seal(
@@ -57,55 +74,63 @@ extension KindlyPushSealer {
             oversize: oversize)
     }
 
-    /// Both versions (`binding` `nil`: version 1), with a binding computed beforehand.
+    /// Every version (`version` `nil`: version 2 with a binding, 1 without), with a binding
+    /// computed beforehand.
     package static func seal(
         _ payload: DecryptedPayload,
         for recipient: DevicePublicKey,
         binding: SenderBinding?,
+        version: WireVersion? = nil,
         mode: Mode,
         placeholder: Placeholder,
         oversize: Oversize
     ) throws(SealingError) -> [UInt8] {
+        let version = try resolved(version, sender: binding != nil)
         // `truncated`, when present, is a boolean: `DecryptedPayload` checked it when it was made.
         var message = payload
         if oversize == .truncateBody {
             let templateLength = MessageFitting.templateLength(
-                for: recipient, sender: binding?.publicKey.sid, mode: mode, placeholder: placeholder)
-            message = try MessageFitting.fit(payload, templateLength: templateLength)
+                for: recipient, sender: binding?.publicKey.sid, version: version, mode: mode, placeholder: placeholder)
+            message = try MessageFitting.fit(payload, templateLength: templateLength, version: version)
         }
-        guard let binding else { return try seal(message, for: recipient, mode: mode, placeholder: placeholder) }
-        return try seal(message, for: recipient, binding: binding, mode: mode, placeholder: placeholder)
+        return try seal(message, for: recipient, binding: binding, version: version, mode: mode, placeholder: placeholder)
     }
 }
 
-/// The size arithmetic of a sealed push (docs/spec/wire-format.md sections 2 and 3) and the cutting of a
+/// The size arithmetic of a sealed push (docs/spec/wire-format.md sections 2, 3 and 8.1) and the cutting of a
 /// message's body to fit APNs' limit, for ``KindlyPushSealer/Oversize/truncateBody``.
 ///
 /// A push is the compact document that ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)``
-/// writes. Its `epk`, `n` and `ct` are base64url text, which JSON never escapes, so its length is
-/// the length of the same document with those three strings empty (the template), plus
-/// `b64(32) + b64(24) + b64(P + 16)`, where `P` is the plaintext's padded length: the next
-/// multiple of 64 strictly above the plaintext's length (at least one padding byte).
+/// writes. Its `epk`, `n` and `ct` (version 3: `enc` and `ct`) are base64url text, which JSON
+/// never escapes, so its length is the length of the same document with those strings empty (the
+/// template), plus `b64(32) + b64(24) + b64(P + 16)` (version 3: `b64(32) + b64(P + 16)`), where
+/// `P` is the plaintext's padded length: the next multiple of 64 strictly above the plaintext's
+/// length (at least one padding byte).
 package enum MessageFitting {
     /// What ends a cut body: U+2026, three UTF-8 bytes that JSON does not escape.
     package static let ellipsis = "\u{2026}"
 
-    /// The length of the push's document with empty `epk`, `n` and `ct`.
+    /// The length of the push's document with empty `epk`, `n` and `ct` (or `enc` and `ct`).
     package static func templateLength(
-        for recipient: DevicePublicKey, sender: SenderID? = nil, mode: KindlyPushSealer.Mode, placeholder: KindlyPushSealer.Placeholder
+        for recipient: DevicePublicKey, sender: SenderID? = nil, version: WireVersion? = nil, mode: KindlyPushSealer.Mode,
+        placeholder: KindlyPushSealer.Placeholder
     ) -> Int {
-        let empty = SealedEnvelope(kid: recipient.kid, senderID: sender, ephemeralPublicKey: [], nonce: [], ciphertext: [])
+        let empty = SealedEnvelope(
+            kid: recipient.kid, senderID: sender, ephemeralPublicKey: [], nonce: [], ciphertext: [], version: version)
         return JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder)).count
     }
 
     /// The length of a push whose template is `templateLength` bytes and whose plaintext is
     /// `plaintextLength` bytes.
-    package static func documentLength(templateLength: Int, plaintextLength: Int) -> Int {
+    package static func documentLength(templateLength: Int, plaintextLength: Int, version: WireVersion = .one) -> Int {
         let block = WireFormat.paddingBlockSize
         let paddedLength = (plaintextLength / block + 1) * block
-        return templateLength + Base64.urlEncodedLength(of: X25519.keyLength)
-            + Base64.urlEncodedLength(of: XChaCha20Poly1305.nonceLength)
-            + Base64.urlEncodedLength(of: paddedLength + XChaCha20Poly1305.tagLength)
+        return templateLength + keyAndNonceLength(version) + Base64.urlEncodedLength(of: paddedLength + XChaCha20Poly1305.tagLength)
+    }
+
+    /// The base64url length of the ephemeral key and, in versions 1 and 2, the nonce.
+    package static func keyAndNonceLength(_ version: WireVersion) -> Int {
+        Base64.urlEncodedLength(of: X25519.keyLength) + Base64.urlEncodedLength(of: version.nonceLength)
     }
 
     /// The largest plaintext length (its compact JSON text, in bytes) whose push fits in 4096
@@ -115,10 +140,8 @@ package enum MessageFitting {
     /// message is `floor(3R / 4)` bytes (base64url without padding writes `ceil(4x / 3)`
     /// characters for `x` bytes), so the longest padded one is the largest multiple of 64 not
     /// above that minus the tag, and the plaintext has at most one byte less.
-    package static func plaintextBudget(templateLength: Int) -> Int {
-        let room =
-            WireFormat.maximumPayloadSize - templateLength - Base64.urlEncodedLength(of: X25519.keyLength)
-            - Base64.urlEncodedLength(of: XChaCha20Poly1305.nonceLength)
+    package static func plaintextBudget(templateLength: Int, version: WireVersion = .one) -> Int {
+        let room = WireFormat.maximumPayloadSize - templateLength - keyAndNonceLength(version)
         guard room > 0 else { return -1 }
         let sealedLength = room * 3 / 4
         let paddedLength = (sealedLength - XChaCha20Poly1305.tagLength) / WireFormat.paddingBlockSize * WireFormat.paddingBlockSize
@@ -132,8 +155,10 @@ package enum MessageFitting {
     /// - Parameter templateLength: ``templateLength(for:mode:placeholder:)`` of the push.
     /// - Throws: ``KindlyPushSealer/SealingError/payloadTooLarge(size:)`` with the size of the
     ///   push of the minimal plaintext, when even that does not fit.
-    package static func fit(_ payload: DecryptedPayload, templateLength: Int) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
-        let budget = plaintextBudget(templateLength: templateLength)
+    package static func fit(
+        _ payload: DecryptedPayload, templateLength: Int, version: WireVersion = .one
+    ) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
+        let budget = plaintextBudget(templateLength: templateLength, version: version)
         if JSONWriter.compactBytes(.object(payload.object)).count <= budget { return payload }
 
         // Everything but the body's text: the message with an empty body and the flag, which
@@ -156,7 +181,7 @@ package enum MessageFitting {
                 end = body.index(after: end)
             }
             object[KindlyKey.body] = .string(String(body[..<end]) + ellipsis)
-            return try checked(object, templateLength: templateLength)
+            return try checked(object, templateLength: templateLength, version: version)
         }
 
         var minimal: JSONObject = [KindlyKey.chatID: .string(payload.chatId)]
@@ -164,12 +189,15 @@ package enum MessageFitting {
         minimal[KindlyKey.title] = ""
         minimal[KindlyKey.body] = ""
         minimal[KindlyKey.truncated] = true
-        return try checked(minimal, templateLength: templateLength)
+        return try checked(minimal, templateLength: templateLength, version: version)
     }
 
     /// The payload of `object` after verifying that its push fits.
-    private static func checked(_ object: JSONObject, templateLength: Int) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
-        let size = documentLength(templateLength: templateLength, plaintextLength: JSONWriter.compactBytes(.object(object)).count)
+    private static func checked(
+        _ object: JSONObject, templateLength: Int, version: WireVersion
+    ) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
+        let size = documentLength(
+            templateLength: templateLength, plaintextLength: JSONWriter.compactBytes(.object(object)).count, version: version)
         guard size <= WireFormat.maximumPayloadSize else { throw .payloadTooLarge(size: size) }
         do {
             return try DecryptedPayload(validating: object)

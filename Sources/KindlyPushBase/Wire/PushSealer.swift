@@ -13,18 +13,22 @@ package import KindlyPushCore
 ///
 /// With a ``SenderBinding`` it seals version 2 (section 7.2): the second shared secret is the
 /// binding's, computed once for the recipient, so a push costs the same X25519 operations as in
-/// version 1.
+/// version 1. With ``WireVersion/three`` it seals HPKE (section 8.1), mode_auth with a binding
+/// (the same second Diffie-Hellman result) and mode_base without.
 package struct PushSealer {
     package let recipient: DevicePublicKey
-    /// Version 2's sender and second shared secret; `nil` for version 1.
+    /// The sender and second shared secret of version 2 or version 3 mode_auth; `nil` otherwise.
     package let sender: SenderBinding?
+    package let version: WireVersion
     /// Seals nothing: every plaintext is left to the general path (which says why), for a
     /// recipient that a version 2 sender key cannot seal for.
     private let refusesAll: Bool
     private let kid: [UInt8]
-    /// The document with empty `epk`, `n` and `ct`, and where it is cut.
+    /// The document with empty `epk`, `n` and `ct` (version 3: `enc` and `ct`), and where it is cut.
     private let template: [UInt8]
+    private var tail: [UInt8] { version.hasNonce ? PushSealer.tail : PushSealer.tailVersion3 }
     private static let tail = Array(#""epk":"","n":"","ct":""}}"#.utf8)
+    private static let tailVersion3 = Array(#""enc":"","ct":""}}"#.utf8)
     /// padded message | sealed message.
     private var buffer: [UInt8] = []
 
@@ -37,16 +41,21 @@ package struct PushSealer {
     }
 
     package init(
-        recipient: DevicePublicKey, sender: SenderBinding? = nil, mode: KindlyPushSealer.Mode = .visible,
+        recipient: DevicePublicKey, sender: SenderBinding? = nil, version: WireVersion? = nil, mode: KindlyPushSealer.Mode = .visible,
         placeholder: KindlyPushSealer.Placeholder = .default, refusesAll: Bool = false
     ) {
+        let version = version ?? .default(hasSender: sender != nil)
+        precondition(version.allows(sender: sender != nil))
         self.recipient = recipient
         self.sender = sender
+        self.version = version
         self.refusesAll = refusesAll
         self.kid = recipient.kid.bytes
-        let empty = SealedEnvelope(kid: recipient.kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: [], nonce: [], ciphertext: [])
+        let empty = SealedEnvelope(
+            kid: recipient.kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: [], nonce: [], ciphertext: [], version: version)
         template = JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder))
-        precondition(template.count >= PushSealer.tail.count && template.suffix(PushSealer.tail.count).elementsEqual(PushSealer.tail))
+        let tail = version.hasNonce ? PushSealer.tail : PushSealer.tailVersion3
+        precondition(template.count >= tail.count && template.suffix(tail.count).elementsEqual(tail))
     }
 
     /// Zeroes the reused buffer, which holds the last padded plaintext: for the end of a run.
@@ -67,16 +76,14 @@ package struct PushSealer {
         let block = WireFormat.paddingBlockSize
         let paddedLength = (plaintext.count / block + 1) * block
         let sealedLength = paddedLength + XChaCha20Poly1305.tagLength
-        let size =
-            template.count + Base64.urlEncodedLength(of: X25519.keyLength)
-            + Base64.urlEncodedLength(of: XChaCha20Poly1305.nonceLength) + Base64.urlEncodedLength(of: sealedLength)
+        let size = template.count + MessageFitting.keyAndNonceLength(version) + Base64.urlEncodedLength(of: sealedLength)
         guard size <= WireFormat.maximumPayloadSize else { return .undecided }
         if buffer.count < paddedLength + sealedLength {
             // The old buffer holds the last padded plaintext: zeroed before it is let go.
             buffer.wipeCapacity()
             buffer = [UInt8](repeating: 0, count: paddedLength + sealedLength)
         }
-        let head = template.count - PushSealer.tail.count
+        let head = template.count - tail.count
         let start = output.count
         let sealed = withUnsafeTemporaryAllocation(byteCount: X25519.keyLength * 2 + XChaCha20Poly1305.nonceLength, alignment: 16) { keys in
             // esk | epk | n; the secret key is wiped with the rest.
@@ -97,7 +104,8 @@ package struct PushSealer {
             let written = buffer.withUnsafeMutableBytes { buffer -> Int? in
                 kid.withUnsafeBytes { kid in
                     try? KindlyBox.seal(
-                        plaintext, for: recipient, kid: kid, sender: sender, ephemeralSecretKey: UnsafeRawBufferPointer(esk),
+                        plaintext, for: recipient, kid: kid, sender: sender, version: version,
+                        ephemeralSecretKey: UnsafeRawBufferPointer(esk),
                         nonce: UnsafeRawBufferPointer(nonceBytes), ephemeralPublicKey: epk,
                         padded: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<paddedLength]),
                         into: UnsafeMutableRawBufferPointer(rebasing: buffer[paddedLength..<(paddedLength + sealedLength)]))
@@ -105,10 +113,15 @@ package struct PushSealer {
             }
             guard written == sealedLength else { return false }
             template.withUnsafeBytes { output.append(contentsOf: $0[0..<head]) }
-            output.append(contentsOf: #""epk":""#.utf8)
-            Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
-            output.append(contentsOf: #"","n":""#.utf8)
-            Base64.appendURLEncoded(UnsafeRawBufferPointer(nonceBytes), to: &output)
+            if version.hasNonce {
+                output.append(contentsOf: #""epk":""#.utf8)
+                Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
+                output.append(contentsOf: #"","n":""#.utf8)
+                Base64.appendURLEncoded(UnsafeRawBufferPointer(nonceBytes), to: &output)
+            } else {
+                output.append(contentsOf: #""enc":""#.utf8)
+                Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
+            }
             output.append(contentsOf: #"","ct":""#.utf8)
             buffer.withUnsafeBytes {
                 Base64.appendURLEncoded(UnsafeRawBufferPointer(rebasing: $0[paddedLength..<(paddedLength + sealedLength)]), to: &output)

@@ -1,20 +1,30 @@
 internal import KindlyPushCore
 
-/// The binary fields of a `kindly` envelope (docs/spec/wire-format.md sections 3 and 7.2), decoded and
-/// length-checked. Version 2 exactly when ``senderID`` is set.
+/// The binary fields of a `kindly` envelope (docs/spec/wire-format.md sections 3, 7.2 and 8.1), decoded and
+/// length-checked, with the envelope's ``version``: version 1 (`kid`, `epk`, `n`, `ct`), version
+/// 2 (and `sid`), version 3 (`kid`, `sid` in mode_auth, `enc` kept in ``ephemeralPublicKey``, `ct`;
+/// ``nonce`` empty, as HPKE derives it).
 package struct SealedEnvelope: Sendable, Equatable {
     package static let ephemeralPublicKeyLength = 32
 
+    package let version: WireVersion
     package let kid: KeyID
-    /// `sid`, the sender key's id: set for version 2, `nil` for version 1 (which ignores a `sid` field).
+    /// `sid`, the sender key's id: set for version 2 and version 3 mode_auth, `nil` for version 1
+    /// (which ignores a `sid` field) and version 3 mode_base.
     package let senderID: SenderID?
-    /// The ephemeral public key, used as RFC 7748 defines X25519 (its top bit is ignored).
+    /// The ephemeral public key (`epk`, or HPKE's `enc` in version 3), used as RFC 7748 defines
+    /// X25519 (its top bit is ignored).
     package let ephemeralPublicKey: [UInt8]
+    /// `n`: 24 bytes in versions 1 and 2, empty in version 3.
     package let nonce: [UInt8]
     /// Ciphertext followed by the 16-byte tag; 16 + 64·j bytes, j ≥ 1.
     package let ciphertext: [UInt8]
 
-    package init(kid: KeyID, senderID: SenderID? = nil, ephemeralPublicKey: [UInt8], nonce: [UInt8], ciphertext: [UInt8]) {
+    /// An envelope of `version`; `nil` takes version 2 with a `senderID` and version 1 without.
+    package init(
+        kid: KeyID, senderID: SenderID? = nil, ephemeralPublicKey: [UInt8], nonce: [UInt8], ciphertext: [UInt8], version: WireVersion? = nil
+    ) {
+        self.version = version ?? .default(hasSender: senderID != nil)
         self.kid = kid
         self.senderID = senderID
         self.ephemeralPublicKey = ephemeralPublicKey
@@ -22,22 +32,17 @@ package struct SealedEnvelope: Sendable, Equatable {
         self.ciphertext = ciphertext
     }
 
-    /// 1 or 2.
-    package var version: Int { senderID == nil ? 1 : 2 }
-
     /// The envelope members as the wire format writes them: `v` then base64url fields (`kid`,
-    /// `sid` for version 2, `epk`, `n`, `ct`).
+    /// `sid` when there is a sender, `epk` and `n` or version 3's `enc`, `ct`).
     package var members: [JSONObject.Member] {
         var members: [JSONObject.Member] = [
-            .init(key: KindlyKey.version, value: .number(JSONNumber(version))),
+            .init(key: KindlyKey.version, value: .number(JSONNumber(version.rawValue))),
             .init(key: KindlyKey.kid, value: .string(kid.base64URL)),
         ]
         if let senderID { members.append(.init(key: KindlyKey.senderID, value: .string(senderID.base64URL))) }
-        members += [
-            .init(key: KindlyKey.ephemeralPublicKey, value: .string(Base64.urlEncoded(ephemeralPublicKey))),
-            .init(key: KindlyKey.nonce, value: .string(Base64.urlEncoded(nonce))),
-            .init(key: KindlyKey.ciphertext, value: .string(Base64.urlEncoded(ciphertext))),
-        ]
+        members.append(.init(key: version.ephemeralKeyName, value: .string(Base64.urlEncoded(ephemeralPublicKey))))
+        if version.hasNonce { members.append(.init(key: KindlyKey.nonce, value: .string(Base64.urlEncoded(nonce)))) }
+        members.append(.init(key: KindlyKey.ciphertext, value: .string(Base64.urlEncoded(ciphertext))))
         return members
     }
 
@@ -47,7 +52,7 @@ package struct SealedEnvelope: Sendable, Equatable {
         userInfo.objectValue?.values(named: KindlyKey.envelope).compactMap(\.objectValue) ?? []
     }
 
-    /// Reads the envelope of a push, checking reasons 1 to 3 of sections 5 and 7.3 in order.
+    /// Reads the envelope of a push, checking reasons 1 to 3 of sections 5, 7.3 and 8.2 in order.
     package init(userInfo: JSONValue) throws(DecryptionFailure) {
         guard case .object(let document) = userInfo else {
             throw DecryptionFailure(.notKindly, "the push is not a JSON object")
@@ -66,10 +71,10 @@ package struct SealedEnvelope: Sendable, Equatable {
             throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is missing")
         }
         guard case .number(let number) = version else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName), not version 1 or 2")
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName), not version 1, 2 or 3")
         }
-        guard let versionNumber = number.integerValue(in: 1...2) else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is a number other than 1 and 2")
+        guard let versionNumber = number.integerValue(in: 1...3).flatMap({ WireVersion(rawValue: Int($0)) }) else {
+            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is a number other than 1, 2 and 3")
         }
         func field(_ name: String, _ isValidLength: (Int) -> Bool, _ expected: String) throws(DecryptionFailure) -> [UInt8] {
             guard let value = envelope[name] else {
@@ -90,14 +95,18 @@ package struct SealedEnvelope: Sendable, Equatable {
             return bytes
         }
         let kid = try field(KindlyKey.kid, { $0 == KeyID.length }, "8")
-        // Version 1 ignores a `sid` field entirely, whatever it holds.
-        let sid = versionNumber == 2 ? try field(KindlyKey.senderID, { $0 == SenderID.length }, "8") : nil
-        let epk = try field(KindlyKey.ephemeralPublicKey, { $0 == SealedEnvelope.ephemeralPublicKeyLength }, "32")
-        let nonce = try field(KindlyKey.nonce, { $0 == XChaCha20Poly1305.nonceLength }, "24")
+        let sid: [UInt8]?
+        switch versionNumber.senderIDRule {
+        case .ignored: sid = nil  // version 1 ignores a `sid` field entirely, whatever it holds
+        case .required: sid = try field(KindlyKey.senderID, { $0 == SenderID.length }, "8")
+        case .optional: sid = envelope[KindlyKey.senderID] == nil ? nil : try field(KindlyKey.senderID, { $0 == SenderID.length }, "8")
+        }
+        let epk = try field(versionNumber.ephemeralKeyName, { $0 == SealedEnvelope.ephemeralPublicKeyLength }, "32")
+        let nonce = versionNumber.hasNonce ? try field(KindlyKey.nonce, { $0 == XChaCha20Poly1305.nonceLength }, "24") : []
         let ciphertext = try field(KindlyKey.ciphertext, SealedEnvelope.isValidCiphertextLength, "16 + 64·j (j ≥ 1)")
         self.init(
             kid: KeyID(bytes: kid)!, senderID: sid.map { SenderID(bytes: $0)! }, ephemeralPublicKey: epk, nonce: nonce,
-            ciphertext: ciphertext)
+            ciphertext: ciphertext, version: versionNumber)
     }
 
     /// `ct` holds at least one padded block and the tag: 16 + 64·j bytes, j ≥ 1.

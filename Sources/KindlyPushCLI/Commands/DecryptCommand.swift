@@ -14,8 +14,9 @@ package struct DecryptCommand: DocumentCommand {
     package static let discussion = """
         Reads an APNs JSON document on standard input. The key is looked up by the push's kid in
         the keyring, or read from --key-file. With a pinned sender key (in the keyring, or given
-        with --sender-key) only version 2 pushes from a pinned sender decrypt; version 1 is then
-        refused. Failures exit with the reason's code:
+        with --sender-key) only version 2 and version 3 mode_auth pushes from a pinned sender
+        decrypt; version 1 and version 3 mode_base are then refused. Versions 1, 2 and 3 are read
+        with no flag. Failures exit with the reason's code:
         1 not_kindly, 2 unsupported_version, 3 malformed, 4 key_unavailable,
         7 untrusted_sender, 5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
         """

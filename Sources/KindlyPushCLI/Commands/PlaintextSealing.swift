@@ -23,7 +23,7 @@ package enum PlaintextSealing {
         return (mode, placeholder)
     }
 
-    /// `--sender-key-file`: the sender key of version 2, or `nil` for version 1.
+    /// `--sender-key-file`: the sender key of version 2 or version 3 mode_auth, or `nil`.
     package static func senderKey(_ arguments: ParsedArguments) throws(CLIError) -> SenderKey? {
         guard let path = arguments.value("--sender-key-file") else { return nil }
         do throws(PrivateFileError) {
@@ -31,6 +31,23 @@ package enum PlaintextSealing {
         } catch {
             throw CLIError(.io, error.description)
         }
+    }
+
+    /// `--wire 1|2|3`: the wire format version, checked against `--sender-key-file` (version 1
+    /// has no sender key, version 2 needs one, version 3 is mode_auth with one and mode_base
+    /// without); without `--wire`, version 2 with a sender key and version 1 without.
+    package static func wireVersion(_ arguments: ParsedArguments, hasSender: Bool) throws(CLIError) -> WireVersion {
+        guard let text = arguments.value("--wire") else { return .default(hasSender: hasSender) }
+        guard let number = Int(text), let version = WireVersion(rawValue: number) else {
+            throw CLIError(.usage, "--wire must be 1, 2 or 3")
+        }
+        guard version.allows(sender: hasSender) else {
+            throw CLIError(
+                .usage,
+                hasSender ? "--wire 1 has no sender key: drop --sender-key-file, or seal --wire 2 or 3" : "--wire 2 needs --sender-key-file"
+            )
+        }
+        return version
     }
 
     /// `--fit`: what happens to a message too large for APNs.
@@ -50,13 +67,13 @@ package enum PlaintextSealing {
     /// fits it when `oversize` says so, seals it and appends the push; `bad_input` with the
     /// exact reason otherwise.
     package static func seal(
-        _ plaintext: JSONValue, for recipient: DevicePublicKey, binding: SenderBinding?, mode: KindlyPushSealer.Mode,
+        _ plaintext: JSONValue, for recipient: DevicePublicKey, binding: SenderBinding?, version: WireVersion, mode: KindlyPushSealer.Mode,
         placeholder: KindlyPushSealer.Placeholder, oversize: KindlyPushSealer.Oversize, into output: inout [UInt8]
     ) throws(CLIError) {
         do throws(KindlyPushSealer.SealingError) {
             output += try KindlyPushSealer.seal(
-                try KindlyPushSealer.payload(plaintext: plaintext), for: recipient, binding: binding, mode: mode, placeholder: placeholder,
-                oversize: oversize)
+                try KindlyPushSealer.payload(plaintext: plaintext), for: recipient, binding: binding, version: version, mode: mode,
+                placeholder: placeholder, oversize: oversize)
         } catch {
             throw CLIError(.badInput, error.description)
         }

@@ -34,8 +34,11 @@ package struct RecipientsInlineSeal: DocumentCommand {
     package let mode: KindlyPushSealer.Mode
     package let placeholder: KindlyPushSealer.Placeholder
     package let oversize: KindlyPushSealer.Oversize
-    /// `--sender-key-file`: every push is version 2 from this sender; `nil` for version 1.
+    /// `--sender-key-file`: every push is version 2 (or version 3 mode_auth) from this sender;
+    /// `nil` for version 1 (or version 3 mode_base).
     package let senderKey: SenderKey?
+    /// `--wire`, or its default.
+    package let version: WireVersion
     package let stream: StreamOptions
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
@@ -45,6 +48,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
         (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
         oversize = PlaintextSealing.oversize(arguments)
         senderKey = try PlaintextSealing.senderKey(arguments)
+        version = try PlaintextSealing.wireVersion(arguments, hasSender: senderKey != nil)
         stream = try StreamOptions(arguments, command: Self.name)
     }
 
@@ -83,7 +87,8 @@ package struct RecipientsInlineSeal: DocumentCommand {
         }
         if !sealed {
             try PlaintextSealing.seal(
-                line.plaintext, for: line.recipient, binding: try binding(for: line.recipient), mode: line.alert?.mode ?? mode,
+                line.plaintext, for: line.recipient, binding: try binding(for: line.recipient), version: version,
+                mode: line.alert?.mode ?? mode,
                 placeholder: line.alert?.placeholder ?? placeholder, oversize: oversize, into: &output)
         }
         return .success
@@ -106,11 +111,11 @@ package struct RecipientsInlineSeal: DocumentCommand {
     private func sealer(for key: RecipientKey) -> PushSealer {
         let mode = key.alert?.mode ?? self.mode
         let placeholder = key.alert?.placeholder ?? self.placeholder
-        guard let senderKey else { return PushSealer(recipient: key.publicKey, mode: mode, placeholder: placeholder) }
+        guard let senderKey else { return PushSealer(recipient: key.publicKey, version: version, mode: mode, placeholder: placeholder) }
         guard let binding = try? KindlyPushSealer.binding(of: senderKey, for: key.publicKey) else {
             return PushSealer(recipient: key.publicKey, mode: mode, placeholder: placeholder, refusesAll: true)
         }
-        return PushSealer(recipient: key.publicKey, sender: binding, mode: mode, placeholder: placeholder)
+        return PushSealer(recipient: key.publicKey, sender: binding, version: version, mode: mode, placeholder: placeholder)
     }
 
     /// Version 2's binding for the general path (`nil` for version 1); `bad_input` for a

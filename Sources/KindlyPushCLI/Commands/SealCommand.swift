@@ -18,7 +18,9 @@ package struct SealCommand: DocumentCommand {
         Reads a plaintext object ({"chat_id", "title", "body", ...}) on standard input and prints
         the compact APNs payload (wire-format section 3), at most 4096 bytes. With
         --sender-key-file the push is version 2 (wire-format section 7): it proves its sender, and
-        only devices that pinned the sender key decrypt it; without, it is version 1.
+        only devices that pinned the sender key decrypt it; without, it is version 1. --wire 3
+        seals standard HPKE (RFC 9180, wire-format section 8), which any platform's HPKE opens:
+        mode_auth with --sender-key-file, mode_base without.
 
         With --recipients-inline each input is {"public_key": B64, "plaintext": {...}} (and
         optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device.
@@ -28,7 +30,14 @@ package struct SealCommand: DocumentCommand {
         [
             .value("--public-key", "B64", "The device's public key (base64url or base64)."),
             SharedOptions.keyFile.help("Seal for the device whose key file this is (its public key is read)."),
-            .value("--sender-key-file", "PATH", "Seal version 2 with this sender key file (sender-keygen writes one); default: version 1."),
+            .value(
+                "--sender-key-file", "PATH",
+                "Seal with this sender key file (sender-keygen writes one): version 2, or with --wire 3 HPKE mode_auth; default: version 1."
+            ),
+            .value(
+                "--wire", "N",
+                "The wire format version: 1, 2 (needs --sender-key-file) or 3 (HPKE); default: 2 with a sender key, 1 without.",
+                choices: WireVersion.allCases.map(\.description)),
             .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
             .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
             .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
@@ -40,9 +49,12 @@ package struct SealCommand: DocumentCommand {
         ] + SharedOptions.stream + [SharedOptions.help]
 
     package let recipient: DevicePublicKey
-    /// Version 2's binding to the recipient, computed once for the run: the second shared secret
-    /// is the same for every push to this device. `nil` for version 1.
+    /// The binding to the recipient of version 2 or version 3 mode_auth, computed once for the
+    /// run: the second shared secret is the same for every push to this device. `nil` without a
+    /// sender key.
     package let sender: SenderBinding?
+    /// `--wire`, or its default.
+    package let version: WireVersion
     /// Why the sender key cannot seal for this recipient (a low-order device key): every
     /// document then fails with it, as version 1 fails for such a key.
     package let senderFailure: CLIError?
@@ -71,7 +83,9 @@ package struct SealCommand: DocumentCommand {
         }
         var sender: SenderBinding?
         var senderFailure: CLIError?
-        if let key = try PlaintextSealing.senderKey(arguments) {
+        let senderKey = try PlaintextSealing.senderKey(arguments)
+        version = try PlaintextSealing.wireVersion(arguments, hasSender: senderKey != nil)
+        if let key = senderKey {
             do throws(KindlyPushSealer.SealingError) {
                 sender = try KindlyPushSealer.binding(of: key, for: recipient)
             } catch {
@@ -82,7 +96,12 @@ package struct SealCommand: DocumentCommand {
         self.senderFailure = senderFailure
     }
 
-    package func makeScratch() -> PushSealer { PushSealer(recipient: recipient, sender: sender, mode: mode, placeholder: placeholder) }
+    package func makeScratch() -> PushSealer {
+        // A sender key that cannot seal for this recipient: every document fails with `senderFailure`.
+        PushSealer(
+            recipient: recipient, sender: sender, version: senderFailure == nil ? version : .default(hasSender: false), mode: mode,
+            placeholder: placeholder, refusesAll: senderFailure != nil)
+    }
 
     package func wipe(_ scratch: inout PushSealer) { scratch.wipe() }
 
@@ -98,7 +117,8 @@ package struct SealCommand: DocumentCommand {
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
         if let senderFailure { throw senderFailure }
         try PlaintextSealing.seal(
-            document, for: recipient, binding: sender, mode: mode, placeholder: placeholder, oversize: oversize, into: &output)
+            document, for: recipient, binding: sender, version: version, mode: mode, placeholder: placeholder, oversize: oversize,
+            into: &output)
         return .success
     }
 }

@@ -13,8 +13,8 @@ package struct SendersCommand: Command {
     package static let discussion = """
         Device side. add pins a sender public key (from a source you trust: the app's
         configuration, sender-keygen's output); from then on this keyring's reader is in pinned
-        mode: only version 2 pushes from a pinned sender decrypt, and version 1 pushes are refused
-        (untrusted_sender). list prints one JSON object per pinned key: {"sid", "public_key",
+        mode: only version 2 and version 3 mode_auth pushes from a pinned sender decrypt, and
+        version 1 and version 3 mode_base pushes are refused (untrusted_sender). list prints one JSON object per pinned key: {"sid", "public_key",
         "label", "created"}. delete removes the key with that sid; exit 7 (untrusted_sender) when
         none is pinned. To rotate, add the new key before the backend switches to it, then delete
         the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.

@@ -203,7 +203,7 @@ extension KeyringChecks {
             DoctorCheck(
                 "pinned-senders", .ok,
                 "\(pinned.count) pinned (\(pinned.map { $0.publicKey.sid.base64URL }.joined(separator: ", ")));"
-                    + " only version 2 pushes from them decrypt, version 1 is refused",
+                    + " only version 2 and version 3 mode_auth pushes from them decrypt, version 1 and version 3 mode_base are refused",
                 details: [.init(key: "sids", value: .array(sids))])
         ]
     }

@@ -36,8 +36,11 @@ struct WycheproofTests {
         }
     }()
 
-    static let aeadCases: [AEADCase] = {
-        guard let file = try? Resources.json("wycheproof/xchacha20_poly1305_test.json") else { return [] }
+    static let aeadCases = cases(inFile: "wycheproof/xchacha20_poly1305_test.json")
+
+    /// The cases of a Wycheproof AEAD file (AeadTest schema).
+    static func cases(inFile name: String) -> [AEADCase] {
+        guard let file = try? Resources.json(name) else { return [] }
         return file["testGroups"]!.arrayValue.flatMap { group in
             group["tests"]!.arrayValue.map { test in
                 AEADCase(
@@ -48,12 +51,15 @@ struct WycheproofTests {
                     tag: bytes(hex: test["tag"]!.stringValue!))
             }
         }
-    }()
+    }
+
+    static let ietfCases = cases(inFile: "wycheproof/chacha20_poly1305_test.json")
 
     @Test("the Wycheproof files are there and complete")
     func filesAreComplete() {
         #expect(Self.x25519Cases.count == 518)
         #expect(Self.aeadCases.count == 315)
+        #expect(Self.ietfCases.count == 325)
         #expect(Self.x25519Cases.contains { $0.shared.allSatisfy { $0 == 0 } })
     }
 
@@ -90,6 +96,49 @@ struct WycheproofTests {
                 try test.nonce.withUnsafeBytes { nonce in
                     try test.aad.withUnsafeBytes { aad in
                         try XChaCha20Poly1305.seal(message, key: key, nonce: nonce, authenticating: aad)
+                    }
+                }
+            }
+            #expect(resealed == sealed)
+        default:
+            #expect(throws: CryptoError.self) { try opened.get() }
+        }
+    }
+
+    @Test("ChaCha20-Poly1305 (IETF, HPKE's AEAD) seals and opens valid cases and rejects invalid ones", arguments: ietfCases)
+    func chacha(_ test: AEADCase) throws {
+        // The wrapper takes 12-byte nonces only (a precondition): other sizes are invalid cases.
+        guard test.nonce.count == ChaCha20Poly1305.nonceLength, test.key.count == ChaCha20Poly1305.keyLength else {
+            #expect(test.result == "invalid")
+            return
+        }
+        let sealed = test.ciphertext + test.tag
+        var out = [UInt8](repeating: 0, count: sealed.count)
+        let opened = sealed.withUnsafeBytes { box in
+            test.key.withUnsafeBytes { key in
+                test.nonce.withUnsafeBytes { nonce in
+                    test.aad.withUnsafeBytes { aad in
+                        out.withUnsafeMutableBytes { out in
+                            Result { () throws(CryptoError) in
+                                try ChaCha20Poly1305.open(box, key: key, nonce: nonce, authenticating: aad, into: out)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        switch test.result {
+        case "valid":
+            #expect(Array(out[0..<(try opened.get())]) == test.message)
+            var resealed = [UInt8](repeating: 0, count: test.message.count + ChaCha20Poly1305.tagLength)
+            test.message.withUnsafeBytes { message in
+                test.key.withUnsafeBytes { key in
+                    test.nonce.withUnsafeBytes { nonce in
+                        test.aad.withUnsafeBytes { aad in
+                            resealed.withUnsafeMutableBytes { out in
+                                _ = ChaCha20Poly1305.seal(message, key: key, nonce: nonce, authenticating: aad, into: out)
+                            }
+                        }
                     }
                 }
             }

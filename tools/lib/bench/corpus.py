@@ -4,6 +4,7 @@
   corpus.py plaintexts N SEED          realistic plaintext objects, one compact JSON per line, on stdout
   corpus.py decrypt-binary KEY SEALED OUT   the sealed pushes decoded, for limit-decrypt.c
   corpus.py decrypt-binary-v2 KEY SENDER SEALED OUT   version 2 pushes decoded, for limit-decrypt-v2.c
+  corpus.py decrypt-binary-v3 KEY SENDER|- SEALED OUT   version 3 pushes decoded, for limit-decrypt-v3.c
   corpus.py seal-binary KEY PLAIN OUT       the plaintext texts, for limit-seal.c
   corpus.py inline KEYS PLAIN SEED          each plaintext for a device drawn from KEYS (one
                                             base64url public key per line), as
@@ -94,6 +95,22 @@ def decrypt_binary_v2(key_path, sender_path, sealed_path, out_path):
                       + struct.pack("<I", len(ct)) + ct)
 
 
+def decrypt_binary_v3(key_path, sender_path, sealed_path, out_path):
+    """Version 3 pushes decoded for limit-decrypt-v3.c; SENDER "-" for mode_base."""
+    secret, public = key_file(key_path)
+    sender_public = bytes(32)
+    if sender_path != "-":
+        with open(sender_path) as file:
+            sender_public = b64(json.load(file)["public_key"])
+    with open(sealed_path, "rb") as sealed, open(out_path, "wb") as out:
+        out.write(secret + public + sender_public + bytes([0 if sender_path == "-" else 2]))
+        for line in sealed:
+            envelope = json.loads(line)["kindly"]
+            ct = b64(envelope["ct"])
+            sid = b64(envelope["sid"]) if "sid" in envelope else bytes(8)
+            out.write(b64(envelope["kid"]) + sid + b64(envelope["enc"]) + struct.pack("<I", len(ct)) + ct)
+
+
 def seal_binary(key_path, plain_path, out_path):
     _, public = key_file(key_path)
     with open(plain_path, "rb") as plain, open(out_path, "wb") as out:
@@ -121,6 +138,8 @@ if __name__ == "__main__":
         decrypt_binary(*sys.argv[2:])
     elif command == "decrypt-binary-v2" and len(sys.argv) == 6:
         decrypt_binary_v2(*sys.argv[2:])
+    elif command == "decrypt-binary-v3" and len(sys.argv) == 6:
+        decrypt_binary_v3(*sys.argv[2:])
     elif command == "seal-binary" and len(sys.argv) == 5:
         seal_binary(*sys.argv[2:])
     elif command == "inline" and len(sys.argv) == 5:

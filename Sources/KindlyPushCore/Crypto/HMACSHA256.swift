@@ -1,0 +1,59 @@
+internal import CSodium
+
+/// HMAC-SHA256 (RFC 2104) through libsodium's `crypto_auth_hmacsha256_*`, and HKDF-SHA256
+/// (RFC 5869) built on it, for HPKE (RFC 9180).
+///
+/// The inputs are fed in parts, so that a secret is never copied into a buffer of its own; the
+/// HMAC state, which is derived from the key, lives on the stack and is wiped before returning.
+package enum HMACSHA256 {
+    /// The length of a tag, and of HKDF-SHA256's `Nh`.
+    package static let outputLength = 32
+
+    /// `HMAC(key, part₁ || part₂ || …)` written into `out` (at most 32 bytes: a longer tag is cut
+    /// to `out.count`, as HKDF-Expand cuts its last block). `feed` calls `update` once per part.
+    package static func authenticate(
+        key: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, _ feed: ((UnsafeRawBufferPointer) -> Void) -> Void
+    ) {
+        _ = Sodium.ready
+        precondition((1...outputLength).contains(out.count), "an HMAC-SHA256 output is 1...32 bytes")
+        // Both scratch areas hold key-derived state: wiped together.
+        withUnsafeTemporaryAllocation(byteCount: stateSize + outputLength, alignment: 16) { raw in
+            defer { SecureBytes.wipeScratch(raw) }
+            let state = raw.baseAddress!.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
+            let tag = raw.baseAddress!.advanced(by: stateSize).assumingMemoryBound(to: UInt8.self)
+            // An empty key is the HashLen zero bytes of RFC 5869 section 2.2: HMAC pads both the same.
+            let keyBase = key.count > 0 ? key.baseAddress!.assumingMemoryBound(to: UInt8.self) : UnsafePointer(tag)
+            crypto_auth_hmacsha256_init(state, keyBase, key.count)
+            feed { part in
+                guard let base = part.baseAddress, part.count > 0 else { return }
+                crypto_auth_hmacsha256_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+            }
+            crypto_auth_hmacsha256_final(state, tag)
+            out.copyMemory(from: UnsafeRawBufferPointer(start: tag, count: out.count))
+        }
+    }
+
+    /// HKDF-Extract(salt, IKM) of RFC 5869 (`HMAC(salt, IKM)`, an empty salt being 32 zero bytes),
+    /// with the IKM fed in parts; writes the 32-byte PRK into `out`.
+    package static func extract(
+        salt: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, ikm: ((UnsafeRawBufferPointer) -> Void) -> Void
+    ) {
+        precondition(out.count == outputLength)
+        authenticate(key: salt, into: out, ikm)
+    }
+
+    /// HKDF-Expand(PRK, info, L) of RFC 5869 for `L = out.count` ≤ 32, the only lengths HPKE's
+    /// cipher suite asks for: `T(1) = HMAC(PRK, info || 0x01)`, cut to `L`. The info is fed in parts.
+    package static func expand(
+        prk: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: ((UnsafeRawBufferPointer) -> Void) -> Void
+    ) {
+        precondition(prk.count == outputLength && (1...outputLength).contains(out.count), "HKDF-Expand here gives 1...32 bytes")
+        authenticate(key: prk, into: out) { update in
+            withoutActuallyEscaping(update) { info($0) }
+            withUnsafeBytes(of: UInt8(1)) { update($0) }
+        }
+    }
+
+    /// `crypto_auth_hmacsha256_statebytes()`, rounded up to keep the tag behind it aligned.
+    private static let stateSize = (crypto_auth_hmacsha256_statebytes() + 15) / 16 * 16
+}
