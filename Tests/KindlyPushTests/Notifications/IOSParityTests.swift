@@ -1,7 +1,6 @@
 import Foundation
 import KindlyPush
 import KindlyPushCore
-import KindlyPushSecretService
 import KindlyPushTesting
 import Testing
 
@@ -122,51 +121,5 @@ struct IOSParityTests {
 
         KindlyPushDecryption.defaultKeyring = nil
         #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)  // back to the file keyring, which lacks it
-    }
-
-    /// Runs the built `kindly-push` with `arguments` in `environment` (nothing else inherited).
-    static func kindlyPush(_ arguments: [String], environment: [String: String]) throws -> ProcessOutput {
-        let binary =
-            ProcessInfo.processInfo.environment["KINDLY_PUSH_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? packageRoot.appendingPathComponent(".build/debug/kindly-push").path
-        return try run(binary, arguments, environment: environment)
-    }
-
-    @Test("without a session bus, a plain keygen and SecretServiceKeyring.automatic() agree: the file keyring")
-    func automaticWithoutBus() throws {
-        let folder = try TemporaryFolder()
-        let environment = ["HOME": folder.path, "KINDLY_PUSH_KEYRING_DIR": folder.path + "/keys", "PATH": "/usr/bin:/bin"]
-        let keygen = try Self.kindlyPush(["keygen"], environment: environment)
-        try #require(keygen.status == 0, "\(keygen.errorText)")
-        let kid = try #require(try JSONValue(parsing: keygen.standardOutput)["kid"]?.stringValue)
-        let keyring = SecretServiceKeyring.automatic(environment: environment)
-        #expect(keyring is FileKeyring)
-        #expect(try keyring.list().map(\.kid.base64URL) == [kid])
-    }
-
-    @Test("on a desktop, SecretServiceKeyring.automatic() finds the key a plain keygen stored in the Secret Service", .needsSecretService)
-    func automaticFindsTheCommandsKey() throws {
-        let folder = try TemporaryFolder()
-        var environment = ProcessInfo.processInfo.environment
-        environment["HOME"] = folder.path
-        environment["KINDLY_PUSH_KEYRING_DIR"] = folder.path + "/keys"
-        let keygen = try Self.kindlyPush(["keygen", "--label", "automatic default"], environment: environment)
-        try #require(keygen.status == 0, "\(keygen.errorText)")
-        #expect(keygen.errorText.contains("secret-service keyring"))
-        let registration = try JSONValue(parsing: keygen.standardOutput)
-        let publicKey = try DevicePublicKey(base64: try #require(registration["public_key"]?.stringValue))
-        let kidText = try #require(registration["kid"]?.stringValue)
-        let kid = try #require(KeyID(base64: kidText))
-        defer { try? SecretServiceKeyring().delete(kid) }
-
-        KindlyPushDecryption.defaultKeyring = SecretServiceKeyring.automatic(environment: environment)
-        defer { KindlyPushDecryption.defaultKeyring = nil }
-        #expect(KindlyPushDecryption.defaultKeyring is SecretServiceKeyring)
-        let sealed = try KindlyPushSealer.seal(TestPushes.payload, for: publicKey)
-        let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(sealed)) as? [AnyHashable: Any])
-        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == TestPushes.payload)
-        // The library's default alone (no host setting) is the file keyring: it cannot see the key.
-        KindlyPushDecryption.defaultKeyring = nil
-        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)
     }
 }
