@@ -65,6 +65,10 @@ package protocol DocumentCommand: Command {
     /// Appends the output document for `document` (an object) to `output`.
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion
 
+    /// The largest input document (or line) this run reads; the 64 KiB of cli.md unless the
+    /// command says otherwise (`seal --fit`).
+    var inputLimit: Int { get }
+
     /// What one thread keeps from document to document (buffers to reuse); most commands keep
     /// nothing. The runner makes one per thread with ``makeScratch()``.
     associatedtype Scratch = Void
@@ -93,6 +97,10 @@ extension DocumentCommand {
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion {
         try process(bytes: bytes, into: &output)
     }
+}
+
+extension DocumentCommand {
+    package var inputLimit: Int { StandardInput.maximumDocumentSize }
 }
 
 extension DocumentCommand where Scratch == Void {

@@ -74,6 +74,8 @@ package struct SealCommand: DocumentCommand {
         self.senderFailure = senderFailure
     }
 
+    package var inputLimit: Int { PlaintextSealing.inputLimit(oversize) }
+
     package func makeScratch() -> PushSealer { PushSealer(recipient: recipient, sender: sender, mode: mode, placeholder: placeholder) }
 
     package func wipe(_ scratch: inout PushSealer) { scratch.wipe() }
