@@ -45,7 +45,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
         (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
         oversize = PlaintextSealing.oversize(arguments)
         senderKey = try PlaintextSealing.senderKey(arguments)
-        stream = try StreamOptions(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name, environment: environment)
     }
 
     package var inputLimit: Int { PlaintextSealing.inputLimit(oversize) }

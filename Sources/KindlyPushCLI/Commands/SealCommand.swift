@@ -29,7 +29,7 @@ package struct SealCommand: DocumentCommand {
             .flag(
                 "--recipients-inline",
                 "Read {\"public_key\", \"plaintext\"} objects, each sealed for its own device (with --jsonl: one per line)."),
-        ] + SharedOptions.stream + [SharedOptions.help]
+        ] + SharedOptions.stream + RedisOptions.specs + [SharedOptions.help]
 
     package let recipient: DevicePublicKey
     /// Version 2's binding to the recipient, computed once for the run: the second shared secret
@@ -46,7 +46,7 @@ package struct SealCommand: DocumentCommand {
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
         oversize = PlaintextSealing.oversize(arguments)
-        stream = try StreamOptions(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         switch (arguments.value("--public-key"), arguments.value("--key-file")) {
         case (let text?, nil):
             do throws(KeyDecodingError) {
