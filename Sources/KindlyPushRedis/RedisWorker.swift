@@ -118,7 +118,10 @@ final class RedisWorker<C: DocumentCommand> {
             do throws(RedisConnectionLost) {
                 try connect()
             } catch {
-                throw Fatal(error: CLIError(.io, error.reason))
+                // Nothing answers: a clear error now rather than a worker that waits unseen. A
+                // server that answers but is still loading its data is waited for.
+                guard Self.isTransient(error.reason) else { throw Fatal(error: CLIError(.io, error.reason)) }
+                try reconnect(after: error)
             }
             try loop()
             return 0
@@ -148,6 +151,8 @@ final class RedisWorker<C: DocumentCommand> {
         let replies = try made.pipeline(first)
         for (index, reply) in replies.enumerated() {
             guard let message = reply.errorMessage else { continue }
+            // A server that is starting (loading its append-only file) is waited for.
+            if Self.isTransient(message) { throw RedisConnectionLost(reason: message) }
             if index == 0, options.password != nil {
                 fail(.io, "Redis refused the credentials (AUTH): \(message)")
             }
@@ -182,6 +187,11 @@ final class RedisWorker<C: DocumentCommand> {
         }
         scriptHash = hash
         connection = made
+    }
+
+    /// An error reply that a server gives while it starts or fails over: waited out.
+    static func isTransient(_ message: String) -> Bool {
+        ["LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"].contains { message.hasPrefix($0) }
     }
 
     /// A failure no retry mends, found while connecting: reported, and the worker exits.
