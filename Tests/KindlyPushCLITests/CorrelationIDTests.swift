@@ -39,12 +39,13 @@ struct CorrelationIDTests {
     @Test("a failing line with an id gives the error object with the id after \"error\"; --summary still counts it")
     func errorsWithID() throws {
         let key = DeviceKey.generate()
-        let input = [
-            #"{"id":7,"public_key":"not-a-key","plaintext":\#(Self.plaintext)}"#,
-            #"{"id":{"k":[1]},"public_key":"\#(key.publicKey.base64URL)","plaintext":{"chat_id":""}}"#,
-            #"{"id":1,"id":2,"public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#,
-            #"{"id":3"#,
-        ].joined(separator: "\n") + "\n"
+        let input =
+            [
+                #"{"id":7,"public_key":"not-a-key","plaintext":\#(Self.plaintext)}"#,
+                #"{"id":{"k":[1]},"public_key":"\#(key.publicKey.base64URL)","plaintext":{"chat_id":""}}"#,
+                #"{"id":1,"id":2,"public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#,
+                #"{"id":3"#,
+            ].joined(separator: "\n") + "\n"
         let output = try CLI.run(["seal", "--jsonl", "--recipients-inline", "--summary"], stdin: Array(input.utf8))
         #expect(output.status == 0)
         let lines = output.stdout.split(separator: "\n").map(String.init)
@@ -66,7 +67,8 @@ struct CorrelationIDTests {
         let plain = try CLI.run(["seal", "--jsonl", "--recipients-inline"], stdin: Array((line + "\n").utf8))
         #expect(plain.stdout.hasPrefix(#"{"aps":"#))
         let single = try CLI.run(
-            ["seal", "--recipients-inline"], stdin: Array(#"{"id":"x","public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#.utf8))
+            ["seal", "--recipients-inline"],
+            stdin: Array(#"{"id":"x","public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#.utf8))
         #expect(single.status == 0)
         #expect(single.stdout.hasPrefix(#"{"id":"x","push":{"aps":"#))
         let failing = try CLI.run(["seal", "--recipients-inline"], stdin: Array(#"{"id":"x","public_key":"no","plaintext":{}}"#.utf8))
@@ -90,7 +92,9 @@ struct RedisOptionsTests {
         #expect(try RedisOptions.parseURL("redis://:secret@[::1]:7000/") == (.tcp(host: "::1", port: 7000), nil, "secret", 0))
         #expect(try RedisOptions.parseURL("unix:///run/redis.sock") == (.unix(path: "/run/redis.sock"), nil, nil, 0))
         #expect(try RedisOptions.parseURL("unix://:pw@/run/redis.sock") == (.unix(path: "/run/redis.sock"), nil, "pw", 0))
-        for bad in ["http://x", "redis://", "redis://h:0", "redis://h:99999", "redis://h:x", "redis://h/db", "unix://relative", "redis://:%4@h"] {
+        for bad in [
+            "http://x", "redis://", "redis://h:0", "redis://h:99999", "redis://h:x", "redis://h/db", "unix://relative", "redis://:%4@h",
+        ] {
             #expect(throws: CLIError.self, "\(bad)") { try RedisOptions.parseURL(bad) }
         }
     }
