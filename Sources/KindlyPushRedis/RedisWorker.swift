@@ -406,5 +406,11 @@ final class RedisWorker<C: DocumentCommand> {
         }
         for index in arguments.indices.dropFirst(6) { arguments[index].wipeCapacity() }
         if let message = reply.errorMessage { try serverError(message) }
+        // Entries another worker took over and committed first (this one stalled): not written.
+        if case .integer(let written) = reply, written < entries.count {
+            Self.note(
+                "\(entries.count - written) of \(entries.count) entries were already committed (taken over by another worker): not written again"
+            )
+        }
     }
 }
