@@ -149,8 +149,8 @@ final class RedisWorker<C: DocumentCommand> {
             [Array("INFO".utf8), Array("cluster".utf8)], [Array("TYPE".utf8), input], [Array("TYPE".utf8), output],
         ]
         let replies = try made.pipeline(first)
-        for (index, reply) in replies.enumerated() {
-            guard let message = reply.errorMessage else { continue }
+        func refuse(_ index: Int) throws(RedisConnectionLost) {
+            guard let message = replies[index].errorMessage else { return }
             // A server that is starting (loading its append-only file) is waited for.
             if Self.isTransient(message) { throw RedisConnectionLost(reason: message) }
             if index == 0, options.password != nil {
@@ -162,6 +162,9 @@ final class RedisWorker<C: DocumentCommand> {
             if index < checks { fail(.io, "Redis refused SELECT \(options.database): \(message)") }
             fail(.io, "Redis: \(message)")
         }
+        // Credentials, database and INFO first; the hash-slot rule before anything touches the
+        // keys (a cluster node answers commands on keys of other slots with errors).
+        for index in 0...checks { try refuse(index) }
         if let info = replies[checks].text, info.contains("cluster_enabled:1") {
             let inputTag = RedisOptions.hashTag(options.input)
             if inputTag == nil || inputTag != RedisOptions.hashTag(options.output) {
@@ -171,6 +174,7 @@ final class RedisWorker<C: DocumentCommand> {
                         + "as in '{pushes}:in' and '{pushes}:out' (see docs/running-at-scale.md)")
             }
         }
+        for index in (checks + 1)..<replies.count { try refuse(index) }
         for (name, reply) in [(options.input, replies[checks + 1]), (options.output, replies[checks + 2])] {
             guard let type = reply.text, type != "stream", type != "none" else { continue }
             fail(.io, "the key '\(name)' holds a \(type), not a stream (WRONGTYPE): name another stream")
