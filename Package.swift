@@ -45,6 +45,8 @@ let package = Package(
         .library(name: "KindlyPushTesting", targets: ["KindlyPushTesting"]),
         .executable(name: "kindly-push", targets: ["kindly-push"]),
         .executable(name: "kindly-push-desktop", targets: ["kindly-push-desktop"]),
+        // The Redis Streams workers (`--redis`); `kindly-push` runs it, so that only it links hiredis.
+        .executable(name: "kindly-push-redis", targets: ["kindly-push-redis"]),
     ],
     targets: [
         // System libraries: every cryptographic primitive comes from libsodium.
@@ -65,6 +67,9 @@ let package = Package(
         // SQLite (libsqlite3-dev), for the desktop de-duplication store; its header is on the
         // compiler's default path.
         .systemLibrary(name: "CSQLite"),
+        // hiredis (Debian libhiredis-dev), for the Redis Streams workers; its header is on the
+        // compiler's default path. Only KindlyPushRedis links it.
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
         // that runs on GDBus's worker thread), for the desktop notification client; only
         // KindlyPushDesktop links it.
@@ -130,6 +135,12 @@ let package = Package(
             dependencies: ["KindlyPushCLI", "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushDesktop"],
             swiftSettings: strictSettings
         ),
+        // `--redis`: a document command as a worker of a Redis Streams consumer group.
+        .target(
+            name: "KindlyPushRedis",
+            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "CHiredis"],
+            swiftSettings: strictSettings
+        ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.
         .executableTarget(
             name: "kindly-push",
@@ -139,6 +150,11 @@ let package = Package(
         .executableTarget(
             name: "kindly-push-desktop",
             dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "CProcessGuard"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "kindly-push-redis",
+            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushRedis", "CProcessGuard"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.

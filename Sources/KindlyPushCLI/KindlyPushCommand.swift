@@ -53,7 +53,11 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
             Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
         if parsed.has("--help") { return Terminal.printText(Help.command(command, width: width)) }
-        // What needs libsecret, GIO or SQLite runs in kindly-push-desktop (see DesktopServices).
+        // A Redis Streams worker runs in kindly-push-redis (hiredis; it has the desktop services
+        // too), what needs libsecret, GIO or SQLite in kindly-push-desktop (see DesktopServices).
+        if RedisBinary.installed == nil, parsed.value("--redis") != nil, command.options.contains(where: { $0.name == "--redis" }) {
+            return RedisBinary.exec(arguments, environment: environment)
+        }
         if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {
             return DesktopBinary.exec(arguments, environment: environment)
         }

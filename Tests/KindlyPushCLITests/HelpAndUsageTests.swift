@@ -119,7 +119,7 @@ struct HelpAndUsageTests {
             ([], "kindly-push: usage: missing a subcommand (see 'kindly-push --help')"),
             (["frobnicate"], "kindly-push: usage: unknown subcommand 'frobnicate' (see 'kindly-push --help')"),
             (["help", "frobnicate"], "kindly-push: usage: unknown subcommand 'frobnicate' (see 'kindly-push --help')"),
-            (["decrypt", "--frob"], "kindly-push: usage: unknown option '--frob' (see 'kindly-push decrypt --help')"),
+            (["decrypt", "--wobble"], "kindly-push: usage: unknown option '--wobble' (see 'kindly-push decrypt --help')"),
             (["decrypt", "--key-file"], "kindly-push: usage: missing value for '--key-file PATH' (see 'kindly-push decrypt --help')"),
             (
                 ["decrypt", "--keyring", "vault"],

@@ -94,6 +94,10 @@ package protocol DocumentCommand: Command {
     /// Appends the output document for `document` (an object) to `output`.
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion
 
+    /// The largest input document (or line) this run reads; the 64 KiB of cli.md unless the
+    /// command says otherwise (`seal --fit`).
+    var inputLimit: Int { get }
+
     /// What one thread keeps from document to document (buffers to reuse); most commands keep
     /// nothing. The runner makes one per thread with ``makeScratch()``.
     associatedtype Scratch = Void
@@ -110,7 +114,8 @@ package protocol DocumentCommand: Command {
 
 extension DocumentCommand {
     package func run() -> Int32 {
-        stream.isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
+        if let redis = stream.redis { return RedisBinary.run(self, options: redis) }
+        return stream.isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
     }
 
     /// Reads and processes one input document's bytes with the strict reader.
@@ -122,6 +127,10 @@ extension DocumentCommand {
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion {
         try process(bytes: bytes, into: &output)
     }
+}
+
+extension DocumentCommand {
+    package var inputLimit: Int { StandardInput.maximumDocumentSize }
 }
 
 extension DocumentCommand where Scratch == Void {
@@ -157,7 +166,7 @@ package enum SharedOptions {
     package static let stream = [jsonl, jobs, output, quiet, summary]
 
     /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
-    package static let decryption = [keyFile, keyring, senderKey, verbose] + stream + [help]
+    package static let decryption = [keyFile, keyring, senderKey, verbose] + stream + RedisOptions.specs + [help]
 
     package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
@@ -182,10 +191,23 @@ package struct StreamOptions: Sendable {
     package let isQuiet: Bool
     /// `--summary`: counts per result code on standard error at the end of a `--jsonl` run.
     package let showsSummary: Bool
+    /// `--redis` and its options: the command runs as a Redis Streams worker, each entry a line.
+    package let redis: RedisOptions?
 
-    package init(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, command: String, environment: CommandEnvironment = [:]) throws(CLIError) {
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
-        isLineMode = arguments.has("--jsonl")
+        redis = try RedisOptions(arguments, command: command, environment: environment)
+        if redis != nil {
+            for name in ["--jsonl", "--summary"] where arguments.has(name) {
+                throw usage("--redis reads entries, not lines: give no '\(name)'")
+            }
+            for name in ["--output", "--jobs"] where arguments.value(name) != nil {
+                throw usage("--redis writes to its output stream, one entry at a time: give no '\(name)' (run one worker per core)")
+            }
+            if !arguments.positionals.isEmpty { throw usage("--redis reads its input stream: give no files") }
+        }
+        // A worker's entries are lines: the output of each is what --jsonl prints for it.
+        isLineMode = arguments.has("--jsonl") || redis != nil
         inputs = arguments.positionals
         outputPath = arguments.value("--output")
         isQuiet = arguments.has("--quiet")

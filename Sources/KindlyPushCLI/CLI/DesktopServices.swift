@@ -64,6 +64,16 @@ package enum DesktopBinary {
     /// `arguments` and `environment` (the one the decision to run it was made with); returns only
     /// when that fails (an `io` error, reported).
     package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
+        SiblingBinary.exec(name, arguments, environment: environment, purpose: "the Secret Service and desktop part")
+    }
+}
+
+/// The programs installed beside `kindly-push` that it hands a run to (`kindly-push-desktop`,
+/// `kindly-push-redis`).
+package enum SiblingBinary {
+    /// Replaces this process with `name` from the folder of this executable, with `arguments` and
+    /// `environment`; returns only when that fails (an `io` error naming `purpose`, reported).
+    package static func exec(_ name: String, _ arguments: [String], environment: CommandEnvironment, purpose: String) -> Int32 {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else {
@@ -79,7 +89,7 @@ package enum DesktopBinary {
         let reason = String(cString: strerror(errno))
         for pointer in argv + envp { free(pointer) }
         Diagnostics.report(
-            CLIError(.io, "this needs \(name) (the Secret Service and desktop part) beside kindly-push in \(folder): \(reason)"))
+            CLIError(.io, "this needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)"))
         return ErrorCode.io.exitStatus
     }
 }

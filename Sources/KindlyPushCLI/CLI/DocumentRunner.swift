@@ -37,7 +37,7 @@ package enum DocumentRunner {
         do throws(CLIError) {
             let descriptor = try InputFiles.open(command.stream.inputs, lineMode: false)[0]
             defer { if descriptor != STDIN_FILENO { close(descriptor) } }
-            input = try StandardInput.readDocument(descriptor: descriptor)
+            input = try StandardInput.readDocument(descriptor: descriptor, limit: command.inputLimit)
             completion = try input.withUnsafeBytes { raw in
                 Result { () throws(CLIError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
             }.get()
@@ -97,7 +97,7 @@ package enum DocumentRunner {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: StandardInput.maximumDocumentSize)
+        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: command.inputLimit)
         var stdout = OutputStream(descriptor: target.descriptor)
         var tally = Tally(
             progress: ProgressLine(quiet: command.stream.isQuiet), counts: command.stream.showsSummary ? ResultCounts() : nil)
@@ -384,7 +384,7 @@ package enum DocumentRunner {
         do throws(CLIError) {
             switch batch.lines[index] {
             case .oversized:
-                throw CLIError(.badInput, "the line is over 64 KiB")
+                throw CLIError(.badInput, "the line is over \(StandardInput.sizeText(command.inputLimit))")
             case .text(let range):
                 _ = try batch.bytes.withUnsafeBytes { raw in
                     Result { () throws(CLIError) in

@@ -31,7 +31,7 @@ package struct DecryptCommand: DocumentCommand {
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         applies = arguments.has("--apply")
-        stream = try StreamOptions(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         decryption = try KeyringChoice.decryption(arguments, environment: environment)
     }
 

@@ -55,6 +55,11 @@ package enum PlaintextSealing {
         arguments.has("--fit") ? .truncateBody : .refuse
     }
 
+    /// The input limit of a sealing run: past 64 KiB with `--fit`, which cuts bodies of any length.
+    package static func inputLimit(_ oversize: KindlyPushSealer.Oversize) -> Int {
+        oversize == .truncateBody ? StandardInput.fitDocumentSize : StandardInput.maximumDocumentSize
+    }
+
     /// The fast path: seals a plaintext text that is already in the writer's compact form, as the
     /// general path would seal it. `false` when it does not decide (another spelling, an invalid
     /// plaintext, a `truncated` that is not a boolean, a push over 4096 bytes); nothing is

@@ -49,8 +49,10 @@ package struct RecipientsInlineSeal: DocumentCommand {
         oversize = PlaintextSealing.oversize(arguments)
         senderKey = try PlaintextSealing.senderKey(arguments)
         version = try PlaintextSealing.wireVersion(arguments, hasSender: senderKey != nil)
-        stream = try StreamOptions(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name, environment: environment)
     }
+
+    package var inputLimit: Int { PlaintextSealing.inputLimit(oversize) }
 
     package func makeScratch() -> LRUCache<RecipientKey, PushSealer> { LRUCache(capacity: Self.cacheCapacity) }
 
@@ -59,17 +61,57 @@ package struct RecipientsInlineSeal: DocumentCommand {
         -> Completion
     {
         if let line = CompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
+            let start = output.count
+            // A line's own "id", copied as it is (a scalar in the writer's form: what the strict
+            // path writes for it).
+            if let id = line.id {
+                output += CorrelationID.pushPrefix
+                output += UnsafeRawBufferPointer(rebasing: bytes[id])
+                output += CorrelationID.pushMember
+            }
             let sealed = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
                 Self.sealAndWipe(UnsafeRawBufferPointer(rebasing: bytes[line.plaintext]), with: &sealer, into: &output)
             }
-            if sealed { return .success }
+            if sealed {
+                if line.id != nil { output.append(UInt8(ascii: "}")) }
+                return .success
+            }
+            output.removeSubrange(start...)
         }
         let document = try StandardInput.parseObject(bytes)
-        return try process(document, scratch: scratch, into: &output)
+        return try processWithID(document, scratch: scratch, into: &output)
     }
 
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        try process(document, scratch: LRUCache(capacity: 1), into: &output)
+        try processWithID(document, scratch: LRUCache(capacity: 1), into: &output)
+    }
+
+    /// The general path with the line's `"id"`: the push as `{"id": ID, "push": PUSH}`, or in
+    /// line mode the error object with `"id"` after `"error"` (where `--summary` reads the code).
+    /// Without an `"id"` (or with a member name twice), the output is the push or the error alone.
+    private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
+        throws(CLIError) -> Completion
+    {
+        guard case .object(let object) = document, !object.hasDuplicateKeys, let id = object[Member.id] else {
+            return try process(document, scratch: scratch, into: &output)
+        }
+        let start = output.count
+        output += CorrelationID.pushPrefix
+        JSONWriter.write(id, to: &output)
+        output += CorrelationID.pushMember
+        do throws(CLIError) {
+            _ = try process(document, scratch: scratch, into: &output)
+            output.append(UInt8(ascii: "}"))
+        } catch {
+            output.removeSubrange(start...)
+            guard stream.isLineMode else { throw error }
+            JSONWriter.write(error.jsonObject, to: &output)
+            output.removeLast()
+            output += CorrelationID.errorMember
+            JSONWriter.write(id, to: &output)
+            output.append(UInt8(ascii: "}"))
+        }
+        return .success
     }
 
     /// The general path: the line read with the strict reader.
@@ -130,14 +172,22 @@ package struct RecipientsInlineSeal: DocumentCommand {
     }
 }
 
+/// The text around a line's `"id"` in its output line.
+private enum CorrelationID {
+    static let pushPrefix = Array(#"{"id":"#.utf8)
+    static let pushMember = Array(#","push":"#.utf8)
+    static let errorMember = Array(#","id":"#.utf8)
+}
+
 /// The members a line may have.
 private enum Member {
+    package static let id = "id"
     package static let publicKey = "public_key"
     package static let plaintext = "plaintext"
     package static let mode = "mode"
     package static let placeholderTitle = "placeholder_title"
     package static let placeholderBody = "placeholder_body"
-    package static let all = [publicKey, plaintext, mode, placeholderTitle, placeholderBody]
+    package static let all = [id, publicKey, plaintext, mode, placeholderTitle, placeholderBody]
 }
 
 /// A line's own push kind and alert, when it gives any.
@@ -205,7 +255,7 @@ private struct Line {
             throw CLIError(
                 .badInput,
                 "unknown member \(String(decoding: quoted, as: UTF8.self)); a --recipients-inline input has \"public_key\", \"plaintext\" "
-                    + "and optionally \"mode\", \"placeholder_title\", \"placeholder_body\"")
+                    + "and optionally \"id\", \"mode\", \"placeholder_title\", \"placeholder_body\"")
         }
         func string(_ name: String) throws(CLIError) -> String? {
             guard let value = object[name] else { return nil }
@@ -247,6 +297,8 @@ private struct CompactLine {
     package let publicKey: Range<Int>
     package let plaintext: Range<Int>
     package let alert: LineAlert?
+    /// The line's `"id"`, when it is a scalar (an array or object goes the strict way).
+    package let id: Range<Int>?
 
     package init?(
         _ bytes: UnsafeRawBufferPointer, mode defaultMode: KindlyPushSealer.Mode,
@@ -264,6 +316,7 @@ private struct CompactLine {
         var mode: KindlyPushSealer.Mode?
         var title: String?
         var body: String?
+        var id: Range<Int>?
         var endsWithPlaintext = false
         guard reader.consume(UInt8(ascii: "{")) else { return nil }
         repeat {
@@ -284,6 +337,12 @@ private struct CompactLine {
                 }
                 guard reader.skipValue() else { return nil }
                 plaintext = start..<reader.index
+            } else if reader.text(name, is: "id") {
+                let start = reader.index
+                guard first(32), reader.current != UInt8(ascii: "{"), reader.current != UInt8(ascii: "["), reader.skipValue() else {
+                    return nil
+                }
+                id = start..<reader.index
             } else if reader.text(name, is: "mode") {
                 guard first(4), let text = reader.string() else { return nil }
                 if reader.text(text, is: "visible") {
@@ -313,6 +372,7 @@ private struct CompactLine {
         }
         self.publicKey = publicKey
         self.plaintext = plaintext
+        self.id = id
     }
 
     /// The text of a string with no escape (already checked as UTF-8); `nil` when it has one.

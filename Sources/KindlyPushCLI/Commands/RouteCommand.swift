@@ -58,7 +58,7 @@ package struct RouteCommand: DocumentCommand {
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments.has("--extension"))
-        stream = try StreamOptions(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         decryption = try KeyringChoice.decryption(arguments, environment: environment)
     }
 

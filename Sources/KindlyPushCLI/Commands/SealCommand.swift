@@ -46,7 +46,7 @@ package struct SealCommand: DocumentCommand {
             .flag(
                 "--recipients-inline",
                 "Read {\"public_key\", \"plaintext\"} objects, each sealed for its own device (with --jsonl: one per line)."),
-        ] + SharedOptions.stream + [SharedOptions.help]
+        ] + SharedOptions.stream + RedisOptions.specs + [SharedOptions.help]
 
     package let recipient: DevicePublicKey
     /// The binding to the recipient of version 2 or version 3 mode_auth, computed once for the
@@ -66,7 +66,7 @@ package struct SealCommand: DocumentCommand {
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
         oversize = PlaintextSealing.oversize(arguments)
-        stream = try StreamOptions(arguments, command: Self.name)
+        stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         switch (arguments.value("--public-key"), arguments.value("--key-file")) {
         case (let text?, nil):
             do throws(KeyDecodingError) {
@@ -95,6 +95,8 @@ package struct SealCommand: DocumentCommand {
         self.sender = sender
         self.senderFailure = senderFailure
     }
+
+    package var inputLimit: Int { PlaintextSealing.inputLimit(oversize) }
 
     package func makeScratch() -> PushSealer {
         // A sender key that cannot seal for this recipient: every document fails with `senderFailure`.

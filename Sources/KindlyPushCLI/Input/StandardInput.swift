@@ -10,14 +10,24 @@ package enum StandardInput {
     /// The limit of docs/spec/streams.md: a document (or a line) over 64 KiB is `bad_input`.
     package static let maximumDocumentSize = WireFormat.maximumInputSize
 
-    /// Reads all of standard input as one document, refusing more than 64 KiB without
+    /// The limit of `seal --fit` (issue 23): bodies of any length up to it are cut to fit, so it
+    /// is well past the 64 KiB of the other inputs; a document is still read into memory whole,
+    /// one line at a time, so memory stays bounded by it.
+    package static let fitDocumentSize = 1 << 20
+
+    /// `64 KiB`, `1 MiB`: a limit as the errors name it.
+    package static func sizeText(_ bytes: Int) -> String {
+        bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes >> 10) KiB"
+    }
+
+    /// Reads all of standard input as one document, refusing more than `limit` without
     /// reading further than one byte past the limit. The result's storage is as large as the
     /// document; the buffer read into is zeroed as far as it was written (it may hold a
     /// plaintext, for seal) and freed.
-    package static func readDocument(descriptor: Int32 = STDIN_FILENO) throws(CLIError) -> [UInt8] {
+    package static func readDocument(descriptor: Int32 = STDIN_FILENO, limit: Int = maximumDocumentSize) throws(CLIError) -> [UInt8] {
         // Not zero-filled: pages that read() never reaches stay unmapped, so a push of a few
         // hundred bytes costs a page of memory, not 64 KiB (issue 12: start-up memory).
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumDocumentSize + 1, alignment: 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: limit + 1, alignment: 1)
         var length = 0
         defer {
             Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]))
@@ -30,8 +40,8 @@ package enum StandardInput {
             if count == 0 { break }
             length += count
         }
-        guard length <= maximumDocumentSize else {
-            throw CLIError(.badInput, "the input is over 64 KiB")
+        guard length <= limit else {
+            throw CLIError(.badInput, "the input is over \(sizeText(limit))")
         }
         return [UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<length]))
     }

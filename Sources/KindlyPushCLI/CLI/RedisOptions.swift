@@ -1,0 +1,236 @@
+internal import KindlyPushBase
+internal import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `--redis URL --from STREAM --group GROUP --to STREAM` and the rest: a document command as a
+/// worker of a Redis Streams consumer group (issue 23, docs/running-at-scale.md). Each input
+/// entry's `doc` field is one document, as one `--jsonl` line; each output entry has `doc`, the
+/// line `--jsonl` prints for it, and `in`, the input entry's id.
+package struct RedisOptions: Sendable, Equatable {
+    /// Where the server listens.
+    package enum Endpoint: Sendable, Equatable {
+        case tcp(host: String, port: Int32)
+        case unix(path: String)
+    }
+
+    package var endpoint: Endpoint
+    /// The ACL user (`AUTH user password`), when the URL names one.
+    package var user: String?
+    /// The password of the URL, else of `KINDLY_PUSH_REDIS_PASSWORD`; `nil` for none.
+    package var password: String?
+    /// The database of `/db` (0 by default).
+    package var database: Int
+    package var input: String
+    package var group: String
+    package var output: String
+    /// `--consumer NAME`; by default the host name and the process id.
+    package var consumer: String?
+    /// `--claim-idle MS`: pending entries idle longer than this are taken over.
+    package var claimIdle: Int
+    /// `--batch N`: entries read, processed and committed at a time.
+    package var batch: Int
+    /// `--exit-when-idle MS`: exit 0 after MS with nothing to read and nothing pending.
+    package var exitWhenIdle: Int?
+    /// `--max-deliveries N`: an entry delivered more often gets an error object and is acknowledged.
+    package var maxDeliveries: Int
+
+    package static let defaultClaimIdle = 30_000
+    package static let defaultBatch = 100
+    package static let defaultMaxDeliveries = 5
+
+    /// The options of the document commands that can run as workers.
+    package static let specs: [OptionSpec] = [
+        .value(
+            "--redis", "URL",
+            "Run as a Redis Streams worker: redis://[user:password@]host[:port][/db] or unix://[user:password@]/path/to/socket."),
+        .value("--from", "STREAM", "With --redis, the input stream: each entry's \"doc\" field is one document."),
+        .value("--group", "GROUP", "With --redis, the consumer group (created at the start of the input stream when missing)."),
+        .value("--to", "STREAM", "With --redis, the output stream: entries {\"doc\": output line, \"in\": input id}."),
+        .value("--consumer", "NAME", "With --redis, this worker's name in the group (default: host name and process id)."),
+        .value("--claim-idle", "MS", "With --redis, take over entries pending longer than MS (default: 30000)."),
+        .value("--batch", "N", "With --redis, entries read and committed at a time (default: 100)."),
+        .value("--exit-when-idle", "MS", "With --redis, exit 0 after MS with nothing to read and nothing pending."),
+        .value("--max-deliveries", "N", "With --redis, answer an entry delivered more than N times with an error (default: 5)."),
+    ]
+
+    /// The worker options of `arguments`, `nil` without `--redis`; a usage error for a bad URL,
+    /// a missing stream or group, a bad number, or worker options without `--redis`.
+    package init?(_ arguments: ParsedArguments, command: String, environment: CommandEnvironment) throws(CLIError) {
+        func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
+        guard let url = arguments.value("--redis") else {
+            if let other = RedisOptions.specs.dropFirst().first(where: { arguments.value($0.name) != nil }) {
+                throw usage("'\(other.name)' goes with --redis")
+            }
+            return nil
+        }
+        func required(_ name: String) throws(CLIError) -> String {
+            guard let value = arguments.value(name), !value.isEmpty else { throw usage("--redis needs '\(name)'") }
+            return value
+        }
+        func number(_ name: String, default value: Int?, range: ClosedRange<Int>) throws(CLIError) -> Int? {
+            guard let text = arguments.value(name) else { return value }
+            guard let number = Int(text), range.contains(number) else {
+                throw usage("'\(name)' takes a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return number
+        }
+        (endpoint, user, password, database) = try RedisOptions.parseURL(url)
+        if password == nil, let fromEnvironment = environment["KINDLY_PUSH_REDIS_PASSWORD"], !fromEnvironment.isEmpty {
+            password = fromEnvironment
+        }
+        input = try required("--from")
+        group = try required("--group")
+        output = try required("--to")
+        if input == output { throw usage("'--from' and '--to' name the same stream") }
+        consumer = arguments.value("--consumer")
+        if consumer?.isEmpty == true { throw usage("'--consumer' takes a name") }
+        claimIdle = try number("--claim-idle", default: RedisOptions.defaultClaimIdle, range: 1...86_400_000)!
+        batch = try number("--batch", default: RedisOptions.defaultBatch, range: 1...10_000)!
+        exitWhenIdle = try number("--exit-when-idle", default: nil, range: 0...86_400_000)
+        maxDeliveries = try number("--max-deliveries", default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
+    }
+
+    /// The parts of `redis://[user:password@]host[:port][/db]` or
+    /// `unix://[user:password@]/path`; user and password are percent-decoded.
+    package static func parseURL(_ url: String) throws(CLIError) -> (Endpoint, String?, String?, Int) {
+        func bad(_ why: String) -> CLIError {
+            CLIError(.usage, "--redis: \(why); expected redis://[user:password@]host[:port][/db] or unix:///path/to/socket")
+        }
+        let bytes = Array(url.utf8)
+        let isUnix: Bool
+        var rest: ArraySlice<UInt8>
+        if bytes.starts(with: "redis://".utf8) {
+            isUnix = false
+            rest = bytes.dropFirst(8)
+        } else if bytes.starts(with: "unix://".utf8) {
+            isUnix = true
+            rest = bytes.dropFirst(7)
+        } else {
+            throw bad("the URL is neither redis:// nor unix://")
+        }
+        var user: String?
+        var password: String?
+        // The credentials end at the last "@" before the path (a password may hold "@" escaped).
+        let authorityEnd = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+        if let at = rest[..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) {
+            let credentials = rest[..<at]
+            rest = rest[(at + 1)...]
+            if let colon = credentials.firstIndex(of: UInt8(ascii: ":")) {
+                let name = try percentDecoded(credentials[..<colon], bad)
+                user = name.isEmpty ? nil : name
+                password = try percentDecoded(credentials[(colon + 1)...], bad)
+            } else {
+                // `redis://secret@host`: one word is the password, as redis-cli takes it.
+                password = try percentDecoded(credentials, bad)
+            }
+            if password?.isEmpty == true { password = nil }
+        }
+        if isUnix {
+            guard rest.first == UInt8(ascii: "/"), rest.count > 1 else { throw bad("a unix:// URL names the socket's absolute path") }
+            return (.unix(path: String(decoding: rest, as: UTF8.self)), user, password, 0)
+        }
+        let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+        var hostPort = rest[..<slash]
+        var database = 0
+        if slash < rest.endIndex {
+            let text = String(decoding: rest[(slash + 1)...], as: UTF8.self)
+            if !text.isEmpty {
+                guard let number = Int(text), (0...1_000_000).contains(number) else { throw bad("the database '\(text)' is not a number") }
+                database = number
+            }
+        }
+        var host: String
+        if hostPort.first == UInt8(ascii: "[") {
+            guard let close = hostPort.firstIndex(of: UInt8(ascii: "]")) else { throw bad("an IPv6 address has no closing ']'") }
+            host = String(decoding: hostPort[(hostPort.startIndex + 1)..<close], as: UTF8.self)
+            hostPort = hostPort[(close + 1)...]
+            guard hostPort.isEmpty || hostPort.first == UInt8(ascii: ":") else { throw bad("unexpected text after the IPv6 address") }
+        } else {
+            let colon = hostPort.firstIndex(of: UInt8(ascii: ":")) ?? hostPort.endIndex
+            host = String(decoding: hostPort[..<colon], as: UTF8.self)
+            hostPort = hostPort[colon...]
+        }
+        guard !host.isEmpty else { throw bad("the URL names no host") }
+        var port: Int32 = 6379
+        if !hostPort.isEmpty {
+            let text = String(decoding: hostPort.dropFirst(), as: UTF8.self)
+            guard let number = Int32(text), (1...65535).contains(number) else {
+                throw bad("the port '\(text)' is not a number from 1 to 65535")
+            }
+            port = number
+        }
+        return (.tcp(host: host, port: port), user, password, database)
+    }
+
+    private static func percentDecoded(_ bytes: ArraySlice<UInt8>, _ bad: (String) -> CLIError) throws(CLIError) -> String {
+        var decoded: [UInt8] = []
+        var index = bytes.startIndex
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.endIndex, let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) else {
+                    throw bad("a '%' in the credentials is not followed by two hex digits")
+                }
+                decoded.append(high << 4 | low)
+                index += 3
+            } else {
+                decoded.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+
+    /// The `{tag}` of a key as Redis Cluster hashes it: the text between the first `{` and the
+    /// next `}`, when not empty; `nil` when the whole key is hashed.
+    package static func hashTag(_ key: String) -> Substring? {
+        guard let open = key.utf8.firstIndex(of: UInt8(ascii: "{")) else { return nil }
+        let after = key.utf8.index(after: open)
+        guard let close = key.utf8[after...].firstIndex(of: UInt8(ascii: "}")), close > after else { return nil }
+        return key[after..<close]
+    }
+}
+
+/// What only `kindly-push-redis` can do, because it links hiredis: run a document command as a
+/// Redis Streams worker. `kindly-push` links no hiredis (its start-up is measured, issue 12):
+/// given `--redis`, it runs `kindly-push-redis` from its own folder (`exec`), as it runs
+/// `kindly-push-desktop` for the Secret Service.
+package protocol RedisServices: Sendable {
+    /// Runs `command` as a worker until `--exit-when-idle` or SIGTERM; the exit status.
+    func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32
+}
+
+/// Finding and running `kindly-push-redis`.
+package enum RedisBinary {
+    /// Its file name, beside `kindly-push`.
+    package static let name = "kindly-push-redis"
+
+    /// The services of this process: set once, by `kindly-push-redis`'s `main`, before anything
+    /// else runs; read-only afterwards.
+    package nonisolated(unsafe) static var installed: (any RedisServices)?
+
+    /// Runs `command` as a worker here, or the `io` error of a binary without hiredis.
+    package static func run<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
+        guard let services = installed else {
+            Diagnostics.report(CLIError(.io, "--redis needs \(name), which was not run"))
+            return ErrorCode.io.exitStatus
+        }
+        return services.runWorker(command, options: options)
+    }
+
+    /// Replaces this process with `kindly-push-redis` from the folder of this executable; returns
+    /// only when that fails (an `io` error, reported).
+    package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
+        SiblingBinary.exec(name, arguments, environment: environment, purpose: "the Redis Streams worker")
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import KindlyPush
+import KindlyPushCLI
+import KindlyPushCore
+import Testing
+
+@Suite("seal --recipients-inline: a line's \"id\" is copied to its output (issue 23)")
+struct CorrelationIDTests {
+    static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
+
+    @Test("every kind of id, on the fast path and the strict one, copied unchanged; the push inside decrypts", arguments: [1, 2])
+    func ids(_ jobs: Int) throws {
+        let key = DeviceKey.generate()
+        let ids = [#""row-1""#, "42", "-1.5e3", "true", "null", #"{"table":"outbox","row":[7,"x"]}"#, #"["a",1]"#, #""\u00e9\n""#]
+        var input = ""
+        for id in ids {
+            // Compact (the fast path) and with spaces (the strict path).
+            input += #"{"id":\#(id),"public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"# + "\n"
+            input += #"{"public_key": "\#(key.publicKey.base64URL)", "plaintext": \#(Self.plaintext), "id": \#(id)}"# + "\n"
+        }
+        let output = try CLI.run(["seal", "--jsonl", "--recipients-inline", "--jobs", "\(jobs)"], stdin: Array(input.utf8))
+        #expect(output.status == 0)
+        let lines = output.stdout.split(separator: "\n").map(String.init)
+        try #require(lines.count == 2 * ids.count)
+        var pushes: [(key: DeviceKey, push: String)] = []
+        for (index, line) in lines.enumerated() {
+            let id = ids[index / 2]
+            let prefix = #"{"id":"# + String(decoding: JSONWriter.compactBytes(try JSONValue(parsing: id)), as: UTF8.self) + #","push":"#
+            #expect(line.hasPrefix(prefix), "line \(index + 1): \(line.prefix(80))")
+            #expect(line.hasSuffix("}}}"))
+            let push = try JSONValue(parsing: line)["push"]
+            pushes.append((key, String(decoding: JSONWriter.compactBytes(try #require(push)), as: UTF8.self)))
+        }
+        for result in try ReferenceDecryption.decrypt(pushes) {
+            #expect((try? result.get()) == (try JSONValue(parsing: Self.plaintext)))
+        }
+    }
+
+    @Test("a failing line with an id gives the error object with the id after \"error\"; --summary still counts it")
+    func errorsWithID() throws {
+        let key = DeviceKey.generate()
+        let input =
+            [
+                #"{"id":7,"public_key":"not-a-key","plaintext":\#(Self.plaintext)}"#,
+                #"{"id":{"k":[1]},"public_key":"\#(key.publicKey.base64URL)","plaintext":{"chat_id":""}}"#,
+                #"{"id":1,"id":2,"public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#,
+                #"{"id":3"#,
+            ].joined(separator: "\n") + "\n"
+        let output = try CLI.run(["seal", "--jsonl", "--recipients-inline", "--summary"], stdin: Array(input.utf8))
+        #expect(output.status == 0)
+        let lines = output.stdout.split(separator: "\n").map(String.init)
+        try #require(lines.count == 4)
+        #expect(lines[0].hasPrefix(#"{"error":{"code":"bad_input","message":"\"public_key\": "#))
+        #expect(lines[0].hasSuffix(#"},"id":7}"#))
+        #expect(lines[1].hasPrefix(#"{"error":{"code":"bad_input","#))
+        #expect(lines[1].hasSuffix(#"},"id":{"k":[1]}}"#))
+        // A member twice (the id too) and a line that is not JSON have no id to copy.
+        #expect(lines[2] == #"{"error":{"code":"bad_input","message":"a member name occurs twice"}}"#)
+        #expect(!lines[3].contains(#""id""#))
+        #expect(output.stderr.contains("4 lines: 4 bad_input"), "\(output.stderr)")
+    }
+
+    @Test("without an id the output is the push alone, as before; one document (no --jsonl) with an id is {\"id\", \"push\"}")
+    func withoutID() throws {
+        let key = DeviceKey.generate()
+        let line = #"{"public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#
+        let plain = try CLI.run(["seal", "--jsonl", "--recipients-inline"], stdin: Array((line + "\n").utf8))
+        #expect(plain.stdout.hasPrefix(#"{"aps":"#))
+        let single = try CLI.run(
+            ["seal", "--recipients-inline"],
+            stdin: Array(#"{"id":"x","public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#.utf8))
+        #expect(single.status == 0)
+        #expect(single.stdout.hasPrefix(#"{"id":"x","push":{"aps":"#))
+        let failing = try CLI.run(["seal", "--recipients-inline"], stdin: Array(#"{"id":"x","public_key":"no","plaintext":{}}"#.utf8))
+        #expect(failing.status == 65)
+        #expect(failing.stdout == "")
+    }
+}
+
+@Suite("--redis: the URL and the worker options (issue 23)")
+struct RedisOptionsTests {
+    func options(_ arguments: [String], environment: CommandEnvironment = [:]) throws(CLIError) -> RedisOptions? {
+        let parsed = try ParsedArguments.parse(arguments, specs: RedisOptions.specs + SharedOptions.stream, command: "seal")
+        return try RedisOptions(parsed, command: "seal", environment: environment)
+    }
+
+    @Test("URLs: host, port, database, user and percent-encoded password, IPv6, a Unix socket")
+    func urls() throws {
+        #expect(try RedisOptions.parseURL("redis://localhost") == (.tcp(host: "localhost", port: 6379), nil, nil, 0))
+        let full = try RedisOptions.parseURL("redis://alice:p%40ss%3Aw@10.0.0.5:6380/3")
+        #expect(full == (.tcp(host: "10.0.0.5", port: 6380), "alice", "p@ss:w", 3))
+        #expect(try RedisOptions.parseURL("redis://:secret@[::1]:7000/") == (.tcp(host: "::1", port: 7000), nil, "secret", 0))
+        #expect(try RedisOptions.parseURL("unix:///run/redis.sock") == (.unix(path: "/run/redis.sock"), nil, nil, 0))
+        #expect(try RedisOptions.parseURL("unix://:pw@/run/redis.sock") == (.unix(path: "/run/redis.sock"), nil, "pw", 0))
+        for bad in [
+            "http://x", "redis://", "redis://h:0", "redis://h:99999", "redis://h:x", "redis://h/db", "unix://relative", "redis://:%4@h",
+        ] {
+            #expect(throws: CLIError.self, "\(bad)") { try RedisOptions.parseURL(bad) }
+        }
+    }
+
+    @Test("the streams and group are required, numbers checked, worker options need --redis; the password may come from the environment")
+    func rules() throws {
+        let base = ["--redis", "redis://h", "--from", "in", "--group", "g", "--to", "out"]
+        let parsed = try #require(try options(base, environment: ["KINDLY_PUSH_REDIS_PASSWORD": "pw"]))
+        #expect(parsed.password == "pw")
+        #expect(parsed.batch == RedisOptions.defaultBatch && parsed.maxDeliveries == 5 && parsed.exitWhenIdle == nil)
+        #expect(try options([]) == nil)
+        for arguments in [
+            Array(base.prefix(6)), base + ["--batch", "0"], base + ["--claim-idle", "x"], ["--from", "in"],
+            ["--redis", "redis://h", "--from", "s", "--group", "g", "--to", "s"],
+        ] {
+            #expect(throws: CLIError.self, "\(arguments)") { try options(arguments) }
+        }
+    }
+
+    @Test("cluster hash tags: the text between the first { and the next }, when not empty")
+    func hashTags() {
+        #expect(RedisOptions.hashTag("{pushes}:in") == "pushes")
+        #expect(RedisOptions.hashTag("a{b}{c}") == "b")
+        #expect(RedisOptions.hashTag("{}x") == nil)
+        #expect(RedisOptions.hashTag("plain") == nil)
+        #expect(RedisOptions.hashTag("{open") == nil)
+    }
+}
