@@ -601,5 +601,11 @@ int kpd_signal_pipe(void) {
     action.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
+    // A parent may have left them blocked (a blocked signal would never reach the handler).
+    sigset_t wanted;
+    sigemptyset(&wanted);
+    sigaddset(&wanted, SIGTERM);
+    sigaddset(&wanted, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &wanted, NULL);
     return ends[0];
 }

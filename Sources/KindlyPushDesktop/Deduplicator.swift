@@ -61,6 +61,12 @@ public struct StoreSlot: Sendable, Equatable {
     /// The placeholder shown for the same envelope on this server (a banner replaces it).
     public var placeholderNotification: UInt32?
 
+    /// A slot with these notifications (none by default).
+    public init(chatNotification: UInt32? = nil, placeholderNotification: UInt32? = nil) {
+        self.chatNotification = chatNotification
+        self.placeholderNotification = placeholderNotification
+    }
+
     /// The `replaces_id` to post with: the envelope's placeholder first, else the chat's banner.
     public var replacesID: UInt32 { placeholderNotification ?? chatNotification ?? 0 }
 }

@@ -82,6 +82,8 @@ public final class DesktopPresenter: Sendable {
         public let presentation: DevicePresentation
         /// The push as it arrived (a tap hands it back to the handler).
         public let userInfo: JSONValue
+        /// Whether a push that is not Kindly's is the host's (passthrough is off).
+        let isHosts: Bool
         /// What to post; `nil` when nothing is posted.
         public let notification: DesktopNotifier.Notification?
         /// The display decision, as `kindly-push route` prints it.
@@ -90,7 +92,7 @@ public final class DesktopPresenter: Sendable {
         /// needed then); `nil` when ``show(_:with:at:)`` posts.
         public var outcomeWithoutNotifier: Outcome? {
             guard notification == nil else { return nil }
-            return presentation.decision.presentation == .passthrough ? .notKindly : .nothing
+            return isHosts ? .notKindly : .nothing
         }
     }
 
@@ -129,6 +131,7 @@ public final class DesktopPresenter: Sendable {
     /// Decrypts at most once; posts nothing.
     public func plan(userInfo: JSONValue) -> Plan {
         let presentation = handler.devicePresentation(for: userInfo, placeholder: options.placeholder)
+        let isHosts = presentation.decision.presentation == .passthrough && !options.showsPassthrough
         func notification(_ title: String, _ body: String, actions: Bool) -> DesktopNotifier.Notification {
             var notification = DesktopNotifier.Notification(
                 appName: options.appName, summary: title, body: body, icon: options.icon, category: options.category,
@@ -138,20 +141,20 @@ public final class DesktopPresenter: Sendable {
         }
         switch presentation.content {
         case .banner(let title, let body, _):
-            return Plan(presentation: presentation, userInfo: userInfo, notification: notification(title, body, actions: true))
+            return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
         case .placeholder(let title, let body):
-            return Plan(presentation: presentation, userInfo: userInfo, notification: notification(title, body, actions: true))
+            return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
         case .none:
             guard presentation.decision.presentation == .passthrough, options.showsPassthrough else {
-                return Plan(presentation: presentation, userInfo: userInfo, notification: nil)
+                return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: nil)
             }
             let alert = NotificationContent(userInfo: userInfo)
             guard presentation.decision.kind != .silent, !(alert.title.isEmpty && alert.body.isEmpty) else {
-                return Plan(presentation: presentation, userInfo: userInfo, notification: nil)
+                return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: nil)
             }
             var passthrough = notification(NotificationText.cleaned(alert.title), NotificationText.cleaned(alert.body, keepsLines: true), actions: false)
             passthrough.category = nil
-            return Plan(presentation: presentation, userInfo: userInfo, notification: passthrough)
+            return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: passthrough)
         }
     }
 

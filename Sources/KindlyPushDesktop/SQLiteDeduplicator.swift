@@ -154,7 +154,7 @@ public final class SQLiteDeduplicator: Deduplicator {
         for _ in 0..<3 {
             if let existing = try readSecret(secretPath) { return existing }
             let fresh = SecureBytes.random(count: 32)
-            let temporary = "\(secretPath).\(getpid()).tmp"
+            let temporary = "\(secretPath).\(Base64.urlEncoded(Sodium.randomBytes(count: 9))).tmp"
             unlink(temporary)
             let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {
