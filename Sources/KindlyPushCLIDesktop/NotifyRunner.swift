@@ -117,7 +117,6 @@ struct NotifyRunner: Command {
     }
 }
 
-
 /// One run of `notify`: the library's handler (the rules, the app state, taps) plugged into the
 /// desktop presenter with its store; the bus connection to the notification server (made when a
 /// push first needs it, and again after it broke); with `--follow`, the agent's D-Bus service;

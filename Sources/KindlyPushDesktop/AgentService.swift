@@ -1,7 +1,7 @@
 internal import CDesktopShim
 internal import CGio
-internal import KindlyPushCore
 public import KindlyPush
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc

@@ -141,9 +141,11 @@ public final class DesktopPresenter: Sendable {
         }
         switch presentation.content {
         case .banner(let title, let body, _):
-            return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
+            return Plan(
+                presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
         case .placeholder(let title, let body):
-            return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
+            return Plan(
+                presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
         case .none:
             guard presentation.decision.presentation == .passthrough, options.showsPassthrough else {
                 return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: nil)
@@ -152,7 +154,8 @@ public final class DesktopPresenter: Sendable {
             guard presentation.decision.kind != .silent, !(alert.title.isEmpty && alert.body.isEmpty) else {
                 return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: nil)
             }
-            var passthrough = notification(NotificationText.cleaned(alert.title), NotificationText.cleaned(alert.body, keepsLines: true), actions: false)
+            var passthrough = notification(
+                NotificationText.cleaned(alert.title), NotificationText.cleaned(alert.body, keepsLines: true), actions: false)
             passthrough.category = nil
             return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: passthrough)
         }
@@ -185,11 +188,13 @@ public final class DesktopPresenter: Sendable {
                 return nil
             }
         }
-        let result = usingStore { store throws(DeduplicationError) in try store.present(claim, at: time, post: post) } ?? {
-            // The store failed: its in-memory replacement decides (and does not post twice).
-            let replacement = self.store.withLock { $0 }
-            return (try? replacement.present(claim, at: time, post: post)) ?? (posted.map { .posted($0.id) } ?? .notPosted)
-        }()
+        let result =
+            usingStore { store throws(DeduplicationError) in try store.present(claim, at: time, post: post) }
+            ?? {
+                // The store failed: its in-memory replacement decides (and does not post twice).
+                let replacement = self.store.withLock { $0 }
+                return (try? replacement.present(claim, at: time, post: post)) ?? (posted.map { .posted($0.id) } ?? .notPosted)
+            }()
         switch result {
         case .duplicate:
             return .duplicate

@@ -190,7 +190,9 @@ public final class SQLiteDeduplicator: Deduplicator {
         }
         guard status.st_size == 32 else { throw DeduplicationError("\(path): the store's secret is not 32 bytes") }
         return try SecureBytes(count: 32) { buffer throws(DeduplicationError) in
-            guard read(descriptor, buffer.baseAddress, 32) == 32 else { throw DeduplicationError("\(path): cannot read the store's secret") }
+            guard read(descriptor, buffer.baseAddress, 32) == 32 else {
+                throw DeduplicationError("\(path): cannot read the store's secret")
+            }
         }
     }
 

@@ -75,7 +75,9 @@ struct NotifyHardeningTests {
         }
     }
 
-    @Test("point 8: NUL, escape sequences, C0/C1 controls and bidi overrides never reach the server; such a chat id is not handed to --on-open")
+    @Test(
+        "point 8: NUL, escape sequences, C0/C1 controls and bidi overrides never reach the server; such a chat id is not handed to --on-open"
+    )
     func cleanText() async throws {
         try await DesktopSession.exclusive {
             let title = "A\u{0}B\u{1B}[31mC\u{7}\u{85}D\u{202E}E\u{2066}F \(marker)"

@@ -139,7 +139,8 @@ struct DeduplicatorTests {
     func keyedDigests() throws {
         let folder = try TemporaryFolder()
         let key = DeviceKey.generate()
-        let claim = try #require(StoreClaim(presentation(try sealedPush(for: key, chat: "c-1", messageID: "m-1"), keys: [key]), server: "b"))
+        let claim = try #require(
+            StoreClaim(presentation(try sealedPush(for: key, chat: "c-1", messageID: "m-1"), keys: [key]), server: "b"))
         var keys: [Data] = []
         for name in ["one", "two"] {
             let path = folder.path + "/\(name)/state.sqlite3"
@@ -249,7 +250,8 @@ struct DeduplicatorTests {
         let path = folder.path + "/state/state.sqlite3"
         let device = DeviceKey.generate()
         let claims = try (0..<20).map { index in
-            try #require(StoreClaim(presentation(try sealedPush(for: device, chat: "one", messageID: "m-\(index)"), keys: [device]), server: "b"))
+            try #require(
+                StoreClaim(presentation(try sealedPush(for: device, chat: "one", messageID: "m-\(index)"), keys: [device]), server: "b"))
         }
         // A server that gives a new id unless told to replace one.
         let nextID = Locked<UInt32>(0)
@@ -259,7 +261,13 @@ struct DeduplicatorTests {
             do {
                 let store = try SQLiteDeduplicator(path: path)
                 _ = try store.present(claims[index], at: 1) { slot in
-                    let id = slot.replacesID != 0 ? slot.replacesID : nextID.withLock { $0 += 1; return $0 }
+                    let id =
+                        slot.replacesID != 0
+                        ? slot.replacesID
+                        : nextID.withLock {
+                            $0 += 1
+                            return $0
+                        }
                     usleep(2_000)  // the server's answer takes a moment: another process's look-up falls in it
                     return id
                 }

@@ -77,7 +77,8 @@ extension KindlyNotificationHandler {
             }
             return DevicePresentation(
                 decision: decision,
-                content: .banner(title: NotificationText.cleaned(title), body: NotificationText.cleaned(body, keepsLines: true), chatId: chatId),
+                content: .banner(
+                    title: NotificationText.cleaned(title), body: NotificationText.cleaned(body, keepsLines: true), chatId: chatId),
                 messageIdentity: KindlyNotificationHandler.messageIdentity(userInfo, messageID: messageID), envelopeIdentity: envelope)
         case .placeholder:
             var text = placeholder
@@ -87,7 +88,8 @@ extension KindlyNotificationHandler {
             }
             return DevicePresentation(
                 decision: decision,
-                content: .placeholder(title: NotificationText.cleaned(text.title), body: NotificationText.cleaned(text.body, keepsLines: true)),
+                content: .placeholder(
+                    title: NotificationText.cleaned(text.title), body: NotificationText.cleaned(text.body, keepsLines: true)),
                 messageIdentity: nil, envelopeIdentity: envelope)
         case .none, .passthrough:
             return DevicePresentation(decision: decision, content: .none, messageIdentity: nil, envelopeIdentity: nil)

@@ -50,7 +50,9 @@ package struct RouteCommand: DocumentCommand {
             guard screen == .chat else {
                 throw CLIError(.usage, "'--chat-id' needs '--screen chat' (see 'kindly-push \(command) --help')")
             }
-            guard !chat.isEmpty else { throw CLIError(.usage, "'--chat-id' takes a non-empty chat id (see 'kindly-push \(command) --help')") }
+            guard !chat.isEmpty else {
+                throw CLIError(.usage, "'--chat-id' takes a non-empty chat id (see 'kindly-push \(command) --help')")
+            }
             context.chatOnScreen = chat
         }
         return context

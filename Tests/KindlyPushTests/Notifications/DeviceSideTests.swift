@@ -21,7 +21,9 @@ struct DeviceSideTests {
         #expect(!NotificationText.isUsableChatID(""))
     }
 
-    @Test("the screen with a chat id: a decrypted push for another chat is `other`, one for that chat `chat`, one that does not decrypt `chat`")
+    @Test(
+        "the screen with a chat id: a decrypted push for another chat is `other`, one for that chat `chat`, one that does not decrypt `chat`"
+    )
     func chatOnScreen() {
         let message = DisplayMessage(chatId: "c-1", title: "t", body: "b")
         func decide(_ chat: String?, kind: PushKind, decrypts: Bool) -> DisplayRules.Presentation {
