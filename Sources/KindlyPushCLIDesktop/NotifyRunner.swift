@@ -500,11 +500,19 @@ struct FollowedInput: ~Copyable {
     /// input itself otherwise.
     var descriptor: Int32 { isRegularFile ? (watch >= 0 ? watch : -1) : file }
 
-    /// How long a poll may wait: a FILE without inotify is read again every 50 ms.
-    var pollTimeout: Int32 { isRegularFile && watch < 0 ? 50 : -1 }
+    /// Whether what a FILE held before any inotify event is still to be read.
+    private var unread = true
+
+    /// How long a poll may wait: not at all before a FILE's first read (its lines are there
+    /// already, and no event will say so); a FILE without inotify is read again every 50 ms.
+    var pollTimeout: Int32 {
+        guard isRegularFile else { return -1 }
+        return unread ? 0 : watch < 0 ? 50 : -1
+    }
 
     /// The whole lines that arrived, oldest first. Never blocks.
     mutating func readLines() throws(CLIError) -> [Line] {
+        unread = false
         if watch >= 0 {
             var events = [UInt8](repeating: 0, count: 4096)
             while events.withUnsafeMutableBytes({ read(watch, $0.baseAddress, $0.count) }) > 0 {}

@@ -134,7 +134,12 @@ struct AgentTests {
     func checkShown(_ items: [Item]) throws {
         // dunst displays as many as fit and queues the rest: closing those on screen shows the
         // next ones, so close until none is left (each closed one goes to the history).
-        for _ in 0..<100 where try DesktopSession.displayed() > 0 { _ = try DesktopSession.shown("\u{1}none") }
+        var empty = 0
+        for _ in 0..<200 where empty < 3 {
+            _ = try DesktopSession.shown("\u{1}none")
+            usleep(100_000)
+            empty = try DesktopSession.displayed() == 0 ? empty + 1 : 0
+        }
         let shown = try DesktopSession.shown(marker).map(\.summary)
         let expected = items.compactMap { item -> String? in
             switch item.expected {
