@@ -281,4 +281,43 @@ struct AgentTests {
             #expect(run.finish() == 0, "\(run.stderr)")
         }
     }
+
+    @Test(
+        "issue 20, point 1: a running agent refuses a revoked sender's push within 2 s of senders delete (needs CachingKeyring to follow revocations)"
+    )
+    func revokedSender() async throws {
+        try await DesktopSession.exclusive {
+            var environment = DesktopSession.environment
+            environment["KINDLY_PUSH_KEYRING_DIR"] = keys.url.appendingPathComponent("keyring").path
+            func run(_ arguments: [String], _ stdin: String = "") throws -> CLI.Output {
+                let output = try CLI.run(arguments, stdin: stdin, environment: environment)
+                #expect(output.status == 0, "\(arguments): \(output.stderr)")
+                return output
+            }
+            let device = try #require(try JSONValue(parsing: try run(["keygen", "--keyring", "file"]).stdout)["public_key"]?.stringValue)
+            let senderFile = keys.url.appendingPathComponent("sender.json").path
+            let sender = try JSONValue(parsing: try run(["sender-keygen", "--key-file", senderFile]).stdout)
+            let sid = try #require(sender["sid"]?.stringValue)
+            _ = try run(["senders", "add", "--public-key", try #require(sender["public_key"]?.stringValue), "--keyring", "file"])
+            func sealed(_ index: Int) throws -> String {
+                let plain = #"{"chat_id":"r-\#(index)","title":"R\#(marker)-\#(index)","body":"b","message_id":"r-\#(index)"}"#
+                return try run(["seal", "--public-key", device, "--sender-key-file", senderFile], plain).stdout
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let agent = try RunningCLI(
+                ["notify", "--follow", "-", "--keyring", "file", "--state", state, "--verbose"], environment: environment)
+            #expect(agent.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
+            agent.write(try sealed(1) + "\n")
+            try #require(Self.waitForDecided(agent, 1), "\(agent.stderr)")
+            #expect(agent.stderr.contains("banner shown"), "\(agent.stderr)")
+            _ = try run(["senders", "delete", sid, "--keyring", "file"])
+            usleep(2_100_000)
+            agent.write(try sealed(2) + "\n")
+            try #require(Self.waitForDecided(agent, 2), "\(agent.stderr)")
+            let last = agent.stderr.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(!last.contains("banner shown"), "the revoked sender's push still showed a banner: \(agent.stderr)")
+            agent.closeInput()
+            _ = agent.finish()
+        }
+    }
 }
