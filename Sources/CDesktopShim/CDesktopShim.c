@@ -197,6 +197,32 @@ gboolean kpd_close_notification(GDBusConnection *connection, guint32 id, gint ti
     return TRUE;
 }
 
+// MARK: Queues behind an eventfd (the listener's signals, the service's calls)
+
+// Queues `item` and makes `fd` readable. Call with the queue's lock held.
+static void queue_push_locked(GQueue *queue, int fd, gpointer item) {
+    g_queue_push_tail(queue, item);
+    uint64_t one = 1;
+    ssize_t written;
+    do {
+        written = write(fd, &one, sizeof one);
+    } while (written < 0 && errno == EINTR);
+}
+
+// The oldest item, or NULL; once none is left `fd` stops being readable (it is non-blocking).
+// Call with the queue's lock held.
+static gpointer queue_pop_locked(GQueue *queue, int fd) {
+    gpointer head = g_queue_pop_head(queue);
+    if (g_queue_is_empty(queue)) {
+        uint64_t count;
+        ssize_t got;
+        do {
+            got = read(fd, &count, sizeof count);
+        } while (got < 0 && errno == EINTR);
+    }
+    return head;
+}
+
 // MARK: Signals
 
 void kpd_event_clear(KpdEvent *event) {
@@ -254,12 +280,7 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *message, 
     }
     pthread_mutex_lock(&listener->lock);
     if (listener->server != NULL && g_strcmp0(g_dbus_message_get_sender(message), listener->server) == 0) {
-        g_queue_push_tail(&listener->events, g_memdup2(&event, sizeof event));
-        uint64_t one = 1;
-        ssize_t written;
-        do {
-            written = write(listener->fd, &one, sizeof one);
-        } while (written < 0 && errno == EINTR);
+        queue_push_locked(&listener->events, listener->fd, g_memdup2(&event, sizeof event));
     } else {
         kpd_event_clear(&event);
     }
@@ -299,15 +320,7 @@ void kpd_listener_set_server(KpdListener *listener, const char *unique_name) {
 
 gboolean kpd_listener_take(KpdListener *listener, KpdEvent *event) {
     pthread_mutex_lock(&listener->lock);
-    KpdEvent *head = g_queue_pop_head(&listener->events);
-    if (g_queue_is_empty(&listener->events)) {
-        // Nothing left: the descriptor stops being readable (it is non-blocking).
-        uint64_t count;
-        ssize_t got;
-        do {
-            got = read(listener->fd, &count, sizeof count);
-        } while (got < 0 && errno == EINTR);
-    }
+    KpdEvent *head = queue_pop_locked(&listener->events, listener->fd);
     pthread_mutex_unlock(&listener->lock);
     if (head == NULL) return FALSE;
     *event = *head;
@@ -418,12 +431,7 @@ struct KpdService {
 
 static void service_queue(KpdService *service, KpdServiceCall call) {
     pthread_mutex_lock(&service->lock);
-    g_queue_push_tail(&service->calls, g_memdup2(&call, sizeof call));
-    uint64_t one = 1;
-    ssize_t written;
-    do {
-        written = write(service->fd, &one, sizeof one);
-    } while (written < 0 && errno == EINTR);
+    queue_push_locked(&service->calls, service->fd, g_memdup2(&call, sizeof call));
     pthread_mutex_unlock(&service->lock);
 }
 
@@ -466,9 +474,19 @@ static gpointer run_service(gpointer data) {
     return NULL;
 }
 
+static gboolean quit_loop(gpointer loop) {
+    g_main_loop_quit(loop);
+    return G_SOURCE_REMOVE;
+}
+
 static void service_release(KpdService *service) {
     if (service->thread != NULL) {
-        g_main_loop_quit(service->loop);
+        // Quit from inside the loop: a quit made before the thread reached g_main_loop_run
+        // would be lost, and the join would wait for ever.
+        GSource *quit = g_idle_source_new();
+        g_source_set_callback(quit, quit_loop, service->loop, NULL);
+        g_source_attach(quit, service->context);
+        g_source_unref(quit);
         g_thread_join(service->thread);
     }
     if (service->registration != 0) g_dbus_connection_unregister_object(service->connection, service->registration);
@@ -551,14 +569,7 @@ int kpd_service_fd(KpdService *service) {
 
 gboolean kpd_service_take(KpdService *service, KpdServiceCall *call) {
     pthread_mutex_lock(&service->lock);
-    KpdServiceCall *head = g_queue_pop_head(&service->calls);
-    if (g_queue_is_empty(&service->calls)) {
-        uint64_t count;
-        ssize_t got;
-        do {
-            got = read(service->fd, &count, sizeof count);
-        } while (got < 0 && errno == EINTR);
-    }
+    KpdServiceCall *head = queue_pop_locked(&service->calls, service->fd);
     pthread_mutex_unlock(&service->lock);
     if (head == NULL) return FALSE;
     *call = *head;

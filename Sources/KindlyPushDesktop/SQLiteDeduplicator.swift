@@ -12,32 +12,34 @@ internal import KindlyPushCore
 /// - The file is created 0600 in a 0700 folder (made when missing); a file or folder that group
 ///   or others can read is refused, as key files are.
 /// - WAL mode and a busy timeout: concurrent processes wait for each other instead of failing.
-/// - ``present(_:at:post:)`` is one `BEGIN IMMEDIATE` transaction: the claim, the look-up of the
-///   notifications to replace, the post and the record of its id. Of twenty processes showing
+/// - ``present(_:at:post:)`` holds an exclusive lock (`PATH.lock`) over the claim and the look-up
+///   of the notifications to replace (one `BEGIN IMMEDIATE` transaction), the post and the record
+///   of its id. Of twenty processes showing
 ///   banners of one chat at once, each waits for the one before, so each replaces the last
 ///   banner instead of adding one (issue 20, point 9); of eight claiming one push, one posts.
 /// - Keys are keyed BLAKE2b digests, with a random 32-byte secret kept 0600 beside the file
 ///   (`PATH.key`): no message id or chat id is stored in clear, a guessable id cannot be
 ///   recovered from the file alone, and two stores cannot be linked (issue 20, point 10).
 ///
-/// ## A kill between the post and the commit
+/// ## A kill while the server has the request
 ///
-/// The claim is committed together with the notification id, after the server answered
-/// `Notify`. A process killed before the commit leaves no claim (SQLite rolls the transaction
-/// back), so a restart shows the push again: nothing is ever missing. The price is the short
-/// window between the server's answer and the commit (microseconds, no I/O but the WAL write):
-/// a kill exactly there shows the push again on restart. For a banner of a chat that had one
-/// already, that second `Notify` carries the same `replaces_id` and the server updates the same
-/// notification (one banner, not two); only a chat's very first banner, or a placeholder, can be
-/// posted twice, and only by a kill inside that window. Committing the claim before `Notify`
-/// would close that window at the price of a banner lost for good by a kill before the post,
-/// which is worse for a messenger.
+/// The claim is committed before `Notify` is sent, and the notification id recorded after the
+/// server answered; an exclusive lock on `PATH.lock` keeps other processes out from the look-up to
+/// the record. A process killed after the commit never shows the push again on restart, so no
+/// banner is ever shown twice, whenever the kill lands (the server may have drawn the request
+/// and the answer never come back). The price is the window between the commit and the moment
+/// the request is written to the bus socket (no I/O, no waiting: microseconds): a kill exactly
+/// there loses that push. Committing after `Notify` instead leaves the whole round trip to the
+/// server as a window in which a kill shows the push twice on restart; that was measured (one
+/// push twice in 80 under SIGKILL), this is not.
 public final class SQLiteDeduplicator: Deduplicator {
     /// The file.
     public let path: String
 
     private let database: Locked<Database>
     private let secret: SecureBytes
+    /// `PATH.lock`, held from a claim's look-up to the record of its notification.
+    private let lock: Int32
 
     /// How long a statement waits for another process's write before it fails.
     public static let defaultBusyTimeout: Duration = .seconds(5)
@@ -75,7 +77,14 @@ public final class SQLiteDeduplicator: Deduplicator {
         let milliseconds = DesktopDeadline.milliseconds(busyTimeout, roundingUp: true)
         sqlite3_busy_timeout(handle, milliseconds)
         try database.setUp(within: busyTimeout)
+        let lock = open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw DeduplicationError("\(path).lock: cannot open: \(String(cString: strerror(errno)))") }
+        self.lock = lock
         self.database = Locked(database)
+    }
+
+    deinit {
+        close(lock)
     }
 
     /// The store's digest of `bytes` in `domain`.
@@ -86,53 +95,70 @@ public final class SQLiteDeduplicator: Deduplicator {
         }
     }
 
-    /// The claim, the look-up, `post` and the record, in one `BEGIN IMMEDIATE` transaction.
+    /// The claim and the look-up (one `BEGIN IMMEDIATE` transaction, committed before `post`),
+    /// `post`, then the record of its id; all under an exclusive lock on `PATH.lock`, so that
+    /// other processes wait from the look-up to the record.
     public func present(_ claim: StoreClaim, at time: Int64, post: (StoreSlot) -> UInt32?) throws(DeduplicationError) -> ClaimResult {
         let key = digest(claim.namespace == .message ? "message" : "placeholder", claim.identity)
         let chat = claim.chat.map { digest("chat", Array($0.utf8)) }
         let envelope = claim.envelope.map { digest("envelope", $0) }
         return try database.withLock { database throws(DeduplicationError) in
-            try database.begin()
-            var committed = false
-            defer { if !committed { database.rollback() } }
-            try database.run(
-                "INSERT INTO seen (key, at) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ?3 = 0",
-                [.blob(key), .integer(time), .integer(claim.checksDuplicates ? 1 : 0)])
-            guard sqlite3_changes(database.handle) == 1 else { return .duplicate }
+            while flock(lock, LOCK_EX) != 0 {
+                guard errno == EINTR else { throw DeduplicationError("\(path).lock: cannot lock: \(String(cString: strerror(errno)))") }
+            }
+            defer { flock(lock, LOCK_UN) }
+            // The claim is committed before the post: a process killed while the server has the
+            // request can never show it again on restart (see the type's documentation).
             var slot = StoreSlot()
-            if let chat {
-                slot.chatNotification = try database.integer(
-                    "SELECT notification FROM chat_banners WHERE key = ?1 AND server = ?2", [.blob(chat), .text(claim.server)]
-                ).flatMap(UInt32.init(exactly:))
-            }
-            if let envelope {
-                slot.placeholderNotification = try database.integer(
-                    "SELECT notification FROM placeholders WHERE key = ?1 AND server = ?2", [.blob(envelope), .text(claim.server)]
-                ).flatMap(UInt32.init(exactly:))
-            }
-            guard let id = post(slot) else { return .notPosted }
-            if let chat {
+            let claimed = try database.transaction { () throws(DeduplicationError) -> Bool in
                 try database.run(
-                    """
-                    INSERT INTO chat_banners (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
-                    ON CONFLICT (key) DO UPDATE SET server = excluded.server, notification = excluded.notification, at = excluded.at
-                    """,
-                    [.blob(chat), .text(claim.server), .integer(Int64(id)), .integer(time)])
+                    "INSERT INTO seen (key, at) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ?3 = 0",
+                    [.blob(key), .integer(time), .integer(claim.checksDuplicates ? 1 : 0)])
+                guard sqlite3_changes(database.handle) == 1 else { return false }
+                if let chat {
+                    slot.chatNotification = try database.integer(
+                        "SELECT notification FROM chat_banners WHERE key = ?1 AND server = ?2", [.blob(chat), .text(claim.server)]
+                    ).flatMap(UInt32.init(exactly:))
+                }
+                if let envelope {
+                    slot.placeholderNotification = try database.integer(
+                        "SELECT notification FROM placeholders WHERE key = ?1 AND server = ?2", [.blob(envelope), .text(claim.server)]
+                    ).flatMap(UInt32.init(exactly:))
+                }
+                return true
             }
-            if let envelope {
-                if claim.namespace == .placeholder {
+            guard claimed else { return .duplicate }
+            guard let id = post(slot) else {
+                // Not shown: the claim goes, so that a later delivery is shown.
+                _ = try database.transaction { () throws(DeduplicationError) in
+                    try database.run("DELETE FROM seen WHERE key = ?1", [.blob(key)])
+                    return true
+                }
+                return .notPosted
+            }
+            _ = try database.transaction { () throws(DeduplicationError) in
+                if let chat {
                     try database.run(
                         """
-                        INSERT INTO placeholders (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
+                        INSERT INTO chat_banners (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
                         ON CONFLICT (key) DO UPDATE SET server = excluded.server, notification = excluded.notification, at = excluded.at
                         """,
-                        [.blob(envelope), .text(claim.server), .integer(Int64(id)), .integer(time)])
-                } else {
-                    try database.run("DELETE FROM placeholders WHERE key = ?1", [.blob(envelope)])
+                        [.blob(chat), .text(claim.server), .integer(Int64(id)), .integer(time)])
                 }
+                if let envelope {
+                    if claim.namespace == .placeholder {
+                        try database.run(
+                            """
+                            INSERT INTO placeholders (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
+                            ON CONFLICT (key) DO UPDATE SET server = excluded.server, notification = excluded.notification, at = excluded.at
+                            """,
+                            [.blob(envelope), .text(claim.server), .integer(Int64(id)), .integer(time)])
+                    } else {
+                        try database.run("DELETE FROM placeholders WHERE key = ?1", [.blob(envelope)])
+                    }
+                }
+                return true
             }
-            try database.commit()
-            committed = true
             return .posted(id)
         }
     }
@@ -297,6 +323,19 @@ private final class Database: @unchecked Sendable {
     /// `BEGIN IMMEDIATE`: the write lock now, waiting (the busy timeout) for another process's.
     func begin() throws(DeduplicationError) {
         guard sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else { throw error("cannot lock the state store") }
+    }
+
+    /// `body` in one `BEGIN IMMEDIATE` transaction, committed when it returns, rolled back when it throws.
+    func transaction<Result>(_ body: () throws(DeduplicationError) -> Result) throws(DeduplicationError) -> Result {
+        try begin()
+        do throws(DeduplicationError) {
+            let result = try body()
+            try commit()
+            return result
+        } catch {
+            rollback()
+            throw error
+        }
     }
 
     func commit() throws(DeduplicationError) {
