@@ -1,11 +1,15 @@
+#define _GNU_SOURCE  // pipe2
 #include <gio/gio.h>
 
 #include "CDesktopShim.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
+#include <string.h>
 #include <unistd.h>
 
 static const char bus_name[] = "org.freedesktop.Notifications";
@@ -143,6 +147,32 @@ gboolean kpd_close_notification(GDBusConnection *connection, guint32 id, gint ti
     return TRUE;
 }
 
+// MARK: Queues behind an eventfd (the listener's signals, the service's calls)
+
+// Queues `item` and makes `fd` readable. Call with the queue's lock held.
+static void queue_push_locked(GQueue *queue, int fd, gpointer item) {
+    g_queue_push_tail(queue, item);
+    uint64_t one = 1;
+    ssize_t written;
+    do {
+        written = write(fd, &one, sizeof one);
+    } while (written < 0 && errno == EINTR);
+}
+
+// The oldest item, or NULL; once none is left `fd` stops being readable (it is non-blocking).
+// Call with the queue's lock held.
+static gpointer queue_pop_locked(GQueue *queue, int fd) {
+    gpointer head = g_queue_pop_head(queue);
+    if (g_queue_is_empty(queue)) {
+        uint64_t count;
+        ssize_t got;
+        do {
+            got = read(fd, &count, sizeof count);
+        } while (got < 0 && errno == EINTR);
+    }
+    return head;
+}
+
 // MARK: Signals
 
 void kpd_event_clear(KpdEvent *event) {
@@ -200,12 +230,7 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *message, 
     }
     pthread_mutex_lock(&listener->lock);
     if (listener->server != NULL && g_strcmp0(g_dbus_message_get_sender(message), listener->server) == 0) {
-        g_queue_push_tail(&listener->events, g_memdup2(&event, sizeof event));
-        uint64_t one = 1;
-        ssize_t written;
-        do {
-            written = write(listener->fd, &one, sizeof one);
-        } while (written < 0 && errno == EINTR);
+        queue_push_locked(&listener->events, listener->fd, g_memdup2(&event, sizeof event));
     } else {
         kpd_event_clear(&event);
     }
@@ -245,15 +270,7 @@ void kpd_listener_set_server(KpdListener *listener, const char *unique_name) {
 
 gboolean kpd_listener_take(KpdListener *listener, KpdEvent *event) {
     pthread_mutex_lock(&listener->lock);
-    KpdEvent *head = g_queue_pop_head(&listener->events);
-    if (g_queue_is_empty(&listener->events)) {
-        // Nothing left: the descriptor stops being readable (it is non-blocking).
-        uint64_t count;
-        ssize_t got;
-        do {
-            got = read(listener->fd, &count, sizeof count);
-        } while (got < 0 && errno == EINTR);
-    }
+    KpdEvent *head = queue_pop_locked(&listener->events, listener->fd);
     pthread_mutex_unlock(&listener->lock);
     if (head == NULL) return FALSE;
     *event = *head;
@@ -318,4 +335,238 @@ KpdErrorKind kpd_error_kind(const GError *error) {
         }
     }
     return KPD_ERROR_OTHER;
+}
+
+// MARK: The agent's own service (ai.kindly.Push1)
+
+static const char service_name[] = "ai.kindly.Push1";
+static const char service_path[] = "/ai/kindly/Push1";
+
+// The interface of data/dbus/ai.kindly.Push1.xml (a test compares the two).
+static const char service_xml[] =
+    "<node>"
+    "  <interface name='ai.kindly.Push1'>"
+    "    <method name='SetAppState'>"
+    "      <arg name='state' type='s' direction='in'/>"
+    "      <arg name='chat_id' type='s' direction='in'/>"
+    "    </method>"
+    "    <method name='Started'/>"
+    "    <signal name='Opened'>"
+    "      <arg name='chat_id' type='s'/>"
+    "    </signal>"
+    "  </interface>"
+    "</node>";
+
+const char *kpd_service_introspection_xml(void) {
+    return service_xml;
+}
+
+void kpd_service_call_clear(KpdServiceCall *call) {
+    g_free(call->state);
+    g_free(call->chat_id);
+    call->state = NULL;
+    call->chat_id = NULL;
+}
+
+struct KpdService {
+    GDBusConnection *connection;
+    GMainContext *context;
+    GMainLoop *loop;
+    GThread *thread;
+    guint registration;
+    pthread_mutex_t lock;
+    GQueue calls;  // of KpdServiceCall *
+    int fd;
+};
+
+static void service_queue(KpdService *service, KpdServiceCall call) {
+    pthread_mutex_lock(&service->lock);
+    queue_push_locked(&service->calls, service->fd, g_memdup2(&call, sizeof call));
+    pthread_mutex_unlock(&service->lock);
+}
+
+// Runs on the service's thread. The call is queued before it is answered, so that a host whose
+// call returned knows that the next push is decided in the new state.
+static void service_method_call(GDBusConnection *connection, const gchar *sender, const gchar *object_path,
+                                const gchar *interface, const gchar *method, GVariant *parameters,
+                                GDBusMethodInvocation *invocation, gpointer data) {
+    (void)connection, (void)sender, (void)object_path, (void)interface;
+    KpdService *service = data;
+    if (g_strcmp0(method, "SetAppState") == 0) {
+        const char *state = NULL, *chat_id = NULL;
+        g_variant_get(parameters, "(&s&s)", &state, &chat_id);
+        if (g_strcmp0(state, "killed") != 0 && g_strcmp0(state, "background") != 0
+            && g_strcmp0(state, "foreground") != 0) {
+            g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                  "state must be killed, background or foreground");
+            return;
+        }
+        KpdServiceCall call = {KPD_SERVICE_SET_APP_STATE, g_strdup(state), g_strdup(chat_id)};
+        service_queue(service, call);
+    } else if (g_strcmp0(method, "Started") == 0) {
+        KpdServiceCall call = {KPD_SERVICE_STARTED, NULL, NULL};
+        service_queue(service, call);
+    } else {
+        g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD, "no method %s",
+                                              method);
+        return;
+    }
+    g_dbus_method_invocation_return_value(invocation, NULL);
+}
+
+static const GDBusInterfaceVTable service_vtable = {service_method_call, NULL, NULL, {0}};
+
+static gpointer run_service(gpointer data) {
+    KpdService *service = data;
+    g_main_context_push_thread_default(service->context);
+    g_main_loop_run(service->loop);
+    g_main_context_pop_thread_default(service->context);
+    return NULL;
+}
+
+static gboolean quit_loop(gpointer loop) {
+    g_main_loop_quit(loop);
+    return G_SOURCE_REMOVE;
+}
+
+static void service_release(KpdService *service) {
+    if (service->thread != NULL) {
+        // Quit from inside the loop: a quit made before the thread reached g_main_loop_run
+        // would be lost, and the join would wait for ever.
+        GSource *quit = g_idle_source_new();
+        g_source_set_callback(quit, quit_loop, service->loop, NULL);
+        g_source_attach(quit, service->context);
+        g_source_unref(quit);
+        g_thread_join(service->thread);
+    }
+    if (service->registration != 0) g_dbus_connection_unregister_object(service->connection, service->registration);
+    if (service->connection != NULL) kpd_connection_close(service->connection);
+    // Callbacks still queued on the context (none run once the loop stopped) are dropped with it.
+    g_main_loop_unref(service->loop);
+    g_main_context_unref(service->context);
+    KpdServiceCall *call;
+    while ((call = g_queue_pop_head(&service->calls)) != NULL) {
+        kpd_service_call_clear(call);
+        g_free(call);
+    }
+    close(service->fd);
+    pthread_mutex_destroy(&service->lock);
+    g_free(service);
+}
+
+KpdService *kpd_service_new(const char *address, GCancellable *cancellable, gboolean *name_taken, GError **error) {
+    *name_taken = FALSE;
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0) {
+        int code = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(code), "eventfd: %s", g_strerror(code));
+        return NULL;
+    }
+    KpdService *service = g_new0(KpdService, 1);
+    pthread_mutex_init(&service->lock, NULL);
+    g_queue_init(&service->calls);
+    service->fd = fd;
+    service->context = g_main_context_new();
+    service->loop = g_main_loop_new(service->context, FALSE);
+    service->connection = kpd_connection_open(address, cancellable, error);
+    if (service->connection == NULL) {
+        service_release(service);
+        return NULL;
+    }
+    GDBusNodeInfo *node = g_dbus_node_info_new_for_xml(service_xml, error);
+    if (node == NULL) {
+        service_release(service);
+        return NULL;
+    }
+    // Registered with the service's context as the thread-default one: its calls are dispatched
+    // there, on the service's thread.
+    g_main_context_push_thread_default(service->context);
+    service->registration = g_dbus_connection_register_object(service->connection, service_path,
+                                                              node->interfaces[0], &service_vtable, service, NULL,
+                                                              error);
+    g_main_context_pop_thread_default(service->context);
+    g_dbus_node_info_unref(node);
+    if (service->registration == 0) {
+        service_release(service);
+        return NULL;
+    }
+    service->thread = g_thread_new("kindly-push-agent-bus", run_service, service);
+    // DBUS_NAME_FLAG_DO_NOT_QUEUE (4): either this connection owns the name now, or it fails.
+    GVariant *reply = g_dbus_connection_call_sync(
+        service->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+        g_variant_new("(su)", service_name, 4u), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, 2000, cancellable,
+        error);
+    if (reply == NULL) {
+        service_release(service);
+        return NULL;
+    }
+    guint32 result = 0;
+    g_variant_get(reply, "(u)", &result);
+    g_variant_unref(reply);
+    if (result != 1 && result != 4) {  // 1: primary owner, 4: owned already by this connection
+        *name_taken = TRUE;
+        g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_ADDRESS_IN_USE,
+                    "the name %s is taken on the session bus: another agent runs already", service_name);
+        service_release(service);
+        return NULL;
+    }
+    return service;
+}
+
+int kpd_service_fd(KpdService *service) {
+    return service->fd;
+}
+
+gboolean kpd_service_take(KpdService *service, KpdServiceCall *call) {
+    pthread_mutex_lock(&service->lock);
+    KpdServiceCall *head = queue_pop_locked(&service->calls, service->fd);
+    pthread_mutex_unlock(&service->lock);
+    if (head == NULL) return FALSE;
+    *call = *head;
+    g_free(head);
+    return TRUE;
+}
+
+gboolean kpd_service_emit_opened(KpdService *service, const char *chat_id, GError **error) {
+    if (!g_dbus_connection_emit_signal(service->connection, NULL, service_path, service_name, "Opened",
+                                       g_variant_new("(s)", chat_id), error)) {
+        return FALSE;
+    }
+    // Sent now, not whenever GDBus's worker gets to it: a host that waits for it sees it at once.
+    return g_dbus_connection_flush_sync(service->connection, NULL, error);
+}
+
+void kpd_service_free(KpdService *service) {
+    service_release(service);
+}
+
+// MARK: Ending cleanly
+
+static int signal_write_end = -1;
+
+static void note_signal(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    (void)!write(signal_write_end, &byte, 1);  // async-signal-safe; a full pipe already says enough
+    errno = saved;
+}
+
+int kpd_signal_pipe(void) {
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    signal_write_end = ends[1];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = note_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    // A parent may have left them blocked (a blocked signal would never reach the handler).
+    sigset_t wanted;
+    sigemptyset(&wanted);
+    sigaddset(&wanted, SIGTERM);
+    sigaddset(&wanted, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &wanted, NULL);
+    return ends[0];
 }

@@ -14,24 +14,37 @@ struct NotifyRunner: Command {
     static let abstract = NotifyCommand.abstract
     static let discussion = NotifyCommand.discussion
     static let options = NotifyCommand.options
+    static let arguments = NotifyCommand.arguments
 
     let context: RouteContext
     let decryption: KindlyPushDecryption
     let options: DesktopPresenter.Options
     let isLineMode: Bool
+    /// `--follow`: the live agent, on this source.
+    let follow: FollowedInput.Source?
     let verbose: Bool
     let onOpen: String?
     let wait: Duration?
-    let statePath: String
-    let deduplicates: Bool
+    let statePath: Result<String, DeduplicationError>
     let retention: Int64
     let environment: CommandEnvironment
 
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push notify --help')") }
-        context = try RouteCommand.context(arguments, command: Self.name, defaultState: .background, hasExtension: true)
-        isLineMode = arguments.has("--jsonl")
+        if arguments.has("--follow") {
+            guard arguments.positionals.count <= 1 else { throw usage("'--follow' reads one FILE, or - for standard input") }
+            guard !arguments.has("--jsonl") else { throw usage("give either --follow or --jsonl, not both") }
+            let name = arguments.positionals.first ?? "-"
+            guard !name.isEmpty else { throw usage("'--follow' takes a non-empty FILE, or -") }
+            follow = name == "-" ? .standardInput : .path(name)
+        } else {
+            try SharedOptions.noPositionals(arguments, command: Self.name)
+            follow = nil
+        }
+        // Until a host says otherwise over D-Bus, the agent presents as for a killed app.
+        context = try RouteCommand.context(
+            arguments, command: Self.name, defaultState: follow == nil ? .background : .killed, hasExtension: true)
+        isLineMode = arguments.has("--jsonl") || follow != nil
         verbose = arguments.has("--verbose")
         onOpen = arguments.value("--on-open")
         if let text = arguments.value("--wait") {
@@ -50,20 +63,33 @@ struct NotifyRunner: Command {
         } else {
             retention = 7 * 86_400
         }
-        for name in ["--app-name", "--desktop-entry", "--on-open", "--state"] where arguments.value(name)?.isEmpty == true {
+        for name in ["--app-name", "--desktop-entry", "--on-open", "--state", "--icon"] where arguments.value(name)?.isEmpty == true {
             throw usage("'\(name)' takes a non-empty value")
         }
-        statePath = arguments.value("--state") ?? SQLiteDeduplicator.defaultPath(environment: environment.dictionary)
-        deduplicates = !arguments.has("--no-dedup")
+        if let path = arguments.value("--state") {
+            statePath = .success(path)
+        } else {
+            do throws(DeduplicationError) {
+                statePath = .success(try SQLiteDeduplicator.defaultPath(environment: environment.dictionary))
+            } catch {
+                statePath = .failure(error)
+            }
+        }
         self.environment = environment
         decryption = try KeyringChoice.decryption(arguments, environment: environment)
         options = DesktopPresenter.Options(
-            appName: arguments.value("--app-name") ?? "Kindly", desktopEntry: arguments.value("--desktop-entry"),
+            appName: arguments.value("--app-name") ?? "Kindly",
+            desktopEntry: arguments.value("--desktop-entry") ?? NotifyRunner.desktopEntry,
+            icon: arguments.value("--icon") ?? NotifyRunner.desktopEntry,
             // A click is only handled while notify runs: a banner posted by a run that exits at
             // once carries no action that would do nothing.
-            offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: deduplicates,
+            offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: !arguments.has("--no-dedup"),
             showsPassthrough: arguments.has("--passthrough"))
     }
+
+    /// The name of the `.desktop` file (without `.desktop`) and of the icon that tools/install
+    /// installs: the default `desktop-entry` hint and `app_icon` of every banner.
+    static let desktopEntry = "ai.kindly.Push"
 
     /// `N`, `Ns`, `Nm`, `Nh` or `Nd` in seconds.
     static func seconds(_ text: String) -> Int64? {
@@ -80,34 +106,69 @@ struct NotifyRunner: Command {
     }
 
     func run() -> Int32 {
-        let session = NotifySession(command: self)
+        let session: NotifySession
+        do throws(CLIError) {
+            session = try NotifySession(command: self)
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
         return isLineMode ? session.runLines() : session.runSingle()
     }
 }
 
-/// One run of `notify`: the presenter with its store, the bus connection (made when a push first
-/// needs it, and again after it broke), the `--on-open` children, and standard output.
+/// One run of `notify`: the library's handler (the rules, the app state, taps) plugged into the
+/// desktop presenter with its store; the bus connection to the notification server (made when a
+/// push first needs it, and again after it broke); with `--follow`, the agent's D-Bus service;
+/// the `--on-open` children, and standard output.
 private final class NotifySession {
     let command: NotifyRunner
+    let handler: KindlyNotificationHandler
     let presenter: DesktopPresenter
+    /// With `--follow`: `ai.kindly.Push1` on the session bus.
+    let service: AgentService?
+    /// What the handler's `openChat` reaches: the service, once it exists.
+    let opened: Locked<AgentService?>
     var notifier: DesktopNotifier?
     var children: [pid_t] = []
     var stdout = OutputStream(descriptor: STDOUT_FILENO, capacity: 4096)
     var lastPurge: Int64 = 0
 
-    init(command: NotifyRunner) {
+    init(command: NotifyRunner) throws(CLIError) {
         self.command = command
+        let opened = Locked<AgentService?>(nil)
+        self.opened = opened
+        // A tap replayed after the host's Started() (or one made while it is active) opens its
+        // chat in the running host: the Opened signal says which.
+        handler = KindlyNotificationHandler(
+            decryption: command.decryption, hasExtension: true, logger: .standardError(minimum: .warning),
+            openChat: { chat in _ = opened.withLock { $0 }?.emitOpened(chat) })
+        handler.setAppState(command.context.appState, chatOnScreen: command.context.screen == .chat ? command.context.chatOnScreen : nil)
+        if command.context.screen == .chat, command.context.chatOnScreen == nil { handler.screen = .chat }
+        if case .answer(let answer) = command.context.delegate, answer == .suppress {
+            handler.delegate = ClosureNotificationDelegate { _ in false }
+        }
         // The store, or an in-memory one with one line on standard error: never a lost banner.
         let store: any Deduplicator
         do throws(DeduplicationError) {
-            store = try SQLiteDeduplicator(path: command.statePath)
+            store = try SQLiteDeduplicator(path: try command.statePath.get())
         } catch {
             NotifySession.warnAboutStore(error)
             store = InMemoryDeduplicator()
         }
         presenter = DesktopPresenter(
-            context: command.context, decryption: command.decryption, store: store, options: command.options,
-            storeFailed: { NotifySession.warnAboutStore($0) })
+            handler: handler, store: store, options: command.options, storeFailed: { NotifySession.warnAboutStore($0) })
+        if command.follow != nil {
+            do throws(AgentService.Failure) {
+                let service = try AgentService()
+                self.service = service
+                opened.withLock { $0 = service }
+            } catch {
+                throw CLIError(.io, error.description)
+            }
+        } else {
+            service = nil
+        }
     }
 
     static func warnAboutStore(_ error: DeduplicationError) {
@@ -173,26 +234,58 @@ private final class NotifySession {
         }
     }
 
+    // MARK: The host's calls
+
+    /// Applies what hosts asked over D-Bus since the last time: before each push, so that a push
+    /// read after a host's call returned is decided in the state it set.
+    func applyHostCalls() {
+        guard let service else { return }
+        for call in service.takeCalls() {
+            switch call {
+            case .setAppState(let state, let chat):
+                handler.setAppState(state, chatOnScreen: chat)
+                if command.verbose {
+                    Diagnostics.line("kindly-push: notify: app state \(state.rawValue)\(chat == nil ? "" : " on a chat")")
+                }
+            case .started:
+                handler.start()
+                if command.verbose { Diagnostics.line("kindly-push: notify: the host started") }
+            }
+        }
+    }
+
     // MARK: Taps
 
-    /// Handles the server's events: a click on a banner opens its chat. Returns how many chats
-    /// were opened, or nil when standard output failed.
+    /// Handles the server's events: a click on a banner or a placeholder opens the app (on its
+    /// chat, for a banner). Returns how many taps opened something, or nil when standard output
+    /// failed.
     func handleEvents() -> Int? {
         guard let notifier else { return 0 }
         var opened = 0
         for event in notifier.takeEvents() {
-            guard let chat = presenter.chatToOpen(for: event) else { continue }
-            guard open(chat) else { return nil }
+            guard let tap = presenter.tap(for: event) else { continue }
+            switch presenter.handle(tap) {
+            case .notKindly:
+                continue
+            case .opened(let chat):
+                // The handler opened the chat in the running host (Opened); --on-open as well.
+                guard open(chat, signal: false) else { return nil }
+            case .openApp(let chat):
+                guard open(chat, signal: true) else { return nil }
+            }
             opened += 1
         }
         return opened
     }
 
-    /// Runs `--on-open` with `KINDLY_CHAT_ID`, or prints the event line. False when standard
-    /// output failed.
-    func open(_ chat: String) -> Bool {
+    /// Opens the app on `chat` (none for a placeholder): the Opened signal when `signal`, and
+    /// `--on-open` with `KINDLY_CHAT_ID` (unset without a chat), or the event line on standard
+    /// output when neither `--on-open` nor the service is there. False when standard output failed.
+    func open(_ chat: String?, signal: Bool) -> Bool {
+        if signal, let service { service.emitOpened(chat) }
         guard let command = command.onOpen else {
-            let line: JSONValue = ["event": "opened", "chat_id": .string(chat)]
+            guard service == nil else { return true }
+            let line: JSONValue = chat.map { ["event": "opened", "chat_id": .string($0)] } ?? ["event": "opened"]
             stdout.write(JSONWriter.compactBytes(line) + [0x0A])
             return stdout.flush()
         }
@@ -249,27 +342,38 @@ private final class NotifySession {
         return Terminal.finish(&stdout)
     }
 
-    /// `--jsonl`: each line is shown as soon as it arrives, and clicks are handled meanwhile,
-    /// for as long as standard input is open (and `--wait` after it ends).
+    /// `--jsonl` and `--follow`: each line is shown as soon as it arrives, taps and the host's
+    /// calls are handled meanwhile, for as long as the input is open (a followed FILE or FIFO:
+    /// until a signal), and `--wait` after it ends. SIGTERM and SIGINT end the run between two
+    /// pushes, with status 0: the push being shown is finished and recorded first.
     func runLines() -> Int32 {
         defer { reapChildren(atEnd: true) }
         purgeIfDue()
-        StandardInput.noteIfTerminal(lineMode: true)
-        var reader = LineBatchReader(maximumLineLength: StandardInput.maximumDocumentSize)
-        var batch = LineBatchReader.Batch()
-        var inputOpen = true
+        let signals = command.follow == nil ? -1 : AgentService.signalPipe()
+        defer { if signals >= 0 { close(signals) } }
+        if command.follow == nil || command.follow == .standardInput { StandardInput.noteIfTerminal(lineMode: true) }
+        var input: FollowedInput
+        do throws(CLIError) {
+            input = try FollowedInput(command.follow ?? .standardInput, follows: command.follow != nil)
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
         var readFailure: CLIError?
         var lineNumber = 0
         var waitDeadline: ContinuousClock.Instant?
+        var stopping = false
         // Connect up front, so that clicks are heard from the first banner on; a server that is
         // not there yet is tried again for each push.
         _ = try? connectedNotifier()
-        while true {
+        while !stopping {
             var descriptors: [pollfd] = []
-            if inputOpen { descriptors.append(pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)) }
+            if !input.isAtEnd { descriptors.append(pollfd(fd: input.descriptor, events: Int16(POLLIN), revents: 0)) }
             if let notifier { descriptors.append(pollfd(fd: notifier.eventDescriptor, events: Int16(POLLIN), revents: 0)) }
-            var timeout: Int32 = children.isEmpty ? -1 : 250
-            if !inputOpen {
+            if let service { descriptors.append(pollfd(fd: service.descriptor, events: Int16(POLLIN), revents: 0)) }
+            if signals >= 0 { descriptors.append(pollfd(fd: signals, events: Int16(POLLIN), revents: 0)) }
+            var timeout: Int32 = children.isEmpty ? input.pollTimeout : 250
+            if input.isAtEnd {
                 guard let waitDeadline, presenter.hasOpenBanners, notifier != nil else { break }
                 let left = ContinuousClock.now.duration(to: waitDeadline)
                 guard left > .zero else { break }
@@ -277,37 +381,42 @@ private final class NotifySession {
             }
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
             if ready < 0, errno != EINTR {
-                readFailure = CLIError(.io, "cannot wait for standard input: \(String(cString: strerror(errno)))")
+                readFailure = CLIError(.io, "cannot wait for the input: \(String(cString: strerror(errno)))")
                 break
             }
+            if signals >= 0, NotifySession.signalled(signals) { break }
             reapChildren()
+            applyHostCalls()
             guard handleEvents() != nil else { break }
-            guard inputOpen, ready > 0, descriptors[0].revents != 0 else { continue }
-            do throws(LineBatchReader.ReadError) {
-                // One read: whole lines are shown now; a partial line waits for its end.
-                try reader.nextBatch(into: &batch, maximumLines: .max, maximumBytes: 1 << 20, maximumReads: 1)
+            guard !input.isAtEnd else { continue }
+            let lines: [FollowedInput.Line]
+            do throws(CLIError) {
+                lines = try input.readLines()
             } catch {
-                readFailure = CLIError(.io, "cannot read standard input: \(error)")
+                readFailure = error
                 break
             }
-            for line in batch.lines {
+            for line in lines {
                 lineNumber += 1
                 purgeIfDue()
+                applyHostCalls()
                 do throws(CLIError) {
                     switch line {
                     case .oversized:
                         throw CLIError(.badInput, "the line is over 64 KiB")
-                    case .text(let range):
-                        try batch.bytes.withUnsafeBytes { raw in
-                            Result { () throws(CLIError) in try present(UnsafeRawBufferPointer(rebasing: raw[range])) }
-                        }.get()
+                    case .text(let bytes):
+                        try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
                     }
                 } catch {
                     Diagnostics.line("kindly-push: \(error.code.rawValue): line \(lineNumber): \(error.message)")
                 }
+                // A signal is taken between two pushes: the one shown is finished and recorded.
+                if signals >= 0, NotifySession.signalled(signals) {
+                    stopping = true
+                    break
+                }
             }
-            if reader.isAtEnd {
-                inputOpen = false
+            if input.isAtEnd {
                 waitDeadline = command.wait.map { ContinuousClock.now.advanced(by: $0) }
             }
         }
@@ -318,5 +427,166 @@ private final class NotifySession {
             return readFailure.code.exitStatus
         }
         return 0
+    }
+
+    /// Whether SIGTERM or SIGINT arrived (a byte waits in the signal pipe).
+    static func signalled(_ descriptor: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return read(descriptor, &byte, 1) == 1
+    }
+}
+
+/// The input of `--jsonl` and `--follow`: standard input, a FIFO, or a FILE followed as
+/// `tail -F` follows it (appended lines as they are written, across rotation and truncation),
+/// split into lines. A line is handed on only once its newline arrived, except at the real end
+/// of standard input (a FIFO or a FILE has none while followed).
+struct FollowedInput: ~Copyable {
+    enum Source: Sendable, Equatable {
+        case standardInput
+        case path(String)
+    }
+
+    enum Line {
+        case text([UInt8])
+        case oversized
+    }
+
+    private let source: Source
+    private var file: Int32
+    /// A FIFO is held open for writing too, so that its writers may come and go without an end.
+    private var fifoWriter: Int32 = -1
+    /// For a FILE: inotify on its folder (a new file, a rename, a write), else -1.
+    private var watch: Int32 = -1
+    private var isRegularFile = false
+    private var offset: Int64 = 0
+    private var pending: [UInt8] = []
+    private var pendingOversized = false
+    private(set) var isAtEnd = false
+
+    init(_ source: Source, follows: Bool) throws(CLIError) {
+        self.source = source
+        switch source {
+        case .standardInput:
+            file = STDIN_FILENO
+            _ = fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK)
+        case .path(let path):
+            let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard descriptor >= 0 else { throw CLIError(.io, "\(path): cannot open: \(String(cString: strerror(errno)))") }
+            file = descriptor
+            var status = stat()
+            fstat(descriptor, &status)
+            if status.st_mode & S_IFMT == S_IFIFO {
+                fifoWriter = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            } else if status.st_mode & S_IFMT == S_IFREG {
+                isRegularFile = true
+                let folder = PrivateFile.folderName(of: path)
+                watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+                if watch >= 0 {
+                    let mask = UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+                    if inotify_add_watch(watch, folder, mask) < 0 {
+                        close(watch)
+                        watch = -1
+                    }
+                }
+            }
+        }
+    }
+
+    deinit {
+        if file != STDIN_FILENO { close(file) }
+        if fifoWriter >= 0 { close(fifoWriter) }
+        if watch >= 0 { close(watch) }
+    }
+
+    /// What to poll: the inotify descriptor for a FILE (a regular file is always readable), the
+    /// input itself otherwise.
+    var descriptor: Int32 { isRegularFile ? (watch >= 0 ? watch : -1) : file }
+
+    /// Whether what a FILE held before any inotify event is still to be read.
+    private var unread = true
+
+    /// How long a poll may wait: not at all before a FILE's first read (its lines are there
+    /// already, and no event will say so); a FILE without inotify is read again every 50 ms.
+    var pollTimeout: Int32 {
+        guard isRegularFile else { return -1 }
+        return unread ? 0 : watch < 0 ? 50 : -1
+    }
+
+    /// The whole lines that arrived, oldest first. Never blocks.
+    mutating func readLines() throws(CLIError) -> [Line] {
+        unread = false
+        if watch >= 0 {
+            var events = [UInt8](repeating: 0, count: 4096)
+            while events.withUnsafeMutableBytes({ read(watch, $0.baseAddress, $0.count) }) > 0 {}
+        }
+        var lines: [Line] = []
+        try drain(into: &lines)
+        if isRegularFile, case .path(let path) = source {
+            var now = stat()
+            var current = stat()
+            fstat(file, &current)
+            if stat(path, &now) == 0, now.st_ino != current.st_ino || now.st_dev != current.st_dev {
+                // Rotated: the old file was read to its end above; the new one is read from its start.
+                let fresh = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                if fresh >= 0 {
+                    close(file)
+                    file = fresh
+                    offset = 0
+                    try drain(into: &lines)
+                }
+            } else if Int64(current.st_size) < offset {
+                // Truncated (copytruncate): read it again from the start.
+                lseek(file, 0, SEEK_SET)
+                offset = 0
+                pending.removeAll()
+                try drain(into: &lines)
+            }
+        }
+        return lines
+    }
+
+    private mutating func drain(into lines: inout [Line]) throws(CLIError) {
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                throw CLIError(.io, "cannot read the input: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 {
+                // The end of a FILE or a FIFO is only the end of what was written so far.
+                if isRegularFile || fifoWriter >= 0 { return }
+                isAtEnd = true
+                if !pending.isEmpty || pendingOversized { lines.append(takePending()) }
+                return
+            }
+            offset += Int64(count)
+            var start = 0
+            for index in 0..<count where chunk[index] == 0x0A {
+                append(chunk[start..<index])
+                lines.append(takePending())
+                start = index + 1
+            }
+            append(chunk[start..<count])
+        }
+    }
+
+    private mutating func append(_ bytes: ArraySlice<UInt8>) {
+        guard !pendingOversized else { return }
+        if pending.count + bytes.count > StandardInput.maximumDocumentSize {
+            pendingOversized = true
+            pending.removeAll()
+        } else {
+            pending.append(contentsOf: bytes)
+        }
+    }
+
+    private mutating func takePending() -> Line {
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            pendingOversized = false
+        }
+        return pendingOversized ? .oversized : .text(pending)
     }
 }

@@ -1,65 +1,84 @@
 public import KindlyPush
 internal import KindlyPushCore
 
-/// Which push a banner showed, as the de-duplication store keeps it: a BLAKE2b digest of the
-/// push's key id and its message id (or, without one, its envelope nonce), so that the store
-/// holds no message id in clear.
-///
-/// APNs and relays deliver some pushes twice; both copies carry the same key id and message id
-/// (and the same envelope), so they have the same key.
-public struct DeduplicationKey: Sendable, Hashable {
-    /// 32 bytes.
-    package let digest: [UInt8]
-
-    package init(digest: [UInt8]) {
-        self.digest = digest
+/// What the de-duplication store claims for one notification, made from a
+/// ``DevicePresentation`` (whose identities the library's handler computes, so that the rule
+/// is written once): the store keeps only digests of these fields, keyed with its own secret.
+public struct StoreClaim: Sendable, Equatable {
+    /// The claim's namespace: a placeholder never takes a message's place (issue 20, point 2).
+    public enum Namespace: UInt8, Sendable {
+        /// A decrypted message (key id with message id, or with the envelope nonce).
+        case message = 1
+        /// A placeholder, by envelope (key id with nonce).
+        case placeholder = 2
     }
 
-    /// The key of a Kindly push: its `kindly.kid` with `messageID` (from the decrypted payload or
-    /// the extension's `kindly.message_id`), or, when `messageID` is `nil`, with its envelope
-    /// nonce `kindly.n`. `nil` when the push has no `kindly` object, or the fields it needs are
-    /// not strings: such a push is shown each time it comes.
-    public init?(userInfo: JSONValue, messageID: String?) {
-        guard let envelope = SealedEnvelope.envelopes(in: userInfo).first,
-            let kid = envelope[KindlyKey.kid]?.stringValue
-        else { return nil }
-        var input = Array("kindly-push/dedup/v1".utf8)
-        DeduplicationKey.appendField(DeduplicationKey.binary(kid), to: &input)
-        if let messageID {
-            input.append(1)
-            DeduplicationKey.appendField(Array(messageID.utf8), to: &input)
-        } else {
-            guard let nonce = envelope[KindlyKey.nonce]?.stringValue else { return nil }
-            input.append(2)
-            DeduplicationKey.appendField(DeduplicationKey.binary(nonce), to: &input)
+    /// Which namespace ``identity`` is claimed in.
+    public var namespace: Namespace
+    /// The identity claimed: a push with the same one, in the same namespace, is not shown again.
+    public var identity: [UInt8]
+    /// The envelope's identity: a placeholder is recorded under it, and a banner of the same
+    /// envelope replaces that placeholder.
+    public var envelope: [UInt8]?
+    /// The banner's chat: its new banner replaces the chat's last one; `nil` for a placeholder.
+    public var chat: String?
+    /// ``DesktopNotifier/serverIdentity``: a recorded notification id counts only for the server
+    /// that gave it.
+    public var server: String
+    /// Whether a claim made before stops the post (`--no-dedup` turns it off: the notification is
+    /// posted and recorded whatever came before, and still replaces the chat's last banner).
+    public var checksDuplicates = true
+
+    /// A claim with these fields.
+    public init(namespace: Namespace, identity: [UInt8], envelope: [UInt8]?, chat: String?, server: String) {
+        self.namespace = namespace
+        self.identity = identity
+        self.envelope = envelope
+        self.chat = chat
+        self.server = server
+    }
+
+    /// The claim for `presentation`, to be shown on `server`; `nil` when it shows nothing or has
+    /// no identity (a push without envelope fields is shown each time it comes).
+    public init?(_ presentation: DevicePresentation, server: String) {
+        switch presentation.content {
+        case .banner(_, _, let chat):
+            guard let identity = presentation.messageIdentity else { return nil }
+            self.init(namespace: .message, identity: identity, envelope: presentation.envelopeIdentity, chat: chat, server: server)
+        case .placeholder:
+            guard let identity = presentation.envelopeIdentity else { return nil }
+            self.init(namespace: .placeholder, identity: identity, envelope: identity, chat: nil, server: server)
+        case .none:
+            return nil
         }
-        digest = input.withUnsafeBytes { BLAKE2b.hash($0, outputLength: 32) }
-    }
-
-    /// A base64 field's bytes, or its text when it does not decode (one spelling per delivery).
-    private static func binary(_ text: String) -> [UInt8] {
-        (try? Base64.decode(text)) ?? Array(text.utf8)
-    }
-
-    /// A length-prefixed field, so that no two different inputs hash the same bytes.
-    static func appendField(_ bytes: [UInt8], to input: inout [UInt8]) {
-        var length = UInt32(clamping: bytes.count).bigEndian
-        withUnsafeBytes(of: &length) { input.append(contentsOf: $0) }
-        input.append(contentsOf: bytes)
     }
 }
 
-/// A chat, as the store keeps the id of its last banner: a BLAKE2b digest of the chat id.
-public struct ChatKey: Sendable, Hashable {
-    /// 32 bytes.
-    package let digest: [UInt8]
+/// The notifications a new one replaces, as the store found them inside the claim's transaction.
+public struct StoreSlot: Sendable, Equatable {
+    /// The chat's last banner on this server.
+    public var chatNotification: UInt32?
+    /// The placeholder shown for the same envelope on this server (a banner replaces it).
+    public var placeholderNotification: UInt32?
 
-    /// The key of the Kindly chat `chatID`.
-    public init(chatID: String) {
-        var input = Array("kindly-push/chat/v1".utf8)
-        DeduplicationKey.appendField(Array(chatID.utf8), to: &input)
-        digest = input.withUnsafeBytes { BLAKE2b.hash($0, outputLength: 32) }
+    /// A slot with these notifications (none by default).
+    public init(chatNotification: UInt32? = nil, placeholderNotification: UInt32? = nil) {
+        self.chatNotification = chatNotification
+        self.placeholderNotification = placeholderNotification
     }
+
+    /// The `replaces_id` to post with: the envelope's placeholder first, else the chat's banner.
+    public var replacesID: UInt32 { placeholderNotification ?? chatNotification ?? 0 }
+}
+
+/// What became of a claim.
+public enum ClaimResult: Sendable, Equatable {
+    /// Claimed before: nothing was posted.
+    case duplicate
+    /// Posted as notification `id` and recorded.
+    case posted(UInt32)
+    /// `post` posted nothing (the server failed): the claim was not kept, so a later delivery is shown.
+    case notPosted
 }
 
 /// Why the de-duplication store could not be used. The message names the file and the cause.
@@ -74,25 +93,18 @@ public struct DeduplicationError: Error, Sendable, Equatable, CustomStringConver
 }
 
 /// Where `kindly-push notify` remembers what it showed: the pushes already shown (so that a push
-/// delivered twice gives one banner) and the last banner of each chat (so that a new message
-/// replaces it, through `replaces_id`).
+/// delivered twice gives one banner), the last banner of each chat (so that a new message
+/// replaces it, through `replaces_id`), and the placeholder of each envelope (so that the banner
+/// of a push first shown as a placeholder replaces it).
 ///
 /// Times are Unix seconds. Implementations are safe to call from several threads; the SQLite one
 /// is also safe across processes.
 public protocol Deduplicator: Sendable {
-    /// Records `key` as shown at `time` and returns `true`, or returns `false` when it was
-    /// recorded already: exactly one of several concurrent claims of one key gets `true`.
-    func claim(_ key: DeduplicationKey, at time: Int64) throws(DeduplicationError) -> Bool
-
-    /// Forgets `key`, after its banner could not be shown, so that a later delivery shows it.
-    func release(_ key: DeduplicationKey) throws(DeduplicationError)
-
-    /// The notification id of `chat`'s last banner, if one was recorded with `server` (a
-    /// ``DesktopNotifier/serverIdentity``): an id given by another server means nothing here.
-    func notificationID(for chat: ChatKey, server: String) throws(DeduplicationError) -> UInt32?
-
-    /// Records `id`, given by `server`, as `chat`'s last banner, at `time`.
-    func setNotificationID(_ id: UInt32, for chat: ChatKey, server: String, at time: Int64) throws(DeduplicationError)
+    /// Claims `claim` and, when it was not claimed before, calls `post` with the notifications
+    /// to replace and records what it posted, all as one step: of several concurrent claims of
+    /// one identity exactly one posts, and concurrent banners of one chat replace each other
+    /// instead of each taking a new notification. When `post` returns `nil`, nothing is kept.
+    func present(_ claim: StoreClaim, at time: Int64, post: (StoreSlot) -> UInt32?) throws(DeduplicationError) -> ClaimResult
 
     /// Forgets every entry recorded before `time`.
     func purge(before time: Int64) throws(DeduplicationError)
@@ -101,9 +113,16 @@ public protocol Deduplicator: Sendable {
 /// A ``Deduplicator`` in memory: for one process's lifetime, for tests, and for a run whose
 /// store cannot be used.
 public final class InMemoryDeduplicator: Deduplicator {
+    private struct Entry: Sendable {
+        var id: UInt32
+        var server: String
+        var time: Int64
+    }
+
     private struct State: Sendable {
-        var shown: [DeduplicationKey: Int64] = [:]
-        var chats: [ChatKey: (id: UInt32, server: String, time: Int64)] = [:]
+        var shown: [[UInt8]: Int64] = [:]
+        var chats: [String: Entry] = [:]
+        var placeholders: [[UInt8]: Entry] = [:]
     }
 
     private let state = Locked(State())
@@ -111,28 +130,28 @@ public final class InMemoryDeduplicator: Deduplicator {
     /// An empty store.
     public init() {}
 
-    /// Records `key`; `false` when it was recorded already.
-    public func claim(_ key: DeduplicationKey, at time: Int64) -> Bool {
+    /// Claims, posts and records under one lock.
+    public func present(_ claim: StoreClaim, at time: Int64, post: (StoreSlot) -> UInt32?) -> ClaimResult {
         state.withLock { state in
-            guard state.shown[key] == nil else { return false }
+            let key = [claim.namespace.rawValue] + claim.identity
+            guard state.shown[key] == nil || !claim.checksDuplicates else { return .duplicate }
+            func id(_ entry: Entry?) -> UInt32? { entry.flatMap { $0.server == claim.server ? $0.id : nil } }
+            let slot = StoreSlot(
+                chatNotification: claim.chat.flatMap { id(state.chats[$0]) },
+                placeholderNotification: claim.envelope.flatMap { id(state.placeholders[$0]) })
+            guard let posted = post(slot) else { return .notPosted }
             state.shown[key] = time
-            return true
+            let entry = Entry(id: posted, server: claim.server, time: time)
+            if let chat = claim.chat { state.chats[chat] = entry }
+            if let envelope = claim.envelope {
+                if claim.namespace == .placeholder {
+                    state.placeholders[envelope] = entry
+                } else {
+                    state.placeholders.removeValue(forKey: envelope)
+                }
+            }
+            return .posted(posted)
         }
-    }
-
-    /// Forgets `key`.
-    public func release(_ key: DeduplicationKey) {
-        state.withLock { _ = $0.shown.removeValue(forKey: key) }
-    }
-
-    /// The id of `chat`'s last banner, when `server` gave it.
-    public func notificationID(for chat: ChatKey, server: String) -> UInt32? {
-        state.withLock { state in state.chats[chat].flatMap { $0.server == server ? $0.id : nil } }
-    }
-
-    /// Records `id`, given by `server`, as `chat`'s last banner.
-    public func setNotificationID(_ id: UInt32, for chat: ChatKey, server: String, at time: Int64) {
-        state.withLock { $0.chats[chat] = (id, server, time) }
     }
 
     /// Forgets what was recorded before `time`.
@@ -140,6 +159,7 @@ public final class InMemoryDeduplicator: Deduplicator {
         state.withLock { state in
             state.shown = state.shown.filter { $0.value >= time }
             state.chats = state.chats.filter { $0.value.time >= time }
+            state.placeholders = state.placeholders.filter { $0.value.time >= time }
         }
     }
 }

@@ -1,24 +1,27 @@
 public import KindlyPush
 internal import KindlyPushCore
 
-/// Shows Kindly pushes on a Linux desktop, as the notification service extension and the app do
-/// on iOS: the display rules decide (`KindlyPushRouter`, exactly as `kindly-push route`), and a
-/// banner or a placeholder becomes a desktop notification through a ``DesktopNotifier``.
+/// Shows Kindly pushes on a Linux desktop: the library's ``KindlyNotificationHandler`` with two
+/// parts plugged in, a ``DesktopNotifier`` (the freedesktop Notifications server) and a
+/// ``Deduplicator`` (the SQLite store).
 ///
-/// - A banner shows the decrypted title and body, with the category hint `im.received`, the
-///   `desktop-entry` hint when one is set, the default action "Open chat" (when the server
-///   offers actions and `Options/offersOpenAction` is on), and one notification per chat: a
-///   new message of a chat replaces its last banner (`replaces_id`, kept in the store).
+/// Every rule is the handler's: the display rule for its app state, screen, chat on screen and
+/// delegate; the placeholder's text; the identities a push is claimed under (a message only once
+/// it decrypted, a placeholder in a namespace of its own); the tap rule and the remembered tap.
+/// The presenter adds what is the desktop's:
+///
+/// - A banner shows the cleaned title and body, with the category hint `im.received`, the
+///   `desktop-entry` hint and `app_icon` when set, the default action "Open chat" (when the
+///   server offers actions and ``Options/offersOpenAction`` is on), and one notification per
+///   chat: a new message of a chat replaces its last banner (`replaces_id`, kept in the store).
 /// - A placeholder shows the push's own alert (the backend's generic text), or
-///   `Options/placeholder` when the push has none: never ciphertext, never why decryption failed.
-/// - A push already shown (same key id and message id, or same envelope) is not shown again,
-///   when a store is given and `Options/deduplicates` is on.
+///   ``Options/placeholder``; the banner of the same envelope, when it later decrypts, replaces it.
+/// - A push already shown is not shown again, when ``Options/deduplicates`` is on.
 /// - A push that is not Kindly's is the host's: it is shown as its own alert only with
 ///   `Options/showsPassthrough`.
 ///
-/// ``plan(userInfo:)`` decides without any I/O but decryption; ``show(_:with:at:)`` posts.
-/// A store that fails is reported once (``init(context:decryption:store:options:storeFailed:)``)
-/// and replaced by an ``InMemoryDeduplicator``: a broken store never loses or blocks a banner.
+/// A store that fails is reported once and replaced by an ``InMemoryDeduplicator``: a broken
+/// store never loses or blocks a banner.
 public final class DesktopPresenter: Sendable {
     /// How banners look and what is checked.
     public struct Options: Sendable {
@@ -26,29 +29,32 @@ public final class DesktopPresenter: Sendable {
         public var appName: String
         /// The `desktop-entry` hint; `nil` for none.
         public var desktopEntry: String?
+        /// The `app_icon`: an icon name or a `file://` URI; empty for none.
+        public var icon: String
         /// The `category` hint of banners and placeholders.
         public var category: String
         /// The label of the default action of a banner.
         public var openActionLabel: String
-        /// Whether banners carry the default action (when the server offers actions). Leave it off
-        /// when nobody listens for ``DesktopNotifier/Event/actionInvoked(id:key:)``.
+        /// Whether banners and placeholders carry the default action (when the server offers
+        /// actions). Leave it off when nobody listens for taps.
         public var offersOpenAction: Bool
-        /// Whether a push already shown is skipped (needs a store).
+        /// Whether a push already shown is skipped.
         public var deduplicates: Bool
         /// Whether a push that is not Kindly's is shown as its own alert.
         public var showsPassthrough: Bool
-        /// The placeholder text for a push that carries no alert text.
+        /// The placeholder text for a push that carries no alert text (and in pinned mode).
         public var placeholder: KindlyPushSealer.Placeholder
 
         /// The options of `kindly-push notify` without its flags.
         public init(
-            appName: String = "Kindly", desktopEntry: String? = nil, category: String = "im.received",
+            appName: String = "Kindly", desktopEntry: String? = nil, icon: String = "", category: String = "im.received",
             openActionLabel: String = "Open chat",
             offersOpenAction: Bool = true, deduplicates: Bool = true, showsPassthrough: Bool = false,
             placeholder: KindlyPushSealer.Placeholder = .default
         ) {
             self.appName = appName
             self.desktopEntry = desktopEntry
+            self.icon = icon
             self.category = category
             self.openActionLabel = openActionLabel
             self.offersOpenAction = offersOpenAction
@@ -72,141 +78,139 @@ public final class DesktopPresenter: Sendable {
 
     /// The decision for one push, and what to post for it.
     public struct Plan: Sendable {
-        /// The display decision, as `kindly-push route` prints it.
-        public let decision: RouteDecision
+        /// The handler's decision and content.
+        public let presentation: DevicePresentation
+        /// The push as it arrived (a tap hands it back to the handler).
+        public let userInfo: JSONValue
+        /// Whether a push that is not Kindly's is the host's (passthrough is off).
+        let isHosts: Bool
         /// What to post; `nil` when nothing is posted.
         public let notification: DesktopNotifier.Notification?
-        /// The outcome when nothing is posted.
-        let outcomeWithoutPosting: Outcome
+        /// The display decision, as `kindly-push route` prints it.
+        public var decision: RouteDecision { presentation.decision }
         /// The outcome without posting anything, when nothing is to be posted (no notifier is
         /// needed then); `nil` when ``show(_:with:at:)`` posts.
-        public var outcomeWithoutNotifier: Outcome? { notification == nil ? outcomeWithoutPosting : nil }
-        /// The chat a banner opens (and replaces the last banner of).
-        let chatID: String?
-        /// The push's de-duplication key, when it has one and is to be posted.
-        let deduplicationKey: DeduplicationKey?
+        public var outcomeWithoutNotifier: Outcome? {
+            guard notification == nil else { return nil }
+            return isHosts ? .notKindly : .nothing
+        }
+    }
+
+    /// What a tap on one of the presenter's notifications opens.
+    public struct Tap: Sendable, Equatable {
+        /// The push the notification showed.
+        public let userInfo: JSONValue
+        /// The chat a tap opens (a banner's usable chat id), `nil` for a placeholder.
+        public let chatId: String?
     }
 
     /// How banners look and what is checked.
     public let options: Options
-    private let context: RouteContext
-    private let decryption: KindlyPushDecryption
+    /// The device side: rules, state, delegate, taps.
+    public let handler: KindlyNotificationHandler
     private let store: Locked<any Deduplicator>
     private let storeFailed: @Sendable (DeduplicationError) -> Void
     private let hasFailed = Locked(false)
-    /// The chats of the banners posted, by notification id, for taps.
-    private let openChats = Locked(OpenChats())
+    /// The pushes of the notifications that can be tapped, by notification id.
+    private let openTaps = Locked(OpenTaps())
 
-    /// A presenter that routes in `context`, decrypts with `decryption`, and remembers what it
-    /// showed in `store` (an ``InMemoryDeduplicator`` when `nil`). `storeFailed` is called once,
-    /// the first time the store fails; the presenter goes on with an in-memory store.
+    /// A presenter whose rules are `handler`'s, that remembers what it showed in `store` (an
+    /// ``InMemoryDeduplicator`` when `nil`). `storeFailed` is called once, the first time the
+    /// store fails; the presenter goes on with an in-memory store.
     public init(
-        context: RouteContext, decryption: KindlyPushDecryption, store: (any Deduplicator)?, options: Options = Options(),
+        handler: KindlyNotificationHandler, store: (any Deduplicator)?, options: Options = Options(),
         storeFailed: @escaping @Sendable (DeduplicationError) -> Void = { _ in }
     ) {
-        self.context = context
-        self.decryption = decryption
+        self.handler = handler
         self.store = Locked(store ?? InMemoryDeduplicator())
         self.options = options
         self.storeFailed = storeFailed
     }
 
-    /// Decides what to show for `userInfo` (an APNs document). Decrypts at most once; posts nothing.
+    /// Decides what to show for `userInfo` (an APNs document) in the handler's state now.
+    /// Decrypts at most once; posts nothing.
     public func plan(userInfo: JSONValue) -> Plan {
-        var attempt: Result<DecryptedPayload, DecryptionFailure>?
-        let decision = KindlyPushRouter.route(userInfo: userInfo, context: context) { push in
-            let result = decryption.decryptResult(userInfo: push)
-            attempt = result
-            return result
-        }
-        switch decision.presentation {
-        case .banner:
-            guard let chatID = decision.chatId, let title = decision.title, let body = decision.body else {
-                return Plan(decision: decision, notification: nil, outcomeWithoutPosting: .nothing, chatID: nil, deduplicationKey: nil)
-            }
-            // The message id comes from the payload decrypted here, or from the extension's mark.
-            let messageID: String?
-            if case .success(let payload)? = attempt {
-                messageID = payload.messageId
-            } else {
-                messageID = KindlyPushRouter.markedMessage(userInfo: userInfo)?.messageId
-            }
+        let presentation = handler.devicePresentation(for: userInfo, placeholder: options.placeholder)
+        let isHosts = presentation.decision.presentation == .passthrough && !options.showsPassthrough
+        func notification(_ title: String, _ body: String, actions: Bool) -> DesktopNotifier.Notification {
             var notification = DesktopNotifier.Notification(
-                appName: options.appName, summary: title, body: body, category: options.category, desktopEntry: options.desktopEntry)
-            if options.offersOpenAction {
-                notification.actions = [.init(key: "default", label: options.openActionLabel)]
-            }
-            return Plan(
-                decision: decision, notification: notification, outcomeWithoutPosting: .nothing, chatID: chatID,
-                deduplicationKey: DeduplicationKey(userInfo: userInfo, messageID: messageID))
-        case .placeholder:
-            let text = placeholderText(userInfo: userInfo)
-            let notification = DesktopNotifier.Notification(
-                appName: options.appName, summary: text.title, body: text.body, category: options.category,
+                appName: options.appName, summary: title, body: body, icon: options.icon, category: options.category,
                 desktopEntry: options.desktopEntry)
+            if actions, options.offersOpenAction { notification.actions = [.init(key: "default", label: options.openActionLabel)] }
+            return notification
+        }
+        switch presentation.content {
+        case .banner(let title, let body, _):
             return Plan(
-                decision: decision, notification: notification, outcomeWithoutPosting: .nothing, chatID: nil,
-                deduplicationKey: DeduplicationKey(userInfo: userInfo, messageID: nil))
+                presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
+        case .placeholder(let title, let body):
+            return Plan(
+                presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
         case .none:
-            return Plan(decision: decision, notification: nil, outcomeWithoutPosting: .nothing, chatID: nil, deduplicationKey: nil)
-        case .passthrough:
-            guard options.showsPassthrough else {
-                return Plan(decision: decision, notification: nil, outcomeWithoutPosting: .notKindly, chatID: nil, deduplicationKey: nil)
+            guard presentation.decision.presentation == .passthrough, options.showsPassthrough else {
+                return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: nil)
             }
             let alert = NotificationContent(userInfo: userInfo)
-            guard decision.kind != .silent, !(alert.title.isEmpty && alert.body.isEmpty) else {
-                return Plan(decision: decision, notification: nil, outcomeWithoutPosting: .nothing, chatID: nil, deduplicationKey: nil)
+            guard presentation.decision.kind != .silent, !(alert.title.isEmpty && alert.body.isEmpty) else {
+                return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: nil)
             }
-            let notification = DesktopNotifier.Notification(
-                appName: options.appName, summary: alert.title, body: alert.body, desktopEntry: options.desktopEntry)
-            return Plan(decision: decision, notification: notification, outcomeWithoutPosting: .nothing, chatID: nil, deduplicationKey: nil)
+            var passthrough = notification(
+                NotificationText.cleaned(alert.title), NotificationText.cleaned(alert.body, keepsLines: true), actions: false)
+            passthrough.category = nil
+            return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: passthrough)
         }
     }
 
-    /// The text of a placeholder: the push's own alert as the backend sent it (its generic text),
-    /// or `Options/placeholder` when it has none.
-    ///
-    /// Pinned mode (docs/spec/wire-format.md section 7.3) trusts nothing in a push that does not decrypt, its
-    /// alert included: there this returns `Options/placeholder` whatever the push says.
-    func placeholderText(userInfo: JSONValue) -> KindlyPushSealer.Placeholder {
-        if decryption.isInPinnedMode { return options.placeholder }
-        let alert = NotificationContent(userInfo: userInfo)
-        if alert.title.isEmpty, alert.body.isEmpty { return options.placeholder }
-        return KindlyPushSealer.Placeholder(title: alert.title, body: alert.body)
-    }
-
-    /// Posts what `plan` decided, at `time` (Unix seconds): claims the push in the store first
-    /// (a duplicate is not posted), replaces the chat's last banner, and forgets the claim when
-    /// the server could not be reached, so that a later delivery is shown.
+    /// Posts what `plan` decided, at `time` (Unix seconds): the claim, the look-up of what it
+    /// replaces, `Notify` and the record are one step of the store; a duplicate is not posted,
+    /// and a failed post keeps no claim, so that a later delivery is shown.
     public func show(_ plan: Plan, with notifier: DesktopNotifier, at time: Int64) throws(DesktopNotifierError) -> Outcome {
-        guard var notification = plan.notification else { return plan.outcomeWithoutPosting }
-        if options.deduplicates, let key = plan.deduplicationKey {
-            let claimed = usingStore { store throws(DeduplicationError) in try store.claim(key, at: time) } ?? true
-            guard claimed else { return .duplicate }
+        guard let notification = plan.notification else { return plan.outcomeWithoutNotifier ?? .nothing }
+        let presentation = plan.decision.presentation
+        guard var claim = StoreClaim(plan.presentation, server: notifier.serverIdentity) else {
+            // A passthrough alert, or a push without envelope fields: shown each time it comes.
+            let id = try notifier.notify(notification)
+            return .shown(id: id, presentation: presentation)
         }
-        let chat = plan.chatID.map(ChatKey.init(chatID:))
-        // The id of the chat's last banner, when the server that answers now gave it.
-        let server = notifier.serverIdentity
-        if let chat {
-            notification.replacesID =
-                usingStore { store throws(DeduplicationError) in try store.notificationID(for: chat, server: server) }.flatMap { $0 } ?? 0
-        }
-        let id: UInt32
-        do throws(DesktopNotifierError) {
-            id = try notifier.notify(notification)
-        } catch {
-            if options.deduplicates, let key = plan.deduplicationKey {
-                _ = usingStore { store throws(DeduplicationError) in try store.release(key) }
+        claim.checksDuplicates = options.deduplicates
+        var failure: DesktopNotifierError?
+        var posted: (id: UInt32, slot: StoreSlot)?
+        let post = { (slot: StoreSlot) -> UInt32? in
+            if let posted { return posted.id }  // a retry on the in-memory store after the file failed
+            var copy = notification
+            copy.replacesID = slot.replacesID
+            do throws(DesktopNotifierError) {
+                let id = try notifier.notify(copy)
+                posted = (id, slot)
+                return id
+            } catch {
+                failure = error
+                return nil
             }
-            throw error
         }
-        if let chat, let chatID = plan.chatID {
-            _ = usingStore { store throws(DeduplicationError) in try store.setNotificationID(id, for: chat, server: server, at: time) }
+        let result =
+            usingStore { store throws(DeduplicationError) in try store.present(claim, at: time, post: post) }
+            ?? {
+                // The store failed: its in-memory replacement decides (and does not post twice).
+                let replacement = self.store.withLock { $0 }
+                return (try? replacement.present(claim, at: time, post: post)) ?? (posted.map { .posted($0.id) } ?? .notPosted)
+            }()
+        switch result {
+        case .duplicate:
+            return .duplicate
+        case .notPosted:
+            throw failure ?? .failed("the notification was not posted")
+        case .posted(let id):
+            // A banner that replaced its envelope's placeholder leaves the chat's older banner:
+            // closed, so that the chat keeps one.
+            if let slot = posted?.slot, let older = slot.chatNotification, slot.placeholderNotification != nil, older != id {
+                try? notifier.close(older)
+            }
             if notifier.offersActions, !notification.actions.isEmpty {
-                openChats.withLock { $0.insert(chatID, for: id) }
+                openTaps.withLock { $0.insert(Tap(userInfo: plan.userInfo, chatId: plan.presentation.chatToOpen), for: id) }
             }
+            return .shown(id: id, presentation: presentation)
         }
-        return .shown(id: id, presentation: plan.decision.presentation)
     }
 
     /// ``plan(userInfo:)`` then ``show(_:with:at:)``.
@@ -214,22 +218,27 @@ public final class DesktopPresenter: Sendable {
         try show(plan(userInfo: userInfo), with: notifier, at: time)
     }
 
-    /// The chat to open for `event`: the chat of a banner this presenter posted whose default
-    /// action was invoked (the user clicked it), else `nil`. A closed banner is forgotten.
-    public func chatToOpen(for event: DesktopNotifier.Event) -> String? {
-        openChats.withLock { chats in
+    /// The tap `event` is, when it is a click on one of this presenter's notifications (its
+    /// default action), else `nil`. A closed notification is forgotten.
+    public func tap(for event: DesktopNotifier.Event) -> Tap? {
+        openTaps.withLock { taps in
             switch event {
             case .actionInvoked(let id, let key):
-                return key == "default" ? chats.chat(for: id) : nil
+                return key == "default" ? taps.tap(for: id) : nil
             case .closed(let id, _):
-                chats.remove(id)
+                taps.remove(id)
                 return nil
             }
         }
     }
 
-    /// Whether a banner this presenter posted with the open action may still be clicked.
-    public var hasOpenBanners: Bool { openChats.withLock { !$0.isEmpty } }
+    /// The handler's answer to `tap`: open the chat now, or open the app (and remember the tap).
+    public func handle(_ tap: Tap) -> DeviceTap {
+        handler.deviceTapped(tap.userInfo, chatId: tap.chatId)
+    }
+
+    /// Whether a notification this presenter posted with the open action may still be clicked.
+    public var hasOpenBanners: Bool { openTaps.withLock { !$0.isEmpty } }
 
     /// Forgets the entries of the store recorded before `time`.
     public func purge(before time: Int64) {
@@ -254,28 +263,28 @@ public final class DesktopPresenter: Sendable {
     }
 }
 
-/// The chats of the banners that can be clicked, by notification id; the oldest are forgotten
-/// past a bound, so that a stream that runs for weeks keeps flat memory.
-private struct OpenChats: Sendable {
+/// The taps of the notifications that can be clicked, by notification id; the oldest are
+/// forgotten past a bound, so that an agent that runs for weeks keeps flat memory.
+private struct OpenTaps: Sendable {
     static let limit = 4096
-    private var chats: [UInt32: String] = [:]
+    private var taps: [UInt32: DesktopPresenter.Tap] = [:]
     private var order: [UInt32] = []
 
-    var isEmpty: Bool { chats.isEmpty }
+    var isEmpty: Bool { taps.isEmpty }
 
-    func chat(for id: UInt32) -> String? { chats[id] }
+    func tap(for id: UInt32) -> DesktopPresenter.Tap? { taps[id] }
 
-    mutating func insert(_ chat: String, for id: UInt32) {
-        if chats.updateValue(chat, forKey: id) == nil { order.append(id) }
-        if order.count > OpenChats.limit {
-            let dropped = order.count - OpenChats.limit / 2
-            for old in order.prefix(dropped) { chats.removeValue(forKey: old) }
+    mutating func insert(_ tap: DesktopPresenter.Tap, for id: UInt32) {
+        if taps.updateValue(tap, forKey: id) == nil { order.append(id) }
+        if order.count > OpenTaps.limit {
+            let dropped = order.count - OpenTaps.limit / 2
+            for old in order.prefix(dropped) { taps.removeValue(forKey: old) }
             order.removeFirst(dropped)
         }
     }
 
     mutating func remove(_ id: UInt32) {
-        guard chats.removeValue(forKey: id) != nil else { return }
+        guard taps.removeValue(forKey: id) != nil else { return }
         order.removeAll { $0 == id }
     }
 }

@@ -12,35 +12,62 @@ internal import KindlyPushCore
 /// - The file is created 0600 in a 0700 folder (made when missing); a file or folder that group
 ///   or others can read is refused, as key files are.
 /// - WAL mode and a busy timeout: concurrent processes wait for each other instead of failing.
-/// - A claim is one `INSERT … ON CONFLICT DO NOTHING`: of eight processes claiming one push at
-///   once, exactly one inserts the row, and only that one shows the banner.
-/// - Two tables, keyed by 32-byte BLAKE2b digests (``DeduplicationKey``, ``ChatKey``): no message
-///   id or chat id is stored in clear.
+/// - ``present(_:at:post:)`` holds an exclusive lock (`PATH.lock`) over the claim and the look-up
+///   of the notifications to replace (one `BEGIN IMMEDIATE` transaction), the post and the record
+///   of its id. Of twenty processes showing
+///   banners of one chat at once, each waits for the one before, so each replaces the last
+///   banner instead of adding one (issue 20, point 9); of eight claiming one push, one posts.
+/// - Keys are keyed BLAKE2b digests, with a random 32-byte secret kept 0600 beside the file
+///   (`PATH.key`): no message id or chat id is stored in clear, a guessable id cannot be
+///   recovered from the file alone, and two stores cannot be linked (issue 20, point 10).
+///
+/// ## A kill while the server has the request
+///
+/// The claim is committed before `Notify` is sent, and the notification id recorded after the
+/// server answered; an exclusive lock on `PATH.lock` keeps other processes out from the look-up to
+/// the record. A process killed after the commit never shows the push again on restart, so no
+/// banner is ever shown twice, whenever the kill lands (the server may have drawn the request
+/// and the answer never come back). The price is the window between the commit and the moment
+/// the request is written to the bus socket (no I/O, no waiting: microseconds): a kill exactly
+/// there loses that push. Committing after `Notify` instead leaves the whole round trip to the
+/// server as a window in which a kill shows the push twice on restart; that was measured (one
+/// push twice in 80 under SIGKILL), this is not.
 public final class SQLiteDeduplicator: Deduplicator {
     /// The file.
     public let path: String
 
     private let database: Locked<Database>
+    private let secret: SecureBytes
+    /// `PATH.lock`, held from a claim's look-up to the record of its notification.
+    private let lock: Int32
 
     /// How long a statement waits for another process's write before it fails.
     public static let defaultBusyTimeout: Duration = .seconds(5)
 
     /// `$XDG_STATE_HOME/kindly-push/state.sqlite3`, by default
     /// `~/.local/state/kindly-push/state.sqlite3`.
-    public static func defaultPath(environment: [String: String]) -> String {
+    ///
+    /// Throws when neither an absolute `XDG_STATE_HOME` nor an absolute `HOME` is set (issue 20,
+    /// point 6): a store is never made under the current directory.
+    public static func defaultPath(environment: [String: String]) throws(DeduplicationError) -> String {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/kindly-push/state.sqlite3" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "."
+        guard let home = environment["HOME"], home.hasPrefix("/") else {
+            throw DeduplicationError(
+                "HOME is not set to an absolute path and neither is XDG_STATE_HOME: no place for the state store "
+                    + "(set HOME, or XDG_STATE_HOME, or give --state PATH)")
+        }
         return home + "/.local/state/kindly-push/state.sqlite3"
     }
 
     /// Opens the store at `path`, creating the file (0600) and its folder (0700) when missing,
-    /// and its tables when new.
+    /// its secret (`PATH.key`, 0600) and its tables when new.
     ///
     /// Throws ``DeduplicationError`` when the folder or file is too open, the file is not a
     /// database (corrupt), or the database cannot be read or written.
     public init(path: String, busyTimeout: Duration = SQLiteDeduplicator.defaultBusyTimeout) throws(DeduplicationError) {
         self.path = path
         try SQLiteDeduplicator.preparePrivateFile(path)
+        secret = try SQLiteDeduplicator.secret(beside: path)
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX
         let opened = sqlite3_open_v2(path, &handle, flags, nil)
@@ -50,52 +77,148 @@ public final class SQLiteDeduplicator: Deduplicator {
         let milliseconds = DesktopDeadline.milliseconds(busyTimeout, roundingUp: true)
         sqlite3_busy_timeout(handle, milliseconds)
         try database.setUp(within: busyTimeout)
+        let lock = open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw DeduplicationError("\(path).lock: cannot open: \(String(cString: strerror(errno)))") }
+        self.lock = lock
         self.database = Locked(database)
     }
 
-    /// Records `key` with one `INSERT … ON CONFLICT DO NOTHING`; `false` when another run or
-    /// process recorded it first.
-    public func claim(_ key: DeduplicationKey, at time: Int64) throws(DeduplicationError) -> Bool {
-        try database.withLock { database throws(DeduplicationError) in
-            try database.run(
-                "INSERT INTO shown (key, at) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING", [.blob(key.digest), .integer(time)])
-            return sqlite3_changes(database.handle) == 1
+    deinit {
+        close(lock)
+    }
+
+    /// The store's digest of `bytes` in `domain`.
+    private func digest(_ domain: String, _ bytes: [UInt8]) -> [UInt8] {
+        let input = Array("kindly-push/\(domain)/v2".utf8) + [0] + bytes
+        return input.withUnsafeBytes { raw in
+            secret.withUnsafeBytes { key in BLAKE2b.keyedHash(raw, key: key, outputLength: 32) }
         }
     }
 
-    /// Deletes `key`'s row.
-    public func release(_ key: DeduplicationKey) throws(DeduplicationError) {
-        try database.withLock { database throws(DeduplicationError) in
-            try database.run("DELETE FROM shown WHERE key = ?1", [.blob(key.digest)])
-        }
-    }
-
-    /// The id of `chat`'s last banner, when `server` gave it.
-    public func notificationID(for chat: ChatKey, server: String) throws(DeduplicationError) -> UInt32? {
-        try database.withLock { database throws(DeduplicationError) in
-            try database.integer(
-                "SELECT notification FROM chats WHERE key = ?1 AND server = ?2", [.blob(chat.digest), .text(server)]
-            ).flatMap(UInt32.init(exactly:))
-        }
-    }
-
-    /// Records `id` as `chat`'s last banner (an upsert).
-    public func setNotificationID(_ id: UInt32, for chat: ChatKey, server: String, at time: Int64) throws(DeduplicationError) {
-        try database.withLock { database throws(DeduplicationError) in
-            try database.run(
-                """
-                INSERT INTO chats (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
-                ON CONFLICT (key) DO UPDATE SET server = excluded.server, notification = excluded.notification, at = excluded.at
-                """,
-                [.blob(chat.digest), .text(server), .integer(Int64(id)), .integer(time)])
+    /// The claim and the look-up (one `BEGIN IMMEDIATE` transaction, committed before `post`),
+    /// `post`, then the record of its id; all under an exclusive lock on `PATH.lock`, so that
+    /// other processes wait from the look-up to the record.
+    public func present(_ claim: StoreClaim, at time: Int64, post: (StoreSlot) -> UInt32?) throws(DeduplicationError) -> ClaimResult {
+        let key = digest(claim.namespace == .message ? "message" : "placeholder", claim.identity)
+        let chat = claim.chat.map { digest("chat", Array($0.utf8)) }
+        let envelope = claim.envelope.map { digest("envelope", $0) }
+        return try database.withLock { database throws(DeduplicationError) in
+            while flock(lock, LOCK_EX) != 0 {
+                guard errno == EINTR else { throw DeduplicationError("\(path).lock: cannot lock: \(String(cString: strerror(errno)))") }
+            }
+            defer { flock(lock, LOCK_UN) }
+            // The claim is committed before the post: a process killed while the server has the
+            // request can never show it again on restart (see the type's documentation).
+            var slot = StoreSlot()
+            let claimed = try database.transaction { () throws(DeduplicationError) -> Bool in
+                try database.run(
+                    "INSERT INTO seen (key, at) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ?3 = 0",
+                    [.blob(key), .integer(time), .integer(claim.checksDuplicates ? 1 : 0)])
+                guard sqlite3_changes(database.handle) == 1 else { return false }
+                if let chat {
+                    slot.chatNotification = try database.integer(
+                        "SELECT notification FROM chat_banners WHERE key = ?1 AND server = ?2", [.blob(chat), .text(claim.server)]
+                    ).flatMap(UInt32.init(exactly:))
+                }
+                if let envelope {
+                    slot.placeholderNotification = try database.integer(
+                        "SELECT notification FROM placeholders WHERE key = ?1 AND server = ?2", [.blob(envelope), .text(claim.server)]
+                    ).flatMap(UInt32.init(exactly:))
+                }
+                return true
+            }
+            guard claimed else { return .duplicate }
+            guard let id = post(slot) else {
+                // Not shown: the claim goes, so that a later delivery is shown.
+                _ = try database.transaction { () throws(DeduplicationError) in
+                    try database.run("DELETE FROM seen WHERE key = ?1", [.blob(key)])
+                    return true
+                }
+                return .notPosted
+            }
+            _ = try database.transaction { () throws(DeduplicationError) in
+                if let chat {
+                    try database.run(
+                        """
+                        INSERT INTO chat_banners (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
+                        ON CONFLICT (key) DO UPDATE SET server = excluded.server, notification = excluded.notification, at = excluded.at
+                        """,
+                        [.blob(chat), .text(claim.server), .integer(Int64(id)), .integer(time)])
+                }
+                if let envelope {
+                    if claim.namespace == .placeholder {
+                        try database.run(
+                            """
+                            INSERT INTO placeholders (key, server, notification, at) VALUES (?1, ?2, ?3, ?4)
+                            ON CONFLICT (key) DO UPDATE SET server = excluded.server, notification = excluded.notification, at = excluded.at
+                            """,
+                            [.blob(envelope), .text(claim.server), .integer(Int64(id)), .integer(time)])
+                    } else {
+                        try database.run("DELETE FROM placeholders WHERE key = ?1", [.blob(envelope)])
+                    }
+                }
+                return true
+            }
+            return .posted(id)
         }
     }
 
     /// Deletes the rows recorded before `time`.
     public func purge(before time: Int64) throws(DeduplicationError) {
         try database.withLock { database throws(DeduplicationError) in
-            try database.run("DELETE FROM shown WHERE at < ?1", [.integer(time)])
-            try database.run("DELETE FROM chats WHERE at < ?1", [.integer(time)])
+            for table in ["seen", "chat_banners", "placeholders"] {
+                try database.run("DELETE FROM \(table) WHERE at < ?1", [.integer(time)])
+            }
+        }
+    }
+
+    /// The store's secret, `PATH.key`: read when it exists (a regular 0600 file of 32 bytes),
+    /// else made from the system's CSPRNG and published with `link`, so that of several
+    /// processes opening a new store at once, all end up with the one secret that won.
+    private static func secret(beside path: String) throws(DeduplicationError) -> SecureBytes {
+        let secretPath = path + ".key"
+        for _ in 0..<3 {
+            if let existing = try readSecret(secretPath) { return existing }
+            let fresh = SecureBytes.random(count: 32)
+            let temporary = "\(secretPath).\(Base64.urlEncoded(Sodium.randomBytes(count: 9))).tmp"
+            unlink(temporary)
+            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                throw DeduplicationError("\(temporary): cannot create the store's secret: \(String(cString: strerror(errno)))")
+            }
+            let written = fresh.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let synced = fsync(descriptor) == 0
+            close(descriptor)
+            defer { unlink(temporary) }
+            guard written == 32, synced else { throw DeduplicationError("\(temporary): cannot write the store's secret") }
+            if link(temporary, secretPath) == 0 { return fresh }
+            guard errno == EEXIST else {
+                throw DeduplicationError("\(secretPath): cannot publish the store's secret: \(String(cString: strerror(errno)))")
+            }
+        }
+        throw DeduplicationError("\(secretPath): the store's secret keeps changing")
+    }
+
+    private static func readSecret(_ path: String) throws(DeduplicationError) -> SecureBytes? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return nil }
+            throw DeduplicationError("\(path): cannot open the store's secret: \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw DeduplicationError("\(path): the store's secret is not a regular file")
+        }
+        guard status.st_mode & 0o077 == 0 else {
+            throw DeduplicationError(
+                "\(path): permissions \(String(status.st_mode & 0o777, radix: 8)) are too open; the store's secret must be 0600")
+        }
+        guard status.st_size == 32 else { throw DeduplicationError("\(path): the store's secret is not 32 bytes") }
+        return try SecureBytes(count: 32) { buffer throws(DeduplicationError) in
+            guard read(descriptor, buffer.baseAddress, 32) == 32 else {
+                throw DeduplicationError("\(path): cannot read the store's secret")
+            }
         }
     }
 
@@ -167,9 +290,14 @@ private final class Database: @unchecked Sendable {
             "PRAGMA synchronous = NORMAL",
             """
             BEGIN IMMEDIATE;
-            CREATE TABLE IF NOT EXISTS shown (key BLOB PRIMARY KEY NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS shown_at ON shown (at);
-            CREATE TABLE IF NOT EXISTS chats (
+            DROP TABLE IF EXISTS shown;
+            DROP TABLE IF EXISTS chats;
+            CREATE TABLE IF NOT EXISTS seen (key BLOB PRIMARY KEY NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS seen_at ON seen (at);
+            CREATE TABLE IF NOT EXISTS chat_banners (
+                key BLOB PRIMARY KEY NOT NULL, server TEXT NOT NULL, notification INTEGER NOT NULL, at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS placeholders (
                 key BLOB PRIMARY KEY NOT NULL, server TEXT NOT NULL, notification INTEGER NOT NULL, at INTEGER NOT NULL
             ) WITHOUT ROWID;
             COMMIT;
@@ -190,6 +318,32 @@ private final class Database: @unchecked Sendable {
         guard try text("PRAGMA journal_mode") == "wal" else {
             throw DeduplicationError("\(path): the state store could not be switched to WAL mode")
         }
+    }
+
+    /// `BEGIN IMMEDIATE`: the write lock now, waiting (the busy timeout) for another process's.
+    func begin() throws(DeduplicationError) {
+        guard sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else { throw error("cannot lock the state store") }
+    }
+
+    /// `body` in one `BEGIN IMMEDIATE` transaction, committed when it returns, rolled back when it throws.
+    func transaction<Result>(_ body: () throws(DeduplicationError) -> Result) throws(DeduplicationError) -> Result {
+        try begin()
+        do throws(DeduplicationError) {
+            let result = try body()
+            try commit()
+            return result
+        } catch {
+            rollback()
+            throw error
+        }
+    }
+
+    func commit() throws(DeduplicationError) {
+        guard sqlite3_exec(handle, "COMMIT", nil, nil, nil) == SQLITE_OK else { throw error("cannot write the state store") }
+    }
+
+    func rollback() {
+        if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
     }
 
     /// Runs one statement that returns no rows.

@@ -51,6 +51,17 @@ enum Desktop {
     }
 }
 
+/// A presenter on a handler in `state` (and `screen`), as `notify` makes one.
+func makePresenter(
+    _ state: DisplayRules.AppState, screen: DisplayRules.Screen = .other, chatOnScreen: String? = nil, decryption: KindlyPushDecryption,
+    store: (any Deduplicator)?, options: DesktopPresenter.Options = .init()
+) -> DesktopPresenter {
+    let handler = KindlyNotificationHandler(decryption: decryption, hasExtension: true, openChat: { _ in })
+    handler.setAppState(state, chatOnScreen: chatOnScreen)
+    if screen == .chat, chatOnScreen == nil { handler.screen = .chat }
+    return DesktopPresenter(handler: handler, store: store, options: options)
+}
+
 @Suite(
     "DesktopNotifier against dunst", .serialized, .enabled(if: Desktop.isRunning, "no notification server: run under tools/with-desktop"))
 struct DesktopNotifierTests {
@@ -100,9 +111,8 @@ struct DesktopNotifierTests {
     func presenter() async throws {
         try await Desktop.exclusive {
             let key = DeviceKey.generate()
-            let presenter = DesktopPresenter(
-                context: RouteContext(appState: .background, hasExtension: true),
-                decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])), store: InMemoryDeduplicator())
+            let presenter = makePresenter(
+                .background, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])), store: InMemoryDeduplicator())
             let notifier = try DesktopNotifier()
             let first = try presenter.present(
                 userInfo: try sealedPush(for: key, chat: "chat-\(marker)", title: "T \(marker)", body: "one"), with: notifier, at: 1)
@@ -115,7 +125,7 @@ struct DesktopNotifierTests {
             #expect(second == .shown(id: id, presentation: .banner))
             _ = try Desktop.control(["click"])
             let events = notifier.waitForEvents(timeout: .seconds(10))
-            #expect(events.compactMap(presenter.chatToOpen(for:)) == ["chat-\(marker)"])
+            #expect(events.compactMap { presenter.tap(for: $0)?.chatId } == ["chat-\(marker)"])
             #expect(try Desktop.shown(marker).map(\.body) == ["two"])
         }
     }
@@ -141,9 +151,7 @@ struct DesktopNotifierOfflineTests {
     func plans() throws {
         let key = DeviceKey.generate()
         let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key]))
-        let background = DesktopPresenter(
-            context: RouteContext(appState: .background, hasExtension: true), decryption: decryption, store: nil,
-            options: .init(appName: "App", desktopEntry: "app"))
+        let background = makePresenter(.background, decryption: decryption, store: nil, options: .init(appName: "App", desktopEntry: "app"))
         let banner = background.plan(userInfo: try sealedPush(for: key, chat: "c-9", title: "Anna", body: "Hi", messageID: "m"))
         #expect(banner.decision.presentation == .banner)
         #expect(
@@ -157,7 +165,8 @@ struct DesktopNotifierOfflineTests {
         #expect(stranger.decision.presentation == .placeholder)
         #expect(stranger.notification?.summary == "New message")
         #expect(stranger.notification?.body == "Open the app to read it")
-        #expect(stranger.notification?.actions == [])
+        // A tap on a placeholder opens the app: it carries the open action too.
+        #expect(stranger.notification?.actions == [.init(key: "default", label: "Open chat")])
 
         var alertless = try sealedPush(title: "Secret", body: "Secret").objectValue!
         alertless["aps"] = ["alert": "Custom text", "mutable-content": 1]
@@ -165,12 +174,10 @@ struct DesktopNotifierOfflineTests {
         #expect(custom.notification?.summary == "")
         #expect(custom.notification?.body == "Custom text")
 
-        let inChat = DesktopPresenter(
-            context: RouteContext(appState: .foreground, screen: .chat, hasExtension: true), decryption: decryption, store: nil)
+        let inChat = makePresenter(.foreground, screen: .chat, decryption: decryption, store: nil)
         #expect(inChat.plan(userInfo: try sealedPush(for: key)).outcomeWithoutNotifier == .nothing)
         #expect(inChat.plan(userInfo: ["aps": ["alert": "x"]]).outcomeWithoutNotifier == .notKindly)
-        let passing = DesktopPresenter(
-            context: RouteContext(appState: .background), decryption: decryption, store: nil, options: .init(showsPassthrough: true))
+        let passing = makePresenter(.background, decryption: decryption, store: nil, options: .init(showsPassthrough: true))
         #expect(passing.plan(userInfo: ["aps": ["alert": "x"]]).notification?.body == "x")
         #expect(passing.plan(userInfo: ["aps": ["content-available": 1]]).outcomeWithoutNotifier == .nothing)
     }

@@ -97,6 +97,56 @@ gboolean kpd_listener_take(KpdListener *listener, KpdEvent *event);
 /// Stops listening and releases the listener (its memory goes when GDBus's thread lets go).
 void kpd_listener_free(KpdListener *listener);
 
+// MARK: The agent's own service (ai.kindly.Push1)
+
+/// What a host asked of the agent over D-Bus.
+typedef enum {
+    KPD_SERVICE_SET_APP_STATE = 1,
+    KPD_SERVICE_STARTED = 2,
+} KpdServiceCallKind;
+
+typedef struct {
+    KpdServiceCallKind kind;
+    /// SetAppState's state ("killed", "background" or "foreground": checked before it is queued)
+    /// and chat id (free both with kpd_service_call_clear); NULL for Started.
+    gchar *state;
+    gchar *chat_id;
+} KpdServiceCall;
+
+void kpd_service_call_clear(KpdServiceCall *call);
+
+/// The object /ai/kindly/Push1 with interface ai.kindly.Push1 (SetAppState, Started, signal
+/// Opened), exported on a private connection to the bus at `address`, and the well-known name
+/// ai.kindly.Push1 requested without queueing. Its calls are answered on a thread of its own (no
+/// GLib main loop needed in the caller) and queued behind an eventfd, as the listener's signals.
+typedef struct KpdService KpdService;
+
+/// The service, or NULL with `error` set; `*name_taken` is TRUE when another connection owns
+/// the name already (the error says so).
+KpdService *kpd_service_new(const char *address, GCancellable *cancellable, gboolean *name_taken, GError **error);
+
+/// The introspection XML the service exports (static, never freed).
+const char *kpd_service_introspection_xml(void);
+
+/// An eventfd, readable while calls are queued.
+int kpd_service_fd(KpdService *service);
+
+/// Takes the oldest queued call into `call`; FALSE when there is none.
+gboolean kpd_service_take(KpdService *service, KpdServiceCall *call);
+
+/// Emits the signal Opened(chat_id) from the object; FALSE with `error` set when it could not be sent.
+gboolean kpd_service_emit_opened(KpdService *service, const char *chat_id, GError **error);
+
+/// Releases the name, unexports the object, closes the connection.
+void kpd_service_free(KpdService *service);
+
+// MARK: Ending cleanly
+
+/// Installs a handler for SIGTERM and SIGINT that only writes the signal's number (one byte) to
+/// a non-blocking pipe, and returns the pipe's read end (-1 with errno set): an agent polls it
+/// beside its input and ends between two pushes, whichever thread the signal reached.
+int kpd_signal_pipe(void);
+
 // MARK: Errors
 
 typedef enum {

@@ -96,6 +96,7 @@ public final class KindlyNotificationHandler: Sendable {
         var notificationMode: KindlyNotificationMode = .automatic
         var appState: DisplayRules.AppState = .background
         var screen: DisplayRules.Screen = .other
+        var chatOnScreen: String?
         var isStarted = false
         var pendingTap: PendingTap?
     }
@@ -189,6 +190,26 @@ public final class KindlyNotificationHandler: Sendable {
     public var screen: DisplayRules.Screen {
         get { state.withLock { $0.screen } }
         set { state.withLock { $0.screen = newValue } }
+    }
+
+    /// The chat on top when ``screen`` is `chat` and the host says which one (display-rules.md's
+    /// screen input with a chat id): a decrypted push for another chat is handled as `other`.
+    /// `nil` (the default): `chat` holds for every push.
+    public var chatOnScreen: String? {
+        get { state.withLock { $0.chatOnScreen } }
+        set { state.withLock { $0.chatOnScreen = newValue } }
+    }
+
+    /// Records the app state and what is on screen at once (`chatId`: the chat on top, or `nil`
+    /// for another screen), as a host that reports both in one call (the desktop agent's
+    /// `SetAppState`) needs: no push is decided with one of them old and the other new.
+    public func setAppState(_ appState: DisplayRules.AppState, chatOnScreen chatId: String?) {
+        state.withLock { state in
+            state.appState = appState
+            state.screen = chatId == nil ? .other : .chat
+            state.chatOnScreen = chatId
+        }
+        replayIfReady()
     }
 
     /// The app state; `background` until the host says otherwise. Set it with ``setAppState(_:)``.
@@ -286,10 +307,11 @@ public final class KindlyNotificationHandler: Sendable {
         return decision
     }
 
-    private func context(appState: DisplayRules.AppState) -> RouteContext {
-        let (screen, delegate) = state.withLock { ($0.screen, $0.delegate) }
+    func context(appState: DisplayRules.AppState) -> RouteContext {
+        let (screen, chatOnScreen, delegate) = state.withLock { ($0.screen, $0.chatOnScreen, $0.delegate) }
         var context = RouteContext(appState: appState, screen: screen, hasExtension: hasExtension)
         if let delegate { context.delegate = .object(delegate) }
+        context.chatOnScreen = chatOnScreen
         return context
     }
 

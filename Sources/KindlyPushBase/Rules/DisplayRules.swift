@@ -55,6 +55,11 @@ public struct DisplayInput: Sendable, Equatable {
     public var appState: DisplayRules.AppState
     /// Read only in the foreground.
     public var screen: DisplayRules.Screen
+    /// The chat on top when ``screen`` is ``DisplayRules/Screen/chat`` and the host said which
+    /// one; `nil` when it did not (then `chat` holds for every push). A decrypted push for
+    /// another chat is handled as ``DisplayRules/Screen/other``; one that does not decrypt has
+    /// no chat to compare and is handled as `chat` (display-rules.md, "Inputs").
+    public var chatOnScreen: String?
     /// Whether the push is at hand in decrypted form.
     public var decryption: DecryptionOutcome
     /// The delegate's answer; read only when ``DisplayRules/consultsDelegate(_:)`` is true.
@@ -72,6 +77,13 @@ public struct DisplayInput: Sendable, Equatable {
         self.screen = screen
         self.decryption = decryption
         self.delegate = delegate
+    }
+
+    /// The screen as the rules read it: ``screen``, except that a decrypted push for another
+    /// chat than ``chatOnScreen`` is on the `other` screen.
+    public var effectiveScreen: DisplayRules.Screen {
+        guard screen == .chat, let chatOnScreen, let message = decryption.message else { return screen }
+        return message.chatId == chatOnScreen ? .chat : .other
     }
 }
 
@@ -145,7 +157,7 @@ public enum DisplayRules {
             switch input.appState {
             case .killed: return nothing
             case .background: return sdkBannerOr(nothing)
-            case .foreground: return input.screen == .chat ? nothing : sdkBannerOr(nothing)
+            case .foreground: return input.effectiveScreen == .chat ? nothing : sdkBannerOr(nothing)
             }
         case .visible, .plain:
             switch input.appState {
@@ -160,7 +172,7 @@ public enum DisplayRules {
             case .foreground:
                 // The message appears in the open chat itself; elsewhere the SDK presents it, or
                 // the system shows the placeholder when nobody could decrypt it.
-                return input.screen == .chat ? nothing : sdkBannerOr(placeholder)
+                return input.effectiveScreen == .chat ? nothing : sdkBannerOr(placeholder)
             }
         }
     }

@@ -15,6 +15,9 @@ public struct RouteContext: Sendable {
     public var appState: DisplayRules.AppState
     /// Read only in the foreground.
     public var screen: DisplayRules.Screen
+    /// The chat on top, when ``screen`` is `chat` and the host says which one
+    /// (``DisplayInput/chatOnScreen``); `nil` by default.
+    public var chatOnScreen: String?
     /// Whether the host ships a notification service extension built on the SDK.
     public var hasExtension: Bool
     /// How the host answers `shouldHandleNotification`.
@@ -263,6 +266,7 @@ public enum KindlyPushRouter {
         var input = DisplayInput(
             kind: kind, hasExtension: context.hasExtension, appState: context.appState, screen: context.screen,
             decryption: resolution.outcome)
+        input.chatOnScreen = context.chatOnScreen
         // The delegate is asked once, before the rule, and only where the rules consult it.
         if DisplayRules.consultsDelegate(input), let message = resolution.outcome.message {
             input.delegate = context.askDelegate(ExternalNotification(message, userInfo: userInfo))

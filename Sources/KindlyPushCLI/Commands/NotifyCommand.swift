@@ -8,6 +8,7 @@ internal import KindlyPushCore
 /// `kindly-push-desktop` (``DesktopOnlyCommand``).
 package struct NotifyCommand: DesktopOnlyCommand {
     package static let name = "notify"
+    package static let arguments = ["", "--follow [FILE|-]"]
     package static let abstract = "Show a push as a desktop notification (freedesktop Notifications)."
     package static let examples = [
         Example("Show a push as a desktop notification", "kindly-push notify < push.json"),
@@ -27,14 +28,22 @@ package struct NotifyCommand: DesktopOnlyCommand {
         While notify runs (--jsonl, or --wait after one push), a click on a banner runs
         --on-open with the chat id in KINDLY_CHAT_ID, or prints {"event":"opened","chat_id":...}.
         Every call to the notification server has a 2 s budget: no server is 'io' (74).
+        With --follow [FILE|-] notify is the desktop agent (docs/desktop.md): it owns ai.kindly.Push1
+        on the session bus, where the host app calls SetAppState(state, chat_id) and Started(),
+        and hears the signal Opened(chat_id) for every tap; until SetAppState it presents as for a
+        killed app. A tap on a placeholder opens the app with no chat id. A FILE is followed
+        across rotation and truncation, a FIFO across writers. SIGTERM or SIGINT end it between
+        two pushes with status 0. A second agent on the bus exits 74: the name is taken.
         """
     package static let options: [OptionSpec] =
         [
             RouteCommand.appStateOption("killed, background or foreground (default: background)."),
             RouteCommand.screenOption,
+            RouteCommand.chatIdOption,
             RouteCommand.delegateOption,
             .value("--app-name", "NAME", "The notification's application name (default: Kindly)."),
-            .value("--desktop-entry", "NAME", "The desktop-entry hint: the host's .desktop file name without .desktop."),
+            .value("--desktop-entry", "NAME", "The desktop-entry hint: a .desktop file name without .desktop (default: ai.kindly.Push)."),
+            .value("--icon", "ICON", "The app_icon: an icon name or a file:// URI (default: ai.kindly.Push)."),
             .value("--on-open", "COMMAND", "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set."),
             .value("--wait", "SECONDS", "After the push (with --jsonl: after the input ends), wait this long for a click."),
             .flag("--passthrough", "Show a push that is not Kindly's as its own alert instead of exiting 1."),
@@ -52,6 +61,10 @@ package struct NotifyCommand: DesktopOnlyCommand {
         }
         + [
             .flag("--jsonl", "Read one push per line and show each as its line arrives, for as long as the input is open."),
+            .flag(
+                "--follow",
+                "Run as the desktop agent: read pushes from FILE (followed as tail -F does), a FIFO, or - (standard input), and own ai.kindly.Push1 on the session bus."
+            ),
             .flag("--verbose", "Say on standard error which keyring is used and what became of each push."),
             SharedOptions.help,
         ]

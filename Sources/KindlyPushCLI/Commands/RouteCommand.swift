@@ -21,7 +21,7 @@ package struct RouteCommand: DocumentCommand {
         """
     package static let options: [OptionSpec] =
         [
-            appStateOption("killed, background or foreground (required).", required: true), screenOption,
+            appStateOption("killed, background or foreground (required).", required: true), screenOption, chatIdOption,
             .flag("--extension", "The host ships a notification service extension built on the SDK."),
             delegateOption,
         ] + SharedOptions.decryption
@@ -33,6 +33,8 @@ package struct RouteCommand: DocumentCommand {
     package static let screenOption = OptionSpec.value(
         "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.",
         choices: DisplayRules.Screen.allCases.map(\.rawValue))
+    package static let chatIdOption = OptionSpec.value(
+        "--chat-id", "ID", "With --screen chat: the chat on top; a decrypted push for another chat counts as other.")
     package static let delegateOption = OptionSpec.value(
         "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.",
         choices: DisplayRules.DelegateAnswer.allCases.map(\.rawValue))
@@ -45,11 +47,20 @@ package struct RouteCommand: DocumentCommand {
         guard let state = arguments.value("--app-state").flatMap(DisplayRules.AppState.init(rawValue:)) ?? defaultState else {
             throw CLIError(.usage, "missing '--app-state killed|background|foreground' (see 'kindly-push \(command) --help')")
         }
-        return RouteContext(
-            appState: state,
-            screen: arguments.value("--screen").flatMap(DisplayRules.Screen.init(rawValue:)) ?? .other,
-            hasExtension: hasExtension,
+        let screen = arguments.value("--screen").flatMap(DisplayRules.Screen.init(rawValue:)) ?? .other
+        var context = RouteContext(
+            appState: state, screen: screen, hasExtension: hasExtension,
             delegate: arguments.value("--delegate").flatMap(DisplayRules.DelegateAnswer.init(rawValue:)) ?? .allow)
+        if let chat = arguments.value("--chat-id") {
+            guard screen == .chat else {
+                throw CLIError(.usage, "'--chat-id' needs '--screen chat' (see 'kindly-push \(command) --help')")
+            }
+            guard !chat.isEmpty else {
+                throw CLIError(.usage, "'--chat-id' takes a non-empty chat id (see 'kindly-push \(command) --help')")
+            }
+            context.chatOnScreen = chat
+        }
+        return context
     }
 
     package let context: RouteContext

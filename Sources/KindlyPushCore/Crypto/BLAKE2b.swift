@@ -15,6 +15,22 @@ package enum BLAKE2b {
         return digest
     }
 
+    /// Keyed BLAKE2b (a MAC, libsodium `crypto_generichash` with a key of 16...64 bytes): the
+    /// digest of `input` that only a holder of `key` can compute.
+    package static func keyedHash(_ input: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, outputLength: Int) -> [UInt8] {
+        _ = Sodium.ready
+        precondition((16...64).contains(outputLength), "BLAKE2b output length must be 16...64")
+        precondition((16...64).contains(key.count), "a BLAKE2b key is 16...64 bytes")
+        var digest = [UInt8](repeating: 0, count: outputLength)
+        digest.withUnsafeMutableBytes { out in
+            _ = crypto_generichash(
+                out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+                input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
+                key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+        }
+        return digest
+    }
+
     /// The digest of the concatenation of four inputs, written into `out` (1...64 bytes), without
     /// copying them into one buffer. The hash state, which depends on the secret inputs, lives on
     /// the stack and is wiped before returning.

@@ -1,0 +1,323 @@
+import Foundation
+import KindlyPush
+import KindlyPushCore
+import Testing
+
+/// A program that runs beside the test (gdbus monitor), its output in a file.
+final class Background {
+    let process = Process()
+    let outURL: URL
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        outURL = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-bg-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: outURL.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var output: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
+
+    deinit {
+        // SIGKILL: a test runner may leave SIGTERM blocked in its children.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: outURL)
+    }
+}
+
+/// The desktop agent (`notify --follow`) against dunst, driven over D-Bus as a host app drives it.
+@Suite(
+    "the desktop agent (notify --follow)",
+    .serialized, .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"))
+struct AgentTests {
+    let keys: KeyFolder
+    let stranger = DeviceKey.generate()
+    let marker = "A\(UInt32.random(in: 0...UInt32.max))"
+    var state: String { keys.url.appendingPathComponent("state/state.sqlite3").path }
+    var record: String { keys.url.appendingPathComponent("opened").path }
+
+    init() throws {
+        keys = try KeyFolder()
+    }
+
+    /// What the user must see for one push of the stream.
+    enum Expected: Equatable {
+        case banner, placeholder, nothing
+    }
+
+    /// One push of the stream: its line, and what display-rules.md says for the state it meets.
+    struct Item {
+        let index: Int
+        let line: String
+        let expected: Expected
+    }
+
+    /// A push titled `T<marker>-i` (its placeholder `P<marker>-i`) for `chat`, sealed for this
+    /// device or, when it must not decrypt, for another one.
+    func push(_ index: Int, chat: String, silent: Bool = false, decrypts: Bool = true) throws -> String {
+        let payload = try DecryptedPayload(chatId: chat, title: "T\(marker)-\(index)", body: "b", messageId: "m-\(index)")
+        let sealed = try KindlyPushSealer.seal(
+            payload, for: (decrypts ? keys.key : stranger).publicKey, mode: silent ? .silent : .visible,
+            placeholder: .init(title: "P\(marker)-\(index)", body: "Open the app"))
+        return String(decoding: sealed, as: UTF8.self)
+    }
+
+    /// The agent on standard input (or `file`), with --verbose and an --on-open that records
+    /// KINDLY_CHAT_ID (or "unset").
+    func agent(file: String? = nil, extra: [String] = []) throws -> RunningCLI {
+        var environment = DesktopSession.environment
+        environment["RECORD"] = record
+        let run = try RunningCLI(
+            [
+                "notify", "--follow", file ?? "-", "--key-file", keys.keyFile, "--state", state, "--verbose", "--on-open",
+                #"printf '[%s]' "${KINDLY_CHAT_ID-unset}" >> "$RECORD""#,
+            ] + extra, environment: environment)
+        #expect(run.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
+        return run
+    }
+
+    static func gdbus(_ arguments: [String]) throws -> CLI.Output {
+        try CLI.run(["gdbus"] + arguments, environment: DesktopSession.environment, executable: URL(fileURLWithPath: "/usr/bin/env"))
+    }
+
+    /// `gdbus call` on the agent's object.
+    static func call(_ method: String, _ arguments: [String] = []) throws -> CLI.Output {
+        try gdbus(
+            [
+                "call", "--session", "--dest", "ai.kindly.Push1", "--object-path", "/ai/kindly/Push1", "--method",
+                "ai.kindly.Push1.\(method)",
+            ]
+                + arguments)
+    }
+
+    /// How many lines the agent has decided (one --verbose or error line each).
+    static func decided(_ run: RunningCLI) -> Int {
+        run.stderr.split(separator: "\n").filter { line in
+            ["banner shown", "placeholder shown", "already shown", "nothing to show"].contains { line.contains($0) }
+                || line.contains(": line ")
+        }.count
+    }
+
+    /// Waits until the agent decided `count` lines.
+    static func waitForDecided(_ run: RunningCLI, _ count: Int) -> Bool {
+        run.waitUntil(seconds: 60) { decided(run) >= count }
+    }
+
+    /// The stream of the must-show test: 200 pushes, visible and silent, some that do not
+    /// decrypt, some sent twice, over three app states (killed until SetAppState, then
+    /// background, then foreground on chat c-1).
+    func stream() throws -> [(phase: Int, item: Item)] {
+        var items: [(Int, Item)] = []
+        for index in 0..<200 {
+            let phase = index < 70 ? 0 : index < 140 ? 1 : 2
+            let silent = index % 3 == 2
+            let decrypts = index % 7 != 3
+            let chat = phase == 2 ? (index % 4 == 0 ? "c-1" : index == 141 ? "c-2" : "x-\(index)") : "x-\(index)"
+            // display-rules.md, written out per state (the agent is the extension and the app).
+            let expected: Expected
+            switch phase {
+            case 0: expected = silent ? .nothing : decrypts ? .banner : .placeholder  // killed
+            case 1: expected = silent ? (decrypts ? .banner : .nothing) : decrypts ? .banner : .placeholder  // background
+            default: expected = decrypts && chat != "c-1" ? .banner : .nothing  // foreground, chat c-1 on screen
+            }
+            items.append(
+                (phase, Item(index: index, line: try push(index, chat: chat, silent: silent, decrypts: decrypts), expected: expected)))
+        }
+        return items
+    }
+
+    /// Checks dunst's history against the stream: every banner and placeholder once, nothing else.
+    func checkShown(_ items: [Item]) throws {
+        // dunst displays as many as fit and queues the rest: closing those on screen shows the
+        // next ones, so close until none is left (each closed one goes to the history).
+        var empty = 0
+        for _ in 0..<200 where empty < 3 {
+            _ = try DesktopSession.shown("\u{1}none")
+            usleep(100_000)
+            empty = try DesktopSession.displayed() == 0 ? empty + 1 : 0
+        }
+        let shown = try DesktopSession.shown(marker).map(\.summary)
+        let expected = items.compactMap { item -> String? in
+            switch item.expected {
+            case .banner: return "T\(marker)-\(item.index)"
+            case .placeholder: return "P\(marker)-\(item.index)"
+            case .nothing: return nil
+            }
+        }
+        let missing = Set(expected).subtracting(shown).sorted()
+        let extra = Set(shown).subtracting(expected).sorted()
+        #expect(missing.isEmpty && extra.isEmpty, "missing \(missing), extra \(extra)")
+        #expect(shown.count == Set(shown).count, "shown twice: \(Dictionary(grouping: shown) { $0 }.filter { $0.value.count > 1 }.keys)")
+    }
+
+    @Test("200 live pushes, SetAppState mid-stream: banner, placeholder or nothing as display-rules.md says; duplicates once; taps open")
+    func liveStream() async throws {
+        try await DesktopSession.exclusive {
+            let run = try agent()
+            let monitor = try Background(
+                ["gdbus", "monitor", "--session", "--dest", "ai.kindly.Push1"], environment: DesktopSession.environment)
+            var sent = 0
+            var lastPhase = 0
+            for (phase, item) in try stream() {
+                if phase != lastPhase {
+                    // The state applies from the next push on: wait until every earlier push was decided.
+                    try #require(Self.waitForDecided(run, sent), "\(run.stderr)")
+                    let call =
+                        phase == 1
+                        ? try Self.call("SetAppState", ["background", ""]) : try Self.call("SetAppState", ["foreground", "c-1"])
+                    #expect(call.status == 0, "\(call.stderr)")
+                    lastPhase = phase
+                }
+                run.write(item.line + "\n")
+                sent += 1
+                if item.index % 10 == 5 {
+                    run.write(item.line + "\n")  // delivered twice
+                    sent += 1
+                }
+                if item.index % 25 == 0 {
+                    run.write("{not json\n")  // one bad line: reported, the agent goes on
+                    sent += 1
+                }
+            }
+            try #require(Self.waitForDecided(run, sent), "\(run.stderr)")
+            #expect(run.stderr.contains("kindly-push: bad_input: line 2: "), "\(run.stderr)")
+            try checkShown(try stream().map(\.item))
+
+            // A tap on a banner (the app not started): --on-open with the chat id, and Opened.
+            run.write(try push(900, chat: "tap-b") + "\n")
+            try #require(try DesktopSession.waitUntilDisplayed(1), "\(run.stderr)")
+            try DesktopSession.click()
+            #expect(run.waitUntil { (try? String(contentsOfFile: record, encoding: .utf8)) == "[tap-b]" })
+            #expect(run.waitUntil { monitor.output.contains("ai.kindly.Push1.Opened ('tap-b',)") }, "\(monitor.output)")
+            // The host starts within 60 s: the remembered tap is replayed (Opened again).
+            #expect(try Self.call("Started").status == 0)
+            #expect(run.waitUntil { monitor.output.components(separatedBy: "Opened ('tap-b',)").count == 3 }, "\(monitor.output)")
+
+            // A tap on a placeholder opens the app with no chat id.
+            #expect(try Self.call("SetAppState", ["background", ""]).status == 0)
+            _ = try DesktopSession.shown("\u{1}none")
+            run.write(try push(901, chat: "tap-p", decrypts: false) + "\n")
+            try #require(try DesktopSession.waitUntilDisplayed(1), "\(run.stderr)")
+            try DesktopSession.click()
+            #expect(run.waitUntil { (try? String(contentsOfFile: record, encoding: .utf8)) == "[tap-b][unset]" })
+            #expect(run.waitUntil { monitor.output.contains("ai.kindly.Push1.Opened ('',)") }, "\(monitor.output)")
+
+            // SIGTERM: the agent ends cleanly.
+            kill(run.process.processIdentifier, SIGTERM)
+            #expect(run.finish() == 0, "\(run.stderr)")
+        }
+    }
+
+    @Test("SIGKILLed in the middle of a followed FILE and restarted on it: no banner twice, none missing")
+    func killedAndRestarted() async throws {
+        try await DesktopSession.exclusive {
+            let file = keys.url.appendingPathComponent("stream.jsonl").path
+            let items = try (0..<80).map { index in
+                Item(
+                    index: index, line: try push(index, chat: "k-\(index)", decrypts: index % 9 != 4),
+                    expected: index % 9 != 4 ? .banner : .placeholder)
+            }
+            _ = FileManager.default.createFile(atPath: file, contents: Data(items[0..<40].map { $0.line + "\n" }.joined().utf8))
+            let first = try agent(file: file)
+            // Killed at some moment of the first half.
+            let moment = Int.random(in: 5...35)
+            try #require(Self.waitForDecided(first, moment), "\(first.stderr)")
+            kill(first.process.processIdentifier, SIGKILL)
+            _ = first.finish()
+            // Restarted on the same FILE, which goes on growing (and is rotated halfway).
+            let second = try agent(file: file)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+            handle.seekToEndOfFile()
+            handle.write(Data(items[40..<60].map { $0.line + "\n" }.joined().utf8))
+            try handle.close()
+            try #require(Self.waitForDecided(second, 60), "\(second.stderr)")
+            try FileManager.default.moveItem(atPath: file, toPath: file + ".1")
+            _ = FileManager.default.createFile(atPath: file, contents: Data(items[60..<80].map { $0.line + "\n" }.joined().utf8))
+            try #require(Self.waitForDecided(second, 80), "\(second.stderr)")
+            try checkShown(items)
+            kill(second.process.processIdentifier, SIGINT)
+            #expect(second.finish() == 0, "\(second.stderr)")
+        }
+    }
+
+    @Test("a second agent on the bus says the name is taken and exits 74; the interface is the committed XML")
+    func secondAgent() async throws {
+        try await DesktopSession.exclusive {
+            let run = try agent()
+            let other = try CLI.run(
+                ["notify", "--follow", "-", "--key-file", keys.keyFile, "--state", state], environment: DesktopSession.environment,
+                timeLimit: 20)
+            #expect(other.status == 74)
+            #expect(other.stderr == "kindly-push: io: ai.kindly.Push1 is taken on the session bus: another agent runs already\n")
+            let introspected = try Self.gdbus([
+                "introspect", "--xml", "--session", "--dest", "ai.kindly.Push1", "--object-path", "/ai/kindly/Push1",
+            ])
+            let committed = try String(contentsOf: CLI.packageRoot.appendingPathComponent("data/dbus/ai.kindly.Push1.xml"), encoding: .utf8)
+            // Every method, argument and signal of the committed interface is exported, and no other.
+            func members(_ xml: String) -> [String] {
+                guard let start = xml.range(of: "<interface name=\"ai.kindly.Push1\">"),
+                    let end = xml.range(of: "</interface>", range: start.upperBound..<xml.endIndex)
+                else { return [] }
+                let attribute = try! NSRegularExpression(pattern: #"(\w+)="([^"]*)""#)
+                return xml[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line -> String? in
+                    let text = line.trimmingCharacters(in: .whitespaces)
+                    guard let tag = ["<method", "<arg", "<signal"].first(where: { text.hasPrefix($0) }) else { return nil }
+                    let range = NSRange(text.startIndex..., in: text)
+                    let pairs = attribute.matches(in: text, range: range).map { match in
+                        (Range(match.range(at: 1), in: text).map { String(text[$0]) } ?? "") + "="
+                            + (Range(match.range(at: 2), in: text).map { String(text[$0]) } ?? "")
+                    }
+                    return tag + " " + pairs.sorted().joined(separator: " ")
+                }
+            }
+            #expect(!members(committed).isEmpty)
+            #expect(members(introspected.stdout) == members(committed), "\(introspected.stdout)")
+            #expect(try Self.call("SetAppState", ["asleep", ""]).status != 0)
+            run.closeInput()
+            #expect(run.finish() == 0, "\(run.stderr)")
+        }
+    }
+
+    @Test(
+        "issue 20, point 1: a running agent refuses a revoked sender's push within 2 s of senders delete (needs CachingKeyring to follow revocations)"
+    )
+    func revokedSender() async throws {
+        try await DesktopSession.exclusive {
+            var environment = DesktopSession.environment
+            environment["KINDLY_PUSH_KEYRING_DIR"] = keys.url.appendingPathComponent("keyring").path
+            func run(_ arguments: [String], _ stdin: String = "") throws -> CLI.Output {
+                let output = try CLI.run(arguments, stdin: stdin, environment: environment)
+                #expect(output.status == 0, "\(arguments): \(output.stderr)")
+                return output
+            }
+            let device = try #require(try JSONValue(parsing: try run(["keygen", "--keyring", "file"]).stdout)["public_key"]?.stringValue)
+            let senderFile = keys.url.appendingPathComponent("sender.json").path
+            let sender = try JSONValue(parsing: try run(["sender-keygen", "--key-file", senderFile]).stdout)
+            let sid = try #require(sender["sid"]?.stringValue)
+            _ = try run(["senders", "add", "--public-key", try #require(sender["public_key"]?.stringValue), "--keyring", "file"])
+            func sealed(_ index: Int) throws -> String {
+                let plain = #"{"chat_id":"r-\#(index)","title":"R\#(marker)-\#(index)","body":"b","message_id":"r-\#(index)"}"#
+                return try run(["seal", "--public-key", device, "--sender-key-file", senderFile], plain).stdout
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let agent = try RunningCLI(
+                ["notify", "--follow", "-", "--keyring", "file", "--state", state, "--verbose"], environment: environment)
+            #expect(agent.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
+            agent.write(try sealed(1) + "\n")
+            try #require(Self.waitForDecided(agent, 1), "\(agent.stderr)")
+            #expect(agent.stderr.contains("banner shown"), "\(agent.stderr)")
+            _ = try run(["senders", "delete", sid, "--keyring", "file"])
+            usleep(2_100_000)
+            agent.write(try sealed(2) + "\n")
+            try #require(Self.waitForDecided(agent, 2), "\(agent.stderr)")
+            let last = agent.stderr.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(!last.contains("banner shown"), "the revoked sender's push still showed a banner: \(agent.stderr)")
+            agent.closeInput()
+            _ = agent.finish()
+        }
+    }
+}
