@@ -63,8 +63,31 @@ package final class WorkerThread: @unchecked Sendable {
         pthread_join(thread, nil)
     }
 
-    private final class Box {
+    fileprivate final class Box {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+}
+
+extension WorkerThread {
+    /// Runs `body` on a new detached thread (nobody joins it; it ends when `body` returns); false
+    /// when the system refuses a thread. For a blocking call made on behalf of a task, so that
+    /// the concurrency runtime's few threads never wait.
+    package static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let started = pthread_create(
+            &thread, nil,
+            { context in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+                box.body()
+                return nil
+            }, context)
+        guard started == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
     }
 }
