@@ -171,7 +171,6 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
 
     deinit {
         finish()
-        for index in 0..<scratchCount { work.wipe(&scratches[index]) }
         scratches.deinitialize(count: scratchCount)
         scratches.deallocate()
     }
@@ -235,6 +234,7 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
         for thread in threads { thread.join() }
         threads = []
         for slot in allSlots { slot.wipe(work) }
+        for index in 0..<scratchCount { work.wipe(&scratches[index]) }
     }
 
     /// A thread's loop: take the oldest chunk, process it, until told to stop.

@@ -16,6 +16,8 @@ struct CountingDocuments: AsyncSequence, Sendable {
     let documents: [[UInt8]]
     let count: Int
     let pulled = Locked(0)
+    /// Iterators not yet destroyed: the stream's reading task holds one until it ends.
+    let iterators = Locked(0)
 
     init(_ documents: [[UInt8]], count: Int? = nil) {
         self.documents = documents
@@ -28,6 +30,12 @@ struct CountingDocuments: AsyncSequence, Sendable {
         typealias Failure = Never
         let source: CountingDocuments
         var index = 0
+        let token: Token
+
+        init(source: CountingDocuments) {
+            self.source = source
+            token = Token(source.iterators)
+        }
 
         mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> [UInt8]? {
             guard index < source.count else { return nil }
@@ -38,6 +46,16 @@ struct CountingDocuments: AsyncSequence, Sendable {
 
         mutating func next() async -> [UInt8]? { await next(isolation: nil) }
     }
+}
+
+/// Counts itself in `count` while it lives.
+final class Token: Sendable {
+    let count: Locked<Int>
+    init(_ count: Locked<Int>) {
+        self.count = count
+        count.withLock { $0 += 1 }
+    }
+    deinit { count.withLock { $0 -= 1 } }
 }
 
 /// Lines whose text is their number; each takes longer or shorter to process, so that chunks
@@ -181,6 +199,7 @@ struct PushStreamTests {
         let before = documents.pulled.withLock { $0 }
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(documents.pulled.withLock { $0 } <= before + 1)
+        #expect(documents.iterators.withLock { $0 } == 0)
     }
 
     @Test("cancelling the consumer's task ends an endless stream, its threads and its reading task")
@@ -201,6 +220,7 @@ struct PushStreamTests {
         let before = documents.pulled.withLock { $0 }
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(documents.pulled.withLock { $0 } <= before + 1)
+        #expect(documents.iterators.withLock { $0 } == 0)
     }
 
     @Test("byte chunks are cut into the lines --jsonl reads, whatever the chunks' sizes")
