@@ -95,7 +95,8 @@ struct PushStreamTests {
     static func mixedPushes(_ count: Int) throws -> [[UInt8]] {
         var pushes: [[UInt8]] = []
         for index in 0..<count {
-            let payload = try DecryptedPayload(chatId: "c-\(index % 13)", title: "t\(index)", body: String(repeating: "b", count: index % 50))
+            let payload = try DecryptedPayload(
+                chatId: "c-\(index % 13)", title: "t\(index)", body: String(repeating: "b", count: index % 50))
             switch index % 10 {
             case 7: pushes.append(try KindlyPushSealer.seal(payload, for: other.publicKey))
             case 8:
