@@ -29,7 +29,7 @@ private struct FileChunks: AsyncSequence, Sendable {
 
         mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> [UInt8]? {
             guard offset < data.count else { return nil }
-            let end = min(data.count, offset + size)
+            let end = Swift.min(data.count, offset + size)
             defer { offset = end }
             return [UInt8](data[offset..<end])
         }
@@ -84,7 +84,7 @@ struct DecryptStreamTests {
 
         // The command.
         let outputURL = folder.appendingPathComponent("command.jsonl")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         let process = Process()
         process.executableURL = kindlyPushBinary
         process.arguments = ["decrypt", "--jsonl", "--jobs", "2", "--key-file", keyPath]

@@ -80,7 +80,7 @@ package enum DocumentRunner {
     /// `--jsonl`: one output line per input line, in input order; a bad line gives its error
     /// object and the stream goes on. Lines are read in batches bounded in lines and bytes, so
     /// memory stays flat however long the stream. With `--jobs 1` everything happens on this
-    /// thread, in order. With more, see ``runParallel(_:reader:stdout:)``.
+    /// thread, in order. With more, see ``runStream(_:reader:stdout:tally:)``.
     package static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         let descriptors: [Int32]
         do throws(CLIError) {
@@ -101,10 +101,7 @@ package enum DocumentRunner {
         var stdout = OutputStream(descriptor: target.descriptor)
         var tally = Tally(
             progress: ProgressLine(quiet: command.stream.isQuiet), counts: command.stream.showsSummary ? ResultCounts() : nil)
-        let readError =
-            command.stream.jobs == 1
-            ? runSequential(command, reader: &reader, stdout: &stdout, tally: &tally)
-            : runParallel(command, reader: &reader, stdout: &stdout, tally: &tally)
+        let readError = runStream(command, reader: &reader, stdout: &stdout, tally: &tally)
         tally.progress.clear()
         reader.wipe()
         let writeStatus = finish(&stdout, target, incomplete: readError != nil)
@@ -149,42 +146,6 @@ package enum DocumentRunner {
         CLIError(.io, "cannot read standard input: \(error)")
     }
 
-    /// `--jobs 1`: read, process and write one batch after another on this thread.
-    private static func runSequential<C: DocumentCommand>(
-        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
-    ) -> CLIError? {
-        var batch = LineBatchReader.Batch()
-        var scratch = command.makeScratch()
-        var output: [UInt8] = []
-        defer {
-            command.wipe(&scratch)
-            output.wipeCapacity()
-            batch.bytes.wipeCapacity()
-        }
-        while true {
-            // A live filter: before a read that would wait, what is done goes out.
-            if reader.inputWouldBlock(), !stdout.flush() { return nil }
-            do throws(LineBatchReader.ReadError) {
-                try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
-            } catch {
-                return readFailure(error)
-            }
-            if batch.lines.isEmpty { return nil }
-            output.removeAll(keepingCapacity: true)
-            var spread = false
-            for index in batch.lines.indices {
-                spread = appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output) || spread
-            }
-            stdout.write(output)
-            tally.written(output, lineCount: batch.lines.count, spread: spread)
-            if output.capacity > keptOutputCapacity {
-                output.wipeCapacity()
-                output = []
-            }
-            if stdout.failed { return nil }
-        }
-    }
-
     /// What the runner's threads do for a command: each chunk's output lines into its buffer.
     private struct LineWork<C: DocumentCommand>: BatchWork {
         let command: C
@@ -212,20 +173,19 @@ package enum DocumentRunner {
         }
     }
 
-    /// `--jobs N`, N > 1: the library's ``OrderedBatchRunner``, N threads taking chunks of 16
-    /// lines, oldest first, from up to ``batchesInFlight`` batches, while this thread reads
-    /// batches ahead and writes each one as soon as all its chunks are done, in input order.
-    private static func runParallel<C: DocumentCommand>(
+    /// The stream on the library's ``OrderedBatchRunner`` (the engine of the async
+    /// `decryptStream` too): with `--jobs N`, N > 1, N threads take chunks of 16 lines, oldest
+    /// first, from up to ``batchesInFlight`` batches, while this thread reads batches ahead and
+    /// writes each one as soon as all its chunks are done, in input order. With `--jobs 1` (or
+    /// when the system gives no thread) the runner has no thread and this one processes each
+    /// batch as it publishes it: read, process and write, in order.
+    private static func runStream<C: DocumentCommand>(
         _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
     ) -> CLIError? {
+        let jobs = command.stream.jobs
         let runner = OrderedBatchRunner(
-            LineWork(command: command), jobs: command.stream.jobs, batchesInFlight: batchesInFlight, maximumBatchLines: batchLines,
-            chunkLines: chunkLines)
-        // The chunks go to whichever threads did start; with none, this thread does it all.
-        guard runner.threadCount > 0 else {
-            runner.finish()
-            return runSequential(command, reader: &reader, stdout: &stdout, tally: &tally)
-        }
+            LineWork(command: command), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: jobs == 1 ? 1 : batchesInFlight,
+            maximumBatchLines: batchLines, chunkLines: chunkLines)
         var readError: CLIError?
         var ended = false
         while true {
