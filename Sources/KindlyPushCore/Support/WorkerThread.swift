@@ -38,42 +38,16 @@ package final class WorkerThread: @unchecked Sendable {
     /// Starts `body` on a new thread; `nil` when the system refuses one (`pthread_create`'s
     /// EAGAIN), so that the caller can run the work itself.
     package init?(_ body: @escaping @Sendable () -> Void) {
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        let started = pthread_create(
-            &thread, nil,
-            { context in
-                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-                box.body()
-                return nil
-            }, context)
-        guard started == 0 else {
-            Unmanaged<Box>.fromOpaque(context).release()
+        guard let thread = Self.start(body) else {
             // deinit runs for this instance too: there is no thread to join.
             joined = true
             return nil
         }
+        self.thread = thread
     }
 
-    deinit { join() }
-
-    /// Waits for the thread's closure to return (once; later calls return at once).
-    package func join() {
-        guard !joined else { return }
-        joined = true
-        pthread_join(thread, nil)
-    }
-
-    fileprivate final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-}
-
-extension WorkerThread {
-    /// Runs `body` on a new detached thread (nobody joins it; it ends when `body` returns); false
-    /// when the system refuses a thread. For a blocking call made on behalf of a task, so that
-    /// the concurrency runtime's few threads never wait.
-    package static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+    /// Starts `body` on a new thread; `nil` when the system refuses one.
+    private static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         let started = pthread_create(
@@ -85,9 +59,31 @@ extension WorkerThread {
             }, context)
         guard started == 0 else {
             Unmanaged<Box>.fromOpaque(context).release()
-            return false
+            return nil
         }
+        return thread
+    }
+
+    deinit { join() }
+
+    /// Waits for the thread's closure to return (once; later calls return at once).
+    package func join() {
+        guard !joined else { return }
+        joined = true
+        pthread_join(thread, nil)
+    }
+
+    /// Runs `body` on a new detached thread (nobody joins it; it ends when `body` returns); false
+    /// when the system refuses a thread. For a blocking call made on behalf of a task, so that
+    /// the concurrency runtime's few threads never wait.
+    package static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        guard let thread = start(body) else { return false }
         pthread_detach(thread)
         return true
+    }
+
+    private final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 }

@@ -195,12 +195,7 @@ struct PushStreamTests {
             taken += 1
             if taken == 100 { break }
         }
-        #expect(runningThreads == 0)
-        try await Task.sleep(nanoseconds: 50_000_000)
-        let before = documents.pulled.withLock { $0 }
-        try await Task.sleep(nanoseconds: 100_000_000)
-        #expect(documents.pulled.withLock { $0 } <= before + 1)
-        #expect(documents.iterators.withLock { $0 } == 0)
+        try await Self.expectEnded(documents)
     }
 
     @Test("cancelling the consumer's task ends an endless stream, its threads and its reading task")
@@ -217,7 +212,14 @@ struct PushStreamTests {
         task.cancel()
         let taken = await task.value
         #expect(taken > 0)
+        try await Self.expectEnded(documents)
+    }
+
+    /// The stream's threads have ended, and its reading task has stopped pulling and let go of
+    /// its iterator.
+    static func expectEnded(_ documents: CountingDocuments) async throws {
         #expect(runningThreads == 0)
+        try await Task.sleep(nanoseconds: 50_000_000)
         let before = documents.pulled.withLock { $0 }
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(documents.pulled.withLock { $0 } <= before + 1)
