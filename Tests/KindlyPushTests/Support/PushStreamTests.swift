@@ -203,23 +203,23 @@ struct PushStreamTests {
         let pushes = try Self.mixedPushes(10)
         let documents = CountingDocuments(pushes, count: .max)
         let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))
+        let taken = Locked(0)
         let task = Task {
-            var taken = 0
-            for await _ in decryption.decryptStream(documents, jobs: 2) { taken += 1 }
-            return taken
+            for await _ in decryption.decryptStream(documents, jobs: 2) { taken.withLock { $0 += 1 } }
         }
-        while documents.pulled.withLock({ $0 }) < 1000 { try await Task.sleep(nanoseconds: 1_000_000) }
+        // Cancelled while it is taking results.
+        while taken.withLock({ $0 }) < 10 { try await Task.sleep(nanoseconds: 1_000_000) }
         task.cancel()
-        let taken = await task.value
-        #expect(taken > 0)
+        await task.value
+        #expect(taken.withLock { $0 } >= 10)
         try await Self.expectEnded(documents)
     }
 
     /// The stream's threads have ended, and its reading task has stopped pulling and let go of
     /// its iterator.
     static func expectEnded(_ documents: CountingDocuments) async throws {
-        #expect(runningThreads == 0)
         try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(runningThreads == 0)
         let before = documents.pulled.withLock { $0 }
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(documents.pulled.withLock { $0 } <= before + 1)
