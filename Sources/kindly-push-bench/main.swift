@@ -11,6 +11,14 @@
 //           DecryptedPayload out)
 // as two lines: `stream|general p50_us p99_us mean_us max_us count`.
 // A first pass over the pushes warms caches and the key lookup; only the second pass is timed.
+//
+//   kindly-push-bench async KEY_FILE PUSHES.jsonl JOBS OUTPUT
+//
+// Decrypts the file through the public async API, as a service that links KindlyPush would:
+// its bytes in 64 KiB chunks into `KindlyPushDecryption.decryptStream(jsonLines:jobs:)`, each
+// result's JSON line and a newline written to OUTPUT (what `kindly-push decrypt --jsonl` prints),
+// and prints `async JOBS wall_seconds cpu_seconds count`, timed from the first read to the last
+// write (no process start-up).
 internal import KindlyPush
 internal import KindlyPushCore
 
@@ -96,10 +104,82 @@ func latency(keyFile: String, pushesFile: String) {
     measure("general", pushes) { decryptGeneral($0, with: decryption) }
 }
 
+/// A file's bytes, 64 KiB at a time, as a service's socket or file would give them.
+struct FileChunks: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    typealias Failure = Never
+    let descriptor: Int32
+
+    func makeAsyncIterator() -> Iterator { Iterator(descriptor: descriptor) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        typealias Failure = Never
+        let descriptor: Int32
+
+        mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> [UInt8]? {
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { return nil }
+            chunk.removeLast(chunk.count - count)
+            return chunk
+        }
+
+        mutating func next() async -> [UInt8]? { await next(isolation: nil) }
+    }
+}
+
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+func asyncStream(keyFile: String, pushesFile: String, jobs: Int, outputFile: String) async {
+    let keyring: KeyFileKeyring
+    do {
+        keyring = try KeyFileKeyring(path: keyFile)
+    } catch {
+        fail("\(error)")
+    }
+    let input = open(pushesFile, O_RDONLY)
+    let output = open(outputFile, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard input >= 0, output >= 0 else { fail("cannot open \(pushesFile) or \(outputFile)") }
+    defer {
+        close(input)
+        close(output)
+    }
+    let decryption = KindlyPushDecryption(keyring: keyring)
+    var buffer: [UInt8] = []
+    var count = 0
+    func flush() {
+        var written = 0
+        while written < buffer.count {
+            let result = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, $0.count - written) }
+            guard result > 0 else { fail("cannot write \(outputFile)") }
+            written += result
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+    let start = nanoseconds()
+    let cpuStart = cpuSeconds()
+    for await result in decryption.decryptStream(jsonLines: FileChunks(descriptor: input), jobs: jobs) {
+        buffer.append(contentsOf: result.json)
+        buffer.append(0x0A)
+        count += 1
+        if buffer.count >= 1 << 16 { flush() }
+    }
+    flush()
+    let seconds = Double(nanoseconds() - start) / 1e9
+    print("async", jobs, seconds, cpuSeconds() - cpuStart, count)
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "latency" where arguments.count == 3:
     latency(keyFile: arguments[1], pushesFile: arguments[2])
+case "async" where arguments.count == 5:
+    guard let jobs = Int(arguments[3]), jobs >= 1 else { fail("JOBS must be a positive number") }
+    await asyncStream(keyFile: arguments[1], pushesFile: arguments[2], jobs: jobs, outputFile: arguments[4])
 default:
-    fail("usage: kindly-push-bench latency KEY_FILE PUSHES.jsonl")
+    fail("usage: kindly-push-bench latency KEY_FILE PUSHES.jsonl | async KEY_FILE PUSHES.jsonl JOBS OUTPUT")
 }

@@ -80,7 +80,7 @@ package enum DocumentRunner {
     /// `--jsonl`: one output line per input line, in input order; a bad line gives its error
     /// object and the stream goes on. Lines are read in batches bounded in lines and bytes, so
     /// memory stays flat however long the stream. With `--jobs 1` everything happens on this
-    /// thread, in order. With more, see ``runParallel(_:reader:stdout:)``.
+    /// thread, in order. With more, see ``runStream(_:reader:stdout:tally:)``.
     package static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         let descriptors: [Int32]
         do throws(CLIError) {
@@ -101,10 +101,7 @@ package enum DocumentRunner {
         var stdout = OutputStream(descriptor: target.descriptor)
         var tally = Tally(
             progress: ProgressLine(quiet: command.stream.isQuiet), counts: command.stream.showsSummary ? ResultCounts() : nil)
-        let readError =
-            command.stream.jobs == 1
-            ? runSequential(command, reader: &reader, stdout: &stdout, tally: &tally)
-            : runParallel(command, reader: &reader, stdout: &stdout, tally: &tally)
+        let readError = runStream(command, reader: &reader, stdout: &stdout, tally: &tally)
         tally.progress.clear()
         reader.wipe()
         let writeStatus = finish(&stdout, target, incomplete: readError != nil)
@@ -142,206 +139,67 @@ package enum DocumentRunner {
     /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it), in
     /// its error object and once per run on standard error. docs/spec/streams.md: every line still gives its
     /// own output line; the lines after it get the error that is theirs.
-    package static let spreadDocumentAdvice =
-        "a JSON document goes on past the end of its line, but --jsonl reads one document per line: compact pretty-printed JSON first, with jq -c"
+    package static let spreadDocumentAdvice = PushStreamResult.spreadDocumentAdvice
 
     /// Standard input failed: an `io` error, as docs/spec/streams.md says for --jsonl.
     private static func readFailure(_ error: LineBatchReader.ReadError) -> CLIError {
         CLIError(.io, "cannot read standard input: \(error)")
     }
 
-    /// `--jobs 1`: read, process and write one batch after another on this thread.
-    private static func runSequential<C: DocumentCommand>(
-        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
-    ) -> CLIError? {
-        var batch = LineBatchReader.Batch()
-        var scratch = command.makeScratch()
-        var output: [UInt8] = []
-        defer {
-            command.wipe(&scratch)
-            output.wipeCapacity()
-            batch.bytes.wipeCapacity()
-        }
-        while true {
-            // A live filter: before a read that would wait, what is done goes out.
-            if reader.inputWouldBlock(), !stdout.flush() { return nil }
-            do throws(LineBatchReader.ReadError) {
-                try reader.nextBatch(into: &batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
-            } catch {
-                return readFailure(error)
-            }
-            if batch.lines.isEmpty { return nil }
-            output.removeAll(keepingCapacity: true)
-            var spread = false
-            for index in batch.lines.indices {
-                spread = appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output) || spread
-            }
-            stdout.write(output)
-            tally.written(output, lineCount: batch.lines.count, spread: spread)
-            if output.capacity > keptOutputCapacity {
-                output.wipeCapacity()
-                output = []
-            }
-            if stdout.failed { return nil }
-        }
-    }
-
-    /// A batch and the output of its chunks, shared by the threads that process it. Each chunk's
-    /// output buffer is written by the one thread that took the chunk.
-    private final class Slot: @unchecked Sendable {
-        var batch = LineBatchReader.Batch()
-        let outputs: UnsafeMutablePointer<[UInt8]>
-        /// A line of the batch was a document that went on past its line.
-        let spread = Locked<Bool>(false)
-        /// Chunks not processed yet; the thread that takes it to zero signals `done`.
-        let remaining = Locked<Int>(0)
-        let done = Semaphore()
-        static let maximumChunks = (DocumentRunner.batchLines + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines
-
-        init() {
-            outputs = .allocate(capacity: Slot.maximumChunks)
-            outputs.initialize(repeating: [], count: Slot.maximumChunks)
-        }
-
-        deinit {
-            outputs.deinitialize(count: Slot.maximumChunks)
-            outputs.deallocate()
-        }
-
-        var chunkCount: Int { (batch.lines.count + DocumentRunner.chunkLines - 1) / DocumentRunner.chunkLines }
-
-        /// Zeroes the batch's input and the chunks' output, for the end of a run.
-        func wipe() {
-            batch.bytes.wipeCapacity()
-            for chunk in 0..<Slot.maximumChunks { outputs[chunk].wipeCapacity() }
-        }
-
-        /// Processes one chunk; true when it was the batch's last.
-        func process<C: DocumentCommand>(chunk: Int, _ command: C, scratch: UnsafeMutablePointer<C.Scratch>) -> Bool {
-            let batch = self.batch
-            outputs[chunk].removeAll(keepingCapacity: true)
-            let lines = (chunk * DocumentRunner.chunkLines)..<min((chunk + 1) * DocumentRunner.chunkLines, batch.lines.count)
-            var spread = false
-            for index in lines {
-                spread =
-                    DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch.pointee, to: &outputs[chunk])
-                    || spread
-            }
-            if spread { self.spread.withLock { $0 = true } }
-            return remaining.withLock { remaining in
-                remaining -= 1
-                return remaining == 0
-            }
-        }
-
-        /// Writes the chunks' output in order and empties the batch.
-        func write(to stdout: inout OutputStream, tally: inout DocumentRunner.Tally) {
-            let spread = self.spread.withLock { spread in
-                defer { spread = false }
-                return spread
-            }
-            for chunk in 0..<chunkCount {
-                stdout.write(outputs[chunk])
-                let lines = min(DocumentRunner.chunkLines, batch.lines.count - chunk * DocumentRunner.chunkLines)
-                tally.written(outputs[chunk], lineCount: lines, spread: spread && chunk == 0)
-                if outputs[chunk].capacity > DocumentRunner.keptOutputCapacity {
-                    outputs[chunk].wipeCapacity()
-                    outputs[chunk] = []
-                }
-            }
-            batch.lines.removeAll(keepingCapacity: true)
-        }
-    }
-
-    /// The chunks waiting for a thread, in input order, and the threads' scratch.
-    private final class WorkQueue<C: DocumentCommand>: @unchecked Sendable {
-        struct Item {
-            /// `nil`: stop.
-            let slot: Slot?
-            let chunk: Int
-        }
-
+    /// What the runner's threads do for a command: each chunk's output lines into its buffer.
+    private struct LineWork<C: DocumentCommand>: BatchWork {
         let command: C
-        private let items = Locked<[Item]>([])
-        private let available = Semaphore()
-        let scratches: UnsafeMutablePointer<C.Scratch>
-        let jobs: Int
+        typealias Scratch = C.Scratch
 
-        init(_ command: C) {
-            self.command = command
-            jobs = command.stream.jobs
-            scratches = .allocate(capacity: jobs)
-            for index in 0..<jobs { (scratches + index).initialize(to: command.makeScratch()) }
+        struct Output {
+            var bytes: [UInt8] = []
+            /// A line of the chunk was a document that went on past its line.
+            var spread = false
         }
 
-        deinit {
-            for index in 0..<jobs { command.wipe(&scratches[index]) }
-            scratches.deinitialize(count: jobs)
-            scratches.deallocate()
-        }
+        func makeScratch() -> C.Scratch { command.makeScratch() }
+        func wipe(_ scratch: inout C.Scratch) { command.wipe(&scratch) }
+        func makeOutput() -> Output { Output() }
+        func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
 
-        /// Hands out every chunk of `slot`.
-        func publish(_ slot: Slot) {
-            let count = slot.chunkCount
-            slot.remaining.withLock { $0 = count }
-            items.withLock { items in
-                for chunk in 0..<count { items.append(Item(slot: slot, chunk: chunk)) }
-            }
-            for _ in 0..<count { available.signal() }
-        }
-
-        /// Tells every thread to stop once the chunks before have been taken.
-        func stop() {
-            items.withLock { items in
-                for _ in 0..<jobs { items.append(Item(slot: nil, chunk: 0)) }
-            }
-            for _ in 0..<jobs { available.signal() }
-        }
-
-        /// A thread's loop: take the oldest chunk, process it, signal its batch when it was the last.
-        func work(worker: Int) {
-            while true {
-                available.wait()
-                let item = items.withLock { items in
-                    let item = items[0]
-                    items.removeFirst()
-                    return item
-                }
-                guard let slot = item.slot else { return }
-                if slot.process(chunk: item.chunk, command, scratch: scratches + worker) { slot.done.signal() }
+        func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout C.Scratch, into output: inout Output) {
+            output.bytes.removeAll(keepingCapacity: true)
+            output.spread = false
+            for index in lines {
+                output.spread =
+                    DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output.bytes)
+                    || output.spread
             }
         }
     }
 
-    /// `--jobs N`, N > 1: N threads take chunks of 16 lines, oldest first, from up to
-    /// ``batchesInFlight`` batches, while this thread reads batches ahead and writes each one
-    /// as soon as all its chunks are done, in input order. No thread waits for another to
-    /// finish a batch: one that is slowed down (a busy machine) holds up only the writing.
-    private static func runParallel<C: DocumentCommand>(
+    /// The stream on the library's ``OrderedBatchRunner`` (the engine of the async
+    /// `decryptStream` too): with `--jobs N`, N > 1, N threads take chunks of 16 lines, oldest
+    /// first, from up to ``batchesInFlight`` batches, while this thread reads batches ahead and
+    /// writes each one as soon as all its chunks are done, in input order. With `--jobs 1` (or
+    /// when the system gives no thread) the runner has no thread and this one processes each
+    /// batch as it publishes it: read, process and write, in order.
+    private static func runStream<C: DocumentCommand>(
         _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
     ) -> CLIError? {
-        let queue = WorkQueue(command)
-        // Each thread has its own scratch; the chunks go to whichever threads did start.
-        let threads = (0..<queue.jobs).compactMap { worker in WorkerThread { queue.work(worker: worker) } }
-        guard !threads.isEmpty else {
-            return runSequential(command, reader: &reader, stdout: &stdout, tally: &tally)
-        }
-        var free = (0..<batchesInFlight).map { _ in Slot() }
-        var inFlight: [Slot] = []
+        let jobs = command.stream.jobs
+        let runner = OrderedBatchRunner(
+            LineWork(command: command), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: jobs == 1 ? 1 : batchesInFlight,
+            maximumBatchLines: batchLines, chunkLines: chunkLines)
         var readError: CLIError?
         var ended = false
         while true {
-            while !ended, let slot = free.popLast() {
+            while !ended, let slot = runner.takeFreeSlot() {
                 // A live filter: rather than wait for input with batches in flight, write them
                 // first; with none in flight, flush what was written before waiting.
                 if reader.inputWouldBlock() {
-                    if !inFlight.isEmpty {
-                        free.append(slot)
+                    if runner.hasInFlight {
+                        runner.giveBack(slot)
                         break
                     }
                     if !stdout.flush() {
                         ended = true
-                        free.append(slot)
+                        runner.giveBack(slot)
                         break
                     }
                 }
@@ -354,22 +212,25 @@ package enum DocumentRunner {
                 }
                 if slot.batch.lines.isEmpty {
                     ended = true
-                    free.append(slot)
+                    runner.giveBack(slot)
                     break
                 }
-                queue.publish(slot)
-                inFlight.append(slot)
+                runner.publish(slot)
             }
-            guard !inFlight.isEmpty else { break }
-            let oldest = inFlight.removeFirst()
-            oldest.done.wait()
-            oldest.write(to: &stdout, tally: &tally)
-            free.append(oldest)
+            guard runner.hasInFlight else { break }
+            let oldest = runner.waitForOldest()
+            for chunk in 0..<oldest.chunkCount {
+                stdout.write(oldest[chunk].bytes)
+                tally.written(oldest[chunk].bytes, lineCount: oldest.lines(ofChunk: chunk).count, spread: oldest[chunk].spread)
+                if oldest[chunk].bytes.capacity > keptOutputCapacity {
+                    oldest[chunk].bytes.wipeCapacity()
+                    oldest[chunk].bytes = []
+                }
+            }
+            runner.giveBack(oldest)
             if stdout.failed { ended = true }
         }
-        queue.stop()
-        for thread in threads { thread.join() }
-        for slot in free + inFlight { slot.wipe() }
+        runner.finish()
         return readError
     }
 

@@ -72,19 +72,9 @@ package enum StandardInput {
 
     /// Reads one JSON document that must be an object, with the strict reader.
     package static func parseObject(_ bytes: UnsafeRawBufferPointer, what: String = "input") throws(CLIError) -> JSONValue {
-        let value: JSONValue
-        do {
-            value = try JSONReader.parse(bytes)
-        } catch {
-            switch error.kind {
-            case .invalidUTF8: throw CLIError(.badInput, "the \(what) is not UTF-8 (\(error))")
-            case .empty: throw CLIError(.badInput, "the \(what) is empty")
-            default: throw CLIError(.badInput, "the \(what) is not JSON: \(error)")
-            }
+        switch JSONReader.parseInputObject(bytes, what: what) {
+        case .success(let value): return value
+        case .failure(let problem): throw CLIError(.badInput, problem.message)
         }
-        guard case .object = value else {
-            throw CLIError(.badInput, "the \(what) is \(value.typeName), not a JSON object")
-        }
-        return value
     }
 }

@@ -38,6 +38,17 @@ package final class WorkerThread: @unchecked Sendable {
     /// Starts `body` on a new thread; `nil` when the system refuses one (`pthread_create`'s
     /// EAGAIN), so that the caller can run the work itself.
     package init?(_ body: @escaping @Sendable () -> Void) {
+        guard let thread = Self.start(body) else {
+            // deinit runs for this instance too: there is no thread to join.
+            joined = true
+            return nil
+        }
+        self.thread = thread
+    }
+
+    /// Starts `body` on a new thread; `nil` when the system refuses one.
+    private static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
+        var thread = pthread_t()
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         let started = pthread_create(
             &thread, nil,
@@ -48,10 +59,9 @@ package final class WorkerThread: @unchecked Sendable {
             }, context)
         guard started == 0 else {
             Unmanaged<Box>.fromOpaque(context).release()
-            // deinit runs for this instance too: there is no thread to join.
-            joined = true
             return nil
         }
+        return thread
     }
 
     deinit { join() }
@@ -61,6 +71,15 @@ package final class WorkerThread: @unchecked Sendable {
         guard !joined else { return }
         joined = true
         pthread_join(thread, nil)
+    }
+
+    /// Runs `body` on a new detached thread (nobody joins it; it ends when `body` returns); false
+    /// when the system refuses a thread. For a blocking call made on behalf of a task, so that
+    /// the concurrency runtime's few threads never wait.
+    package static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        guard let thread = start(body) else { return false }
+        pthread_detach(thread)
+        return true
     }
 
     private final class Box {

@@ -1,0 +1,609 @@
+internal import KindlyPushCore
+
+/// One push's result in a decrypted stream (``KindlyPushDecryption/decryptStream(_:jobs:)``):
+/// what happened, and the JSON line `kindly-push decrypt --jsonl` prints for the push, byte for
+/// byte (without its newline).
+///
+/// ```swift
+/// for try await result in decryption.decryptStream(pushes, jobs: 2) {
+///     switch result.outcome {
+///     case .decrypted: forward(result.json)             // the payload's compact JSON
+///     case .failed(let failure): log(failure.reason.code)
+///     case .badInput(let detail): log(detail)           // not a JSON object, over 64 KiB
+///     }
+/// }
+/// ```
+///
+/// ``json`` of a decrypted push holds its plaintext payload: it is the caller's to wipe.
+public struct PushStreamResult: Sendable, Hashable {
+    /// What became of one input document.
+    public enum Outcome: Sendable, Hashable {
+        /// The push decrypted: ``PushStreamResult/json`` is its payload object, as compact JSON.
+        case decrypted
+        /// A JSON object that did not decrypt, for one of the reasons of wire format section 7.3
+        /// (`not_kindly` for another provider's push).
+        case failed(DecryptionFailure)
+        /// The document is not a JSON object: not UTF-8, not JSON, empty, another JSON value, or
+        /// over 64 KiB. The command's `bad_input`; the detail is its message.
+        case badInput(String)
+    }
+
+    /// What became of the document.
+    public let outcome: Outcome
+    /// The line `kindly-push decrypt --jsonl` prints for this document, without its newline: the
+    /// payload object, or `{"error":{"code":CODE,"message":TEXT}}`.
+    public let json: [UInt8]
+
+    /// A result; for tests and for hosts that build their own results.
+    public init(outcome: Outcome, json: [UInt8]) {
+        self.outcome = outcome
+        self.json = json
+    }
+
+    /// The decrypted payload, read from ``json`` (each call reads it again); `nil` unless the
+    /// push decrypted.
+    public var payload: DecryptedPayload? {
+        guard case .decrypted = outcome else { return nil }
+        return json.withUnsafeBytes { try? DecryptedPayload(plaintext: $0) }
+    }
+
+    /// Why the push did not decrypt; `nil` when it did or when the document was not a JSON object.
+    public var failure: DecryptionFailure? {
+        guard case .failed(let failure) = outcome else { return nil }
+        return failure
+    }
+
+    /// The outcome's code: `decrypted`, a reason's code (`not_kindly`, …) or `bad_input`.
+    public var code: String {
+        switch outcome {
+        case .decrypted: return "decrypted"
+        case .failed(let failure): return failure.reason.code
+        case .badInput: return "bad_input"
+        }
+    }
+}
+
+extension KindlyPushDecryption {
+    /// Decrypts a stream of pushes (one JSON document each) on `jobs` threads of its own, and
+    /// gives each push's result in input order: the stream engine of `kindly-push decrypt --jsonl`.
+    ///
+    /// ```swift
+    /// let decryption = KindlyPushDecryption(keyring: CachingKeyring(FileKeyring(folder: folder)))
+    /// for try await result in decryption.decryptStream(pushes, jobs: 2) {  // pushes: [UInt8] each
+    ///     if case .decrypted = result.outcome { try await send(result.json) }
+    /// }
+    /// ```
+    ///
+    /// Pushes are taken from `documents` by a task of the stream's own as they come, a bounded
+    /// number ahead of the consumer (back-pressure: memory stays flat however long the stream),
+    /// and decrypted in batches by the `jobs` threads, never on the concurrency runtime's threads:
+    /// a keyring that waits (the Secret Service) blocks only them. Whatever arrived is decrypted
+    /// without waiting for a batch to fill, so a slow stream's results come as its pushes do.
+    /// One bad push gives its result and the stream goes on; a failure of `documents` itself ends
+    /// the stream with that error, after the results of the pushes before it.
+    ///
+    /// When the consumer stops iterating (or its task is cancelled) the threads end and every
+    /// buffer that held a plaintext is zeroed.
+    ///
+    /// - Parameters:
+    ///   - documents: the pushes' JSON texts, one document each (as APNs delivers `userInfo`).
+    ///   - jobs: the number of threads that decrypt, at least 1.
+    public func decryptStream<Documents: AsyncSequence & Sendable>(
+        _ documents: Documents, jobs: Int = 1
+    ) -> PushResultStream<Documents> where Documents.Element == [UInt8] {
+        PushResultStream(documents, decryption: self, jobs: jobs, lines: false)
+    }
+
+    /// Decrypts a stream of bytes read as JSON lines, one push per line, as `kindly-push decrypt
+    /// --jsonl` reads its input, on `jobs` threads; each line's result comes in input order. The
+    /// bytes come in chunks of any size (a socket's or a file's reads); lines are cut as the
+    /// command cuts them (cli.md): every line counts, an empty one included, a last line without a
+    /// newline counts, and a line over 64 KiB is `bad_input` without being kept whole.
+    ///
+    /// ```swift
+    /// for try await result in decryption.decryptStream(jsonLines: chunks, jobs: 2) {
+    ///     output.append(contentsOf: result.json)
+    ///     output.append(0x0A)                              // what the command prints
+    /// }
+    /// ```
+    public func decryptStream<Chunks: AsyncSequence & Sendable>(
+        jsonLines chunks: Chunks, jobs: Int = 1
+    ) -> PushResultStream<PushLines<Chunks>> where Chunks.Element == [UInt8] {
+        PushResultStream(PushLines(chunks), decryption: self, jobs: jobs, lines: true)
+    }
+}
+
+/// The lines of a stream of byte chunks (without their newlines), as `--jsonl` reads them: every
+/// line counts, an empty one included; a last line without a newline counts; the newline that
+/// ends the input does not start another. A line over 64 KiB is given cut to 64 KiB and one byte
+/// (what ``KindlyPushDecryption/decryptStream(_:jobs:)`` refuses as over 64 KiB), so that memory
+/// stays bounded.
+public struct PushLines<Chunks: AsyncSequence & Sendable>: AsyncSequence, Sendable where Chunks.Element == [UInt8] {
+    /// Each element is one line's bytes.
+    public typealias Element = [UInt8]
+    /// The chunks' failure.
+    public typealias Failure = Chunks.Failure
+
+    let chunks: Chunks
+
+    /// The lines of `chunks`.
+    public init(_ chunks: Chunks) {
+        self.chunks = chunks
+    }
+
+    /// An iterator over the lines.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(chunks: chunks.makeAsyncIterator())
+    }
+
+    /// Cuts the chunks into lines.
+    public struct Iterator: AsyncIteratorProtocol {
+        /// The chunks' failure.
+        public typealias Failure = Chunks.Failure
+        var chunks: Chunks.AsyncIterator
+        var chunk: [UInt8] = []
+        var start = 0
+        var pending: [UInt8] = []
+        var pendingStarted = false
+        var ended = false
+
+        /// The next line, or `nil` at the end of the input.
+        public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(Chunks.Failure) -> [UInt8]? {
+            let limit = WireFormat.maximumInputSize + 1
+            while !ended {
+                if start < chunk.count {
+                    if let newline = chunk[start...].firstIndex(of: 0x0A) {
+                        let line: [UInt8]
+                        if pendingStarted {
+                            pending.append(contentsOf: chunk[start..<Swift.min(newline, start + Swift.max(0, limit - pending.count))])
+                            line = pending
+                            pending.removeAll(keepingCapacity: true)
+                            pendingStarted = false
+                        } else {
+                            line = Array(chunk[start..<Swift.min(newline, start + limit)])
+                        }
+                        start = newline + 1
+                        return line
+                    }
+                    pendingStarted = true
+                    pending.append(contentsOf: chunk[start..<Swift.min(chunk.count, start + Swift.max(0, limit - pending.count))])
+                    start = chunk.count
+                    continue
+                }
+                guard let next = try await chunks.next(isolation: actor) else {
+                    ended = true
+                    break
+                }
+                chunk = next
+                start = 0
+            }
+            guard pendingStarted else { return nil }
+            pendingStarted = false
+            defer { pending = [] }
+            return pending
+        }
+
+        /// The next line, or `nil` at the end of the input.
+        public mutating func next() async throws -> [UInt8]? {
+            try await next(isolation: nil)
+        }
+    }
+}
+
+/// The results of ``KindlyPushDecryption/decryptStream(_:jobs:)``, one per input document, in
+/// input order. Iterate it once.
+public struct PushResultStream<Documents: AsyncSequence & Sendable>: AsyncSequence, Sendable where Documents.Element == [UInt8] {
+    /// Each element is one document's result.
+    public typealias Element = PushStreamResult
+    /// The failure of the documents' sequence, which ends the stream.
+    public typealias Failure = Documents.Failure
+
+    let documents: Documents
+    let decryption: KindlyPushDecryption
+    let jobs: Int
+    let lines: Bool
+
+    init(_ documents: Documents, decryption: KindlyPushDecryption, jobs: Int, lines: Bool) {
+        precondition(jobs >= 1, "jobs must be at least 1")
+        self.documents = documents
+        self.decryption = decryption
+        self.jobs = jobs
+        self.lines = lines
+    }
+
+    /// Starts the stream: its reading task and its threads.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(engine: PushStreamEngine(documents, work: DecryptWork(decryption: decryption, splitsLines: lines), jobs: jobs))
+    }
+
+    /// Gives the results in input order; when it is dropped, the stream's task and threads end.
+    public struct Iterator: AsyncIteratorProtocol {
+        /// The failure of the documents' sequence.
+        public typealias Failure = Documents.Failure
+        let engine: PushStreamEngine<Documents>
+
+        /// The next document's result, or `nil` at the end of the input (or once the task is
+        /// cancelled).
+        public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(Documents.Failure)
+            -> PushStreamResult?
+        {
+            try await engine.next(isolation: actor)
+        }
+
+        /// The next document's result, or `nil` at the end of the input.
+        public mutating func next() async throws -> PushStreamResult? {
+            try await engine.next(isolation: nil)
+        }
+    }
+}
+
+/// What the stream's threads do with a batch: the command's per-line decryption (the fast path,
+/// then the general path for what it leaves undecided), each result's JSON line into the chunk's
+/// arena.
+struct DecryptWork: BatchWork {
+    let decryption: KindlyPushDecryption
+    /// Lines (the advice for a document cut by its newline) rather than whole documents.
+    let splitsLines: Bool
+    typealias Scratch = PushDecryptor
+
+    struct Output {
+        var bytes: [UInt8] = []
+        /// Where each line's JSON ends in `bytes`, and its outcome.
+        var results: [(end: Int, outcome: PushStreamResult.Outcome)] = []
+    }
+
+    func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }
+    func wipe(_ scratch: inout PushDecryptor) { scratch.wipe() }
+    func makeOutput() -> Output { Output() }
+    func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
+
+    func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout PushDecryptor, into output: inout Output) {
+        output.bytes.removeAll(keepingCapacity: true)
+        output.results.removeAll(keepingCapacity: true)
+        for index in lines {
+            let outcome: PushStreamResult.Outcome
+            switch batch.lines[index] {
+            case .oversized:
+                let message = splitsLines ? "the line is over 64 KiB" : "the input is over 64 KiB"
+                PushStreamResult.writeError(code: "bad_input", message: message, to: &output.bytes)
+                outcome = .badInput(message)
+            case .text(let range):
+                outcome = batch.bytes.withUnsafeBytes { raw in
+                    decrypt(UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output.bytes)
+                }
+            }
+            output.results.append((output.bytes.count, outcome))
+        }
+    }
+
+    /// One document's outcome; its JSON line appended to `output`.
+    func decrypt(_ document: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) -> PushStreamResult.Outcome {
+        switch scratch.decrypt(document, appendingTo: &output) {
+        case .decrypted:
+            return .decrypted
+        case .failed(let failure):
+            PushStreamResult.writeError(code: failure.reason.code, message: failure.detail, to: &output)
+            return .failed(failure)
+        case .undecided:
+            break
+        }
+        let value: JSONValue
+        switch JSONReader.parseInputObject(document, what: "input", lines: splitsLines) {
+        case .success(let object): value = object
+        case .failure(let problem):
+            PushStreamResult.writeError(code: "bad_input", message: problem.message, to: &output)
+            return .badInput(problem.message)
+        }
+        switch decryption.decryptResult(userInfo: value) {
+        case .success(let payload):
+            JSONWriter.write(.object(payload.object), to: &output)
+            return .decrypted
+        case .failure(let failure):
+            PushStreamResult.writeError(code: failure.reason.code, message: failure.detail, to: &output)
+            return .failed(failure)
+        }
+    }
+}
+
+extension PushStreamResult {
+    /// Appends the error object of a `--jsonl` output line.
+    package static func writeError(code: String, message: String, to output: inout [UInt8]) {
+        JSONWriter.write(["error": ["code": .string(code), "message": .string(message)]], to: &output)
+    }
+
+    /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it). cli.md:
+    /// every line still gives its own output line; the lines after it get the error that is theirs.
+    package static let spreadDocumentAdvice =
+        "a JSON document goes on past the end of its line, but --jsonl reads one document per line: compact pretty-printed JSON first, with jq -c"
+}
+
+/// Why an input document is not a JSON object: the `bad_input` message of cli.md.
+package struct InputProblem: Error, Sendable {
+    package let message: String
+    /// The line is the start of a JSON object or array that its end cuts short.
+    package let endsInsideDocument: Bool
+}
+
+extension JSONReader {
+    /// Reads one input document that must be an object, with the strict reader; the failure is
+    /// the message the command prints for `bad_input` (`what`: "input", "line", …). With
+    /// `lines`, a document that its line's end cuts short gets
+    /// ``PushStreamResult/spreadDocumentAdvice``.
+    package static func parseInputObject(_ bytes: UnsafeRawBufferPointer, what: String, lines: Bool = false) -> Result<
+        JSONValue, InputProblem
+    > {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes)
+        } catch {
+            switch error.kind {
+            case .invalidUTF8: return .failure(InputProblem(message: "the \(what) is not UTF-8 (\(error))", endsInsideDocument: false))
+            case .empty: return .failure(InputProblem(message: "the \(what) is empty", endsInsideDocument: false))
+            case .unexpectedEnd where lines && startsDocument(bytes):
+                return .failure(InputProblem(message: PushStreamResult.spreadDocumentAdvice, endsInsideDocument: true))
+            default: return .failure(InputProblem(message: "the \(what) is not JSON: \(error)", endsInsideDocument: false))
+            }
+        }
+        guard case .object = value else {
+            return .failure(InputProblem(message: "the \(what) is \(value.typeName), not a JSON object", endsInsideDocument: false))
+        }
+        return .success(value)
+    }
+
+    /// Whether the first byte other than blanks opens an object or an array.
+    private static func startsDocument(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return false }
+        return first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+    }
+}
+
+/// A stream's state: the runner and its threads, the task that reads the documents, the slot
+/// whose results are being given. Used by one iterator, so by one task at a time.
+final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Sendable where Documents.Element == [UInt8] {
+    typealias Runner = OrderedBatchRunner<DecryptWork>
+
+    /// As the command: lines per chunk, a batch's bounds, batches in flight.
+    static var chunkLines: Int { 16 }
+    static var batchLines: Int { 512 }
+    static var batchBytes: Int { 1 << 19 }
+    static var batchesInFlight: Int { 3 }
+
+    private let runner: Runner
+    private let channel: DocumentChannel<Documents.Failure>
+    private let reader: Task<Void, Never>
+    private var current: Runner.Slot?
+    private var chunk = 0
+    private var line = 0
+    private var done = false
+
+    init(_ documents: Documents, work: DecryptWork, jobs: Int) {
+        runner = Runner(
+            work, jobs: jobs, batchesInFlight: Self.batchesInFlight, maximumBatchLines: Self.batchLines, chunkLines: Self.chunkLines)
+        let channel = DocumentChannel<Documents.Failure>(
+            maximumDocuments: Self.batchLines * 2, maximumBytes: Self.batchBytes * 2)
+        self.channel = channel
+        reader = Task {
+            var iterator = documents.makeAsyncIterator()
+            do throws(Documents.Failure) {
+                while let document = try await iterator.next(isolation: nil) {
+                    guard await channel.send(document) else { return }
+                }
+                channel.finish(.success(()))
+            } catch {
+                channel.finish(.failure(error))
+            }
+        }
+    }
+
+    deinit { end() }
+
+    /// Stops reading, stops and joins the threads, zeroes the buffers.
+    private func end() {
+        guard !done else { return }
+        done = true
+        channel.close()
+        reader.cancel()
+        current = nil
+        runner.finish()
+    }
+
+    /// The next result, on the caller's executor (no hop per result: only a batch's wait suspends).
+    func next(isolation actor: isolated (any Actor)?) async throws(Documents.Failure) -> PushStreamResult? {
+        while !done {
+            if let slot = current {
+                if let result = take(from: slot) { return result }
+                runner.giveBack(slot)
+                current = nil
+            }
+            if Task.isCancelled {
+                end()
+                return nil
+            }
+            publishWhatArrived()
+            if runner.hasInFlight {
+                current = await runner.oldest()
+                chunk = 0
+                line = 0
+                // Keep the threads busy while this batch's results are given.
+                publishWhatArrived()
+                continue
+            }
+            let channel = self.channel
+            let wait = await withTaskCancellationHandler {
+                await channel.waitForDocuments()
+            } onCancel: {
+                channel.close()
+            }
+            switch wait {
+            case .documents: continue
+            case .ended(.success):
+                end()
+                return nil
+            case .ended(.failure(let error)):
+                end()
+                throw error
+            }
+        }
+        return nil
+    }
+
+    /// Fills free slots with the documents that have arrived, without waiting for more.
+    private func publishWhatArrived() {
+        while let slot = runner.takeFreeSlot() {
+            channel.take(into: &slot.batch, maximumLines: Self.batchLines, maximumBytes: Self.batchBytes)
+            guard !slot.batch.lines.isEmpty else {
+                runner.giveBack(slot)
+                return
+            }
+            runner.publish(slot)
+        }
+    }
+
+    private func take(from slot: Runner.Slot) -> PushStreamResult? {
+        while chunk < slot.chunkCount {
+            let count = slot[chunk].results.count
+            if line < count {
+                let start = line == 0 ? 0 : slot[chunk].results[line - 1].end
+                let (end, outcome) = slot[chunk].results[line]
+                line += 1
+                return PushStreamResult(outcome: outcome, json: Array(slot[chunk].bytes[start..<end]))
+            }
+            chunk += 1
+            line = 0
+        }
+        return nil
+    }
+}
+
+/// The documents read ahead by a stream's task, bounded in number and bytes: the task waits
+/// (suspended) while it is full, the consumer while it is empty.
+final class DocumentChannel<Failure: Error>: Sendable {
+    private struct State: Sendable {
+        var documents: [[UInt8]] = []
+        var head = 0
+        var bytes = 0
+        var end: Result<Void, Failure>?
+        var closed = false
+        var consumer: UnsafeContinuation<Void, Never>?
+        var producer: UnsafeContinuation<Void, Never>?
+        var count: Int { documents.count - head }
+    }
+
+    enum Wait {
+        case documents
+        case ended(Result<Void, Failure>)
+    }
+
+    private let state = Locked(State())
+    private let maximumDocuments: Int
+    private let maximumBytes: Int
+
+    init(maximumDocuments: Int, maximumBytes: Int) {
+        self.maximumDocuments = maximumDocuments
+        self.maximumBytes = maximumBytes
+    }
+
+    /// Adds a document, waiting while the channel is full; false once the consumer is gone.
+    func send(_ document: [UInt8]) async -> Bool {
+        while true {
+            let (accepted, consumer) = state.withLock { state -> (Bool?, UnsafeContinuation<Void, Never>?) in
+                if state.closed { return (false, nil) }
+                guard state.count < maximumDocuments, state.count == 0 || state.bytes + document.count <= maximumBytes else {
+                    return (nil, nil)
+                }
+                state.documents.append(document)
+                state.bytes += document.count
+                defer { state.consumer = nil }
+                return (true, state.consumer)
+            }
+            consumer?.resume()
+            if let accepted { return accepted }
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                let wait = state.withLock { state -> Bool in
+                    guard !state.closed, state.count >= maximumDocuments || state.bytes + document.count > maximumBytes else {
+                        return false
+                    }
+                    state.producer = continuation
+                    return true
+                }
+                if !wait { continuation.resume() }
+            }
+        }
+    }
+
+    /// The documents have ended (or failed).
+    func finish(_ end: Result<Void, Failure>) {
+        let consumer = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+            state.end = end
+            defer { state.consumer = nil }
+            return state.consumer
+        }
+        consumer?.resume()
+    }
+
+    /// The consumer is gone: the documents are dropped and the task stops waiting.
+    func close() {
+        let (producer, consumer) = state.withLock { state in
+            state.closed = true
+            state.documents = []
+            state.head = 0
+            state.bytes = 0
+            defer {
+                state.producer = nil
+                state.consumer = nil
+            }
+            return (state.producer, state.consumer)
+        }
+        producer?.resume()
+        consumer?.resume()
+    }
+
+    /// Moves the documents that have arrived into `batch` (cleared first), up to the bounds.
+    func take(into batch: inout LineBatchReader.Batch, maximumLines: Int, maximumBytes: Int) {
+        batch.bytes.removeAll(keepingCapacity: true)
+        batch.lines.removeAll(keepingCapacity: true)
+        let producer = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+            while state.count > 0, batch.lines.count < maximumLines, batch.bytes.count < maximumBytes {
+                let document = state.documents[state.head]
+                state.documents[state.head] = []
+                state.head += 1
+                state.bytes -= document.count
+                if document.count > WireFormat.maximumInputSize {
+                    batch.lines.append(.oversized)
+                } else {
+                    let start = batch.bytes.count
+                    batch.bytes.append(contentsOf: document)
+                    batch.lines.append(.text(start..<batch.bytes.count))
+                }
+            }
+            if state.head == state.documents.count {
+                state.documents.removeAll(keepingCapacity: true)
+                state.head = 0
+            }
+            defer { state.producer = nil }
+            return state.producer
+        }
+        producer?.resume()
+    }
+
+    /// Waits until a document has arrived or the documents have ended.
+    func waitForDocuments() async -> Wait {
+        while true {
+            let now = state.withLock { state -> Wait? in
+                if state.count > 0 { return .documents }
+                if let end = state.end { return .ended(end) }
+                if state.closed { return .ended(.success(())) }
+                return nil
+            }
+            if let now { return now }
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                let wait = state.withLock { state -> Bool in
+                    guard state.count == 0, state.end == nil, !state.closed else { return false }
+                    state.consumer = continuation
+                    return true
+                }
+                if !wait { continuation.resume() }
+            }
+        }
+    }
+}
