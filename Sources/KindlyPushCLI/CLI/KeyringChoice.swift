@@ -54,8 +54,11 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         return "\(keyring.name) keyring\(location)"
     }
 
-    /// The file keyring's folder, or an `io` error when there is no home folder to put it in.
+    /// The file keyring's folder; a `usage` error when the variable that places it is relative
+    /// or holds a line break, an `io` error when there is no home folder to put it in.
     package static func fileFolder(_ environment: CommandEnvironment) throws(CLIError) -> String {
+        // A relative or broken location is the caller's mistake: usage, not io.
+        if let problem = FileKeyring.locationProblem(variable: { environment[$0] }) { throw CLIError(.usage, problem) }
         do throws(KeyringError) {
             return try FileKeyring.defaultFolder { environment[$0] }
         } catch {
