@@ -57,7 +57,8 @@ struct HardeningRoundThreeTests {
         /// A push for the device key, version 2 from `senderFile` or version 1 without.
         func push(senderFile: String? = nil) throws -> String {
             let sealed = try CLI.run(
-                ["seal", "--public-key", devicePublicKey] + (senderFile.map { ["--sender-key-file", $0] } ?? []), stdin: HardeningRoundThreeTests.plaintext)
+                ["seal", "--public-key", devicePublicKey] + (senderFile.map { ["--sender-key-file", $0] } ?? []),
+                stdin: HardeningRoundThreeTests.plaintext)
             try #require(sealed.status == 0, "\(sealed.stderr)")
             return sealed.stdout.trimmingCharacters(in: .newlines)
         }
@@ -154,10 +155,25 @@ extension HardeningRoundThreeTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.contains(".kindly-push-") }.sorted()
     }
 
+    /// Runs `body` (a `Process.run()`) with SIGTERM, SIGINT and SIGHUP unblocked on this thread:
+    /// the test runner's threads block them, and a child inherits the mask of the thread that
+    /// starts it, where they would then never arrive.
+    static func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+        var signals = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &signals, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return try body()
+    }
+
     /// The environment of a run with the named-temporary-file fallback forced.
     static func fallback(_ folder: URL) -> [String: String] {
-        ["PATH": "/usr/bin:/bin", "HOME": folder.path, "KINDLY_PUSH_KEYRING_DIR": folder.appendingPathComponent("keys").path,
-         "KINDLY_PUSH_TEST_NO_O_TMPFILE": "1"]
+        [
+            "PATH": "/usr/bin:/bin", "HOME": folder.path, "KINDLY_PUSH_KEYRING_DIR": folder.appendingPathComponent("keys").path,
+            "KINDLY_PUSH_TEST_NO_O_TMPFILE": "1",
+        ]
     }
 
     /// A running `decrypt --jsonl` or `seal --jsonl` with `--output FOLDER/NAME` and the fallback
@@ -172,18 +188,20 @@ extension HardeningRoundThreeTests {
             let before = HardeningRoundThreeTests.hiddenFiles(in: key.url)
             process.executableURL = CLI.binary
             let line: String
+            let arguments: [String]
             if command == "decrypt" {
-                process.arguments = ["decrypt", "--jsonl", "--key-file", key.keyFile, "--output", output]
+                arguments = ["decrypt", "--jsonl", "--key-file", key.keyFile, "--output", output]
                 line = try HardeningTests.sealed(for: key.key)
             } else {
-                process.arguments = ["seal", "--jsonl", "--public-key", key.key.publicKey.base64URL, "--output", output]
+                arguments = ["seal", "--jsonl", "--public-key", key.key.publicKey.base64URL, "--output", output]
                 line = HardeningRoundThreeTests.plaintext
             }
+            process.arguments = arguments
             process.environment = HardeningRoundThreeTests.fallback(key.url)
             process.standardInput = input
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try HardeningRoundThreeTests.withSignalsUnblocked { try process.run() }
             input.fileHandleForWriting.write(Data((line + "\n").utf8))
             let deadline = Date().addingTimeInterval(10)
             while HardeningRoundThreeTests.hiddenFiles(in: key.url).count <= before.count, Date() < deadline { usleep(5_000) }
@@ -278,11 +296,13 @@ extension HardeningRoundThreeTests {
 
         // The senders folder is swept as the key folder is.
         let keys = folder.url.appendingPathComponent("keys")
-        let first = try CLI.run(["senders", "add", "--keyring", "file", "--public-key", SenderKey.generate().publicKey.base64URL], environment: environment)
+        let first = try CLI.run(
+            ["senders", "add", "--keyring", "file", "--public-key", SenderKey.generate().publicKey.base64URL], environment: environment)
         #expect(first.status == 0, "\(first.stderr)")
         let staleSender = keys.appendingPathComponent("senders/.kindly-push-tmp-Qwe456").path
         try Self.leftover(staleSender)
-        let add = try CLI.run(["senders", "add", "--keyring", "file", "--public-key", SenderKey.generate().publicKey.base64URL], environment: environment)
+        let add = try CLI.run(
+            ["senders", "add", "--keyring", "file", "--public-key", SenderKey.generate().publicKey.base64URL], environment: environment)
         #expect(add.status == 0, "\(add.stderr)")
         #expect(!FileManager.default.fileExists(atPath: staleSender), "senders add left a stale temporary file in senders/")
         try Self.leftover(staleSender)
@@ -339,14 +359,19 @@ extension HardeningRoundThreeTests {
         ("HOME", "home"), ("HOME", "ABSOLUTE\n"),
     ]
 
-    @Test("a relative HOME or KINDLY_PUSH_KEYRING_DIR, or one with a line break, is a usage error and nothing is written", arguments: badLocations)
+    @Test(
+        "a relative HOME or KINDLY_PUSH_KEYRING_DIR, or one with a line break, is a usage error and nothing is written",
+        arguments: badLocations)
     func badKeyringLocation(_ variable: String, _ value: String) throws {
         let folder = try KeyFolder()
         let work = folder.url.appendingPathComponent("work")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        var environment = ["KINDLY_PUSH_KEYRING_DIR": "", variable: value.replacingOccurrences(of: "ABSOLUTE", with: work.path)]
-        if variable == "HOME" { environment["XDG_DATA_HOME"] = "" }
-        for arguments in [["keygen", "--keyring", "file"], ["keys", "list", "--keyring", "file"], ["senders", "add", "--keyring", "file", "--public-key", SenderKey.generate().publicKey.base64URL]] {
+        var environment = ["KINDLY_PUSH_KEYRING_DIR": "", "XDG_DATA_HOME": ""]
+        environment[variable] = value.replacingOccurrences(of: "ABSOLUTE", with: work.path)
+        for arguments in [
+            ["keygen", "--keyring", "file"], ["keys", "list", "--keyring", "file"],
+            ["senders", "add", "--keyring", "file", "--public-key", SenderKey.generate().publicKey.base64URL],
+        ] {
             let output = try HardeningTests.shell(#"cd "$1" && shift && exec "$0" "$@""#, [work.path] + arguments, environment: environment)
             #expect(output.status == 64, "\(arguments): \(output.stderr)")
             #expect(output.stderr.hasPrefix("kindly-push: usage: \(variable) "), "\(arguments): \(output.stderr)")
@@ -375,7 +400,7 @@ extension HardeningRoundThreeTests {
         let cat = Process()
         cat.executableURL = URL(fileURLWithPath: "/bin/sh")
         cat.arguments = ["-c", #"exec cat "$0" > "$1""#, fifo, received]
-        try cat.run()
+        try Self.withSignalsUnblocked { try cat.run() }
         let intoFIFO = try CLI.run(["decrypt", "--key-file", key.keyFile, "--output", fifo], stdin: push, timeLimit: 10)
         #expect(intoFIFO.status == 0, "\(intoFIFO.stderr)")
         let deadline = Date().addingTimeInterval(10)
@@ -389,7 +414,7 @@ extension HardeningRoundThreeTests {
         let device: String
         if HardeningTests.isRoot {
             device = key.url.appendingPathComponent("null").path
-            #expect(mknod(device, S_IFCHR | 0o600, makedev(1, 3)) == 0)
+            #expect(mknod(device, S_IFCHR | 0o600, (1 << 8) | 3) == 0)  // makedev(1, 3), a macro Swift does not import
         } else {
             device = "/dev/null"
         }

@@ -119,13 +119,19 @@ extension FileKeyring {
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         let marked = try isMarkedPinned()
         guard try checkSendersFolderIsNoLink() else {
-            if marked { throw .io("\(sendersFolder) is missing, but \(pinnedModeMarker) says this keyring pins sender keys: the pins cannot be read") }
+            if marked {
+                throw .io(
+                    "\(sendersFolder) is missing, but \(pinnedModeMarker) says this keyring pins sender keys: the pins cannot be read")
+            }
             return []
         }
         do throws(PrivateFileError) {
             try PrivateFile.checkPrivateFolder(sendersFolder)
         } catch .missing {
-            if marked { throw .io("\(sendersFolder) is missing, but \(pinnedModeMarker) says this keyring pins sender keys: the pins cannot be read") }
+            if marked {
+                throw .io(
+                    "\(sendersFolder) is missing, but \(pinnedModeMarker) says this keyring pins sender keys: the pins cannot be read")
+            }
             return []
         } catch {
             throw .io(error.description)

@@ -66,7 +66,7 @@ public struct FileKeyring: Keyring {
     /// named with one is a mistake of quoting, never meant).
     package static func locationProblem(_ value: String, variable: String) -> String? {
         if value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
-            return "\(variable) holds a line break; set it to the folder's absolute path without one"
+            return "\(variable) holds a line break ('\(value)'); set it to the folder's absolute path without one"
         }
         guard value.utf8.first == UInt8(ascii: "/") else {
             return "\(variable) is not an absolute path ('\(value)'); keys are never placed relative to the current folder"
