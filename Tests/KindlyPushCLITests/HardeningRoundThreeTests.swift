@@ -177,16 +177,20 @@ extension HardeningRoundThreeTests {
     }
 
     /// A running `decrypt --jsonl` or `seal --jsonl` with `--output FOLDER/NAME` and the fallback
-    /// forced, fed one line; made once its hidden temporary file exists.
+    /// forced, fed one line; made once its hidden temporary file exists. Started with
+    /// posix_spawn, not Process: with no signal blocked and SIGTERM, SIGINT and SIGHUP at their
+    /// default (the test runner's threads block them, and a child inherits that mask), and
+    /// waited for with waitpid (Process could miss the end of a child killed while many others
+    /// end).
     final class OutputRun {
-        let process = Process()
-        let input = Pipe()
+        let pid: pid_t
+        let input: Int32
         let output: String
+        private(set) var signalled: Int32?
 
         init(_ command: String, key: KeyFolder, name: String = "out.jsonl") throws {
             output = key.url.appendingPathComponent(name).path
             let before = HardeningRoundThreeTests.hiddenFiles(in: key.url)
-            process.executableURL = CLI.binary
             let line: String
             let arguments: [String]
             if command == "decrypt" {
@@ -196,29 +200,74 @@ extension HardeningRoundThreeTests {
                 arguments = ["seal", "--jsonl", "--public-key", key.key.publicKey.base64URL, "--output", output]
                 line = HardeningRoundThreeTests.plaintext
             }
-            process.arguments = arguments
-            process.environment = HardeningRoundThreeTests.fallback(key.url)
-            process.standardInput = input
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try HardeningRoundThreeTests.withSignalsUnblocked { try process.run() }
-            input.fileHandleForWriting.write(Data((line + "\n").utf8))
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw CocoaError(.fileWriteUnknown) }
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            var none = sigset_t()
+            sigemptyset(&none)
+            posix_spawnattr_setsigmask(&attributes, &none)
+            var defaults = sigset_t()
+            sigemptyset(&defaults)
+            for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+            posix_spawnattr_setsigdefault(&attributes, &defaults)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+            let argv = ([CLI.binary.path] + arguments).map { strdup($0) } + [nil]
+            let envp = HardeningRoundThreeTests.fallback(key.url).map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { for pointer in argv + envp { free(pointer) } }
+            var pid: pid_t = 0
+            let spawned = posix_spawn(&pid, CLI.binary.path, &actions, &attributes, argv, envp)
+            close(ends[0])
+            guard spawned == 0 else {
+                close(ends[1])
+                throw CocoaError(.executableLoad)
+            }
+            self.pid = pid
+            input = ends[1]
+            let bytes = Array((line + "\n").utf8)
+            _ = bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
             let deadline = Date().addingTimeInterval(10)
             while HardeningRoundThreeTests.hiddenFiles(in: key.url).count <= before.count, Date() < deadline { usleep(5_000) }
             // The line is read and its result written into the file.
             usleep(200_000)
         }
 
-        func stop(_ signal: Int32) {
-            kill(process.processIdentifier, signal)
-            process.waitUntilExit()
-            try? input.fileHandleForWriting.close()
+        /// Waits for the end (SIGKILL past 10 s); the exit status, or nil when a signal ended it
+        /// (then in ``signalled``).
+        @discardableResult
+        func wait() -> Int32? {
+            var status: Int32 = 0
+            let deadline = Date().addingTimeInterval(10)
+            while waitpid(pid, &status, WNOHANG) == 0 {
+                if Date() > deadline { kill(pid, SIGKILL) }
+                usleep(5_000)
+            }
+            // WIFSIGNALED / WEXITSTATUS, which Swift does not import.
+            let signal = status & 0x7F
+            if signal != 0 {
+                signalled = signal
+                return nil
+            }
+            return (status >> 8) & 0xFF
         }
 
-        func finish() -> Int32 {
-            try? input.fileHandleForWriting.close()
-            process.waitUntilExit()
-            return process.terminationStatus
+        func stop(_ signal: Int32) {
+            kill(pid, signal)
+            wait()
+            close(input)
+        }
+
+        func finish() -> Int32? {
+            close(input)
+            return wait()
         }
     }
 
@@ -232,8 +281,7 @@ extension HardeningRoundThreeTests {
         let run = try OutputRun(command, key: key)
         try #require(Self.hiddenFiles(in: key.url).count == 1, "the fallback made no hidden file")
         run.stop(signal)
-        #expect(run.process.terminationReason == .uncaughtSignal)
-        #expect(run.process.terminationStatus == signal)
+        #expect(run.signalled == signal, "it did not die of the signal")
         #expect(Self.hiddenFiles(in: key.url) == [])
         #expect(!FileManager.default.fileExists(atPath: run.output))
     }
