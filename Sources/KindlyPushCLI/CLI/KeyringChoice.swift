@@ -108,7 +108,8 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         return KindlyPushDecryption(keyring: try forDecryption(arguments, environment: environment), pinnedSenderKeys: pinned)
     }
 
-    /// `--key-file` or `--keyring`; keys are loaded once per run per kid, pinned sender keys once.
+    /// `--key-file` or `--keyring`; keys are loaded once per run per kid and pinned sender keys
+    /// once, and changes made to the keyring by other processes are followed within 1 s.
     package static func forDecryption(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Keyring {
         if let path = arguments.value("--key-file") {
             guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
