@@ -89,7 +89,8 @@ let package = Package(
         // alone, so that a one-shot run loads neither Foundation nor ICU.
         .target(
             name: "KindlyPushBase",
-            dependencies: ["KindlyPushCore"],
+            // CProcessGuard: the temporary files of writes, removed on SIGTERM, SIGINT, SIGHUP.
+            dependencies: ["KindlyPushCore", "CProcessGuard"],
             swiftSettings: strictSettings
         ),
         // The public library: KindlyPushBase re-exported, and what needs Foundation (`Data` and

@@ -3,9 +3,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int kp_hold_standard_streams(void) {
@@ -80,4 +87,139 @@ int kp_install_crash_handlers(void) {
     }
     return 0;
 #endif
+}
+
+// MARK: Temporary files removed on SIGTERM, SIGINT and SIGHUP
+
+// A slot is free (0), being filled (1) or holds a path to remove (2). The handler reads only
+// slots in state 2, whose path is complete: it was written before the state was stored.
+static char temporary_paths[KP_TEMPORARY_FILE_SLOTS][PATH_MAX];
+static atomic_int temporary_states[KP_TEMPORARY_FILE_SLOTS];
+// Registrations under way, and whether a handler started: with both sequentially consistent,
+// either a registration sees `terminating` and backs out, or the handler sees it under way and
+// waits for it (Dekker's handshake), so no file is made after the handler's sweep.
+static atomic_int temporary_registering;
+static atomic_int temporary_terminating;
+static const int temporary_signals[] = {SIGTERM, SIGINT, SIGHUP};
+static pthread_once_t temporary_handlers_once = PTHREAD_ONCE_INIT;
+
+// Async-signal-safe: atomics, nanosleep, unlink, sigaction, sigprocmask, raise, _exit.
+static void remove_temporary_files(int signal) {
+    atomic_store(&temporary_terminating, 1);
+    // A registration under way on another thread finishes in microseconds; wait for it (at most
+    // about 1 s, should that thread be stopped).
+    for (int waited = 0; waited < 1000 && atomic_load(&temporary_registering) > 0; waited++) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    for (int index = 0; index < KP_TEMPORARY_FILE_SLOTS; index++) {
+        if (atomic_load(&temporary_states[index]) == 2) unlink(temporary_paths[index]);
+    }
+    // Die of the signal, as without this handler.
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(signal, &action, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signal);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(signal);
+    _exit(128 + signal);
+}
+
+static void install_temporary_handlers(void) {
+    for (size_t index = 0; index < sizeof temporary_signals / sizeof temporary_signals[0]; index++) {
+        struct sigaction current;
+        if (sigaction(temporary_signals[index], NULL, &current) != 0) continue;
+        if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) continue;
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = remove_temporary_files;
+        // The other two wait while one runs: the files are removed once, then the process dies.
+        sigemptyset(&action.sa_mask);
+        for (size_t other = 0; other < sizeof temporary_signals / sizeof temporary_signals[0]; other++) {
+            sigaddset(&action.sa_mask, temporary_signals[other]);
+        }
+        action.sa_flags = SA_RESTART;
+        sigaction(temporary_signals[index], &action, NULL);
+    }
+}
+
+int kp_temporary_file_create(char *template_path, int *slot) {
+    *slot = -1;
+    size_t length = strlen(template_path);
+    if (length >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    pthread_once(&temporary_handlers_once, install_temporary_handlers);
+    // Not interrupted by the handler on this thread between mkstemp and the registration.
+    sigset_t blocked, previous;
+    sigemptyset(&blocked);
+    for (size_t index = 0; index < sizeof temporary_signals / sizeof temporary_signals[0]; index++) {
+        sigaddset(&blocked, temporary_signals[index]);
+    }
+    pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+    atomic_fetch_add(&temporary_registering, 1);
+    int descriptor = -1;
+    int code = 0;
+    int chosen = -1;
+    if (atomic_load(&temporary_terminating)) {
+        code = EINTR;
+        goto done;
+    }
+    for (int index = 0; index < KP_TEMPORARY_FILE_SLOTS; index++) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&temporary_states[index], &expected, 1)) {
+            chosen = index;
+            break;
+        }
+    }
+    if (chosen < 0) {
+        code = EMFILE;
+        goto done;
+    }
+    char original[PATH_MAX];
+    memcpy(original, template_path, length + 1);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        memcpy(template_path, original, length + 1);
+        descriptor = mkostemp(template_path, O_CLOEXEC);
+        if (descriptor < 0) {
+            code = errno;
+            break;
+        }
+        // Registered at once, before the lock can wait: a signal now removes it.
+        memcpy(temporary_paths[chosen], template_path, length + 1);
+        atomic_store(&temporary_states[chosen], 2);
+        int locked;
+        do {
+            locked = flock(descriptor, LOCK_EX);
+        } while (locked != 0 && errno == EINTR);
+        struct stat status;
+        if (locked == 0 && fstat(descriptor, &status) == 0 && status.st_nlink > 0) break;
+        // Swept by another run between mkstemp and the lock (or the lock failed): again.
+        atomic_store(&temporary_states[chosen], 1);
+        if (locked != 0) unlink(template_path);
+        close(descriptor);
+        descriptor = -1;
+        code = EAGAIN;
+    }
+    if (descriptor < 0) {
+        atomic_store(&temporary_states[chosen], 0);
+    } else {
+        *slot = chosen;
+        code = 0;
+    }
+done:
+    atomic_fetch_sub(&temporary_registering, 1);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    if (descriptor < 0) errno = code;
+    return descriptor;
+}
+
+void kp_temporary_file_forget(int slot) {
+    if (slot < 0 || slot >= KP_TEMPORARY_FILE_SLOTS) return;
+    atomic_store(&temporary_states[slot], 0);
 }

@@ -229,6 +229,37 @@ public struct SecretServiceKeyring: Keyring {
         }
         SenderSecretCache.shared.evict(kid: kid)
     }
+
+    /// The object paths of the collection's device-key and sender-key items (see
+    /// ``Keyring/changeToken()``): the Secret Service gives each new item a new path, and this
+    /// keyring never rewrites an item, so the paths change with every key or pin stored or
+    /// deleted, by any client. Found without loading an item or a secret: a few bus calls within
+    /// the time budget. `nil` when the collection is locked or the service cannot be reached.
+    public func changeToken() -> KeyringChangeToken? {
+        do throws(KeyringError) {
+            let operation = try Operation(self, "read what the keyring holds")
+            guard let collection = try operation.unlockedCollection() else { return KeyringChangeToken([]) }
+            var bytes: [UInt8] = []
+            for schema in [kps_schema(), kps_sender_schema()] {
+                let attributes = Attributes([])
+                let paths = try operation.call("search the keyring") { error in
+                    kps_collection_search_schema_paths(collection.pointer, schema, attributes.table, operation.deadline.cancellable, error)
+                }
+                defer { g_strfreev(paths) }
+                var names: [String] = []
+                var index = 0
+                while let path = paths?[index] {
+                    names.append(String(cString: path))
+                    index += 1
+                }
+                for name in names.sorted() { bytes += Array(name.utf8) + [0] }
+                bytes.append(1)
+            }
+            return KeyringChangeToken(bytes)
+        } catch {
+            return nil
+        }
+    }
 }
 
 // MARK: - One operation

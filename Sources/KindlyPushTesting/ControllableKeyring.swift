@@ -93,4 +93,9 @@ public final class ControllableKeyring: Keyring {
         if let failure { throw failure }
         try inner.unpinSender(sid)
     }
+
+    /// The inner keyring's token, or `nil` (cannot tell) while a failure is injected.
+    public func changeToken() -> KeyringChangeToken? {
+        failure == nil ? inner.changeToken() : nil
+    }
 }

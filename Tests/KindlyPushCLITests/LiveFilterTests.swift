@@ -14,9 +14,11 @@ struct LiveFilterTests {
         let input = Pipe()
         let output = Pipe()
 
-        init(_ arguments: [String]) throws {
+        /// Runs the binary with `arguments`, in `environment` when one is given (else this process's).
+        init(_ arguments: [String], environment: [String: String]? = nil) throws {
             process.executableURL = CLI.binary
             process.arguments = arguments
+            if let environment { process.environment = environment }
             process.standardInput = input
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice

@@ -22,4 +22,25 @@ int kp_make_undumpable(void);
 /// Returns 0 or errno.
 int kp_install_crash_handlers(void);
 
+/// How many temporary files may be registered at once (kp_temporary_file_create).
+#define KP_TEMPORARY_FILE_SLOTS 64
+
+/// Creates a hidden temporary file from `template_path` (a path ending in "XXXXXX", which is
+/// replaced in place, as mkstemp does): mode 0600, close-on-exec, opened for reading and
+/// writing, with an exclusive flock held on it (so that a sweep of leftovers, which takes the
+/// lock first, never removes it: a file swept between its creation and its lock is made again).
+/// The path is registered in a fixed table: if the process is then ended by SIGTERM, SIGINT or
+/// SIGHUP, a handler (async-signal-safe: unlink(2) on each registered path, then death by the
+/// same signal) removes the file. The handlers are installed on the first call, for each of the
+/// three signals whose disposition is the default one (an ignored signal stays ignored, and a
+/// handler of the host program is left alone).
+///
+/// Returns the descriptor and sets `*slot` (to pass to kp_temporary_file_forget), or returns -1
+/// with errno set (EMFILE when the table is full: the file is then not made).
+int kp_temporary_file_create(char *template_path, int *slot);
+
+/// Forgets the registered file of `slot` (after it was renamed into place or removed); a
+/// negative slot is ignored.
+void kp_temporary_file_forget(int slot);
+
 #endif

@@ -20,7 +20,8 @@ internal import KindlyPushCore
 /// The keyring is asked on every push, for the push's key and for the pinned sender keys. A
 /// ``FileKeyring`` answers by reading its files each time (a key file read, parsed and checked
 /// per push), so a reader that serves more than one push should wrap it in ``CachingKeyring``,
-/// which loads each key once and reads the pins once, as `kindly-push decrypt` does.
+/// which loads each key once and reads the pins once, as `kindly-push decrypt` does, and still
+/// follows keys deleted and pins added or removed by other processes within a second.
 ///
 /// Decrypting from many threads at once is safe: the type holds a `Sendable` keyring and the
 /// pinned keys (values), and the cache of second shared secrets it shares is behind a lock.

@@ -17,9 +17,19 @@ internal import KindlyPushCore
 /// - One look-up at a time reaches the underlying keyring: a thread that needs a key while
 ///   another is asking waits for that answer and then reads the caches, so N threads (`--jobs N`)
 ///   facing a keyring that hangs wait one time budget together, not N.
-/// - The pinned sender keys are read once; pins added or removed through this keyring refresh the
-///   remembered list, pins changed elsewhere are seen by the next run. Reading them goes through
-///   the same breaker: while it is open they fail at once, and a time-out reading them opens it.
+/// - The pinned sender keys are read once and remembered; pins added or removed through this
+///   keyring refresh the remembered list. Reading them goes through the same breaker: while it is
+///   open they fail at once, and a time-out reading them opens it.
+/// - Changes made elsewhere (another process's `senders add`, `senders delete`, `keys delete`)
+///   are followed: at most every `changeCheckInterval` (0.5 s by default), on the first look-up
+///   after it, the keyring's ``Keyring/changeToken()`` is read and compared with the last one.
+///   When it differs, or the keyring cannot give one (`nil`: no fingerprint, a failed reading, an
+///   open breaker), every remembered key, pin and failure is dropped (the keys' secure storage is
+///   wiped as it is released, and their entries in the cache of version 2 secrets go too) and
+///   the keyring is read again. So a long-running reader applies a pin or key change within
+///   about `changeCheckInterval` plus one reading, never later, and a keyring it cannot watch is
+///   re-read, never trusted stale. A look-up that began before a drop does not put its answer
+///   back. Between checks a remembered key costs one dictionary look-up and one clock reading.
 public final class CachingKeyring: Keyring {
     /// The keyring asked on a miss.
     public let base: any Keyring
@@ -27,6 +37,8 @@ public final class CachingKeyring: Keyring {
     package let failureLifetime: Duration
     /// How long look-ups fail at once after the keyring could not be reached.
     package let retryInterval: Duration
+    /// How often, at most, the keyring's change token is read to follow changes made elsewhere.
+    package let changeCheckInterval: Duration
     private let clock: any KindlyClock
 
     private struct Failure: Sendable {
@@ -38,39 +50,57 @@ public final class CachingKeyring: Keyring {
         var keys: [KeyID: DeviceKey] = [:]
         var failures: [KeyID: Failure] = [:]
         var outage: Failure?
+        var senders: [PinnedSender]?
+        /// Counts the drops: an answer asked for before the last drop is not kept.
+        var generation: UInt64 = 0
+        /// The change token of the last check; `nil` before the first and when none could be had.
+        var token: KeyringChangeToken?
+        var nextCheck: ContinuousClock.Instant
+        var checking = false
     }
 
-    private let state = Locked(State())
-    private let senders = Locked<[PinnedSender]?>(nil)
+    private let state: Locked<State>
     /// Held while the underlying keyring is asked, so that one look-up at a time reaches it.
     private let lookups = Locked(())
 
     public var name: String { base.name }
 
-    /// A cache in front of `base`, remembering failures for 3 s.
+    /// A cache in front of `base`, remembering failures for 3 s and following changes made
+    /// elsewhere within 0.5 s.
     public convenience init(_ base: any Keyring) {
-        self.init(base, failureLifetime: .seconds(3), retryInterval: .seconds(3), clock: SystemKindlyClock())
+        self.init(
+            base, failureLifetime: .seconds(3), retryInterval: .seconds(3), changeCheckInterval: .milliseconds(500),
+            clock: SystemKindlyClock())
     }
 
     /// A cache in front of `base` with the given lifetimes, reading time from `clock`.
-    package init(_ base: any Keyring, failureLifetime: Duration, retryInterval: Duration, clock: any KindlyClock) {
+    package init(
+        _ base: any Keyring, failureLifetime: Duration, retryInterval: Duration, changeCheckInterval: Duration = .milliseconds(500),
+        clock: any KindlyClock
+    ) {
         self.base = base
         self.failureLifetime = failureLifetime
         self.retryInterval = retryInterval
+        self.changeCheckInterval = changeCheckInterval
         self.clock = clock
+        // The first check comes one interval after the start and drops what was read before it
+        // (there is no earlier token to compare with): a one-shot run never reads a token.
+        state = Locked(State(nextCheck: clock.now + changeCheckInterval))
     }
 
     public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
         if let known = remembered(kid) { return try known.get() }
         return try lookups.withLock { (_) throws(KeyringError) -> DeviceKey in
             // Another thread may have had the answer while this one waited.
-            if let known = remembered(kid) { return try known.get() }
+            if let known = remembered(kid, checking: false) { return try known.get() }
+            let generation = state.withLock { $0.generation }
             let key: DeviceKey
             do throws(KeyringError) {
                 key = try base.key(for: kid)
             } catch {
                 let now = clock.now
                 state.withLock { state in
+                    guard state.generation == generation else { return }
                     if case .unreachable = error {
                         state.outage = Failure(error: error, until: now + retryInterval)
                     } else {
@@ -80,6 +110,7 @@ public final class CachingKeyring: Keyring {
                 throw error
             }
             state.withLock { state in
+                guard state.generation == generation else { return }
                 state.keys[kid] = key
                 state.failures[kid] = nil
                 state.outage = nil
@@ -88,19 +119,84 @@ public final class CachingKeyring: Keyring {
         }
     }
 
-    /// The key, or the failure, that the caches hold for `kid` now; `nil` when the keyring must be asked.
-    private func remembered(_ kid: KeyID) -> Result<DeviceKey, KeyringError>? {
-        state.withLock { state in
-            if let key = state.keys[kid] { return .success(key) }
-            // The clock is read only on a miss: a loaded key costs one dictionary look-up.
-            let now = clock.now
-            if let outage = state.outage, now < outage.until { return .failure(outage.error) }
-            if let failure = state.failures[kid] {
-                if now < failure.until { return .failure(failure.error) }
-                state.failures[kid] = nil
-            }
-            return nil
+    /// The key, or the failure, that the caches hold for `kid` now; `nil` when the keyring must
+    /// be asked. First follows changes made elsewhere when a check is due (and `checking`).
+    private func remembered(_ kid: KeyID, checking: Bool = true) -> Result<DeviceKey, KeyringError>? {
+        enum Answer {
+            case due
+            case known(Result<DeviceKey, KeyringError>?)
         }
+        let answer = state.withLock { state -> Answer in
+            // One clock reading per look-up: a loaded key costs that and one dictionary look-up.
+            let now = clock.now
+            if checking, !state.checking, now >= state.nextCheck {
+                state.checking = true
+                return .due
+            }
+            return .known(Self.lookUp(kid, in: &state, now: now))
+        }
+        switch answer {
+        case .known(let result):
+            return result
+        case .due:
+            followChanges()
+            return state.withLock { state in Self.lookUp(kid, in: &state, now: clock.now) }
+        }
+    }
+
+    /// What `state` holds for `kid` at `now` (an expired failure is forgotten).
+    private static func lookUp(_ kid: KeyID, in state: inout State, now: ContinuousClock.Instant) -> Result<DeviceKey, KeyringError>? {
+        if let key = state.keys[kid] { return .success(key) }
+        if let outage = state.outage, now < outage.until { return .failure(outage.error) }
+        if let failure = state.failures[kid] {
+            if now < failure.until { return .failure(failure.error) }
+            state.failures[kid] = nil
+        }
+        return nil
+    }
+
+    /// Reads the keyring's change token and drops everything remembered when it is not the last
+    /// one (or there is none). Called by the one thread that found a check due.
+    private func followChanges() {
+        let inOutage = state.withLock { state in state.outage.map { clock.now < $0.until } ?? false }
+        // An open breaker means the keyring does not answer: no token, so nothing stays cached.
+        let token = inOutage ? nil : base.changeToken()
+        let dropped = state.withLock { state -> (kids: [KeyID], sids: [SenderID]) in
+            defer {
+                state.checking = false
+                state.nextCheck = clock.now + changeCheckInterval
+            }
+            if let token, token == state.token { return ([], []) }
+            state.token = token
+            return Self.drop(&state)
+        }
+        Self.evictSecrets(dropped)
+    }
+
+    /// Forgets every key, pin and failure (the keys' storage is wiped as it is released).
+    private static func drop(_ state: inout State) -> (kids: [KeyID], sids: [SenderID]) {
+        let dropped = (kids: Array(state.keys.keys), sids: state.senders?.map(\.sid) ?? [])
+        state.keys = [:]
+        state.failures = [:]
+        state.senders = nil
+        state.generation &+= 1
+        return dropped
+    }
+
+    /// Wipes the version 2 secrets of the dropped keys and pins.
+    private static func evictSecrets(_ dropped: (kids: [KeyID], sids: [SenderID])) {
+        for kid in dropped.kids { SenderSecretCache.shared.evict(kid: kid) }
+        for sid in dropped.sids { SenderSecretCache.shared.evict(sid: sid) }
+    }
+
+    /// Follows changes made elsewhere when a check is due.
+    private func followChangesIfDue() {
+        let due = state.withLock { state -> Bool in
+            guard !state.checking, clock.now >= state.nextCheck else { return false }
+            state.checking = true
+            return true
+        }
+        if due { followChanges() }
     }
 
     public func store(_ key: DeviceKey, label: String) throws(KeyringError) {
@@ -114,22 +210,30 @@ public final class CachingKeyring: Keyring {
 
     public func delete(_ kid: KeyID) throws(KeyringError) {
         try base.delete(kid)
-        // Evicted after the delete: a look-up racing it cannot put the key back for good.
-        state.withLock { _ = $0.keys.removeValue(forKey: kid) }
+        // Evicted after the delete, and a look-up racing it does not put the key back.
+        state.withLock { state in
+            state.keys[kid] = nil
+            state.generation &+= 1
+        }
         SenderSecretCache.shared.evict(kid: kid)
     }
 
     /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         try base.pinSender(key, label: label)
-        senders.withLock { $0 = nil }
+        state.withLock { state in
+            state.senders = nil
+            state.generation &+= 1
+        }
     }
 
     /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
-        if let pinned = senders.withLock({ $0 }) { return pinned }
+        followChangesIfDue()
+        if let pinned = state.withLock({ $0.senders }) { return pinned }
         return try lookups.withLock { (_) throws(KeyringError) -> [PinnedSender] in
-            if let pinned = senders.withLock({ $0 }) { return pinned }
+            let (cached, generation) = state.withLock { ($0.senders, $0.generation) }
+            if let cached { return cached }
             let now = clock.now
             if let outage = state.withLock({ $0.outage }), now < outage.until { throw outage.error }
             let pinned: [PinnedSender]
@@ -137,11 +241,15 @@ public final class CachingKeyring: Keyring {
                 pinned = try base.pinnedSenders()
             } catch {
                 if case .unreachable = error {
-                    state.withLock { $0.outage = Failure(error: error, until: now + retryInterval) }
+                    state.withLock { state in
+                        if state.generation == generation { state.outage = Failure(error: error, until: now + retryInterval) }
+                    }
                 }
                 throw error
             }
-            senders.withLock { $0 = pinned }
+            state.withLock { state in
+                if state.generation == generation { state.senders = pinned }
+            }
             return pinned
         }
     }
@@ -149,7 +257,15 @@ public final class CachingKeyring: Keyring {
     /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
         try base.unpinSender(sid)
-        senders.withLock { $0 = nil }
+        state.withLock { state in
+            state.senders = nil
+            state.generation &+= 1
+        }
         SenderSecretCache.shared.evict(sid: sid)
+    }
+
+    /// The base keyring's token (see ``Keyring/changeToken()``).
+    public func changeToken() -> KeyringChangeToken? {
+        base.changeToken()
     }
 }

@@ -9,6 +9,14 @@ internal import KindlyPushCore
 /// "created"}`. The files and the folder have the device keys' permissions (0600 and 0700, looser
 /// ones refused) and are written the same crash-safe way (``PrivateFile``): a pin appears whole
 /// or not at all, and is never overwritten.
+///
+/// The first pin also writes the marker `senders.pinned` in the key folder, which the last
+/// `unpinSender` removes: it records in the keyring itself that its reader is in pinned mode, so
+/// that a `senders` folder that vanished reads as "the pins cannot be read" (the reader trusts
+/// nothing: `untrusted_sender`), never as "no pins" (which would read version 1 again). A `senders` folder that is a symbolic link is refused, as pin files that
+/// are links are. Only canonical names (`SID.json`, the sid in unpadded base64url) are pins:
+/// another spelling of a sid (`TrkPvSnYcmY=.json`) is ignored by the reader, and removed by
+/// ``unpinSender(_:)`` with the pin.
 extension FileKeyring {
     /// The folder of the pinned sender keys.
     public var sendersFolder: String { folder + "/" + FileKeyring.sendersFolderName }
@@ -20,12 +28,78 @@ extension FileKeyring {
         "\(sendersFolder)/\(sid.base64URL).json"
     }
 
+    /// The marker of pinned mode in the key folder (see above).
+    package var pinnedModeMarker: String { folder + "/" + FileKeyring.pinnedModeMarkerName }
+
+    /// The name of ``pinnedModeMarker`` in the key folder.
+    package static let pinnedModeMarkerName = "senders.pinned"
+
+    /// Writes the marker of pinned mode unless it is there.
+    private func markPinned() throws(PrivateFileError) {
+        let text = Array("the pinned sender keys of this keyring are in senders/\n".utf8)
+        do throws(PrivateFileError) {
+            try text.withBytes { (bytes) throws(PrivateFileError) in try PrivateFile.write(bytes, to: pinnedModeMarker) }
+        } catch .exists {}
+    }
+
+    /// Whether the marker of pinned mode is there; throws when that cannot be told.
+    private func isMarkedPinned() throws(KeyringError) -> Bool {
+        var status = stat()
+        if lstat(pinnedModeMarker, &status) == 0 { return true }
+        let code = errno
+        if code == ENOENT { return false }
+        throw .io(PrivateFileError.system(path: pinnedModeMarker, operation: "stat", errno: code).description)
+    }
+
+    /// Refuses a `senders` folder that is a symbolic link (or not a folder); `false` when missing.
+    private func checkSendersFolderIsNoLink() throws(KeyringError) -> Bool {
+        var status = stat()
+        guard lstat(sendersFolder, &status) == 0 else {
+            let code = errno
+            if code == ENOENT { return false }
+            throw .io(PrivateFileError.system(path: sendersFolder, operation: "stat", errno: code).description)
+        }
+        switch status.st_mode & S_IFMT {
+        case S_IFDIR: return true
+        case S_IFLNK: throw .io("\(sendersFolder) is a symbolic link, which the keyring refuses: the pins cannot be read")
+        default: throw .io("\(sendersFolder) is not a folder: the pins cannot be read")
+        }
+    }
+
+    /// The sids of the canonically named pin files in `names`.
+    static func pinnedSIDs(in names: [String]) -> [SenderID] {
+        names.compactMap { name in
+            guard name.hasSuffix(".json"), !name.hasPrefix(".") else { return nil }
+            let stem = String(name.dropLast(5))
+            guard let sid = SenderID(base64: stem), sid.base64URL == stem else { return nil }
+            return sid
+        }
+    }
+
+    /// The other spellings of the file name of an id whose canonical spelling is `canonical`
+    /// (padded base64url; standard base64, padded or not), without those a file cannot have.
+    static func aliasNames(of canonical: String) -> [String] {
+        let padding = String(repeating: "=", count: (4 - canonical.utf8.count % 4) % 4)
+        let standard = String(canonical.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        return Set([canonical + padding, standard, standard + padding]).subtracting([canonical]).filter { !$0.contains("/") }.sorted()
+            .map { $0 + ".json" }
+    }
+
     /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         if let problem = KeyringLabel.problem(with: label) { throw .io("cannot pin the sender key: \(problem)") }
         do throws(PrivateFileError) {
             try PrivateFile.makePrivateFolder(folder)
+            do throws(KeyringError) {
+                _ = try checkSendersFolderIsNoLink()
+            } catch {
+                throw PrivateFileError.malformed(path: sendersFolder, reason: "a symbolic link or not a folder; refused")
+            }
             try PrivateFile.makePrivateFolder(sendersFolder)
+            _ = PrivateFile.removeLeftovers(in: sendersFolder)
+            // The marker before the pin: from then on a vanished senders folder is not "no pins".
+            // (A run killed in between leaves an empty folder: no pins, as before the run.)
+            try markPinned()
             let object = JSONObject([
                 .init(key: KindlyKey.senderID, value: .string(key.sid.base64URL)),
                 .init(key: "public_key", value: .string(key.base64URL)),
@@ -43,26 +117,31 @@ extension FileKeyring {
 
     /// Every pinned sender key, oldest first (see ``Keyring/pinnedSenders()``).
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
+        let marked = try isMarkedPinned()
+        guard try checkSendersFolderIsNoLink() else {
+            if marked {
+                throw .io(
+                    "\(sendersFolder) is missing, but \(pinnedModeMarker) says this keyring pins sender keys: the pins cannot be read")
+            }
+            return []
+        }
         do throws(PrivateFileError) {
             try PrivateFile.checkPrivateFolder(sendersFolder)
         } catch .missing {
+            if marked {
+                throw .io(
+                    "\(sendersFolder) is missing, but \(pinnedModeMarker) says this keyring pins sender keys: the pins cannot be read")
+            }
             return []
         } catch {
             throw .io(error.description)
         }
-        guard let directory = opendir(sendersFolder) else {
-            if errno == ENOENT { return [] }
+        _ = PrivateFile.removeLeftovers(in: sendersFolder)
+        guard let names = PrivateFile.entryNames(in: sendersFolder) else {
+            if errno == ENOENT, !marked { return [] }
             throw .io(PrivateFileError.system(path: sendersFolder, operation: "opendir", errno: errno).description)
         }
-        defer { closedir(directory) }
-        var sids: [SenderID] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasSuffix(".json"), !name.hasPrefix("."), let sid = SenderID(base64: String(name.dropLast(5))) else { continue }
-            sids.append(sid)
-        }
+        let sids = Self.pinnedSIDs(in: names)
         var pinned: [PinnedSender] = []
         for sid in sids {
             let path = senderPath(for: sid)
@@ -82,13 +161,23 @@ extension FileKeyring {
 
     /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
-        let path = senderPath(for: sid)
-        guard unlink(path) == 0 else {
-            if errno == ENOENT { throw .senderNotFound(sid) }
-            throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
+        _ = PrivateFile.removeLeftovers(in: sendersFolder)
+        var removed = false
+        for name in [sid.base64URL + ".json"] + Self.aliasNames(of: sid.base64URL) {
+            let path = "\(sendersFolder)/\(name)"
+            if unlink(path) == 0 {
+                removed = true
+            } else if errno != ENOENT {
+                throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
+            }
         }
+        guard removed else { throw .senderNotFound(sid) }
         PrivateFile.syncFolder(sendersFolder)
         SenderSecretCache.shared.evict(sid: sid)
+        // The last pin gone: the keyring leaves pinned mode.
+        if let names = PrivateFile.entryNames(in: sendersFolder), Self.pinnedSIDs(in: names).isEmpty, unlink(pinnedModeMarker) == 0 {
+            PrivateFile.syncFolder(folder)
+        }
     }
 
     /// A pin file's object: its key, and a `sid` that is the key's and the file name's.

@@ -37,6 +37,7 @@ public struct FileKeyring: Keyring {
     /// ``defaultFolder(environment:)`` with each variable read through `variable`: for an
     /// environment that is not a dictionary (the command line's, which hashes nothing).
     package static func defaultFolder(variable: (String) -> String?) throws(KeyringError) -> String {
+        if let problem = locationProblem(variable: variable) { throw .io(problem) }
         if let folder = variable("KINDLY_PUSH_KEYRING_DIR"), !folder.isEmpty { return folder }
         if let data = variable("XDG_DATA_HOME"), data.utf8.first == UInt8(ascii: "/") { return data + "/kindly-push/keys" }
         guard let home = variable("HOME").flatMap({ $0.isEmpty ? nil : $0 }) ?? PrivateFile.passwordDatabaseHome() else {
@@ -47,6 +48,39 @@ public struct FileKeyring: Keyring {
         return home + "/.local/share/kindly-push/keys"
     }
 
+    /// Why the variable that ``defaultFolder(variable:)`` would place the keyring by
+    /// (`KINDLY_PUSH_KEYRING_DIR`, else `HOME` when `XDG_DATA_HOME` is not absolute) is refused,
+    /// or `nil`.
+    package static func locationProblem(variable: (String) -> String?) -> String? {
+        if let folder = variable("KINDLY_PUSH_KEYRING_DIR"), !folder.isEmpty {
+            return locationProblem(folder, variable: "KINDLY_PUSH_KEYRING_DIR")
+        }
+        if variable("XDG_DATA_HOME")?.utf8.first == UInt8(ascii: "/") { return nil }
+        guard let home = variable("HOME"), !home.isEmpty else { return nil }
+        return locationProblem(home, variable: "HOME")
+    }
+
+    /// Why the folder `value` of the environment variable `variable` is refused for keys, or
+    /// `nil`: it must be an absolute path (a relative one would put keys wherever the command
+    /// happens to run, as ssh refuses a relative IdentityFile), with no line break (a folder
+    /// named with one is a mistake of quoting, never meant).
+    package static func locationProblem(_ value: String, variable: String) -> String? {
+        if value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
+            return "\(variable) holds a line break ('\(value)'); set it to the folder's absolute path without one"
+        }
+        guard value.utf8.first == UInt8(ascii: "/") else {
+            return "\(variable) is not an absolute path ('\(value)'); keys are never placed relative to the current folder"
+        }
+        return nil
+    }
+
+    /// Removes what interrupted writes left in the key folder and in its `senders` folder
+    /// (``PrivateFile/removeLeftovers(in:)``) and returns their paths.
+    @discardableResult
+    func sweep() -> [String] {
+        PrivateFile.removeLeftovers(in: folder) + PrivateFile.removeLeftovers(in: sendersFolder)
+    }
+
     func path(for kid: KeyID) -> String {
         "\(folder)/\(kid.base64URL).json"
     }
@@ -55,7 +89,7 @@ public struct FileKeyring: Keyring {
         if let problem = KeyringLabel.problem(with: label) { throw .io("cannot store the key: \(problem)") }
         do throws(PrivateFileError) {
             try PrivateFile.makePrivateFolder(folder)
-            _ = PrivateFile.removeLeftovers(in: folder)
+            sweep()
             let contents = KeyFile.serialize(
                 key,
                 extra: [
@@ -82,7 +116,7 @@ public struct FileKeyring: Keyring {
         let path = path(for: kid)
         do throws(PrivateFileError) {
             try PrivateFile.checkPrivateFolder(folder)
-            if sweeping { _ = PrivateFile.removeLeftovers(in: folder) }
+            if sweeping { sweep() }
             let contents = try PrivateFile.read(path)
             let parsed = try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try KeyFile.parse(bytes, path: path) }
             guard parsed.key.kid == kid else { throw PrivateFileError.malformed(path: path, reason: "holds another kid") }
@@ -127,23 +161,19 @@ public struct FileKeyring: Keyring {
         } catch {
             throw .io(error.description)
         }
-        listing.removedLeftovers = PrivateFile.removeLeftovers(in: folder)
-        guard let directory = opendir(folder) else {
+        listing.removedLeftovers = sweep()
+        guard let names = PrivateFile.entryNames(in: folder) else {
             let code = errno
             if code == ENOENT { return listing }
             throw .io(PrivateFileError.system(path: folder, operation: "opendir", errno: code).description)
         }
-        var kids: [KeyID] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasSuffix(".json"), !name.hasPrefix("."), let kid = KeyID(base64: String(name.dropLast(5))) else {
-                continue
-            }
-            kids.append(kid)
+        // Canonical names only: another spelling of a kid (padded, standard base64) is not a key.
+        let kids = names.compactMap { name -> KeyID? in
+            guard name.hasSuffix(".json"), !name.hasPrefix(".") else { return nil }
+            let stem = String(name.dropLast(5))
+            guard let kid = KeyID(base64: stem), kid.base64URL == stem else { return nil }
+            return kid
         }
-        closedir(directory)
         for kid in kids.sorted(by: { $0.base64URL < $1.base64URL }) {
             let loaded: (key: DeviceKey, object: JSONObject)
             do throws(KeyringError) {
@@ -171,13 +201,43 @@ public struct FileKeyring: Keyring {
         } catch {
             throw .io(error.description)
         }
-        _ = PrivateFile.removeLeftovers(in: folder)
+        sweep()
         guard unlink(path) == 0 else {
             if errno == ENOENT { throw .notFound(kid) }
             throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
         }
+        // Other spellings of the kid's file name go with it: nothing of the key is left behind.
+        for alias in Self.aliasNames(of: kid.base64URL) { unlink("\(folder)/\(alias)") }
         PrivateFile.syncFolder(folder)
         SenderSecretCache.shared.evict(kid: kid)
+    }
+
+    /// The key folder's and the `senders` folder's identity, type, owner, permissions,
+    /// modification time and names (see ``Keyring/changeToken()``). Keys and pins are only ever
+    /// created and removed, never rewritten, and a file's name is its key's id, so the names tell
+    /// every change that matters; the rest tells a folder replaced or loosened. `nil` when a
+    /// folder cannot be read.
+    public func changeToken() -> KeyringChangeToken? {
+        var bytes: [UInt8] = []
+        for path in [folder, sendersFolder] {
+            var status = stat()
+            guard lstat(path, &status) == 0 else {
+                guard errno == ENOENT else { return nil }
+                bytes.append(0)
+                continue
+            }
+            if status.st_mode & S_IFMT == S_IFLNK, stat(path, &status) != 0 { return nil }
+            let words = [
+                UInt64(status.st_dev), UInt64(status.st_ino), UInt64(status.st_mode), UInt64(status.st_uid),
+                UInt64(bitPattern: Int64(status.st_mtim.tv_sec)), UInt64(bitPattern: Int64(status.st_mtim.tv_nsec)),
+            ]
+            for word in words { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
+            guard status.st_mode & S_IFMT == S_IFDIR else { continue }
+            guard let names = PrivateFile.entryNames(in: path) else { return nil }
+            for name in names.sorted() { bytes += Array(name.utf8) + [0] }
+            bytes.append(1)
+        }
+        return KeyringChangeToken(bytes)
     }
 }
 
@@ -210,5 +270,10 @@ public struct KeyFileKeyring: Keyring {
 
     public func delete(_ kid: KeyID) throws(KeyringError) {
         throw .io("\(path): delete the key file itself")
+    }
+
+    /// Always the same: the one key was read when the keyring was made.
+    public func changeToken() -> KeyringChangeToken? {
+        KeyringChangeToken([])
     }
 }

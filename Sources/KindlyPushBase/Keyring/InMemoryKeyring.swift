@@ -13,6 +13,8 @@ public final class InMemoryKeyring: Keyring {
         var senders: [SenderID: PinnedSender] = [:]
         var isLocked = false
         var lookups = 0
+        /// Counts the stores, deletes, pins and unpins, for ``changeToken()``.
+        var changes: UInt64 = 0
     }
 
     private let state = Locked(State())
@@ -39,6 +41,7 @@ public final class InMemoryKeyring: Keyring {
             if state.keys[key.kid] != nil { return .alreadyExists(key.kid) }
             let entry = KeyringEntry(kid: key.kid, publicKey: key.publicKey, label: label, created: Int64(state.keys.count))
             state.keys[key.kid] = (key, entry)
+            state.changes &+= 1
             return nil
         }
         if let result { throw result }
@@ -59,7 +62,10 @@ public final class InMemoryKeyring: Keyring {
     }
 
     public func delete(_ kid: KeyID) throws(KeyringError) {
-        let removed = state.withLock { $0.keys.removeValue(forKey: kid) != nil }
+        let removed = state.withLock { state in
+            state.changes &+= 1
+            return state.keys.removeValue(forKey: kid) != nil
+        }
         if !removed { throw .notFound(kid) }
         SenderSecretCache.shared.evict(kid: kid)
     }
@@ -70,6 +76,7 @@ public final class InMemoryKeyring: Keyring {
             if state.isLocked { return .locked("in-memory keyring") }
             if state.senders[key.sid] != nil { return .senderAlreadyPinned(key.sid) }
             state.senders[key.sid] = PinnedSender(publicKey: key, label: label, created: Int64(state.senders.count))
+            state.changes &+= 1
             return nil
         }
         if let result { throw result }
@@ -83,8 +90,17 @@ public final class InMemoryKeyring: Keyring {
 
     /// Removes the pinned sender key `sid` (see ``Keyring/unpinSender(_:)``).
     public func unpinSender(_ sid: SenderID) throws(KeyringError) {
-        let removed = state.withLock { $0.senders.removeValue(forKey: sid) != nil }
+        let removed = state.withLock { state in
+            state.changes &+= 1
+            return state.senders.removeValue(forKey: sid) != nil
+        }
         if !removed { throw .senderNotFound(sid) }
         SenderSecretCache.shared.evict(sid: sid)
+    }
+
+    /// Changes with every store, delete, pin and unpin (see ``Keyring/changeToken()``).
+    public func changeToken() -> KeyringChangeToken? {
+        let changes = state.withLock { $0.changes }
+        return KeyringChangeToken(withUnsafeBytes(of: changes) { Array($0) })
     }
 }

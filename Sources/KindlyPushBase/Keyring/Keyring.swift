@@ -15,7 +15,8 @@ internal import KindlyPushCore
 /// The pinning requirements have default implementations for keyrings that cannot hold pinned
 /// keys: they hold none (so their reader is never in pinned mode), pinning fails, and unpinning
 /// finds nothing. A keyring that wraps another must forward all three, or its reader would
-/// leave pinned mode.
+/// leave pinned mode, and ``changeToken()`` too, or a cache in front of it would re-read it on
+/// every check.
 public protocol Keyring: Sendable {
     /// A short name for messages (`file`, `secret-service`, `memory`).
     var name: String { get }
@@ -44,6 +45,38 @@ public protocol Keyring: Sendable {
 
     /// Removes the pinned sender key whose sid is `sid`.
     func unpinSender(_ sid: SenderID) throws(KeyringError)
+
+    /// A cheap fingerprint of which keys and pins the keyring holds now, for a cache in front of
+    /// it (``CachingKeyring``) to notice changes made elsewhere, such as another process's
+    /// `senders delete`: two equal tokens mean that nothing was stored, deleted, pinned or
+    /// unpinned between them. `nil` means the keyring cannot tell now (it keeps no fingerprint,
+    /// or reading it failed): the cache then drops what it holds and reads the keyring again.
+    /// The default implementation returns `nil`.
+    func changeToken() -> KeyringChangeToken?
+}
+
+/// What ``Keyring/changeToken()`` returns: an opaque value that is equal for two readings of a
+/// keyring exactly when nothing changed in between (as far as the keyring can see).
+public struct KeyringChangeToken: Sendable, Hashable {
+    package let bytes: [UInt8]
+
+    /// A token made of `bytes`; keyrings outside this package build one from their own state.
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// A token made of the UTF-8 of `text`.
+    public init(_ text: String) {
+        self.bytes = Array(text.utf8)
+    }
+}
+
+extension Keyring {
+    /// A keyring that keeps no fingerprint cannot tell: a cache in front of it re-reads it on
+    /// every check.
+    public func changeToken() -> KeyringChangeToken? {
+        nil
+    }
 }
 
 /// A stored key's public information. Entries sort oldest first, then by kid, in every keyring.

@@ -1,3 +1,4 @@
+internal import CProcessGuard
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -171,8 +172,13 @@ package enum PrivateFile {
     /// it linked and then unlinked, and a kill between the two leaves a second name, removed the
     /// same way. An existing file at `path` is an error and is left untouched: a key is never
     /// replaced.
+    ///
+    /// Before writing, the temporary files that killed writes left in the folder
+    /// (`.kindly-push-tmp-XXXXXX` whose lock no live writer holds) are removed, so that a key
+    /// file's folder, like a keyring's, never keeps a stray copy of a secret for long.
     static func write(_ contents: UnsafeRawBufferPointer, to path: String) throws(PrivateFileError) {
         let folder = folderName(of: path)
+        _ = removeLeftovers(in: folder, where: isWriteLeftover)
         if usesNamelessFiles, let descriptor = openNameless(in: folder) {
             defer { close(descriptor) }
             try fill(descriptor, with: contents, path: path)
@@ -187,17 +193,13 @@ package enum PrivateFile {
             // Cannot name it here (no /proc): the named temporary file below does the job.
         }
 
-        var template = Array("\(folder)/\(temporaryPrefix)tmp-XXXXXX".utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { throw .system(path: path, operation: "create a temporary file", errno: errno) }
-        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        // Held until the file is renamed or removed: removeLeftovers never takes a live write.
-        _ = flock(descriptor, LOCK_EX)
-        defer { close(descriptor) }
-        let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let temporary = try TemporaryFile(template: "\(folder)/\(temporaryPrefix)tmp-XXXXXX", for: path)
+        let descriptor = temporary.descriptor
+        let temporaryPath = temporary.path
         var committed = false
         defer {
             if !committed { unlink(temporaryPath) }
+            temporary.close()
         }
         try fill(descriptor, with: contents, path: path)
         switch renameWithoutReplacing(temporaryPath, path) {
@@ -221,6 +223,32 @@ package enum PrivateFile {
         syncFolder(folder)
     }
 
+    /// A hidden temporary file (`kp_temporary_file_create`): 0600, locked while it lives (so
+    /// that ``removeLeftovers(in:)`` leaves it alone) and removed if the process is ended by
+    /// SIGTERM, SIGINT or SIGHUP before ``close()``.
+    package struct TemporaryFile {
+        package let descriptor: Int32
+        package let path: String
+        private let slot: Int32
+
+        /// Creates it from `template` (ending in `XXXXXX`); errors name `target`.
+        package init(template: String, for target: String) throws(PrivateFileError) {
+            var bytes = Array(template.utf8CString)
+            var slot: Int32 = -1
+            let descriptor = bytes.withUnsafeMutableBufferPointer { kp_temporary_file_create($0.baseAddress!, &slot) }
+            guard descriptor >= 0 else { throw .system(path: target, operation: "create a temporary file", errno: errno) }
+            self.descriptor = descriptor
+            self.slot = slot
+            path = String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+
+        /// Forgets the file for the signal handler (it was renamed or removed) and closes it.
+        package func close() {
+            kp_temporary_file_forget(slot)
+            _ = Glibc.close(descriptor)
+        }
+    }
+
     private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>?, Int32, UnsafePointer<CChar>?, UInt32) -> Int32
 
     /// glibc's renameat2 (2.28 and later), which the Glibc module does not export.
@@ -237,21 +265,33 @@ package enum PrivateFile {
     /// Removes the temporary files that interrupted writes left in `folder` (names beginning with
     /// ``temporaryPrefix``) and returns their paths. A file whose writer is still at work (it
     /// holds the file's lock) is left alone.
+    /// Whether `name` is that of a temporary file ``write(_:to:)`` makes:
+    /// `.kindly-push-tmp-` and six letters or digits.
+    static func isWriteLeftover(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        let prefix = Array("\(temporaryPrefix)tmp-".utf8)
+        return bytes.count == prefix.count + 6 && bytes.starts(with: prefix) && isTemporarySuffix(bytes.suffix(6))
+    }
+
+    /// Whether `bytes` are six letters or digits, as mkstemp puts in place of `XXXXXX`.
+    package static func isTemporarySuffix(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.count == 6 && bytes.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+    }
+
     package static func removeLeftovers(in folder: String) -> [String] {
-        guard let directory = opendir(folder) else { return [] }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix(temporaryPrefix) { names.append(name) }
-        }
-        closedir(directory)
+        removeLeftovers(in: folder) { $0.hasPrefix(temporaryPrefix) }
+    }
+
+    /// Removes the files of `folder` whose names `isLeftover` accepts, as
+    /// ``removeLeftovers(in:)`` does, and only those of the effective user (the folder may be
+    /// shared, as an `--output` folder is). Returns their paths.
+    package static func removeLeftovers(in folder: String, where isLeftover: (String) -> Bool) -> [String] {
+        guard let names = entryNames(in: folder)?.filter(isLeftover) else { return [] }
         var removed: [String] = []
         for name in names.sorted() {
             let path = "\(folder)/\(name)"
             var status = stat()
-            guard lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFDIR else { continue }
+            guard lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, status.st_uid == geteuid() else { continue }
             if status.st_mode & S_IFMT == S_IFREG {
                 let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
                 guard descriptor >= 0 else { continue }
@@ -262,6 +302,21 @@ package enum PrivateFile {
         }
         if !removed.isEmpty { syncFolder(folder) }
         return removed
+    }
+
+    /// The names in `folder` (without `.` and `..`), in no order; `nil` when it cannot be opened
+    /// (`errno` says why).
+    package static func entryNames(in folder: String) -> [String]? {
+        guard let directory = opendir(folder) else { return nil }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// A new file without a name in `folder` (opened for writing, close-on-exec, mode 0600

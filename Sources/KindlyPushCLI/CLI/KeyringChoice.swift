@@ -54,8 +54,11 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         return "\(keyring.name) keyring\(location)"
     }
 
-    /// The file keyring's folder, or an `io` error when there is no home folder to put it in.
+    /// The file keyring's folder; a `usage` error when the variable that places it is relative
+    /// or holds a line break, an `io` error when there is no home folder to put it in.
     package static func fileFolder(_ environment: CommandEnvironment) throws(CLIError) -> String {
+        // A relative or broken location is the caller's mistake: usage, not io.
+        if let problem = FileKeyring.locationProblem(variable: { environment[$0] }) { throw CLIError(.usage, problem) }
         do throws(KeyringError) {
             return try FileKeyring.defaultFolder { environment[$0] }
         } catch {
@@ -105,7 +108,8 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         return KindlyPushDecryption(keyring: try forDecryption(arguments, environment: environment), pinnedSenderKeys: pinned)
     }
 
-    /// `--key-file` or `--keyring`; keys are loaded once per run per kid, pinned sender keys once.
+    /// `--key-file` or `--keyring`; keys are loaded once per run per kid and pinned sender keys
+    /// once, and changes made to the keyring by other processes are followed within 1 s.
     package static func forDecryption(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Keyring {
         if let path = arguments.value("--key-file") {
             guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }

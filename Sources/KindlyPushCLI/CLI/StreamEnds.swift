@@ -41,67 +41,98 @@ package enum InputFiles {
     }
 }
 
-/// Where the output goes: standard output, or with `--output PATH` a new file (mode 0600) that
-/// replaces PATH only when the run succeeds, so that PATH never holds a partial result.
+/// Where the output goes: standard output (also `--output -`), or with `--output PATH` a new
+/// file (mode 0600) that replaces PATH only when the run succeeds, so that PATH never holds a
+/// partial result. A FIFO or a character device at PATH (`/dev/null`, a terminal) is written
+/// directly, as a shell redirection would: it is never replaced by a file.
 ///
 /// The new file has no name while the run lasts (Linux `O_TMPFILE`): a run that is killed, as a
 /// live filter ended by a signal is, leaves nothing behind. At the end it is linked under a
 /// hidden name beside PATH and renamed over it. Where a nameless file cannot be made or named
 /// (another system, no `/proc`, or `KINDLY_PUSH_TEST_NO_O_TMPFILE=1` for the tests) it is a
-/// hidden named file from the start (`.NAME.kindly-push-XXXXXX`), removed on failure.
+/// hidden named file from the start (`.NAME.kindly-push-XXXXXX`, see
+/// ``PrivateFile/TemporaryFile``): removed on failure and on SIGTERM, SIGINT and SIGHUP, and
+/// locked while its run lives, so that a run killed outright (SIGKILL, a crash) leaves one that
+/// the next `--output` into the same folder removes (``sweep(beside:)``).
 package struct OutputTarget: ~Copyable {
     package let descriptor: Int32
-    /// The named temporary file; nil for standard output and for a nameless file.
-    private let temporaryPath: String?
+    /// The named temporary file; nil for standard output, a nameless file and a direct write.
+    private let temporary: PrivateFile.TemporaryFile?
+    /// PATH when it is replaced at the end; nil for standard output and a direct write.
     private let path: String?
 
-    /// Standard output, or a new file for `path`.
+    /// Standard output, or a new file for `path` (`-` is standard output).
     package init(path: String?) throws(CLIError) {
-        guard let path else {
-            descriptor = STDOUT_FILENO
-            temporaryPath = nil
-            self.path = nil
-            return
+        (descriptor, temporary, self.path) = try Self.open(path)
+    }
+
+    private static func open(_ path: String?) throws(CLIError) -> (Int32, PrivateFile.TemporaryFile?, String?) {
+        guard let path, path != "-" else { return (STDOUT_FILENO, nil, nil) }
+        func failure(_ code: Int32) -> CLIError { CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(code)))") }
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO || status.st_mode & S_IFMT == S_IFCHR {
+            let descriptor = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
+            guard descriptor >= 0 else { throw failure(errno) }
+            return (descriptor, nil, nil)
         }
-        self.path = path
+        sweep(beside: path)
         if PrivateFile.usesNamelessFiles, access("/proc/self/fd", X_OK) == 0,
             let descriptor = PrivateFile.openNameless(in: PrivateFile.folderName(of: path))
         {
-            self.descriptor = descriptor
-            temporaryPath = nil
-        } else {
-            var template = Array(Self.hiddenName(beside: path, suffix: "XXXXXX").utf8CString)
-            let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            guard descriptor >= 0 else {
-                throw CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(errno)))")
-            }
-            self.descriptor = descriptor
-            temporaryPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            // Locked while the run lives, so that a sweep never takes the name it gets at the end.
+            _ = flock(descriptor, LOCK_EX)
+            // O_TMPFILE makes the file 0600 before the umask; say so whatever it did.
+            fchmod(descriptor, 0o600)
+            return (descriptor, nil, path)
         }
-        // mkstemp and O_TMPFILE make the file 0600 before the umask; say so whatever it did.
-        fchmod(descriptor, 0o600)
+        do throws(PrivateFileError) {
+            let file = try PrivateFile.TemporaryFile(template: hiddenName(beside: path, suffix: "XXXXXX"), for: path)
+            fchmod(file.descriptor, 0o600)
+            return (file.descriptor, file, path)
+        } catch {
+            if case .system(_, _, let code) = error { throw failure(code) }
+            throw failure(EIO)
+        }
     }
 
     /// `.NAME.kindly-push-SUFFIX` in PATH's folder: hidden, and never taken for the output.
     private static func hiddenName(beside path: String, suffix: String) -> String {
-        let folder = PrivateFile.folderName(of: path)
-        let name =
-            path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: path.utf8[path.utf8.index(after: $0)...], as: UTF8.self) }
-            ?? path
-        return "\(folder)/.\(name).kindly-push-\(suffix)"
+        "\(PrivateFile.folderName(of: path))/.\(baseName(of: path)).kindly-push-\(suffix)"
+    }
+
+    private static func baseName(of path: String) -> String {
+        path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: path.utf8[path.utf8.index(after: $0)...], as: UTF8.self) } ?? path
+    }
+
+    /// Removes what killed runs left beside PATH's folder: hidden files `.NAME.kindly-push-XXXXXX`
+    /// (any NAME, six letters or digits) that are regular files of this user and whose lock no
+    /// live run holds. Returns their paths.
+    @discardableResult
+    package static func sweep(beside path: String) -> [String] {
+        PrivateFile.removeLeftovers(in: PrivateFile.folderName(of: path)) { name in
+            let bytes = Array(name.utf8)
+            let marker = Array(".kindly-push-".utf8)
+            guard bytes.count > 1 + marker.count + 6, bytes.first == UInt8(ascii: ".") else { return false }
+            return PrivateFile.isTemporarySuffix(bytes.suffix(6)) && Array(bytes.dropLast(6).suffix(marker.count)) == marker
+        }
     }
 
     /// Puts the finished output in place (or leaves standard output as it is); `io` on failure.
     consuming func commit() -> CLIError? {
-        guard let path else { return nil }
-        defer { close(descriptor) }
+        guard let path else {
+            if descriptor != STDOUT_FILENO { close(descriptor) }
+            return nil
+        }
+        defer {
+            if let temporary { temporary.close() } else { close(descriptor) }
+        }
         func failure() -> CLIError { CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(errno)))") }
         guard fsync(descriptor) == 0 else {
             let error = failure()
-            if let temporaryPath { unlink(temporaryPath) }
+            if let temporary { unlink(temporary.path) }
             return error
         }
-        var named = temporaryPath
+        var named = temporary?.path
         if named == nil {
             // linkat cannot replace PATH: link under a fresh hidden name, then rename over PATH.
             let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
@@ -127,25 +158,35 @@ package struct OutputTarget: ~Copyable {
 
     /// Drops the unfinished output: PATH keeps what it held before.
     consuming func abandon() {
-        guard path != nil else { return }
-        close(descriptor)
-        if let temporaryPath { unlink(temporaryPath) }
+        if let temporary {
+            unlink(temporary.path)
+            temporary.close()
+        } else if descriptor != STDOUT_FILENO {
+            close(descriptor)
+        }
     }
 }
 
 /// The one-line progress of a long run on a terminal: count, rate and elapsed time, redrawn a
 /// few times a second on standard error and cleared at the end. Never when standard error is not
-/// a terminal, or with `--quiet`.
+/// a terminal, or with `--quiet`. On a terminal that `TERM=dumb` (or no `TERM`) says knows no
+/// escape sequences, the line is redrawn and cleared with a carriage return and spaces only.
 package struct ProgressLine {
     package let isShown: Bool
     private let start = ContinuousClock.now
     private var lastDraw = ContinuousClock.now
     private var drawn = false
     private let noun: String
+    /// Whether "erase to the end of the line" (`ESC [ K`) may be written.
+    private let erases: Bool
+    /// The length of the last line drawn, which spaces cover where `erases` is false.
+    private var drawnLength = 0
 
     package init(quiet: Bool, noun: String = "lines") {
         isShown = !quiet && isatty(STDERR_FILENO) == 1
         self.noun = noun
+        let term = getenv("TERM").map { String(cString: $0) } ?? ""
+        erases = !term.isEmpty && term != "dumb"
     }
 
     /// Redraws with `count` when the last drawing is at least 0.2 s old.
@@ -157,15 +198,20 @@ package struct ProgressLine {
         let elapsed = now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let rate = seconds > 0 ? Int(Double(count) / seconds) : 0
-        let text = "\r\u{1B}[K\(count) \(noun), \(rate)/s, \(String(Int(seconds * 10) / 10)).\(Int(seconds * 10) % 10) s"
-        write(text)
+        let text = "\(count) \(noun), \(rate)/s, \(String(Int(seconds * 10) / 10)).\(Int(seconds * 10) % 10) s"
+        if erases {
+            write("\r\u{1B}[K" + text)
+        } else {
+            write("\r" + text + String(repeating: " ", count: max(0, drawnLength - text.utf8.count)))
+        }
+        drawnLength = text.utf8.count
         drawn = true
     }
 
     /// Clears the line, leaving the terminal as it was.
     package mutating func clear() {
         guard isShown, drawn else { return }
-        write("\r\u{1B}[K")
+        write(erases ? "\r\u{1B}[K" : "\r" + String(repeating: " ", count: drawnLength) + "\r")
         drawn = false
     }
 

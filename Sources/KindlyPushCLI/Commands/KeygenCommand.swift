@@ -166,6 +166,8 @@ package struct KeysCommand: Command {
     package static let discussion = """
         list prints one JSON object per key: {"kid", "public_key", "label", "created"} (never a
         secret). delete removes the key with that kid; exit 4 (key_unavailable) when there is none.
+        Readers already running on this keyring (decrypt --jsonl, route --jsonl, notify) follow a
+        delete within 1 s: the deleted key's pushes are then key_unavailable.
         A kid that begins with "--" goes after "--": kindly-push keys delete -- --AbCdEfGh.
         """
     package static let options: [OptionSpec] = [SharedOptions.keyring, SharedOptions.verbose, SharedOptions.help]

@@ -16,8 +16,10 @@ package struct SendersCommand: Command {
         mode: only version 2 and version 3 mode_auth pushes from a pinned sender decrypt, and
         version 1 and version 3 mode_base pushes are refused (untrusted_sender). list prints one JSON object per pinned key: {"sid", "public_key",
         "label", "created"}. delete removes the key with that sid; exit 7 (untrusted_sender) when
-        none is pinned. To rotate, add the new key before the backend switches to it, then delete
-        the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.
+        none is pinned. Readers already running on this keyring (decrypt --jsonl, route --jsonl,
+        notify) follow an add or a delete within 1 s: the deleted sender's pushes are then
+        untrusted_sender, and after the first add version 1 pushes are refused. To rotate, add the
+        new key before the backend switches to it, then delete the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.
         """
     package static let options: [OptionSpec] = [
         .value("--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true).only("add"),

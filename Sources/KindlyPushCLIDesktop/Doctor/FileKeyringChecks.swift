@@ -66,11 +66,35 @@ enum FileKeyringChecks {
                 continue
             }
             // Version 2's pinned sender keys live in a folder of their own, 0700 as this one.
-            if name == FileKeyring.sendersFolderName, file.st_mode & S_IFMT == S_IFDIR {
-                lines.append(ownershipCheck("file-keyring", path: path, status: file, wantedMode: 0o700, kind: "folder"))
+            if name == FileKeyring.sendersFolderName {
+                if file.st_mode & S_IFMT == S_IFDIR {
+                    lines.append(ownershipCheck("file-keyring", path: path, status: file, wantedMode: 0o700, kind: "folder"))
+                } else {
+                    let what = file.st_mode & S_IFMT == S_IFLNK ? "is a symbolic link" : "is not a folder"
+                    lines.append(
+                        DoctorCheck(
+                            "file-keyring", .problem,
+                            "\(path) \(what), which the keyring refuses: the pins cannot be read, so no push is trusted (untrusted_sender)",
+                            action: "replace it with a folder (mkdir -m 700 \(path)) holding the pin files", details: [pathDetail]))
+                }
                 continue
             }
-            guard name.hasSuffix(".json"), !name.hasPrefix("."), KeyID(base64: String(name.dropLast(5))) != nil else {
+            if name == FileKeyring.pinnedModeMarkerName {
+                lines.append(
+                    DoctorCheck(
+                        "file-keyring", .ok, "\(path): this keyring pins sender keys (kept until the last senders delete)",
+                        details: [pathDetail]))
+                continue
+            }
+            let stem = String(name.dropLast(5))
+            if name.hasSuffix(".json"), !name.hasPrefix("."), let kid = KeyID(base64: stem), kid.base64URL != stem {
+                lines.append(
+                    DoctorCheck(
+                        "key-file", .warning, "\(path): not the canonical name of kid \(kid) (\(kid).json); the keyring ignores it",
+                        action: "remove it if \(kid).json is there, else rename it to \(kid).json", details: [pathDetail]))
+                continue
+            }
+            guard name.hasSuffix(".json"), !name.hasPrefix("."), KeyID(base64: stem) != nil else {
                 lines.append(
                     DoctorCheck(
                         "key-file", .warning, "\(path): not a key file name (KID.json); the keyring ignores it",

@@ -8,7 +8,7 @@ import Testing
 @Suite("Caching keyring: failures remembered")
 struct CachingKeyringTests {
     static func caching(_ base: any Keyring, _ clock: ManualClock) -> CachingKeyring {
-        CachingKeyring(base, failureLifetime: .seconds(3), retryInterval: .seconds(5), clock: clock)
+        CachingKeyring(base, failureLifetime: .seconds(3), retryInterval: .seconds(5), changeCheckInterval: .seconds(3600), clock: clock)
     }
 
     @Test("a kid that is not there is asked once per failure lifetime, and a key stored meanwhile is found after it")
