@@ -2,7 +2,7 @@ public import KindlyPush
 internal import KindlyPushCore
 
 /// What the de-duplication store claims for one notification, made from a
-/// ``DevicePresentation`` (whose identities the library's handler computes, so that the rule
+/// `DevicePresentation` (whose identities the library's handler computes, so that the rule
 /// is written once): the store keeps only digests of these fields, keyed with its own secret.
 public struct StoreClaim: Sendable, Equatable {
     /// The claim's namespace: a placeholder never takes a message's place (issue 20, point 2).

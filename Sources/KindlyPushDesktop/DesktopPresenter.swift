@@ -1,7 +1,7 @@
 public import KindlyPush
 internal import KindlyPushCore
 
-/// Shows Kindly pushes on a Linux desktop: the library's ``KindlyNotificationHandler`` with two
+/// Shows Kindly pushes on a Linux desktop: the library's `KindlyNotificationHandler` with two
 /// parts plugged in, a ``DesktopNotifier`` (the freedesktop Notifications server) and a
 /// ``Deduplicator`` (the SQLite store).
 ///

@@ -51,7 +51,7 @@ extension SecretServiceKeyring {
     /// KindlyPushDecryption.defaultKeyring = SecretServiceKeyring.automatic()
     /// ```
     ///
-    /// Then ``KindlyPushDecryption/standard``, the static `decrypt(userInfo:)` and the
+    /// Then `KindlyPushDecryption.standard`, the static `decrypt(userInfo:)` and the
     /// notification service's `init()` find the key that a plain `kindly-push keygen` stored.
     /// The Secret Service keyring is in ``collection(environment:)``'s collection on the bus of
     /// `DBUS_SESSION_BUS_ADDRESS` in `environment` (none there: no bus); the file keyring in its

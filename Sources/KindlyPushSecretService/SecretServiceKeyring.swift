@@ -231,7 +231,7 @@ public struct SecretServiceKeyring: Keyring {
     }
 
     /// The object paths of the collection's device-key and sender-key items (see
-    /// ``Keyring/changeToken()``): the Secret Service gives each new item a new path, and this
+    /// `Keyring.changeToken()`): the Secret Service gives each new item a new path, and this
     /// keyring never rewrites an item, so the paths change with every key or pin stored or
     /// deleted, by any client. Found without loading an item or a secret: a few bus calls within
     /// the time budget. `nil` when the collection is locked or the service cannot be reached.

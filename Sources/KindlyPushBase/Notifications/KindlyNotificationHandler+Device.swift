@@ -41,7 +41,7 @@ public struct DevicePresentation: Sendable, Equatable {
     }
 }
 
-/// What a host that launches the app itself does with a tap (``KindlyNotificationHandler/deviceTapped(_:)``).
+/// What a host that launches the app itself does with a tap (``KindlyNotificationHandler/deviceTapped(_:chatId:)``).
 public enum DeviceTap: Sendable, Equatable {
     /// Not Kindly's: not consumed.
     case notKindly
@@ -97,7 +97,7 @@ extension KindlyNotificationHandler {
     }
 
     /// A tap on a notification the device side posted itself, `userInfo` being the push it showed.
-    /// The handler's tap rule decides (``notificationTapped(_:)``); what the system does on iOS
+    /// The handler's tap rule decides (``notificationTapped(_:)-(JSONValue)``); what the system does on iOS
     /// (launch the app for any Kindly notification) is returned as ``DeviceTap/openApp(chatId:)``:
     /// with the chat id of a banner (``DevicePresentation/chatToOpen``), with none for a
     /// placeholder, or when ``openChatOnNotificationTap`` is off.
