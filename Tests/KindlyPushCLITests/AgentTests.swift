@@ -131,7 +131,11 @@ struct AgentTests {
     }
 
     /// Checks dunst's history against the stream: every banner and placeholder once, nothing else.
-    func checkShown(_ items: [Item]) throws {
+    /// Every expected notification shown once, nothing else. `lostAtKill` is how many may be
+    /// missing: the push in flight when the agent was SIGKILLed, when the kill fell between the
+    /// store's claim and the `Notify` request reaching the server (docs/desktop.md, "Ending,
+    /// and being killed"): the store never shows a push twice, so that one is not shown again.
+    func checkShown(_ items: [Item], lostAtKill: Int = 0) throws {
         // dunst displays as many as fit and queues the rest: closing those on screen shows the
         // next ones, so close until none is left (each closed one goes to the history).
         var empty = 0
@@ -150,7 +154,7 @@ struct AgentTests {
         }
         let missing = Set(expected).subtracting(shown).sorted()
         let extra = Set(shown).subtracting(expected).sorted()
-        #expect(missing.isEmpty && extra.isEmpty, "missing \(missing), extra \(extra)")
+        #expect(missing.count <= lostAtKill && extra.isEmpty, "missing \(missing), extra \(extra)")
         #expect(shown.count == Set(shown).count, "shown twice: \(Dictionary(grouping: shown) { $0 }.filter { $0.value.count > 1 }.keys)")
     }
 
@@ -238,7 +242,7 @@ struct AgentTests {
             try FileManager.default.moveItem(atPath: file, toPath: file + ".1")
             _ = FileManager.default.createFile(atPath: file, contents: Data(items[60..<80].map { $0.line + "\n" }.joined().utf8))
             try #require(Self.waitForDecided(second, 80), "\(second.stderr)")
-            try checkShown(items)
+            try checkShown(items, lostAtKill: 1)
             kill(second.process.processIdentifier, SIGINT)
             #expect(second.finish() == 0, "\(second.stderr)")
         }
