@@ -324,4 +324,38 @@ struct AgentTests {
             _ = agent.finish()
         }
     }
+
+    @Test("issue 20, point 1: a running agent refuses a version 1 push within 2 s of the first senders add")
+    func firstPin() async throws {
+        try await DesktopSession.exclusive {
+            var environment = DesktopSession.environment
+            environment["KINDLY_PUSH_KEYRING_DIR"] = keys.url.appendingPathComponent("keyring-first-pin").path
+            func run(_ arguments: [String], _ stdin: String = "") throws -> CLI.Output {
+                let output = try CLI.run(arguments, stdin: stdin, environment: environment)
+                #expect(output.status == 0, "\(arguments): \(output.stderr)")
+                return output
+            }
+            let device = try #require(try JSONValue(parsing: try run(["keygen", "--keyring", "file"]).stdout)["public_key"]?.stringValue)
+            let sender = try JSONValue(
+                parsing: try run(["sender-keygen", "--key-file", keys.url.appendingPathComponent("first-pin-sender.json").path]).stdout)
+            func sealed(_ index: Int) throws -> String {
+                let plain = #"{"chat_id":"f-\#(index)","title":"F\#(marker)-\#(index)","body":"b","message_id":"f-\#(index)"}"#
+                return try run(["seal", "--public-key", device], plain).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let agent = try RunningCLI(
+                ["notify", "--follow", "-", "--keyring", "file", "--state", state, "--verbose"], environment: environment)
+            #expect(agent.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
+            agent.write(try sealed(1) + "\n")
+            try #require(Self.waitForDecided(agent, 1), "\(agent.stderr)")
+            #expect(agent.stderr.contains("banner shown"), "a version 1 push before any pin: \(agent.stderr)")
+            _ = try run(["senders", "add", "--public-key", try #require(sender["public_key"]?.stringValue), "--keyring", "file"])
+            usleep(2_100_000)
+            agent.write(try sealed(2) + "\n")
+            try #require(Self.waitForDecided(agent, 2), "\(agent.stderr)")
+            let last = agent.stderr.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(!last.contains("banner shown"), "a version 1 push still showed a banner after the first pin: \(agent.stderr)")
+            agent.closeInput()
+            _ = agent.finish()
+        }
+    }
 }
