@@ -177,7 +177,7 @@ struct KindlyPushRouterTests {
         let alert: JSONValue = ["alert": ["title": "New message", "body": "Open the app to read it"], "mutable-content": 1]
         return [
             BrokenCase(description: "an empty kindly object", push: ["aps": alert, "kindly": [:]], reason: .unsupportedVersion),
-            BrokenCase(description: "version 4 (no version uses it)", push: TestPushes.editing(sealed, "kindly") { $0["v"] = 4 }, reason: .unsupportedVersion),
+            BrokenCase(description: "version 4", push: TestPushes.editing(sealed, "kindly") { $0["v"] = 4 }, reason: .unsupportedVersion),
             BrokenCase(description: "no ciphertext", push: TestPushes.editing(sealed, "kindly") { $0["ct"] = nil }, reason: .malformed),
             BrokenCase(
                 description: "a ciphertext sealed for another key",
