@@ -13,7 +13,8 @@ let package = Package(
         // no client of the products can see.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .target(name: "KindlyPushCore", dependencies: ["CSodium"]),
-        .target(name: "KindlyPushBase", dependencies: ["KindlyPushCore"]),
+        .target(name: "CProcessGuard"),
+        .target(name: "KindlyPushBase", dependencies: ["KindlyPushCore", "CProcessGuard"]),
         .target(name: "KindlyPush", dependencies: ["KindlyPushBase", "KindlyPushCore"]),
         .target(name: "KindlyPushTesting", dependencies: ["KindlyPush", "KindlyPushCore"]),
         // The libFuzzer entry point (LLVMFuzzerRunDriver), a memfd helper, and libsodium for the

@@ -45,7 +45,8 @@ package struct RedisOptions: Sendable, Equatable {
     package static let specs: [OptionSpec] = [
         .value(
             "--redis", "URL",
-            "Run as a Redis Streams worker: redis://[user:password@]host[:port][/db] or unix://[user:password@]/path/to/socket."),
+            "Run as a Redis Streams worker on URL: redis://HOST[:PORT][/DB] or unix:///PATH, each with an optional USER:PASSWORD@ after the //."
+        ),
         .value("--from", "STREAM", "With --redis, the input stream: each entry's \"doc\" field is one document."),
         .value("--group", "GROUP", "With --redis, the consumer group (created at the start of the input stream when missing)."),
         .value("--to", "STREAM", "With --redis, the output stream: entries {\"doc\": output line, \"in\": input id}."),
