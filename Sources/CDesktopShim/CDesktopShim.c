@@ -92,8 +92,8 @@ gboolean kpd_get_server_information(GDBusConnection *connection, gint timeout_ms
 
 guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 replaces_id, const char *app_icon,
                    const char *summary, const char *body, const char *const *actions, const char *category,
-                   const char *desktop_entry, gint32 expire_timeout, gint timeout_ms, GCancellable *cancellable,
-                   gchar **server, GError **error) {
+                   const char *desktop_entry, const char *stack_tag, gint32 expire_timeout, gint timeout_ms,
+                   GCancellable *cancellable, gchar **server, GError **error) {
     GVariantBuilder action_list;
     g_variant_builder_init(&action_list, G_VARIANT_TYPE("as"));
     for (const char *const *each = actions; each != NULL && *each != NULL; each++) {
@@ -104,6 +104,12 @@ guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 re
     if (category != NULL) g_variant_builder_add(&hints, "{sv}", "category", g_variant_new_string(category));
     if (desktop_entry != NULL) {
         g_variant_builder_add(&hints, "{sv}", "desktop-entry", g_variant_new_string(desktop_entry));
+    }
+    if (stack_tag != NULL) {
+        // dunst's hint: a new notification with the tag (and the app name) of one on screen or
+        // waiting takes its place. (notify-osd's x-canonical-private-synchronous also changes how
+        // it is drawn, so it is not sent.)
+        g_variant_builder_add(&hints, "{sv}", "x-dunst-stack-tag", g_variant_new_string(stack_tag));
     }
     GVariant *parameters = g_variant_new("(susssasa{sv}i)", app_name, replaces_id, app_icon, summary, body,
                                          &action_list, &hints, expire_timeout);

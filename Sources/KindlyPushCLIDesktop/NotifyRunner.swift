@@ -151,7 +151,13 @@ private final class NotifySession {
         // The store, or an in-memory one with one line on standard error: never a lost banner.
         let store: any Deduplicator
         do throws(DeduplicationError) {
-            store = try SQLiteDeduplicator(path: try command.statePath.get())
+            let sqlite = try SQLiteDeduplicator(path: try command.statePath.get())
+            // For the tests: a SIGKILL at an exact point of the Nth claim ("after-claim:N",
+            // "after-post:N"), the two windows of a kill while the server has the request.
+            if let kill = command.environment["KINDLY_PUSH_TEST_KILL"].flatMap(SQLiteDeduplicator.KillPoint.init(_:)) {
+                sqlite.killPoint = kill
+            }
+            store = sqlite
         } catch {
             NotifySession.warnAboutStore(error)
             store = InMemoryDeduplicator()

@@ -60,11 +60,16 @@ public struct StoreSlot: Sendable, Equatable {
     public var chatNotification: UInt32?
     /// The placeholder shown for the same envelope on this server (a banner replaces it).
     public var placeholderNotification: UInt32?
+    /// The `x-dunst-stack-tag` to post with (one per chat, or per placeholder's envelope), so
+    /// that a push presented again after a kill takes the place of its first request, if the
+    /// server drew it; `nil` for none.
+    public var stackTag: String?
 
     /// A slot with these notifications (none by default).
-    public init(chatNotification: UInt32? = nil, placeholderNotification: UInt32? = nil) {
+    public init(chatNotification: UInt32? = nil, placeholderNotification: UInt32? = nil, stackTag: String? = nil) {
         self.chatNotification = chatNotification
         self.placeholderNotification = placeholderNotification
+        self.stackTag = stackTag
     }
 
     /// The `replaces_id` to post with: the envelope's placeholder first, else the chat's banner.

@@ -78,11 +78,15 @@ public final class DesktopNotifier: @unchecked Sendable {
         public var desktopEntry: String?
         /// Milliseconds before the server closes it; -1 is the server's default, 0 never.
         public var expireTimeout: Int32
+        /// The `x-dunst-stack-tag` hint: on a server that reads it, a notification with the tag
+        /// (and app name) of one still on screen or waiting takes its place instead of adding
+        /// one. `nil` for none.
+        public var stackTag: String?
 
         /// A notification with the given fields.
         public init(
             appName: String, summary: String, body: String, replacesID: UInt32 = 0, icon: String = "", actions: [Action] = [],
-            category: String? = nil, desktopEntry: String? = nil, expireTimeout: Int32 = -1
+            category: String? = nil, desktopEntry: String? = nil, expireTimeout: Int32 = -1, stackTag: String? = nil
         ) {
             self.appName = appName
             self.replacesID = replacesID
@@ -93,6 +97,7 @@ public final class DesktopNotifier: @unchecked Sendable {
             self.category = category
             self.desktopEntry = desktopEntry
             self.expireTimeout = expireTimeout
+            self.stackTag = stackTag
         }
     }
 
@@ -243,10 +248,12 @@ public final class DesktopNotifier: @unchecked Sendable {
         let id = withCStringArray(actionStrings) { actions in
             withOptionalCString(notification.category) { category in
                 withOptionalCString(notification.desktopEntry) { desktopEntry in
-                    kpd_notify(
-                        gConnection, notification.appName, notification.replacesID, notification.icon, notification.summary, body,
-                        actions, category, desktopEntry, notification.expireTimeout, budget.milliseconds, budget.cancellable,
-                        &server, &error)
+                    withOptionalCString(notification.stackTag) { stackTag in
+                        kpd_notify(
+                            gConnection, notification.appName, notification.replacesID, notification.icon, notification.summary,
+                            body, actions, category, desktopEntry, stackTag, notification.expireTimeout, budget.milliseconds,
+                            budget.cancellable, &server, &error)
+                    }
                 }
             }
         }

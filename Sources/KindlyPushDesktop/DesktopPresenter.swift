@@ -179,6 +179,7 @@ public final class DesktopPresenter: Sendable {
             if let posted { return posted.id }  // a retry on the in-memory store after the file failed
             var copy = notification
             copy.replacesID = slot.replacesID
+            copy.stackTag = slot.stackTag
             do throws(DesktopNotifierError) {
                 let id = try notifier.notify(copy)
                 posted = (id, slot)

@@ -23,15 +23,17 @@ internal import KindlyPushCore
 ///
 /// ## A kill while the server has the request
 ///
-/// The claim is committed before `Notify` is sent, and the notification id recorded after the
-/// server answered; an exclusive lock on `PATH.lock` keeps other processes out from the look-up to
-/// the record. A process killed after the commit never shows the push again on restart, so no
-/// banner is ever shown twice, whenever the kill lands (the server may have drawn the request
-/// and the answer never come back). The price is the window between the commit and the moment
-/// the request is written to the bus socket (no I/O, no waiting: microseconds): a kill exactly
-/// there loses that push. Committing after `Notify` instead leaves the whole round trip to the
-/// server as a window in which a kill shows the push twice on restart; that was measured (one
-/// push twice in 80 under SIGKILL), this is not.
+/// The claim is committed before `Notify` is sent, marked pending, and the notification id
+/// recorded (and the mark removed) after the server answered; an exclusive lock on `PATH.lock`
+/// keeps other processes out from the claim to the record. So a pending mark found under the lock
+/// is one whose process was killed between its claim and its record: that push is presented
+/// again, and nothing is lost wherever the kill lands. If the server had drawn the first request,
+/// the second carries the same stack tag (`x-dunst-stack-tag`, from ``StoreSlot/stackTag``) and
+/// takes its place on a server that reads the tag (dunst); on one that does not, a kill in
+/// that window (from the server's receipt to the record, a round trip and a commit) shows the
+/// push twice. The earlier order (no pending mark) lost the push instead when the kill fell
+/// between the commit and the request's write to the bus (about one run in nine of the agent's
+/// kill test).
 public final class SQLiteDeduplicator: Deduplicator {
     /// The file.
     public let path: String
@@ -40,6 +42,41 @@ public final class SQLiteDeduplicator: Deduplicator {
     private let secret: SecureBytes
     /// `PATH.lock`, held from a claim's look-up to the record of its notification.
     private let lock: Int32
+
+    /// For tests: the process SIGKILLs itself on claim number `claim` (from 1), right after the
+    /// claim is committed (`afterClaim`) or right after the server answered the post
+    /// (`afterPost`), the two windows of a kill while the server has the request.
+    package struct KillPoint: Sendable {
+        package var afterPost: Bool
+        package var claim: Int
+
+        /// `after-claim:N` or `after-post:N`.
+        package init?(_ text: String) {
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, let claim = Int(parts[1]), claim > 0, ["after-claim", "after-post"].contains(parts[0]) else {
+                return nil
+            }
+            self.afterPost = parts[0] == "after-post"
+            self.claim = claim
+        }
+    }
+
+    private let kill = Locked<(point: KillPoint?, claims: Int)>((nil, 0))
+
+    /// See ``KillPoint``; `nil` (the default) for none.
+    package var killPoint: KillPoint? {
+        get { kill.withLock { $0.point } }
+        set { kill.withLock { $0.point = newValue } }
+    }
+
+    private func killIfAsked(afterPost: Bool) {
+        let now = kill.withLock { state -> Bool in
+            guard let point = state.point else { return false }
+            if !afterPost { state.claims += 1 }
+            return point.afterPost == afterPost && state.claims == point.claim
+        }
+        if now { raise(SIGKILL) }
+    }
 
     /// How long a statement waits for another process's write before it fails.
     public static let defaultBusyTimeout: Duration = .seconds(5)
@@ -107,14 +144,19 @@ public final class SQLiteDeduplicator: Deduplicator {
                 guard errno == EINTR else { throw DeduplicationError("\(path).lock: cannot lock: \(String(cString: strerror(errno)))") }
             }
             defer { flock(lock, LOCK_UN) }
-            // The claim is committed before the post: a process killed while the server has the
-            // request can never show it again on restart (see the type's documentation).
+            // The claim is committed, marked pending, before the post; the record removes the
+            // mark. A mark found here (the lock is ours) is a process killed in between: present
+            // again (see the type's documentation).
             var slot = StoreSlot()
             let claimed = try database.transaction { () throws(DeduplicationError) -> Bool in
                 try database.run(
                     "INSERT INTO seen (key, at) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ?3 = 0",
                     [.blob(key), .integer(time), .integer(claim.checksDuplicates ? 1 : 0)])
-                guard sqlite3_changes(database.handle) == 1 else { return false }
+                if sqlite3_changes(database.handle) == 1 {
+                    try database.run("INSERT OR REPLACE INTO pending (key, at) VALUES (?1, ?2)", [.blob(key), .integer(time)])
+                } else {
+                    guard try database.integer("SELECT 1 FROM pending WHERE key = ?1", [.blob(key)]) != nil else { return false }
+                }
                 if let chat {
                     slot.chatNotification = try database.integer(
                         "SELECT notification FROM chat_banners WHERE key = ?1 AND server = ?2", [.blob(chat), .text(claim.server)]
@@ -127,16 +169,24 @@ public final class SQLiteDeduplicator: Deduplicator {
                 }
                 return true
             }
+            // One tag per chat (a banner), or per envelope (a placeholder): keyed, as every key.
+            let tagged = chat.map { digest("stack", $0) } ?? envelope.map { digest("stack", $0) }
+            slot.stackTag = tagged.map { "kindly-" + Base64.urlEncoded(Array($0.prefix(16))) }
             guard claimed else { return .duplicate }
-            guard let id = post(slot) else {
+            killIfAsked(afterPost: false)
+            let posted = post(slot)
+            killIfAsked(afterPost: true)
+            guard let id = posted else {
                 // Not shown: the claim goes, so that a later delivery is shown.
                 _ = try database.transaction { () throws(DeduplicationError) in
                     try database.run("DELETE FROM seen WHERE key = ?1", [.blob(key)])
+                    try database.run("DELETE FROM pending WHERE key = ?1", [.blob(key)])
                     return true
                 }
                 return .notPosted
             }
             _ = try database.transaction { () throws(DeduplicationError) in
+                try database.run("DELETE FROM pending WHERE key = ?1", [.blob(key)])
                 if let chat {
                     try database.run(
                         """
@@ -166,7 +216,7 @@ public final class SQLiteDeduplicator: Deduplicator {
     /// Deletes the rows recorded before `time`.
     public func purge(before time: Int64) throws(DeduplicationError) {
         try database.withLock { database throws(DeduplicationError) in
-            for table in ["seen", "chat_banners", "placeholders"] {
+            for table in ["seen", "pending", "chat_banners", "placeholders"] {
                 try database.run("DELETE FROM \(table) WHERE at < ?1", [.integer(time)])
             }
         }
@@ -294,6 +344,7 @@ private final class Database: @unchecked Sendable {
             DROP TABLE IF EXISTS chats;
             CREATE TABLE IF NOT EXISTS seen (key BLOB PRIMARY KEY NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS seen_at ON seen (at);
+            CREATE TABLE IF NOT EXISTS pending (key BLOB PRIMARY KEY NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS chat_banners (
                 key BLOB PRIMARY KEY NOT NULL, server TEXT NOT NULL, notification INTEGER NOT NULL, at INTEGER NOT NULL
             ) WITHOUT ROWID;

@@ -47,13 +47,13 @@ gboolean kpd_get_server_information(GDBusConnection *connection, gint timeout_ms
                                     gchar **name, gchar **vendor, gchar **version, gchar **spec_version,
                                     GError **error);
 
-/// Notify. `actions` is a NULL-terminated list of key, label, key, label...; `category` and
-/// `desktop_entry` are hints, left out when NULL. Returns the server's id (never 0) and, in
+/// Notify. `actions` is a NULL-terminated list of key, label, key, label...; `category`,
+/// `desktop_entry` and `stack_tag` (x-dunst-stack-tag) are hints, left out when NULL. Returns the server's id (never 0) and, in
 /// `server`, the unique bus name of the server that answered (g_free); 0 with `error` set.
 guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 replaces_id, const char *app_icon,
                    const char *summary, const char *body, const char *const *actions, const char *category,
-                   const char *desktop_entry, gint32 expire_timeout, gint timeout_ms, GCancellable *cancellable,
-                   gchar **server, GError **error);
+                   const char *desktop_entry, const char *stack_tag, gint32 expire_timeout, gint timeout_ms,
+                   GCancellable *cancellable, gchar **server, GError **error);
 
 /// CloseNotification.
 gboolean kpd_close_notification(GDBusConnection *connection, guint32 id, gint timeout_ms, GCancellable *cancellable,
