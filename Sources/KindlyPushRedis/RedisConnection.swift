@@ -96,16 +96,28 @@ final class RedisConnection {
         for arguments in commands { try append(arguments) }
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
-        for _ in commands {
-            var raw: UnsafeMutableRawPointer?
-            guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
-                throw RedisConnectionLost(reason: Self.errorText(context))
-            }
-            let reply = raw.assumingMemoryBound(to: redisReply.self)
-            replies.append(Self.copy(reply))
-            freeReplyObject(raw)
-        }
+        for _ in commands { replies.append(try receive()) }
         return replies
+    }
+
+    /// Sends one command now, without waiting for its reply: the server works on it while the
+    /// caller does something else; ``receive()`` reads the replies later, in the order sent.
+    func send(_ arguments: [[UInt8]]) throws(RedisConnectionLost) {
+        try append(arguments)
+        var done: Int32 = 0
+        while done == 0 {
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
+        }
+    }
+
+    /// Reads the reply of the oldest command sent and not yet answered.
+    func receive() throws(RedisConnectionLost) -> RedisReply {
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
+            throw RedisConnectionLost(reason: Self.errorText(context))
+        }
+        defer { freeReplyObject(raw) }
+        return Self.copy(raw.assumingMemoryBound(to: redisReply.self))
     }
 
     /// Puts one command in hiredis's output buffer. The arguments are laid end to end in one

@@ -236,16 +236,14 @@ final class RedisWorker<C: DocumentCommand> {
 
     private func loop() throws(Fatal) {
         var idleSince = Self.now()
-        var inHand: [Entry] = []
+        // Batches read and not known to be committed (the connection broke): committed again
+        // after reconnecting; entries already acknowledged are not written twice.
+        var unconfirmed: [[Entry]] = []
         while true {
             do throws(RedisConnectionLost) {
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
-                if !inHand.isEmpty {
-                    // A batch read but not known to be committed (the connection broke): commit
-                    // it again; entries already acknowledged are not written twice.
-                    try commit(inHand, on: connection)
-                    inHand = []
-                }
+                for entries in unconfirmed { try commit(entries, on: connection) }
+                unconfirmed = []
                 if stopRequested != 0 { return }
                 var entries = try claim(on: connection)
                 if entries.isEmpty { entries = try read(on: connection) }
@@ -253,14 +251,43 @@ final class RedisWorker<C: DocumentCommand> {
                     if let limit = options.exitWhenIdle, Self.now() - idleSince >= limit, try nothingPending(on: connection) { return }
                     continue
                 }
-                inHand = entries
-                try commit(inHand, on: connection)
-                inHand = []
+                try stream(from: entries, on: connection, unconfirmed: &unconfirmed)
                 idleSince = Self.now()
             } catch {
                 try reconnect(after: error)
                 idleSince = Self.now()
             }
+        }
+    }
+
+    /// The steady state, pipelined as hiredis allows: while the worker turns batch i into
+    /// output lines, the server reads batch i + 1 (`XREADGROUP` without `BLOCK`, sent before)
+    /// and runs the commit of batch i - 1 (sent after the previous batch). Returns when a read
+    /// finds nothing new, when a take-over scan is due, or on SIGTERM, with every batch committed.
+    private func stream(from first: [Entry], on connection: RedisConnection, unconfirmed: inout [[Entry]]) throws(RedisConnectionLost) {
+        var current = first
+        var committing: [Entry]?
+        while true {
+            unconfirmed = [current] + (committing.map { [$0] } ?? [])
+            let prefetches = stopRequested == 0 && Self.now() < nextClaim
+            if prefetches { try connection.send(readCommand(blocking: false)) }
+            var arguments = commitArguments(current)
+            // Both replies are read before either is acted on: a NOSCRIPT answer sends commands.
+            let committed = committing == nil ? nil : try connection.receive()
+            let next = prefetches ? try readEntries(try connection.receive()) : []
+            if let committing, let committed { try checkCommit(committed, of: committing, on: connection) }
+            committing = nil
+            unconfirmed = [current] + (next.isEmpty ? [] : [next])
+            arguments[1] = scriptHash
+            try connection.send(arguments)
+            for index in arguments.indices.dropFirst(6) { arguments[index].wipeCapacity() }
+            guard !next.isEmpty else {
+                try checkCommit(try connection.receive(), of: current, on: connection)
+                unconfirmed = []
+                return
+            }
+            committing = current
+            current = next
         }
     }
 
@@ -298,10 +325,19 @@ final class RedisWorker<C: DocumentCommand> {
 
     /// New entries for this consumer (`XREADGROUP ... >`), waiting up to ``blockMilliseconds``.
     private func read(on connection: RedisConnection) throws(RedisConnectionLost) -> [Entry] {
-        let reply = try connection.command([
-            Array("XREADGROUP".utf8), Array("GROUP".utf8), group, consumer, Array("COUNT".utf8), Array(String(options.batch).utf8),
-            Array("BLOCK".utf8), Array(String(blockMilliseconds).utf8), Array("STREAMS".utf8), input, Array(">".utf8),
-        ])
+        try readEntries(try connection.command(readCommand(blocking: true)))
+    }
+
+    /// `XREADGROUP` of at most `--batch` new entries, waiting up to ``blockMilliseconds`` for
+    /// one when `blocking`, else answered at once.
+    private func readCommand(blocking: Bool) -> [[UInt8]] {
+        [Array("XREADGROUP".utf8), Array("GROUP".utf8), group, consumer, Array("COUNT".utf8), Array(String(options.batch).utf8)]
+            + (blocking ? [Array("BLOCK".utf8), Array(String(blockMilliseconds).utf8)] : [])
+            + [Array("STREAMS".utf8), input, Array(">".utf8)]
+    }
+
+    /// The entries of an `XREADGROUP` reply.
+    private func readEntries(_ reply: RedisReply) throws(RedisConnectionLost) -> [Entry] {
         if let message = reply.errorMessage {
             // The group or the stream went away (a server restarted without persistence, a key
             // deleted): made again.
@@ -390,9 +426,9 @@ final class RedisWorker<C: DocumentCommand> {
         return ranges
     }
 
-    /// Processes `entries` and commits them with the script (`EVALSHA`, loaded again after a
-    /// server restart: `NOSCRIPT`).
-    private func commit(_ entries: [Entry], on connection: RedisConnection) throws(RedisConnectionLost) {
+    /// The `EVALSHA` of the commit script for `entries`, processed: group, then id and output
+    /// line of each entry.
+    private func commitArguments(_ entries: [Entry]) -> [[UInt8]] {
         let ranges = process(entries)
         var arguments: [[UInt8]] = [Array("EVALSHA".utf8), scriptHash, Array("2".utf8), input, output, group]
         arguments.reserveCapacity(6 + 2 * entries.count)
@@ -400,15 +436,27 @@ final class RedisWorker<C: DocumentCommand> {
             arguments.append(entry.id)
             arguments.append(Array(lines[range]))
         }
-        var reply = try connection.command(arguments)
+        return arguments
+    }
+
+    /// Processes `entries` and commits them with the script, waiting for the answer.
+    private func commit(_ entries: [Entry], on connection: RedisConnection) throws(RedisConnectionLost) {
+        var arguments = commitArguments(entries)
+        let reply = try connection.command(arguments)
+        for index in arguments.indices.dropFirst(6) { arguments[index].wipeCapacity() }
+        try checkCommit(reply, of: entries, on: connection)
+    }
+
+    /// The commit script's answer for `entries`. `NOSCRIPT` (the server's scripts were flushed:
+    /// nothing ran) loads the script again and commits the batch again.
+    private func checkCommit(_ reply: RedisReply, of entries: [Entry], on connection: RedisConnection) throws(RedisConnectionLost) {
         if let message = reply.errorMessage, message.hasPrefix("NOSCRIPT") {
             let loaded = try connection.command([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.commitScript.utf8)])
             guard case .string(let hash) = loaded else { throw RedisConnectionLost(reason: loaded.errorMessage ?? "SCRIPT LOAD failed") }
             scriptHash = hash
-            arguments[1] = hash
-            reply = try connection.command(arguments)
+            try commit(entries, on: connection)
+            return
         }
-        for index in arguments.indices.dropFirst(6) { arguments[index].wipeCapacity() }
         if let message = reply.errorMessage { try serverError(message) }
         // Entries another worker took over and committed first (this one stalled): not written.
         if case .integer(let written) = reply, written < entries.count {
