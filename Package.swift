@@ -181,7 +181,11 @@ let package = Package(
         ),
         .testTarget(
             name: "KindlyPushCLITests",
-            dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushCLI"]
+            // The documented-figures test reads the constants of every layer the command has.
+            dependencies: [
+                "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
+                "KindlyPushSecretService", "KindlyPushRedis",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

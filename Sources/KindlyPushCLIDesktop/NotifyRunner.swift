@@ -28,6 +28,8 @@ struct NotifyRunner: Command {
     let statePath: Result<String, DeduplicationError>
     let retention: Int64
     let environment: CommandEnvironment
+    /// How long the store keeps what it showed without `--dedup-ttl`: 7 days.
+    static let defaultRetention: Int64 = 7 * 86_400
 
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push notify --help')") }
@@ -61,7 +63,7 @@ struct NotifyRunner: Command {
             }
             retention = seconds
         } else {
-            retention = 7 * 86_400
+            retention = Self.defaultRetention
         }
         for name in ["--app-name", "--desktop-entry", "--on-open", "--state", "--icon"] where arguments.value(name)?.isEmpty == true {
             throw usage("'\(name)' takes a non-empty value")
@@ -121,7 +123,7 @@ struct NotifyRunner: Command {
 /// desktop presenter with its store; the bus connection to the notification server (made when a
 /// push first needs it, and again after it broke); with `--follow`, the agent's D-Bus service;
 /// the `--on-open` children, and standard output.
-private final class NotifySession {
+final class NotifySession {
     let command: NotifyRunner
     let handler: KindlyNotificationHandler
     let presenter: DesktopPresenter

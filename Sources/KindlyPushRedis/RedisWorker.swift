@@ -16,6 +16,18 @@ package struct RedisWorkerServices: RedisServices {
     }
 }
 
+/// The worker's timings, in milliseconds (docs/running-at-scale.md states them; the
+/// documented-figures test checks it).
+enum RedisTiming {
+    /// Connecting: refused or silent servers are answered within this.
+    static let connectTimeout = 3000
+    /// A command's reply may take the read's block time plus this.
+    static let commandMargin = 5000
+    /// Reconnection backoff: the first delay, doubled up to the longest (with jitter).
+    static let firstRetryDelay = 100
+    static let longestRetryDelay = 5000
+}
+
 /// SIGTERM or SIGINT arrived: finish the batch in hand, commit it, exit 0. Written only by the
 /// handler, read by the worker's loop.
 nonisolated(unsafe) private var stopRequested: sig_atomic_t = 0
@@ -138,7 +150,8 @@ final class RedisWorker<C: DocumentCommand> {
     /// would not mend are ``Fatal``.
     private func connect() throws(RedisConnectionLost) {
         connection = nil
-        let made = try RedisConnection(options.endpoint, connectTimeout: 3000, commandTimeout: blockMilliseconds + 5000)
+        let made = try RedisConnection(
+            options.endpoint, connectTimeout: RedisTiming.connectTimeout, commandTimeout: blockMilliseconds + RedisTiming.commandMargin)
         var first: [[[UInt8]]] = []
         if let password = options.password {
             first.append(["AUTH"].map { Array($0.utf8) } + (options.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
@@ -208,7 +221,7 @@ final class RedisWorker<C: DocumentCommand> {
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
         Self.note("lost Redis (\(lost.reason)); reconnecting")
-        var delay = 100
+        var delay = RedisTiming.firstRetryDelay
         while stopRequested == 0 {
             Self.sleep(milliseconds: delay / 2 + Int.random(in: 0...(delay / 2)))
             do throws(RedisConnectionLost) {
@@ -216,7 +229,7 @@ final class RedisWorker<C: DocumentCommand> {
                 Self.note("reconnected to Redis")
                 return
             } catch {
-                delay = min(delay * 2, 5000)
+                delay = min(delay * 2, RedisTiming.longestRetryDelay)
             }
         }
         throw Fatal(error: CLIError(.io, "stopped while Redis was unreachable: the batch in hand stays pending for another worker"))

@@ -22,7 +22,7 @@ extension SecretServiceKeyring {
     /// starting anything). `forStoring` is for a key about to be stored (see
     /// ``AutomaticChoice/undecided(_:)``).
     public static func automaticChoice(
-        busAddress: String? = nil, forStoring: Bool = false, timeout: Duration = .milliseconds(500)
+        busAddress: String? = nil, forStoring: Bool = false, timeout: Duration = defaultProbeTimeout
     ) -> AutomaticChoice {
         switch probeSessionBus(busAddress: busAddress, timeout: timeout) {
         case .available:

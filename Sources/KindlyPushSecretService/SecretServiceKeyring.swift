@@ -88,6 +88,10 @@ public struct SecretServiceKeyring: Keyring {
     /// The time budget of one operation unless the initialiser is given another.
     public static let defaultTimeout: Duration = .milliseconds(1500)
 
+    /// How long the session-bus probes (``sessionBusAnswers(busAddress:timeout:)``,
+    /// ``automaticChoice(busAddress:forStoring:timeout:)``) wait for the bus by default.
+    public static let defaultProbeTimeout: Duration = .milliseconds(500)
+
     /// Where keys are stored, looked up, listed and deleted.
     public let collection: Collection
     /// The D-Bus address of the session bus, or `nil` when none is known.
@@ -118,7 +122,7 @@ public struct SecretServiceKeyring: Keyring {
     /// can start it. `kindly-push --keyring auto` uses the Secret Service exactly when this is true.
     ///
     /// Never prompts and never starts anything itself.
-    public static func sessionBusAnswers(busAddress: String? = nil, timeout: Duration = .milliseconds(500)) -> Bool {
+    public static func sessionBusAnswers(busAddress: String? = nil, timeout: Duration = defaultProbeTimeout) -> Bool {
         probeSessionBus(busAddress: busAddress, timeout: timeout) == .available
     }
 

@@ -21,7 +21,7 @@ extension SecretServiceKeyring {
     /// Asks the bus at `busAddress` (else `DBUS_SESSION_BUS_ADDRESS`) whether it answers within
     /// `timeout` and offers the Secret Service. Never prompts and never starts anything itself.
     /// ``sessionBusAnswers(busAddress:timeout:)`` is true exactly when this is `SessionBusProbe/available`.
-    package static func probeSessionBus(busAddress: String? = nil, timeout: Duration = .milliseconds(500)) -> SessionBusProbe {
+    package static func probeSessionBus(busAddress: String? = nil, timeout: Duration = defaultProbeTimeout) -> SessionBusProbe {
         guard let address = busAddress ?? environmentBusAddress() else { return .noAddress }
         let deadline = Deadline(timeout)
         var error: UnsafeMutablePointer<GError>?

@@ -363,10 +363,10 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
     typealias Runner = OrderedBatchRunner<DecryptWork>
 
     /// As the command: lines per chunk, a batch's bounds, batches in flight.
-    static var chunkLines: Int { 16 }
-    static var batchLines: Int { 512 }
-    static var batchBytes: Int { 1 << 19 }
-    static var batchesInFlight: Int { 3 }
+    static var chunkLines: Int { StreamBatching.chunkLines }
+    static var batchLines: Int { StreamBatching.batchLines }
+    static var batchBytes: Int { StreamBatching.batchBytes }
+    static var batchesInFlight: Int { StreamBatching.batchesInFlight }
 
     private let runner: Runner
     private let channel: DocumentChannel<Documents.Failure>

@@ -65,17 +65,25 @@ public final class CachingKeyring: Keyring {
 
     public var name: String { base.name }
 
+    /// How long a failed look-up of a kid is remembered.
+    package static let defaultFailureLifetime: Duration = .seconds(3)
+    /// After a time-out, how long look-ups of kids not loaded yet fail at once.
+    package static let defaultRetryInterval: Duration = .seconds(3)
+    /// How often, at most, the keyring's change token is read.
+    package static let defaultChangeCheckInterval: Duration = .milliseconds(500)
+
     /// A cache in front of `base`, remembering failures for 3 s and following changes made
     /// elsewhere within 0.5 s.
     public convenience init(_ base: any Keyring) {
         self.init(
-            base, failureLifetime: .seconds(3), retryInterval: .seconds(3), changeCheckInterval: .milliseconds(500),
-            clock: SystemKindlyClock())
+            base, failureLifetime: Self.defaultFailureLifetime, retryInterval: Self.defaultRetryInterval,
+            changeCheckInterval: Self.defaultChangeCheckInterval, clock: SystemKindlyClock())
     }
 
     /// A cache in front of `base` with the given lifetimes, reading time from `clock`.
     package init(
-        _ base: any Keyring, failureLifetime: Duration, retryInterval: Duration, changeCheckInterval: Duration = .milliseconds(500),
+        _ base: any Keyring, failureLifetime: Duration, retryInterval: Duration,
+        changeCheckInterval: Duration = CachingKeyring.defaultChangeCheckInterval,
         clock: any KindlyClock
     ) {
         self.base = base

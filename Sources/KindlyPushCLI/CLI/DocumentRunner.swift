@@ -9,14 +9,11 @@ package import KindlyPushCore
 package enum DocumentRunner {
     package static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
-    /// Lines handed to a thread at a time.
-    package static let chunkLines = 16
-    /// A batch ends after this many lines or input bytes (plus the line that crosses it), so
-    /// that memory stays flat whatever the stream holds.
-    package static let batchLines = 512
-    package static let batchBytes = 1 << 19
-    /// Batches in flight with `--jobs` > 1: one being written while the others are processed.
-    package static let batchesInFlight = 3
+    /// The stream bounds (``StreamBatching``), shared with the library's stream.
+    package static let chunkLines = StreamBatching.chunkLines
+    package static let batchLines = StreamBatching.batchLines
+    package static let batchBytes = StreamBatching.batchBytes
+    package static let batchesInFlight = StreamBatching.batchesInFlight
     /// An output buffer larger than this after a batch is let go rather than kept.
     package static let keptOutputCapacity = 1 << 18
 

@@ -161,7 +161,8 @@ final class DoctorContext {
         DispatchQueue.global().async {
             let clock = ContinuousClock()
             let start = clock.now
-            let found = SecretServiceKeyring.probeSessionBus(busAddress: address, timeout: min(.milliseconds(500), budget))
+            let found = SecretServiceKeyring.probeSessionBus(
+                busAddress: address, timeout: min(SecretServiceKeyring.defaultProbeTimeout, budget))
             probe.withLock { $0 = found }
             if found == .available {
                 let keyring = SecretServiceKeyring(

@@ -117,6 +117,18 @@ package final class BatchSlot<Work: BatchWork>: @unchecked Sendable {
     }
 }
 
+/// The bounds of every stream's batches, for the command and the library's stream alike.
+package enum StreamBatching {
+    /// Lines handed to a thread at a time.
+    package static let chunkLines = 16
+    /// A batch ends after this many lines or input bytes (plus the line that crosses it), so
+    /// that memory stays flat whatever the stream holds.
+    package static let batchLines = 512
+    package static let batchBytes = 1 << 19
+    /// Batches in flight: one being written (or given) while the others are processed.
+    package static let batchesInFlight = 3
+}
+
 /// The ordered parallel runner of every stream (`kindly-push … --jsonl --jobs N`, and
 /// ``KindlyPushDecryption/decryptStream(_:jobs:)`` in the library): `jobs` threads take chunks of
 /// ``BatchSlot/chunkLines`` lines, oldest first, from up to `batchesInFlight` batches, while the
