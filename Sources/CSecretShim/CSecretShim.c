@@ -203,6 +203,27 @@ gchar **kps_collection_search_schema_paths(SecretCollection *collection, const S
     return secret_collection_search_for_dbus_paths_sync(collection, schema, attributes, cancellable, error);
 }
 
+gboolean kps_item_modified(SecretCollection *collection, const char *path, guint64 *modified,
+                           GCancellable *cancellable, GError **error) {
+    GDBusProxy *proxy = G_DBUS_PROXY(collection);
+    GVariant *reply = g_dbus_connection_call_sync(
+        g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path, "org.freedesktop.DBus.Properties", "Get",
+        g_variant_new("(ss)", "org.freedesktop.Secret.Item", "Modified"), G_VARIANT_TYPE("(v)"),
+        G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return FALSE;
+    GVariant *value = NULL;
+    g_variant_get(reply, "(v)", &value);
+    gboolean ok = g_variant_is_of_type(value, G_VARIANT_TYPE_UINT64);
+    if (ok) {
+        *modified = g_variant_get_uint64(value);
+    } else {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "an item's Modified property is not a uint64");
+    }
+    g_variant_unref(value);
+    g_variant_unref(reply);
+    return ok;
+}
+
 SecretItem *kps_item_for_path(SecretService *service, const char *path,
                               GCancellable *cancellable, GError **error) {
     return secret_item_new_for_dbus_path_sync(service, path, SECRET_ITEM_NONE, cancellable, error);

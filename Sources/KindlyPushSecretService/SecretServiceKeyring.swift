@@ -234,11 +234,13 @@ public struct SecretServiceKeyring: Keyring {
         SenderSecretCache.shared.evict(kid: kid)
     }
 
-    /// The object paths of the collection's device-key and sender-key items (see
-    /// `Keyring.changeToken()`): the Secret Service gives each new item a new path, and this
-    /// keyring never rewrites an item, so the paths change with every key or pin stored or
-    /// deleted, by any client. Found without loading an item or a secret: a few bus calls within
-    /// the time budget. `nil` when the collection is locked or the service cannot be reached.
+    /// The object paths of the collection's device-key and sender-key items with each one's
+    /// `Modified` time (see `Keyring.changeToken()`): the Secret Service gives each new item a new
+    /// path, so the paths change with every key or pin stored or deleted, by any client, and an
+    /// item another client changed in place has a new `Modified` time. Found without loading an
+    /// item or a secret: one bus call per schema and one per item, within the time budget. `nil`
+    /// when the collection is locked, the service cannot be reached, or an item changed less than
+    /// two seconds ago (`Modified` counts whole seconds).
     public func changeToken() -> KeyringChangeToken? {
         do throws(KeyringError) {
             let operation = try Operation(self, "read what the keyring holds")
@@ -256,7 +258,20 @@ public struct SecretServiceKeyring: Keyring {
                     names.append(String(cString: path))
                     index += 1
                 }
-                for name in names.sorted() { bytes += Array(name.utf8) + [0] }
+                for name in names.sorted() {
+                    bytes += Array(name.utf8) + [0]
+                    // An item changed in place (another client's ItemChanged) keeps its path:
+                    // its Modified time tells. Gone meanwhile: the next token differs anyway.
+                    var modified: UInt64 = 0
+                    let found = try operation.callIfPresent("read an item's modification time") { error in
+                        kps_item_modified(collection.pointer, name, &modified, operation.deadline.cancellable, error)
+                    }
+                    guard found != nil else { return nil }
+                    // Modified counts whole seconds: a change within the last two is not settled
+                    // (another in the same second would not move it), so the cache re-reads.
+                    if modified + 2 > UInt64(max(0, time(nil))) { return nil }
+                    withUnsafeBytes(of: modified.littleEndian) { bytes += $0 }
+                }
                 bytes.append(1)
             }
             return KeyringChangeToken(bytes)

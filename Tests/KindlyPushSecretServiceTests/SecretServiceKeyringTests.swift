@@ -111,6 +111,41 @@ struct SecretServiceKeyringTests {
         #expect(String(decoding: search.standardOutput, as: UTF8.self).contains("'/org/freedesktop/secrets/collection/login/"))
     }
 
+    @Test("an item another client changes in place (ItemChanged, same path) changes the change token", .needsSecretService)
+    func inPlaceChangeChangesTheToken() throws {
+        let key = DeviceKey.generate()
+        try keyring.store(key, label: "changed in place")
+        defer { try? keyring.delete(key.kid) }
+        // A token once no item changed in the last two seconds (Modified counts whole seconds).
+        func settledToken() -> KeyringChangeToken? {
+            for _ in 0..<60 {
+                if let token = keyring.changeToken() { return token }
+                usleep(100_000)
+            }
+            return nil
+        }
+        let before = try #require(settledToken())
+        #expect(keyring.changeToken() == before, "nothing changed")
+        let search = try run(
+            "/usr/bin/gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.SearchItems", "{'kid': '\(key.kid.base64URL)'}",
+            ])
+        let reply = String(decoding: search.standardOutput, as: UTF8.self)
+        let path = try #require(reply.split(separator: "'").first { $0.hasPrefix("/org/freedesktop/secrets/collection/") })
+        let set = try run(
+            "/usr/bin/gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", String(path), "--method",
+                "org.freedesktop.DBus.Properties.Set", "org.freedesktop.Secret.Item", "Label", "<'relabelled by another client'>",
+            ])
+        #expect(set.status == 0, "\(set.errorText)")
+        #expect(keyring.changeToken() == nil, "a change of this second is not settled yet")
+        let after = try #require(settledToken())
+        #expect(after != before)
+    }
+
     @Test("a locked collection is key_unavailable within 2 s, and the key decrypts again once it is unlocked", .needsSecretService)
     func lockedCollection() throws {
         let collection = try SecretServiceControl.createCollection()

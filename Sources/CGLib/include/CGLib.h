@@ -31,6 +31,7 @@ typedef int gint;
 typedef unsigned int guint;
 typedef int32_t gint32;
 typedef uint32_t guint32;
+typedef uint64_t guint64;
 typedef gint gboolean;
 typedef void *gpointer;
 typedef const void *gconstpointer;

@@ -116,6 +116,11 @@ gchar **kps_collection_search_paths(SecretCollection *collection, GHashTable *at
 gchar **kps_collection_search_schema_paths(SecretCollection *collection, const SecretSchema *schema,
                                            GHashTable *attributes, GCancellable *cancellable, GError **error);
 
+/// The `Modified` property (Unix seconds) of the item at `path` of `collection`'s service, read
+/// with one `Properties.Get` on the collection's connection; FALSE with `error` set.
+gboolean kps_item_modified(SecretCollection *collection, const char *path, guint64 *modified,
+                           GCancellable *cancellable, GError **error);
+
 /// The item at D-Bus object path `path`, its properties loaded, its secret not.
 SecretItem *kps_item_for_path(SecretService *service, const char *path,
                               GCancellable *cancellable, GError **error);
