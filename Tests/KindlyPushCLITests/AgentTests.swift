@@ -213,15 +213,21 @@ struct AgentTests {
         }
     }
 
+    /// `count` visible pushes, each for a chat of its own (`PREFIX-i`); every ninth from the
+    /// fifth on does not decrypt (a placeholder).
+    func pushes(_ count: Int, chatPrefix: String) throws -> [Item] {
+        try (0..<count).map { index in
+            Item(
+                index: index, line: try push(index, chat: "\(chatPrefix)\(index)", decrypts: index % 9 != 4),
+                expected: index % 9 != 4 ? .banner : .placeholder)
+        }
+    }
+
     @Test("SIGKILLed in the middle of a followed FILE and restarted on it: no banner twice, none missing")
     func killedAndRestarted() async throws {
         try await DesktopSession.exclusive {
             let file = keys.url.appendingPathComponent("stream.jsonl").path
-            let items = try (0..<80).map { index in
-                Item(
-                    index: index, line: try push(index, chat: "k-\(index)", decrypts: index % 9 != 4),
-                    expected: index % 9 != 4 ? .banner : .placeholder)
-            }
+            let items = try pushes(80, chatPrefix: "k-")
             _ = FileManager.default.createFile(atPath: file, contents: Data(items[0..<40].map { $0.line + "\n" }.joined().utf8))
             let first = try agent(file: file)
             // Killed at some moment of the first half.
@@ -252,11 +258,7 @@ struct AgentTests {
         try await DesktopSession.exclusive {
             let file = keys.url.appendingPathComponent("stream.jsonl").path
             // Item 4 (claim 5) is a placeholder, item 7 (claim 8) a banner.
-            let items = try (0..<12).map { index in
-                Item(
-                    index: index, line: try push(index, chat: "w-\(index)", decrypts: index % 9 != 4),
-                    expected: index % 9 != 4 ? .banner : .placeholder)
-            }
+            let items = try pushes(12, chatPrefix: "w-")
             #expect(FileManager.default.createFile(atPath: file, contents: Data(items.map { $0.line + "\n" }.joined().utf8)))
             var environment = DesktopSession.environment
             environment["KINDLY_PUSH_TEST_KILL"] = point
