@@ -86,6 +86,9 @@ struct DocumentedFiguresTests {
                 "(\(seconds(milliseconds: RedisTiming.connectTimeout)), and the read's block time + \(seconds(milliseconds: RedisTiming.commandMargin)))"
             ),
             ("docs/running-at-scale.md", "the default \(seconds(milliseconds: RedisOptions.defaultClaimIdle))"),
+            ("docs/running-at-scale.md", "(`XAUTOCLAIM`) | \(RedisOptions.defaultClaimIdle) |"),
+            ("docs/running-at-scale.md", "committed at a time | \(RedisOptions.defaultBatch) |"),
+            ("docs/running-at-scale.md", "error object and acknowledged | \(RedisOptions.defaultMaxDeliveries) |"),
             ("docs/desktop.md", "over \(input)"),
             ("docs/desktop.md", "at most \(tap) s before is replayed"),
             ("docs/desktop.md", "within \(tap) s and is in the foreground"),
