@@ -75,8 +75,18 @@ struct DeduplicationIdentityTests {
     }
 }
 
-/// Posts `claim` on `store`, the post answering `id`; the result and what the post was given.
+/// Posts `claim` on `store`, the post answering `id`; the result and what the post was given,
+/// without its stack tag (a store's own choice: `sqliteStackTags` checks the SQLite store's).
 func post(_ store: any Deduplicator, _ claim: StoreClaim, id: UInt32?, at time: Int64 = 100) throws -> (ClaimResult, StoreSlot?) {
+    let (result, seen) = try postKeepingTag(store, claim, id: id, at: time)
+    return (
+        result,
+        seen.map { slot in StoreSlot(chatNotification: slot.chatNotification, placeholderNotification: slot.placeholderNotification) }
+    )
+}
+
+/// As ``post(_:_:id:at:)``, with the slot as the store gave it.
+func postKeepingTag(_ store: any Deduplicator, _ claim: StoreClaim, id: UInt32?, at time: Int64 = 100) throws -> (ClaimResult, StoreSlot?) {
     var seen: StoreSlot?
     let result = try store.present(claim, at: time) { slot in
         seen = slot
@@ -133,6 +143,27 @@ struct DeduplicatorTests {
         let claim = try #require(StoreClaim(presentation(try sealedPush(for: key, messageID: "persisted"), keys: [key]), server: "b"))
         #expect(try post(try SQLiteDeduplicator(path: path), claim, id: 3).0 == .posted(3))
         #expect(try post(try SQLiteDeduplicator(path: path), claim, id: 4).0 == .duplicate)
+    }
+
+    @Test("the SQLite store's stack tags: one per chat and one per placeholder's envelope, keyed, the same across openings")
+    func sqliteStackTags() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/state.sqlite3"
+        let key = DeviceKey.generate()
+        func tag(_ push: JSONValue, store: SQLiteDeduplicator) throws -> String? {
+            let claim = try #require(StoreClaim(presentation(push, keys: [key]), server: "b"))
+            return try postKeepingTag(store, claim, id: 1).1?.stackTag
+        }
+        let store = try SQLiteDeduplicator(path: path)
+        let first = try #require(try tag(try sealedPush(for: key, chat: "c-1", messageID: "m-1"), store: store))
+        #expect(try tag(try sealedPush(for: key, chat: "c-1", messageID: "m-2"), store: store) == first)
+        #expect(try tag(try sealedPush(for: key, chat: "c-2", messageID: "m-3"), store: store) != first)
+        let placeholder = try #require(try tag(try flippingCiphertext(try sealedPush(for: key, chat: "c-1")), store: store))
+        #expect(placeholder != first)
+        #expect(!first.contains("c-1"))
+        #expect(try tag(try sealedPush(for: key, chat: "c-1", messageID: "m-4"), store: try SQLiteDeduplicator(path: path)) == first)
+        let other = try SQLiteDeduplicator(path: folder.path + "/other/state.sqlite3")
+        #expect(try tag(try sealedPush(for: key, chat: "c-1", messageID: "m-5"), store: other) != first, "another store, another key")
     }
 
     @Test("issue 20, point 10: digests are keyed with a per-store secret, 0600 beside the file; two stores cannot be linked")
