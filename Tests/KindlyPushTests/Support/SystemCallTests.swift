@@ -142,6 +142,14 @@ struct SystemCallTests {
         // What is past the byte after the limit is still unread.
         #expect(try input.readAll(upTo: 100) == [11, 12])
         #expect(try input.readAll(upTo: 100).isEmpty)
+
+        // An expected size at or past the limit (a file that grew, a wrong hint) reads no further.
+        for expectedSize in [10, 50] {
+            let file = TestPipe()
+            file.write(Array(0..<13))
+            file.closeWriter()
+            #expect(try FileDescriptor(rawValue: file.reader).readAll(upTo: 10, expectedSize: expectedSize) == Array(0..<11))
+        }
     }
 
     @Test("readAll(upTo:) grows past its first read, from a writer that fills the pipe many times")
