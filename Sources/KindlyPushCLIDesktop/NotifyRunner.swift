@@ -387,13 +387,15 @@ final class NotifySession {
                 guard left > .zero else { break }
                 timeout = DesktopDeadline.milliseconds(left, roundingUp: true)
             }
-            // Not retried: a signal (EINTR) goes on to the signal check below.
             do throws(Errno) {
                 try nothingOrErrno(retryOnInterrupt: false) { poll(&descriptors, nfds_t(descriptors.count), timeout) }
-            } catch  where error != .interrupted {
-                readFailure = CLIError(.io, "cannot wait for the input: \(error)")
-                break
-            } catch {}
+            } catch {
+                // Not retried: a signal (EINTR) goes on to the signal check below.
+                if error != .interrupted {
+                    readFailure = CLIError(.io, "cannot wait for the input: \(error)")
+                    break
+                }
+            }
             if signals >= 0, NotifySession.signalled(signals) { break }
             reapChildren()
             applyHostCalls()
