@@ -1,4 +1,5 @@
 internal import KindlyPushCLI
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -46,16 +47,12 @@ enum ChildProcess {
     /// Whether `pid` has ended (and is reaped now). Never waits.
     static func reap(_ pid: pid_t) -> Bool {
         var status: Int32 = 0
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result < 0, errno == EINTR { continue }
-            // An error (no such child) counts as ended: nothing is left to wait for.
-            return result != 0
-        }
+        // An error (no such child) counts as ended: nothing is left to wait for.
+        return (try? valueOrErrno { waitpid(pid, &status, WNOHANG) }) != 0
     }
 
     struct SpawnError: Error, CustomStringConvertible {
         let code: Int32
-        var description: String { String(cString: strerror(code)) }
+        var description: String { Errno(code).description }
     }
 }

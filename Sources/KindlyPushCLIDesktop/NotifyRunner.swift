@@ -387,10 +387,14 @@ final class NotifySession {
                 guard left > .zero else { break }
                 timeout = DesktopDeadline.milliseconds(left, roundingUp: true)
             }
-            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-            if ready < 0, errno != EINTR {
-                readFailure = CLIError(.io, "cannot wait for the input: \(String(cString: strerror(errno)))")
-                break
+            do throws(Errno) {
+                try nothingOrErrno(retryOnInterrupt: false) { poll(&descriptors, nfds_t(descriptors.count), timeout) }
+            } catch {
+                // Not retried: a signal (EINTR) goes on to the signal check below.
+                if error != .interrupted {
+                    readFailure = CLIError(.io, "cannot wait for the input: \(error)")
+                    break
+                }
             }
             if signals >= 0, NotifySession.signalled(signals) { break }
             reapChildren()
@@ -479,7 +483,7 @@ struct FollowedInput: ~Copyable {
             _ = fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK)
         case .path(let path):
             let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CLIError(.io, "\(path): cannot open: \(String(cString: strerror(errno)))") }
+            guard descriptor >= 0 else { throw CLIError(.io, "\(path): cannot open: \(Errno.current)") }
             file = descriptor
             var status = stat()
             fstat(descriptor, &status)
@@ -555,12 +559,14 @@ struct FollowedInput: ~Copyable {
 
     private mutating func drain(into lines: inout [Line]) throws(CLIError) {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        let input = FileDescriptor(rawValue: file)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { return }
-                throw CLIError(.io, "cannot read the input: \(String(cString: strerror(errno)))")
+            let count: Int
+            do throws(Errno) {
+                count = try chunk.withMutableBytes { (raw) throws(Errno) in try input.read(into: raw) }
+            } catch {
+                if error == .wouldBlock || error == Errno(EWOULDBLOCK) { return }
+                throw CLIError(.io, "cannot read the input: \(error)")
             }
             if count == 0 {
                 // The end of a FILE or a FIFO is only the end of what was written so far.

@@ -115,7 +115,7 @@ public final class SQLiteDeduplicator: Deduplicator {
         sqlite3_busy_timeout(handle, milliseconds)
         try database.setUp(within: busyTimeout)
         let lock = open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw DeduplicationError("\(path).lock: cannot open: \(String(cString: strerror(errno)))") }
+        guard lock >= 0 else { throw DeduplicationError("\(path).lock: cannot open: \(Errno.current)") }
         self.lock = lock
         self.database = Locked(database)
     }
@@ -140,8 +140,10 @@ public final class SQLiteDeduplicator: Deduplicator {
         let chat = claim.chat.map { digest("chat", Array($0.utf8)) }
         let envelope = claim.envelope.map { digest("envelope", $0) }
         return try database.withLock { database throws(DeduplicationError) in
-            while flock(lock, LOCK_EX) != 0 {
-                guard errno == EINTR else { throw DeduplicationError("\(path).lock: cannot lock: \(String(cString: strerror(errno)))") }
+            do throws(Errno) {
+                try nothingOrErrno { flock(lock, LOCK_EX) }
+            } catch {
+                throw DeduplicationError("\(path).lock: cannot lock: \(error)")
             }
             defer { flock(lock, LOCK_UN) }
             // The claim is committed, marked pending, before the post; the record removes the
@@ -234,7 +236,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             unlink(temporary)
             let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {
-                throw DeduplicationError("\(temporary): cannot create the store's secret: \(String(cString: strerror(errno)))")
+                throw DeduplicationError("\(temporary): cannot create the store's secret: \(Errno.current)")
             }
             let written = fresh.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             let synced = fsync(descriptor) == 0
@@ -243,7 +245,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             guard written == 32, synced else { throw DeduplicationError("\(temporary): cannot write the store's secret") }
             if link(temporary, secretPath) == 0 { return fresh }
             guard errno == EEXIST else {
-                throw DeduplicationError("\(secretPath): cannot publish the store's secret: \(String(cString: strerror(errno)))")
+                throw DeduplicationError("\(secretPath): cannot publish the store's secret: \(Errno.current)")
             }
         }
         throw DeduplicationError("\(secretPath): the store's secret keeps changing")
@@ -253,7 +255,7 @@ public final class SQLiteDeduplicator: Deduplicator {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
-            throw DeduplicationError("\(path): cannot open the store's secret: \(String(cString: strerror(errno)))")
+            throw DeduplicationError("\(path): cannot open the store's secret: \(Errno.current)")
         }
         defer { close(descriptor) }
         var status = stat()
@@ -290,12 +292,12 @@ public final class SQLiteDeduplicator: Deduplicator {
         guard descriptor >= 0 else {
             let code = errno
             if code == ELOOP { throw DeduplicationError("\(path): not a regular file") }
-            throw DeduplicationError("\(path): cannot open: \(String(cString: strerror(code)))")
+            throw DeduplicationError("\(path): cannot open: \(Errno(code))")
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
-            throw DeduplicationError("\(path): cannot stat: \(String(cString: strerror(errno)))")
+            throw DeduplicationError("\(path): cannot stat: \(Errno.current)")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { throw DeduplicationError("\(path): not a regular file") }
         guard status.st_mode & 0o077 == 0 else {

@@ -42,7 +42,7 @@ public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertibl
         case .tooLarge(let path): return "\(path): too large for a key file"
         case .malformed(let path, let reason): return "\(path): \(reason)"
         case .system(let path, let operation, let code):
-            return "\(path): \(operation) failed: \(String(cString: strerror(code)))"
+            return "\(path): \(operation) failed: \(Errno(code))"
         case .notOwned(let path, let owner):
             let user = geteuid()
             return "\(path): owned by \(PrivateFile.userName(owner)) (uid \(owner)), not by \(PrivateFile.userName(user)) (uid \(user)), "
@@ -142,15 +142,13 @@ package enum PrivateFile {
         let size = Int(status.st_size)
         var readError: PrivateFileError?
         let contents = SecureBytes(count: size) { buffer in
-            var offset = 0
-            while offset < size {
-                let count = Glibc.read(descriptor, buffer.baseAddress! + offset, size - offset)
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else {
-                    readError = .system(path: path, operation: "read", errno: count < 0 ? errno : EIO)
-                    return
-                }
-                offset += count
+            var filled = 0
+            do throws(Errno) {
+                try FileDescriptor(rawValue: descriptor).readAll(into: buffer, filled: &filled)
+                // The file ended before its size: as a failed read.
+                if filled < size { throw .ioError }
+            } catch {
+                readError = .system(path: path, operation: "read", errno: error.rawValue)
             }
         }
         if let readError { throw readError }
@@ -337,12 +335,10 @@ package enum PrivateFile {
     /// and flushes it to disk.
     private static func fill(_ descriptor: Int32, with contents: UnsafeRawBufferPointer, path: String) throws(PrivateFileError) {
         guard fchmod(descriptor, 0o600) == 0 else { throw .system(path: path, operation: "chmod", errno: errno) }
-        var offset = 0
-        while offset < contents.count {
-            let count = Glibc.write(descriptor, contents.baseAddress! + offset, contents.count - offset)
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { throw .system(path: path, operation: "write", errno: count < 0 ? errno : EIO) }
-            offset += count
+        do throws(Errno) {
+            try FileDescriptor(rawValue: descriptor).writeAll(contents)
+        } catch {
+            throw .system(path: path, operation: "write", errno: error.rawValue)
         }
         guard fsync(descriptor) == 0 else { throw .system(path: path, operation: "fsync", errno: errno) }
     }

@@ -86,7 +86,7 @@ package enum SiblingBinary {
         var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         execve(path, &argv, &envp)
-        let reason = String(cString: strerror(errno))
+        let reason = Errno.current
         for pointer in argv + envp { free(pointer) }
         Diagnostics.report(
             CLIError(.io, "this needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)"))

@@ -139,7 +139,7 @@ package enum DocumentRunner {
     package static let spreadDocumentAdvice = PushStreamResult.spreadDocumentAdvice
 
     /// Standard input failed: an `io` error, as docs/spec/streams.md says for --jsonl.
-    private static func readFailure(_ error: LineBatchReader.ReadError) -> CLIError {
+    private static func readFailure(_ error: Errno) -> CLIError {
         CLIError(.io, "cannot read standard input: \(error)")
     }
 
@@ -200,7 +200,7 @@ package enum DocumentRunner {
                         break
                     }
                 }
-                do throws(LineBatchReader.ReadError) {
+                do throws(Errno) {
                     try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
                 } catch {
                     // As with --jobs 1: the lines of a batch cut short by the error are not processed.

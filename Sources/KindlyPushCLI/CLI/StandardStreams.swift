@@ -9,9 +9,10 @@ internal import KindlyPushCore
 package struct OutputStream: ~Copyable {
     package let descriptor: Int32
     private var buffer: [UInt8] = []
-    private(set) var failed = false
-    /// `errno` of the write that failed, read right after it.
-    private(set) var errorNumber: Int32 = 0
+    /// Why the write that failed failed (a write that wrote nothing is EIO); nil while none has.
+    private(set) var failure: Errno?
+    /// Whether a write has failed: nothing more is written.
+    var failed: Bool { failure != nil }
     private let capacity: Int
 
     package init(descriptor: Int32, capacity: Int = 1 << 16) {
@@ -32,24 +33,18 @@ package struct OutputStream: ~Copyable {
     /// Writes everything buffered; false once any write has failed.
     @discardableResult
     package mutating func flush() -> Bool {
-        guard !failed else {
+        guard failure == nil else {
             buffer.removeAll(keepingCapacity: true)
             return false
         }
-        var offset = 0
-        while offset < buffer.count {
-            let written = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            let code = errno
-            if written < 0, code == EINTR { continue }
-            guard written > 0 else {
-                failed = true
-                errorNumber = written < 0 ? code : EIO
-                break
-            }
-            offset += written
+        let output = FileDescriptor(rawValue: descriptor)
+        do throws(Errno) {
+            try buffer.withBytes { (bytes) throws(Errno) in try output.writeAll(bytes) }
+        } catch {
+            failure = error
         }
         buffer.removeAll(keepingCapacity: true)
-        return !failed
+        return failure == nil
     }
 
     /// Zeroes the buffer's whole capacity: it held output (decrypted payloads) that is written now.

@@ -25,7 +25,7 @@ package enum InputFiles {
             }
             let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
-                let reason = String(cString: strerror(errno))
+                let reason = Errno.current
                 for opened in descriptors where opened != STDIN_FILENO { close(opened) }
                 throw CLIError(.io, "cannot open '\(path)': \(reason)")
             }
@@ -68,7 +68,7 @@ package struct OutputTarget: ~Copyable {
 
     private static func open(_ path: String?) throws(CLIError) -> (Int32, PrivateFile.TemporaryFile?, String?) {
         guard let path, path != "-" else { return (STDOUT_FILENO, nil, nil) }
-        func failure(_ code: Int32) -> CLIError { CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(code)))") }
+        func failure(_ code: Int32) -> CLIError { CLIError(.io, "cannot write '\(path)': \(Errno(code))") }
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO || status.st_mode & S_IFMT == S_IFCHR {
             let descriptor = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
@@ -126,7 +126,10 @@ package struct OutputTarget: ~Copyable {
         defer {
             if let temporary { temporary.close() } else { close(descriptor) }
         }
-        func failure() -> CLIError { CLIError(.io, "cannot write '\(path)': \(String(cString: strerror(errno)))") }
+        func failure() -> CLIError {
+            let error = Errno.current
+            return CLIError(.io, "cannot write '\(path)': \(error)")
+        }
         guard fsync(descriptor) == 0 else {
             let error = failure()
             if let temporary { unlink(temporary.path) }

@@ -30,8 +30,9 @@ package enum Terminal {
     /// as `cat` ends without a message (docs/spec/streams.md, "Input and output").
     package static func finish(_ stdout: inout OutputStream) -> Int32 {
         guard stdout.flush() else {
-            if stdout.errorNumber == EPIPE { return 0 }
-            Diagnostics.report(CLIError(.io, "cannot write standard output: \(String(cString: strerror(stdout.errorNumber)))"))
+            let failure = stdout.failure ?? .ioError
+            if failure == .brokenPipe { return 0 }
+            Diagnostics.report(CLIError(.io, "cannot write standard output: \(failure)"))
             return ErrorCode.io.exitStatus
         }
         return 0

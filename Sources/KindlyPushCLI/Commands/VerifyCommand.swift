@@ -39,8 +39,8 @@ package struct VerifyCommand: Command {
         for path in arguments.positionals {
             var status = stat()
             guard stat(path, &status) == 0 else {
-                let code = errno
-                throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+                let error = Errno.current
+                throw CLIError(.io, "\(path): \(error)")
             }
             if status.st_mode & S_IFMT == S_IFDIR {
                 files += try VerifyCommand.jsonFiles(in: path)
@@ -54,8 +54,8 @@ package struct VerifyCommand: Command {
 
     package static func jsonFiles(in folder: String) throws(CLIError) -> [String] {
         guard let directory = opendir(folder) else {
-            let code = errno
-            throw CLIError(.io, "\(folder): \(String(cString: strerror(code)))")
+            let error = Errno.current
+            throw CLIError(.io, "\(folder): \(error)")
         }
         defer { closedir(directory) }
         var names: [String] = []
@@ -115,34 +115,26 @@ package struct VerifyCommand: Command {
     package static func read(_ path: String) throws(CLIError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
-            let code = errno
-            throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+            let error = Errno.current
+            throw CLIError(.io, "\(path): \(error)")
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
-            let code = errno
-            throw CLIError(.io, "\(path): \(String(cString: strerror(code)))")
+            let error = Errno.current
+            throw CLIError(.io, "\(path): \(error)")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { throw CLIError(.io, "\(path): not a regular file") }
         let limitText = "\(maximumFileSize >> 20) MiB"
         guard status.st_size <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
-        // One byte more than the limit is asked for, so that a file that grew since fstat is caught.
-        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
-        var length = 0
-        while length < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + length, $0.count - length) }
-            let code = errno
-            if count < 0, code == EINTR { continue }
-            if count < 0 { throw CLIError(.io, "\(path): \(String(cString: strerror(code)))") }
-            if count == 0 { break }
-            length += count
-            if length == bytes.count, length <= maximumFileSize {
-                bytes += [UInt8](repeating: 0, count: min(1 << 16, maximumFileSize + 1 - length))
-            }
+        // One byte more than the limit is read, so that a file that grew since fstat is caught.
+        let bytes: [UInt8]
+        do throws(Errno) {
+            bytes = try FileDescriptor(rawValue: descriptor).readAll(upTo: maximumFileSize, expectedSize: Int(status.st_size))
+        } catch {
+            throw CLIError(.io, "\(path): \(error)")
         }
-        guard length <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
-        bytes.removeSubrange(length...)
+        guard bytes.count <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
         return bytes
     }
 }

@@ -33,12 +33,10 @@ package enum StandardInput {
             Sodium.wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]))
             buffer.deallocate()
         }
-        while length < buffer.count {
-            let count = read(descriptor, buffer.baseAddress! + length, buffer.count - length)
-            if count < 0, errno == EINTR { continue }
-            if count < 0 { throw CLIError(.io, "cannot read standard input: \(String(cString: strerror(errno)))") }
-            if count == 0 { break }
-            length += count
+        do throws(Errno) {
+            try FileDescriptor(rawValue: descriptor).readAll(into: buffer, filled: &length)
+        } catch {
+            throw CLIError(.io, "cannot read standard input: \(error)")
         }
         guard length <= limit else {
             throw CLIError(.badInput, "the input is over \(sizeText(limit))")

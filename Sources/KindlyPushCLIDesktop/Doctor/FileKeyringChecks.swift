@@ -25,7 +25,7 @@ enum FileKeyringChecks {
             }
             return [
                 DoctorCheck(
-                    "file-keyring", inUse ? .problem : .warning, "\(folder): \(String(cString: strerror(code)))",
+                    "file-keyring", inUse ? .problem : .warning, "\(folder): \(Errno(code))",
                     action: "make the folder readable by its owner", details: [pathDetail])
             ]
         }
@@ -43,7 +43,7 @@ enum FileKeyringChecks {
             let code = errno
             return lines + [
                 DoctorCheck(
-                    "file-keyring", .problem, "\(folder) cannot be read: \(String(cString: strerror(code)))",
+                    "file-keyring", .problem, "\(folder) cannot be read: \(Errno(code))",
                     action: "chmod 700 \(folder)", details: [pathDetail])
             ]
         }

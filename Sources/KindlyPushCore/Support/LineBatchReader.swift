@@ -24,13 +24,6 @@ package struct LineBatchReader: ~Copyable {
         package init() {}
     }
 
-    /// Why the stream could not be read: `read(2)` failed with ``errorNumber``.
-    package struct ReadError: Error, Sendable, Equatable, CustomStringConvertible {
-        package let errorNumber: Int32
-
-        package var description: String { String(cString: strerror(errorNumber)) }
-    }
-
     /// The streams read one after the other, as one (`cat` of several files).
     private let descriptors: [Int32]
     private var current = 0
@@ -70,12 +63,8 @@ package struct LineBatchReader: ~Copyable {
     package func inputWouldBlock() -> Bool {
         guard chunkStart == chunkEnd, !endOfInput else { return false }
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        while true {
-            let ready = poll(&entry, 1, 0)
-            if ready < 0, errno == EINTR { continue }
-            // An error or hang-up is not "would block": the read then reports it or the end.
-            return ready == 0
-        }
+        // An error or hang-up is not "would block": the read then reports it or the end.
+        return (try? valueOrErrno { poll(&entry, 1, 0) }) == 0
     }
 
     /// Reads up to `maximumLines` lines into `batch` (cleared first), stopping early once the
@@ -83,14 +72,14 @@ package struct LineBatchReader: ~Copyable {
     ///
     /// With `maximumReads` (a live stream, read when `poll` says so), the call reads at most that
     /// many times and returns the whole lines it has, possibly none: then an empty batch means
-    /// the input has ended only when ``isAtEnd`` says so.
+    /// the input has ended only when ``isAtEnd`` says so. A failed `read(2)` throws its ``Errno``.
     ///
     /// With `live`, a batch that holds at least one line ends as soon as the next read would
     /// wait (``inputWouldBlock()``): the lines that arrived are handed over at once, and only an
     /// empty batch waits for input. A stream at full speed never waits, so its batches stay full.
     package mutating func nextBatch(
         into batch: inout Batch, maximumLines: Int, maximumBytes: Int = .max, maximumReads: Int = .max, live: Bool = false
-    ) throws(ReadError) {
+    ) throws(Errno) {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
         var reads = 0
@@ -160,12 +149,10 @@ package struct LineBatchReader: ~Copyable {
         pending.wipeCapacity()
     }
 
-    private mutating func refill() throws(ReadError) {
+    private mutating func refill() throws(Errno) {
         while true {
-            let source = descriptor
-            let count = chunk.withUnsafeMutableBytes { read(source, $0.baseAddress!, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            if count < 0 { throw ReadError(errorNumber: errno) }
+            let source = FileDescriptor(rawValue: descriptor)
+            let count = try chunk.withMutableBytes { (raw) throws(Errno) in try source.read(into: raw) }
             if count == 0, current + 1 < descriptors.count {
                 current += 1
                 continue

@@ -26,7 +26,8 @@ package final class Semaphore: @unchecked Sendable {
     /// Waits until the count is above zero, then takes one; a signal that interrupts the wait
     /// does not end it.
     package func wait() {
-        while sem_wait(semaphore) != 0 && errno == EINTR {}
+        // Another failure (EINVAL) cannot happen on a semaphore this class made.
+        _ = try? nothingOrErrno { sem_wait(semaphore) }
     }
 }
 

@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An open file descriptor, as swift-system's `FileDescriptor`: reads and writes that retry on
+/// `EINTR` and throw ``Errno``. It does not own the descriptor: closing it is the caller's job.
+package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
+    package let rawValue: Int32
+
+    package init(rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    package static var standardInput: FileDescriptor { FileDescriptor(rawValue: STDIN_FILENO) }
+    package static var standardOutput: FileDescriptor { FileDescriptor(rawValue: STDOUT_FILENO) }
+    package static var standardError: FileDescriptor { FileDescriptor(rawValue: STDERR_FILENO) }
+
+    /// One `read(2)` into `buffer`: the number of bytes read, 0 at the end of the input.
+    package func read(into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
+        try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// One `write(2)` of `bytes`: the number of bytes written.
+    package func write(_ bytes: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
+        try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { Glibc.write(rawValue, bytes.baseAddress, bytes.count) }
+    }
+
+    /// Reads into `buffer` from byte `filled` on, until it is full or the input ends, advancing
+    /// `filled` as it goes: when this throws, `filled` still says how much of `buffer` was written
+    /// (to wipe it). Never reads past the end of `buffer`, and not at all when it is full.
+    package func readAll(into buffer: UnsafeMutableRawBufferPointer, filled: inout Int) throws(Errno) {
+        precondition(filled >= 0 && filled <= buffer.count, "the filled part must be within the buffer")
+        while filled < buffer.count {
+            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            if count == 0 { return }
+            filled += count
+        }
+    }
+
+    /// The whole input, refusing to hold more than `limit` bytes: at most `limit + 1` bytes are
+    /// read, so a result longer than `limit` says that the input goes on past it (and no more of it
+    /// was read). The first read asks for `expectedSize + 1` bytes (a file's size from `fstat`),
+    /// then 64 KiB more at a time.
+    package func readAll(upTo limit: Int, expectedSize: Int = 0) throws(Errno) -> [UInt8] {
+        precondition(limit >= 0, "the limit must not be negative")
+        var bytes = [UInt8](repeating: 0, count: min(max(expectedSize, 0), limit) + 1)
+        var length = 0
+        while true {
+            try bytes.withMutableBytes { (raw) throws(Errno) in try readAll(into: raw, filled: &length) }
+            // The end of the input, or one byte past the limit.
+            if length < bytes.count || length > limit { break }
+            bytes += [UInt8](repeating: 0, count: min(1 << 16, limit + 1 - length))
+        }
+        bytes.removeSubrange(length...)
+        return bytes
+    }
+
+    /// Writes all of `bytes`, however many `write(2)` calls that takes. A write that writes
+    /// nothing is ``Errno/ioError``, as a full device would otherwise be tried for ever.
+    package func writeAll(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = try write(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            guard count > 0 else { throw .ioError }
+            offset += count
+        }
+    }
+}
