@@ -1,6 +1,6 @@
 internal import CDesktopShim
 internal import CGLib
-public import KindlyPush
+package import KindlyPush
 internal import KindlyPushCore
 
 #if canImport(Glibc)
