@@ -312,76 +312,94 @@ struct AgentTests {
         }
     }
 
+    /// `kindly-push` against a file keyring of its own (`KINDLY_PUSH_KEYRING_DIR`), on the test's bus.
+    struct KeyringCommands {
+        let environment: [String: String]
+
+        init(folder: String) {
+            var environment = DesktopSession.environment
+            environment["KINDLY_PUSH_KEYRING_DIR"] = folder
+            self.environment = environment
+        }
+
+        /// Runs `arguments`, expecting status 0.
+        @discardableResult
+        func run(_ arguments: [String], _ stdin: String = "") throws -> CLI.Output {
+            let output = try CLI.run(arguments, stdin: stdin, environment: environment)
+            #expect(output.status == 0, "\(arguments): \(output.stderr)")
+            return output
+        }
+
+        /// A new device key in the keyring; its public key.
+        func deviceKey() throws -> String {
+            try #require(try JSONValue(parsing: try run(["keygen", "--keyring", "file"]).stdout)["public_key"]?.stringValue)
+        }
+    }
+
+    /// Issue 20, point 1, through a running agent on `commands`' keyring: push 1 shows a banner;
+    /// after `change` and 2.1 s, push 2 shows none (`refused` says what was expected).
+    func checkAgentFollows(
+        _ commands: KeyringCommands, sealed: (Int) throws -> String, change: () throws -> Void, refused: String
+    ) throws {
+        let agent = try RunningCLI(
+            ["notify", "--follow", "-", "--keyring", "file", "--state", state, "--verbose"], environment: commands.environment)
+        #expect(agent.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
+        agent.write(try sealed(1) + "\n")
+        try #require(Self.waitForDecided(agent, 1), "\(agent.stderr)")
+        #expect(agent.stderr.contains("banner shown"), "push 1, before the change: \(agent.stderr)")
+        try change()
+        usleep(2_100_000)
+        agent.write(try sealed(2) + "\n")
+        try #require(Self.waitForDecided(agent, 2), "\(agent.stderr)")
+        let last = agent.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(!last.contains("banner shown"), "\(refused): \(agent.stderr)")
+        agent.closeInput()
+        _ = agent.finish()
+    }
+
     @Test(
         "issue 20, point 1: a running agent refuses a revoked sender's push within 2 s of senders delete (needs CachingKeyring to follow revocations)"
     )
     func revokedSender() async throws {
         try await DesktopSession.exclusive {
-            var environment = DesktopSession.environment
-            environment["KINDLY_PUSH_KEYRING_DIR"] = keys.url.appendingPathComponent("keyring").path
-            func run(_ arguments: [String], _ stdin: String = "") throws -> CLI.Output {
-                let output = try CLI.run(arguments, stdin: stdin, environment: environment)
-                #expect(output.status == 0, "\(arguments): \(output.stderr)")
-                return output
-            }
-            let device = try #require(try JSONValue(parsing: try run(["keygen", "--keyring", "file"]).stdout)["public_key"]?.stringValue)
+            let commands = KeyringCommands(folder: keys.url.appendingPathComponent("keyring").path)
+            let device = try commands.deviceKey()
             let senderFile = keys.url.appendingPathComponent("sender.json").path
-            let sender = try JSONValue(parsing: try run(["sender-keygen", "--key-file", senderFile]).stdout)
+            let sender = try JSONValue(parsing: try commands.run(["sender-keygen", "--key-file", senderFile]).stdout)
             let sid = try #require(sender["sid"]?.stringValue)
-            _ = try run(["senders", "add", "--public-key", try #require(sender["public_key"]?.stringValue), "--keyring", "file"])
-            func sealed(_ index: Int) throws -> String {
-                let plain = #"{"chat_id":"r-\#(index)","title":"R\#(marker)-\#(index)","body":"b","message_id":"r-\#(index)"}"#
-                return try run(["seal", "--public-key", device, "--sender-key-file", senderFile], plain).stdout
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-            let agent = try RunningCLI(
-                ["notify", "--follow", "-", "--keyring", "file", "--state", state, "--verbose"], environment: environment)
-            #expect(agent.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
-            agent.write(try sealed(1) + "\n")
-            try #require(Self.waitForDecided(agent, 1), "\(agent.stderr)")
-            #expect(agent.stderr.contains("banner shown"), "\(agent.stderr)")
-            _ = try run(["senders", "delete", sid, "--keyring", "file"])
-            usleep(2_100_000)
-            agent.write(try sealed(2) + "\n")
-            try #require(Self.waitForDecided(agent, 2), "\(agent.stderr)")
-            let last = agent.stderr.split(separator: "\n").last.map(String.init) ?? ""
-            #expect(!last.contains("banner shown"), "the revoked sender's push still showed a banner: \(agent.stderr)")
-            agent.closeInput()
-            _ = agent.finish()
+            try commands.run(["senders", "add", "--public-key", try #require(sender["public_key"]?.stringValue), "--keyring", "file"])
+            try checkAgentFollows(
+                commands,
+                sealed: { index in
+                    let plain = #"{"chat_id":"r-\#(index)","title":"R\#(marker)-\#(index)","body":"b","message_id":"r-\#(index)"}"#
+                    return try commands.run(["seal", "--public-key", device, "--sender-key-file", senderFile], plain).stdout
+                        .trimmingCharacters(in: .whitespacesAndNewlines)
+                },
+                change: { try commands.run(["senders", "delete", sid, "--keyring", "file"]) },
+                refused: "the revoked sender's push still showed a banner")
         }
     }
 
     @Test("issue 20, point 1: a running agent refuses a version 1 push within 2 s of the first senders add")
     func firstPin() async throws {
         try await DesktopSession.exclusive {
-            var environment = DesktopSession.environment
-            environment["KINDLY_PUSH_KEYRING_DIR"] = keys.url.appendingPathComponent("keyring-first-pin").path
-            func run(_ arguments: [String], _ stdin: String = "") throws -> CLI.Output {
-                let output = try CLI.run(arguments, stdin: stdin, environment: environment)
-                #expect(output.status == 0, "\(arguments): \(output.stderr)")
-                return output
-            }
-            let device = try #require(try JSONValue(parsing: try run(["keygen", "--keyring", "file"]).stdout)["public_key"]?.stringValue)
+            let commands = KeyringCommands(folder: keys.url.appendingPathComponent("keyring-first-pin").path)
+            let device = try commands.deviceKey()
             let sender = try JSONValue(
-                parsing: try run(["sender-keygen", "--key-file", keys.url.appendingPathComponent("first-pin-sender.json").path]).stdout)
-            func sealed(_ index: Int) throws -> String {
-                let plain = #"{"chat_id":"f-\#(index)","title":"F\#(marker)-\#(index)","body":"b","message_id":"f-\#(index)"}"#
-                return try run(["seal", "--public-key", device], plain).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-            let agent = try RunningCLI(
-                ["notify", "--follow", "-", "--keyring", "file", "--state", state, "--verbose"], environment: environment)
-            #expect(agent.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
-            agent.write(try sealed(1) + "\n")
-            try #require(Self.waitForDecided(agent, 1), "\(agent.stderr)")
-            #expect(agent.stderr.contains("banner shown"), "a version 1 push before any pin: \(agent.stderr)")
-            _ = try run(["senders", "add", "--public-key", try #require(sender["public_key"]?.stringValue), "--keyring", "file"])
-            usleep(2_100_000)
-            agent.write(try sealed(2) + "\n")
-            try #require(Self.waitForDecided(agent, 2), "\(agent.stderr)")
-            let last = agent.stderr.split(separator: "\n").last.map(String.init) ?? ""
-            #expect(!last.contains("banner shown"), "a version 1 push still showed a banner after the first pin: \(agent.stderr)")
-            agent.closeInput()
-            _ = agent.finish()
+                parsing: try commands.run(["sender-keygen", "--key-file", keys.url.appendingPathComponent("first-pin-sender.json").path])
+                    .stdout)
+            try checkAgentFollows(
+                commands,
+                sealed: { index in
+                    let plain = #"{"chat_id":"f-\#(index)","title":"F\#(marker)-\#(index)","body":"b","message_id":"f-\#(index)"}"#
+                    return try commands.run(["seal", "--public-key", device], plain).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                },
+                change: {
+                    try commands.run([
+                        "senders", "add", "--public-key", try #require(sender["public_key"]?.stringValue), "--keyring", "file",
+                    ])
+                },
+                refused: "a version 1 push still showed a banner after the first pin")
         }
     }
 }
