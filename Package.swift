@@ -127,7 +127,8 @@ let package = Package(
         // KindlyPushCLIDesktop.
         .target(
             name: "KindlyPushCLI",
-            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushVectors"],
+            // CProcessGuard: the process guards every binary's main sets first (kindlyPushMain).
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushVectors", "CProcessGuard"],
             swiftSettings: strictSettings
         ),
         // The Secret Service keyring, `notify` and `doctor` for the command line.
@@ -145,17 +146,17 @@ let package = Package(
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.
         .executableTarget(
             name: "kindly-push",
-            dependencies: ["KindlyPushCLI", "CProcessGuard"],
+            dependencies: ["KindlyPushCLI"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "kindly-push-desktop",
-            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "CProcessGuard"],
+            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "kindly-push-redis",
-            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushRedis", "CProcessGuard"],
+            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushRedis"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.

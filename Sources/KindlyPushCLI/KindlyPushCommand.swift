@@ -1,3 +1,4 @@
+internal import CProcessGuard
 internal import KindlyPushBase
 internal import KindlyPushCore
 
@@ -23,6 +24,23 @@ package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
     let suggestion = Suggestion.phrase(for: name, among: allCommands.map { $0.name } + ["help", "version"])
     Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
     return ErrorCode.usage.exitStatus
+}
+
+/// The `main` of `kindly-push`, `kindly-push-desktop` and `kindly-push-redis`. First, before any
+/// file is opened or any key is read (docs/hardening.md): closed standard streams are held on
+/// /dev/null, so that no file takes their numbers; the process is made not dumpable (no core
+/// file, no reading of its memory by the user's other processes); a crash prints one fixed line
+/// and exits 70 instead of the Swift runtime's report, which dumps memory around each register.
+/// Then `install` plugs in the services the binary links; SIGPIPE is ignored (a closed pipe or
+/// socket gives EPIPE: a quiet end, `io`, or a Redis reconnection); the command runs and the
+/// process exits with its status.
+package nonisolated func kindlyPushMain(install: () -> Void = {}) -> Never {
+    _ = kp_hold_standard_streams()
+    _ = kp_make_undumpable()
+    _ = kp_install_crash_handlers()
+    install()
+    signal(SIGPIPE, SIG_IGN)
+    exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: .ofProcess()))
 }
 
 /// Parses the command line, runs one command and returns the exit status.
