@@ -113,6 +113,8 @@ struct SecretServiceKeyringTests {
 
     @Test("an item another client changes in place (ItemChanged, same path) changes the change token", .needsSecretService)
     func inPlaceChangeChangesTheToken() throws {
+        // A collection of its own: other suites store into the default one meanwhile.
+        let keyring = SecretServiceKeyring(collection: .objectPath(try SecretServiceControl.createCollection()))
         let key = DeviceKey.generate()
         try keyring.store(key, label: "changed in place")
         defer { try? keyring.delete(key.kid) }
