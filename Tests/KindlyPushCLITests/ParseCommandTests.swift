@@ -11,9 +11,10 @@ struct ParseCommandTests {
         let parsed = try ParsedArguments.parse(
             ["--jsonl", "--key-file=k.json", "--sender-key", "-AAA", "--sender-key", "BBB", "a.jsonl", "--", "--b.jsonl"],
             specs: DecryptCommand.options, command: "decrypt")
-        #expect(parsed.has("--jsonl"))
-        #expect(parsed.value("--key-file") == "k.json")
-        #expect(parsed.values("--sender-key") == ["-AAA", "BBB"])
+        #expect(parsed[StreamOptions.jsonl])
+        #expect(!parsed[StreamOptions.quiet])
+        #expect(parsed[KeyringOptions.keyFile] == "k.json")
+        #expect(parsed[KeyringOptions.senderKey] == ["-AAA", "BBB"])
         #expect(parsed.positionals == ["a.jsonl", "--b.jsonl"])
     }
 

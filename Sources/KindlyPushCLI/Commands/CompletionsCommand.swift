@@ -11,7 +11,7 @@ package struct CompletionsCommand: Command {
         (tools/install does this).
         """
     package static let arguments = ["bash", "zsh", "fish"]
-    package static let options: [OptionSpec] = [SharedOptions.help]
+    package static let options: [OptionSpec] = [SharedOptions.help.spec]
 
     package let shell: Completions.Shell
 
@@ -40,7 +40,7 @@ package struct ManCommand: Command {
     package static let examples = [
         Example("Read the man page", "kindly-push man | man -l -")
     ]
-    package static let options: [OptionSpec] = [SharedOptions.help]
+    package static let options: [OptionSpec] = [SharedOptions.help.spec]
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)

@@ -4,7 +4,7 @@ package import KindlyPushCore
 extension SealCommand {
     /// `seal --recipients-inline` seals each input for the device it names.
     package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
-        if arguments.has("--recipients-inline") { return try RecipientsInlineSeal(arguments, environment: environment) }
+        if arguments[SealingOptions.recipientsInline] { return try RecipientsInlineSeal(arguments, environment: environment) }
         return try SealCommand(arguments, environment: environment)
     }
 }
@@ -42,13 +42,14 @@ package struct RecipientsInlineSeal: DocumentCommand {
     package let stream: StreamOptions
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        if arguments.value("--public-key") != nil || arguments.value("--key-file") != nil {
+        let sealing = SealingOptions(arguments)
+        if sealing.publicKey != nil || sealing.keyFile != nil {
             throw CLIError(.usage, "--recipients-inline reads each device's key from its input: give no --public-key or --key-file")
         }
-        (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
-        oversize = PlaintextSealing.oversize(arguments)
-        senderKey = try PlaintextSealing.senderKey(arguments)
-        version = try PlaintextSealing.wireVersion(arguments, hasSender: senderKey != nil)
+        (mode, placeholder) = try PlaintextSealing.alertOptions(sealing)
+        oversize = PlaintextSealing.oversize(sealing)
+        senderKey = try PlaintextSealing.senderKey(sealing)
+        version = try PlaintextSealing.wireVersion(sealing, hasSender: senderKey != nil)
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
     }
 
