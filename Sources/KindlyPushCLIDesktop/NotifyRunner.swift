@@ -213,7 +213,7 @@ final class NotifySession {
         if let outcome = plan.outcomeWithoutNotifier {
             report(outcome, plan: plan)
             if outcome == .notKindly {
-                throw CLIError(.notKindly, "the push is not Kindly's; the host shows it (or use --passthrough)")
+                throw CLIError(.decryption(.notKindly), "the push is not Kindly's; the host shows it (or use --passthrough)")
             }
             return
         }

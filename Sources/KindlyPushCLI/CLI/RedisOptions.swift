@@ -45,13 +45,16 @@ package struct RedisOptions: Sendable, Equatable {
         "--redis", "URL",
         "Run as a Redis Streams worker on URL: redis://HOST[:PORT][/DB] or unix:///PATH, each with an optional USER:PASSWORD@ after the //."
     )
-    package static let from = Option<String>("--from", "STREAM", "With --redis, the input stream: each entry's \"doc\" field is one document.")
+    package static let from = Option<String>(
+        "--from", "STREAM", "With --redis, the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(
         "--group", "GROUP", "With --redis, the consumer group (created at the start of the input stream when missing).")
-    package static let to = Option<String>("--to", "STREAM", "With --redis, the output stream: entries {\"doc\": output line, \"in\": input id}.")
+    package static let to = Option<String>(
+        "--to", "STREAM", "With --redis, the output stream: entries {\"doc\": output line, \"in\": input id}.")
     package static let consumerName = Option<String>(
         "--consumer", "NAME", "With --redis, this worker's name in the group (default: host name and process id).")
-    package static let claimIdleTime = Option<Int>("--claim-idle", "MS", "With --redis, take over entries pending longer than MS (default: 30000).")
+    package static let claimIdleTime = Option<Int>(
+        "--claim-idle", "MS", "With --redis, take over entries pending longer than MS (default: 30000).")
     package static let batchSize = Option<Int>("--batch", "N", "With --redis, entries read and committed at a time (default: 100).")
     package static let exitWhenIdleTime = Option<Int>(
         "--exit-when-idle", "MS", "With --redis, exit 0 after MS with nothing to read and nothing pending.")

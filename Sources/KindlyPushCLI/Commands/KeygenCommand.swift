@@ -38,7 +38,8 @@ package struct KeygenCommand: Command {
         "--presenter", "KIND", "notify: pushes are shown through `kindly-push notify`; none: no decrypting presenter (default: detected).")
     package static let reuse = Flag(
         "--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none.")
-    package static let sdkVersion = Option<String>("--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion)).")
+    package static let sdkVersion = Option<String>(
+        "--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion)).")
 
     package static let options: [OptionSpec] = [
         keyFile.spec, KeyringOptions.keyring.spec, label.spec, token.spec, pushMode.spec, presenter.spec, reuse.spec, sdkVersion.spec,

@@ -81,7 +81,7 @@ package struct KeysCommand: Command {
                 do throws(KeyringError) {
                     try keyring.delete(kid)
                 } catch {
-                    if case .notFound = error { throw CLIError(.keyUnavailable, error.description) }
+                    if case .notFound = error { throw CLIError(.decryption(.keyUnavailable), error.description) }
                     throw CLIError(.io, error.description)
                 }
                 return 0

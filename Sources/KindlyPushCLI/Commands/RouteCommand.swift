@@ -29,7 +29,8 @@ package struct RouteCommand: DocumentCommand {
     /// The display-rule inputs that `route` and `notify` read from the command line; each command
     /// gives `--app-state` its help.
     package static let appState = Option<DisplayRules.AppState>("--app-state", "STATE", "")
-    package static let screen = Option<DisplayRules.Screen>("--screen", "SCREEN", "chat or other (default: other); read only in the foreground.")
+    package static let screen = Option<DisplayRules.Screen>(
+        "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.")
     package static let chatId = Option<String>(
         "--chat-id", "ID", "With --screen chat: the chat on top; a decrypted push for another chat counts as other.")
     package static let delegate = Option<DisplayRules.DelegateAnswer>(

@@ -27,7 +27,8 @@ package struct SendersCommand: Command {
     package static let publicKey = Option<String>(
         "--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true
     ).only("add")
-    package static let label = Option<String>("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only("add")
+    package static let label = Option<String>("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only(
+        "add")
 
     package enum Action {
         case add(SenderPublicKey, label: String)
@@ -105,7 +106,7 @@ package struct SendersCommand: Command {
                 do throws(KeyringError) {
                     try keyring.unpinSender(sid)
                 } catch {
-                    if case .senderNotFound = error { throw CLIError(.untrustedSender, error.description) }
+                    if case .senderNotFound = error { throw CLIError(.decryption(.untrustedSender), error.description) }
                     throw CLIError(.io, error.description)
                 }
                 return 0
