@@ -17,21 +17,21 @@ package struct KeyringOptions: Sendable {
     /// The group's options, in the order help lists them (`decrypt`, `route`).
     package static let specs = [keyFile.spec, keyring.spec, senderKey.spec, verbose.spec]
 
-    /// `--key-file PATH`.
-    package let keyFile: String?
-    /// `--keyring KIND`; nil when not given (`auto`).
-    package let keyring: KeyringChoice?
-    /// Every `--sender-key B64`, in order, as given.
-    package let senderKeys: [String]
-    /// `--verbose`.
-    package let isVerbose: Bool
+    /// The command's arguments, of which the group reads its own options only.
+    private let arguments: ParsedArguments
 
     package init(_ arguments: ParsedArguments) {
-        keyFile = arguments[Self.keyFile]
-        keyring = arguments[Self.keyring]
-        senderKeys = arguments[Self.senderKey]
-        isVerbose = arguments[Self.verbose]
+        self.arguments = arguments
     }
+
+    /// `--key-file PATH`.
+    package var keyFile: String? { arguments[Self.keyFile] }
+    /// `--keyring KIND`; nil when not given (`auto`).
+    package var keyring: KeyringChoice? { arguments[Self.keyring] }
+    /// Every `--sender-key B64`, in order, as given.
+    package var senderKeys: [String] { arguments[Self.senderKey] }
+    /// `--verbose`.
+    package var isVerbose: Bool { arguments[Self.verbose] }
 }
 
 /// `--keyring auto|secret-service|file` and `--key-file`: where a command finds keys.

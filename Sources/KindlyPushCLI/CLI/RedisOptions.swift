@@ -45,21 +45,19 @@ package struct RedisOptions: Sendable, Equatable {
         "--redis", "URL",
         "Run as a Redis Streams worker on URL: redis://HOST[:PORT][/DB] or unix:///PATH, each with an optional USER:PASSWORD@ after the //."
     )
-    package static let from = Option<String>(
-        "--from", "STREAM", "With --redis, the input stream: each entry's \"doc\" field is one document.")
+    package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(
-        "--group", "GROUP", "With --redis, the consumer group (created at the start of the input stream when missing).")
-    package static let to = Option<String>(
-        "--to", "STREAM", "With --redis, the output stream: entries {\"doc\": output line, \"in\": input id}.")
+        worker: "--group", "GROUP", "the consumer group (created at the start of the input stream when missing).")
+    package static let to = Option<String>(worker: "--to", "STREAM", "the output stream: entries {\"doc\": output line, \"in\": input id}.")
     package static let consumerName = Option<String>(
-        "--consumer", "NAME", "With --redis, this worker's name in the group (default: host name and process id).")
+        worker: "--consumer", "NAME", "this worker's name in the group (default: host name and process id).")
     package static let claimIdleTime = Option<Int>(
-        "--claim-idle", "MS", "With --redis, take over entries pending longer than MS (default: 30000).")
-    package static let batchSize = Option<Int>("--batch", "N", "With --redis, entries read and committed at a time (default: 100).")
+        worker: "--claim-idle", "MS", "take over entries pending longer than MS (default: 30000).")
+    package static let batchSize = Option<Int>(worker: "--batch", "N", "entries read and committed at a time (default: 100).")
     package static let exitWhenIdleTime = Option<Int>(
-        "--exit-when-idle", "MS", "With --redis, exit 0 after MS with nothing to read and nothing pending.")
+        worker: "--exit-when-idle", "MS", "exit 0 after MS with nothing to read and nothing pending.")
     package static let maxDeliveryCount = Option<Int>(
-        "--max-deliveries", "N", "With --redis, answer an entry delivered more than N times with an error (default: 5).")
+        worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: 5).")
 
     /// The options that go with `--redis`, in the order help lists them.
     package static let workerKeys: [any OptionKey] = [
@@ -245,5 +243,19 @@ package enum RedisBinary {
     /// only when that fails (an `io` error, reported).
     package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
         SiblingBinary.exec(name, arguments, environment: environment, purpose: "the Redis Streams worker")
+    }
+}
+
+extension Option where Value == String {
+    /// An option that goes with `--redis`: its help says so first.
+    fileprivate init(worker name: String, _ placeholder: String, _ help: String) {
+        self.init(name, placeholder, "With --redis, " + help)
+    }
+}
+
+extension Option where Value == Int {
+    /// A number that goes with `--redis`: its help says so first.
+    fileprivate init(worker name: String, _ placeholder: String, _ help: String) {
+        self.init(name, placeholder, "With --redis, " + help)
     }
 }
