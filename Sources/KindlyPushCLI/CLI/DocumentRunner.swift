@@ -259,11 +259,12 @@ package enum DocumentRunner {
             case .oversized:
                 throw CLIError(.badInput, "the line is over \(StandardInput.sizeText(command.inputLimit))")
             case .text(let range):
-                _ = try batch.bytes.withUnsafeBytes { raw in
+                let completion = try batch.bytes.withUnsafeBytes { raw in
                     Result { () throws(CLIError) in
                         try command.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output)
                     }
                 }.get()
+                if case .errorObject(let code) = completion { outcome.error = code }
             }
         } catch {
             output.removeSubrange(start...)

@@ -74,9 +74,18 @@ package struct CLIError: Error, Sendable {
 }
 
 /// How a command that succeeded ended: `check` exits 1 for a push that is not Kindly's.
-package enum Completion: Sendable {
+package enum Completion: Sendable, Equatable {
     case success
     case notKindly
+    /// The output is the line's error object, which the command wrote itself (`seal
+    /// --recipients-inline` puts the line's `"id"` in it): `--summary` counts its code.
+    case errorObject(ErrorCode)
 
-    package var exitStatus: Int32 { self == .success ? 0 : ErrorCode.decryption(.notKindly).exitStatus }
+    package var exitStatus: Int32 {
+        switch self {
+        case .success: return 0
+        case .notKindly: return ErrorCode.decryption(.notKindly).exitStatus
+        case .errorObject(let code): return code.exitStatus
+        }
+    }
 }

@@ -88,7 +88,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     }
 
     /// The general path with the line's `"id"`: the push as `{"id": ID, "push": PUSH}`, or in
-    /// line mode the error object with `"id"` after `"error"` (where `--summary` reads the code).
+    /// line mode the error object with `"id"` after `"error"` (``Completion/errorObject(_:)``).
     /// Without an `"id"` (or with a member name twice), the output is the push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CLIError) -> Completion
@@ -111,6 +111,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
             output += CorrelationID.errorMember
             JSONWriter.write(id, to: &output)
             output.append(UInt8(ascii: "}"))
+            return .errorObject(error.code)
         }
         return .success
     }
