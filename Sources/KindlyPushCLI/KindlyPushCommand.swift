@@ -53,11 +53,11 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
         Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))
         return ErrorCode.usage.exitStatus
     }
-    if name == "--help" || name == "-h" {
+    if SharedOptions.help.isNamed(by: name) {
         return Terminal.printText(Help.root(allCommands, width: width))
     }
     // docs/spec/streams.md, "Input and output": `--version` and `kindly-push version`.
-    if name == "--version" || name == "version" {
+    if SharedOptions.version.isNamed(by: name) || name == "version" {
         return Terminal.printText("kindly-push \(KindlyPushRelease.version)\n")
     }
     if name == "help" {
@@ -70,10 +70,10 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
         let parsed = try ParsedArguments.parse(
             Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
-        if parsed.has("--help") { return Terminal.printText(Help.command(command, width: width)) }
+        if parsed[SharedOptions.help] { return Terminal.printText(Help.command(command, width: width)) }
         // A Redis Streams worker runs in kindly-push-redis (hiredis; it has the desktop services
         // too), what needs libsecret, GIO or SQLite in kindly-push-desktop (see DesktopServices).
-        if RedisBinary.installed == nil, parsed.value("--redis") != nil, command.options.contains(where: { $0.name == "--redis" }) {
+        if RedisBinary.installed == nil, parsed.isGiven(RedisOptions.url), command.options.contains(RedisOptions.url) {
             return RedisBinary.exec(arguments, environment: environment)
         }
         if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {

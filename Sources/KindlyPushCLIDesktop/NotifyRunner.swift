@@ -33,9 +33,9 @@ struct NotifyRunner: Command {
 
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push notify --help')") }
-        if arguments.has("--follow") {
+        if arguments[NotifyCommand.follow] {
             guard arguments.positionals.count <= 1 else { throw usage("'--follow' reads one FILE, or - for standard input") }
-            guard !arguments.has("--jsonl") else { throw usage("give either --follow or --jsonl, not both") }
+            guard !arguments[NotifyCommand.jsonl] else { throw usage("give either --follow or --jsonl, not both") }
             let name = arguments.positionals.first ?? "-"
             guard !name.isEmpty else { throw usage("'--follow' takes a non-empty FILE, or -") }
             follow = name == "-" ? .standardInput : .path(name)
@@ -46,10 +46,10 @@ struct NotifyRunner: Command {
         // Until a host says otherwise over D-Bus, the agent presents as for a killed app.
         context = try RouteCommand.context(
             arguments, command: Self.name, defaultState: follow == nil ? .background : .killed, hasExtension: true)
-        isLineMode = arguments.has("--jsonl") || follow != nil
-        verbose = arguments.has("--verbose")
-        onOpen = arguments.value("--on-open")
-        if let text = arguments.value("--wait") {
+        isLineMode = arguments[NotifyCommand.jsonl] || follow != nil
+        verbose = arguments[NotifyCommand.verbose]
+        onOpen = arguments[NotifyCommand.onOpen]
+        if let text = arguments[NotifyCommand.wait] {
             guard let seconds = Double(text), seconds.isFinite, (0...86_400).contains(seconds) else {
                 throw usage("'--wait' takes a number of seconds from 0 to 86400")
             }
@@ -57,7 +57,7 @@ struct NotifyRunner: Command {
         } else {
             wait = nil
         }
-        if let text = arguments.value("--dedup-ttl") {
+        if let text = arguments[NotifyCommand.dedupTTL] {
             guard let seconds = NotifyRunner.seconds(text) else {
                 throw usage("'--dedup-ttl' takes a whole number with an optional unit s, m, h or d, such as 7d")
             }
@@ -65,10 +65,11 @@ struct NotifyRunner: Command {
         } else {
             retention = Self.defaultRetention
         }
-        for name in ["--app-name", "--desktop-entry", "--on-open", "--state", "--icon"] where arguments.value(name)?.isEmpty == true {
-            throw usage("'\(name)' takes a non-empty value")
+        for key in [NotifyCommand.appName, NotifyCommand.desktopEntry, NotifyCommand.onOpen, NotifyCommand.state, NotifyCommand.icon]
+        where arguments[key]?.isEmpty == true {
+            throw usage("'\(key.name)' takes a non-empty value")
         }
-        if let path = arguments.value("--state") {
+        if let path = arguments[NotifyCommand.state] {
             statePath = .success(path)
         } else {
             do throws(DeduplicationError) {
@@ -78,15 +79,15 @@ struct NotifyRunner: Command {
             }
         }
         self.environment = environment
-        decryption = try KeyringChoice.decryption(arguments, environment: environment)
+        decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
         options = DesktopPresenter.Options(
-            appName: arguments.value("--app-name") ?? "Kindly",
-            desktopEntry: arguments.value("--desktop-entry") ?? NotifyRunner.desktopEntry,
-            icon: arguments.value("--icon") ?? NotifyRunner.desktopEntry,
+            appName: arguments[NotifyCommand.appName] ?? "Kindly",
+            desktopEntry: arguments[NotifyCommand.desktopEntry] ?? NotifyRunner.desktopEntry,
+            icon: arguments[NotifyCommand.icon] ?? NotifyRunner.desktopEntry,
             // A click is only handled while notify runs: a banner posted by a run that exits at
             // once carries no action that would do nothing.
-            offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: !arguments.has("--no-dedup"),
-            showsPassthrough: arguments.has("--passthrough"))
+            offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: !arguments[NotifyCommand.noDedup],
+            showsPassthrough: arguments[NotifyCommand.passthrough])
     }
 
     /// The name of the `.desktop` file (without `.desktop`) and of the icon that tools/install
@@ -212,7 +213,7 @@ final class NotifySession {
         if let outcome = plan.outcomeWithoutNotifier {
             report(outcome, plan: plan)
             if outcome == .notKindly {
-                throw CLIError(.notKindly, "the push is not Kindly's; the host shows it (or use --passthrough)")
+                throw CLIError(.decryption(.notKindly), "the push is not Kindly's; the host shows it (or use --passthrough)")
             }
             return
         }

@@ -58,6 +58,20 @@ struct JSONLinesTests {
         }
     }
 
+    @Test("--summary counts what became of each line, not what its output looks like: a push whose own \"error\" member comes first is ok")
+    func summaryCountsOutcomes() throws {
+        let folder = try KeyFolder()
+        let push = try KindlyPushSealer.seal(try DecryptedPayload(chatId: "c", title: "t", body: "b"), for: folder.key.publicKey)
+        // --apply prints the whole document, members in their order: this line's output begins
+        // as an error object does.
+        let lookAlike = Array(#"{"error":{"code":"not_an_error"},"#.utf8) + push.dropFirst()
+        let input = lookAlike + [0x0A] + push + [0x0A] + Array("not json\n".utf8)
+        let output = try CLI.run(["decrypt", "--apply", "--jsonl", "--summary", "--key-file", folder.keyFile], stdin: input)
+        #expect(output.status == 0)
+        #expect(output.stdout.hasPrefix(#"{"error":{"code":"not_an_error"},"aps":{"alert":{"title":"t""#))
+        #expect(output.stderr == "kindly-push: summary: 3 lines: 2 ok, 1 bad_input\n", "\(output.stderr)")
+    }
+
     @Test("a line of megabytes is bad_input, the lines around it go through, and seal takes the same way", arguments: [1, 2])
     func hugeLine(_ jobs: Int) throws {
         let huge = "{\"chat_id\":\"" + String(repeating: "z", count: 5_000_000) + "\",\"title\":\"t\",\"body\":\"b\"}"

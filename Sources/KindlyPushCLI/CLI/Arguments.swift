@@ -14,12 +14,14 @@ package struct OptionSpec: Sendable {
     package private(set) var help: String
     /// The command cannot run without it (usage writes it without brackets).
     package var isRequired = false
-    /// A value option that may be given more than once (read with ``ParsedArguments/values(_:)``).
+    /// A value option that may be given more than once (read with a ``RepeatableOption``).
     package var isRepeatable = false
     /// The forms of a command with several (`senders add`, `senders list`) that take the option,
     /// by their action word; empty: every form. Usage lists it only in those forms, and the
     /// parser refuses it in the others.
     package private(set) var forms: [String] = []
+    /// The one-letter form (`-h`), when the option has one.
+    package private(set) var shortName: String?
 
     package static func flag(_ name: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .flag, help: help)
@@ -44,9 +46,18 @@ package struct OptionSpec: Sendable {
     }
 
     /// The option taken only by the forms whose action word is one of `forms` (`.only("add")`).
-    package func only(_ forms: String...) -> OptionSpec {
+    package func only(_ forms: String...) -> OptionSpec { only(forms) }
+
+    func only(_ forms: [String]) -> OptionSpec {
         var option = self
         option.forms = forms
+        return option
+    }
+
+    /// The same flag with a one-letter form (`-h` of `--help`), which help writes before it.
+    package func short(_ name: String) -> OptionSpec {
+        var option = self
+        option.shortName = name
         return option
     }
 
@@ -69,20 +80,152 @@ package struct OptionSpec: Sendable {
     }
 }
 
-/// Parsed command-line arguments of one command.
+/// A declared option: the spec that help, usage, completions and the man page read, and the key
+/// to its value in ``ParsedArguments`` (`arguments[Self.apply]`), as a `@Flag` or `@Option`
+/// declaration of swift-argument-parser is. The parser matches arguments by the spec's name;
+/// nothing else compares option names, so a misspelt key does not compile.
+package protocol OptionKey: Sendable {
+    var spec: OptionSpec { get }
+}
+
+extension OptionKey {
+    /// `--name`, for messages.
+    package var name: String { spec.name }
+}
+
+/// `--name` alone: `arguments[key]` is whether it was given.
+package struct Flag: OptionKey {
+    package private(set) var spec: OptionSpec
+
+    package init(_ name: String, _ help: String, short: String? = nil) {
+        spec = .flag(name, help)
+        if let short { spec = spec.short(short) }
+    }
+
+    /// The same flag with the help a command gives it.
+    package func help(_ text: String) -> Flag {
+        var flag = self
+        flag.spec = spec.help(text)
+        return flag
+    }
+
+    /// Whether `argument` names this flag (`--help`, or its short form `-h`): for the words
+    /// before a subcommand, which no spec list parses.
+    package func isNamed(by argument: String) -> Bool {
+        argument == spec.name || (spec.shortName.map { argument == $0 } ?? false)
+    }
+}
+
+/// `--name VALUE` given at most once: `arguments[key]` is its value as `Value`, or nil when the
+/// option is not given.
+///
+/// An option whose `Value` is an enumeration of strings takes its allowed values from the cases
+/// (the parser refuses any other, with the usage error of today's text); others convert the text
+/// (`Int`), and `arguments[key]` is nil for text that does not convert:
+/// ``ParsedArguments/isGiven(_:)`` tells that apart from no option.
+package struct Option<Value: Sendable>: OptionKey {
+    package private(set) var spec: OptionSpec
+    private let convert: @Sendable (String) -> Value?
+
+    package init(
+        _ name: String, _ placeholder: String, _ help: String, choices: [String] = [], required: Bool = false,
+        convert: @escaping @Sendable (String) -> Value?
+    ) {
+        spec = .value(name, placeholder, help, choices: choices, required: required)
+        self.convert = convert
+    }
+
+    /// The value of `text`, as given on the command line.
+    package func value(of text: String) -> Value? { convert(text) }
+
+    /// The same option with the help a command gives it.
+    package func help(_ text: String) -> Option {
+        var option = self
+        option.spec = spec.help(text)
+        return option
+    }
+
+    /// The same option, required by this command (usage writes it without brackets).
+    package func required() -> Option {
+        var option = self
+        option.spec.isRequired = true
+        return option
+    }
+
+    /// The option taken only by the forms whose action word is one of `forms`.
+    package func only(_ forms: String...) -> Option {
+        var option = self
+        option.spec = spec.only(forms)
+        return option
+    }
+}
+
+extension Option where Value == String {
+    package init(_ name: String, _ placeholder: String, _ help: String, required: Bool = false) {
+        self.init(name, placeholder, help, required: required) { $0 }
+    }
+}
+
+extension Option where Value == Int {
+    /// A whole number; its range is the reader's to check, with its own message.
+    package init(_ name: String, _ placeholder: String, _ help: String) {
+        self.init(name, placeholder, help) { Int($0) }
+    }
+}
+
+extension Option where Value: CaseIterable & RawRepresentable, Value.RawValue == String {
+    /// One of `Value`'s cases by its raw value; the choices are the cases, in order.
+    package init(_ name: String, _ placeholder: String, _ help: String, required: Bool = false) {
+        self.init(name, placeholder, help, choices: Value.allCases.map(\.rawValue), required: required) { Value(rawValue: $0) }
+    }
+}
+
+/// `--name VALUE` that may be given more than once: `arguments[key]` is every value, in order.
+package struct RepeatableOption: OptionKey {
+    package let spec: OptionSpec
+
+    package init(_ name: String, _ placeholder: String, _ help: String) {
+        spec = .repeatableValue(name, placeholder, help)
+    }
+}
+
+extension OptionSpec {
+    /// Whether this spec declares `key`'s option (whatever help the command gives it).
+    package func declares(_ key: some OptionKey) -> Bool { name == key.spec.name }
+}
+
+extension Array where Element == OptionSpec {
+    /// Whether one of the specs declares `key`'s option.
+    package func contains(_ key: some OptionKey) -> Bool { contains { $0.declares(key) } }
+}
+
+/// Parsed command-line arguments of one command, read with the keys that declared the options.
 ///
 /// Lists, not a `Set` and dictionaries: a command line names a handful of options, and a
 /// one-shot run then maps no hashing code of the standard library for them (issue 12).
 package struct ParsedArguments: Sendable {
-    package private(set) var flags: [String] = []
-    private(set) var values: [(name: String, value: String)] = []
+    private var flags: [String] = []
+    private var values: [(name: String, value: String)] = []
     package private(set) var positionals: [String] = []
-    private(set) var repeatedValues: [(name: String, value: String)] = []
+    private var repeatedValues: [(name: String, value: String)] = []
 
-    package func has(_ flag: String) -> Bool { flags.contains(flag) }
-    package func value(_ name: String) -> String? { values.first { $0.name == name }?.value }
+    private func has(_ flag: String) -> Bool { flags.contains(flag) }
+    private func text(_ name: String) -> String? { values.first { $0.name == name }?.value }
+
+    /// Whether the flag was given.
+    package subscript(key: Flag) -> Bool { has(key.name) }
+
+    /// The option's value; nil when it is not given (or its text does not convert).
+    package subscript<Value>(key: Option<Value>) -> Value? { text(key.name).flatMap(key.value(of:)) }
+
     /// Every value of a repeatable option, in order.
-    package func values(_ name: String) -> [String] { repeatedValues.filter { $0.name == name }.map(\.value) }
+    package subscript(key: RepeatableOption) -> [String] { repeatedValues.filter { $0.name == key.name }.map(\.value) }
+
+    /// Whether the option was given, whatever its value.
+    package func isGiven(_ key: any OptionKey) -> Bool {
+        let name = key.spec.name
+        return has(name) || text(name) != nil || repeatedValues.contains { $0.name == name }
+    }
 
     /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
     /// offending argument. `forms` are the command's action words (`add`, `list`): an option
@@ -99,8 +242,8 @@ package struct ParsedArguments: Sendable {
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
-            if !optionsEnded, argument == "-h" {
-                if !parsed.has("--help") { parsed.flags.append("--help") }
+            if !optionsEnded, let spec = specs.first(where: { $0.shortName == argument }) {
+                if !parsed.has(spec.name) { parsed.flags.append(spec.name) }
                 continue
             }
             // Every option is long, so an argument with a single dash is a value: a kid may begin
@@ -147,7 +290,7 @@ package struct ParsedArguments: Sendable {
                     parsed.repeatedValues.append((name, value))
                     continue
                 }
-                guard parsed.value(name) == nil else { throw usage("'\(name)' is given twice") }
+                guard parsed.text(name) == nil else { throw usage("'\(name)' is given twice") }
                 parsed.values.append((name, value))
             }
         }

@@ -60,7 +60,7 @@ extension Command {
     package static var synopsisParts: [[String]] {
         arguments.map { form in
             let action = actionWord(of: form)
-            let options = self.options.filter { $0.name != "--help" && $0.isTaken(byForm: action) }.map(\.synopsisPart)
+            let options = self.options.filter { !$0.declares(SharedOptions.help) && $0.isTaken(byForm: action) }.map(\.synopsisPart)
             guard !form.isEmpty else { return [name] + options }
             // An action word (`list`, `delete <kid>`) comes first, as a subcommand does; operands
             // (`<path> ...`, `[<file> ...]`) come after the options.
@@ -80,7 +80,7 @@ extension Command {
     /// A command that takes `--keyring` needs the desktop services when the keyring it names is
     /// the Secret Service (``KeyringChoice/needsSecretService(_:environment:)``).
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool {
-        options.contains { $0.name == "--keyring" } && KeyringChoice.needsSecretService(arguments, environment: environment)
+        options.contains(KeyringOptions.keyring) && KeyringChoice.needsSecretService(KeyringOptions(arguments), environment: environment)
     }
 }
 
@@ -141,32 +141,17 @@ extension DocumentCommand {
     package func wipe(_ scratch: inout Scratch) {}
 }
 
-/// The options every document command shares.
+/// The options every command shares, and the lists the document commands share.
 package enum SharedOptions {
-    package static let jsonl = OptionSpec.flag("--jsonl", "Read one JSON document per line and write one JSON object per line, in order.")
-    package static let jobs = OptionSpec.value("--jobs", "N", "With --jsonl, process N lines at once (default: the number of cores).")
-    /// As decrypt, route and notify read it; keygen and seal give it their own help.
-    package static let keyFile = OptionSpec.value(
-        "--key-file", "PATH", "Read the device's secret key from this key file (0600) instead of the keyring.")
-    package static let keyring = OptionSpec.value(
-        "--keyring", "KIND", "Where keys live: auto (default), secret-service or file.", choices: KeyringChoice.allCases.map(\.rawValue))
-    package static let senderKey = OptionSpec.repeatableValue(
-        "--sender-key", "B64",
-        "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
-    package static let verbose = OptionSpec.flag("--verbose", "Say on standard error which keyring is used.")
-    package static let help = OptionSpec.flag("--help", "Show help information.")
-
-    package static let output = OptionSpec.value(
-        "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output.")
-    package static let quiet = OptionSpec.flag("--quiet", "No progress line, even on a terminal.")
-    package static let summary = OptionSpec.flag(
-        "--summary", "With --jsonl, print the count of each result code on standard error at the end.")
+    package static let help = Flag("--help", "Show help information.", short: "-h")
+    /// Before a subcommand only (`kindly-push --version`).
+    package static let version = Flag("--version", "Show the version.")
 
     /// How the document commands (`seal`, `check`, `decrypt`, `route`) read and write streams.
-    package static let stream = [jsonl, jobs, output, quiet, summary]
+    package static let stream = StreamOptions.specs
 
     /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
-    package static let decryption = [keyFile, keyring, senderKey, verbose] + stream + RedisOptions.specs + [help]
+    package static let decryption = KeyringOptions.specs + stream + RedisOptions.specs + [help.spec]
 
     package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
@@ -177,8 +162,19 @@ package enum SharedOptions {
 
 /// How a document command reads its input and writes its output (docs/spec/streams.md, "Input and
 /// output"): `--jsonl`, `--jobs N`, FILE arguments (`-` is standard input), `--output`,
-/// `--quiet`, `--summary`.
+/// `--quiet`, `--summary`; and `--redis` with its options (``RedisOptions``) for the commands
+/// that declare them.
 package struct StreamOptions: Sendable {
+    package static let jsonl = Flag("--jsonl", "Read one JSON document per line and write one JSON object per line, in order.")
+    package static let jobs = Option<Int>("--jobs", "N", "With --jsonl, process N lines at once (default: the number of cores).")
+    package static let output = Option<String>(
+        "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output.")
+    package static let quiet = Flag("--quiet", "No progress line, even on a terminal.")
+    package static let summary = Flag("--summary", "With --jsonl, print the count of each result code on standard error at the end.")
+
+    /// The group's options, in the order help lists them.
+    package static let specs = [jsonl.spec, jobs.spec, output.spec, quiet.spec, summary.spec]
+
     /// `--jsonl` given.
     package let isLineMode: Bool
     /// `--jobs N` (lines processed at once); 1 is strictly sequential. Defaults to the number of cores.
@@ -198,29 +194,29 @@ package struct StreamOptions: Sendable {
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
         redis = try RedisOptions(arguments, command: command, environment: environment)
         if redis != nil {
-            for name in ["--jsonl", "--summary"] where arguments.has(name) {
-                throw usage("--redis reads entries, not lines: give no '\(name)'")
+            for key in [Self.jsonl, Self.summary] where arguments[key] {
+                throw usage("--redis reads entries, not lines: give no '\(key.name)'")
             }
-            for name in ["--output", "--jobs"] where arguments.value(name) != nil {
-                throw usage("--redis writes to its output stream, one entry at a time: give no '\(name)' (run one worker per core)")
+            for key: any OptionKey in [Self.output, Self.jobs] where arguments.isGiven(key) {
+                throw usage("--redis writes to its output stream, one entry at a time: give no '\(key.name)' (run one worker per core)")
             }
             if !arguments.positionals.isEmpty { throw usage("--redis reads its input stream: give no files") }
         }
         // A worker's entries are lines: the output of each is what --jsonl prints for it.
-        isLineMode = arguments.has("--jsonl") || redis != nil
+        isLineMode = arguments[Self.jsonl] || redis != nil
         inputs = arguments.positionals
-        outputPath = arguments.value("--output")
-        isQuiet = arguments.has("--quiet")
-        showsSummary = arguments.has("--summary")
+        outputPath = arguments[Self.output]
+        isQuiet = arguments[Self.quiet]
+        showsSummary = arguments[Self.summary]
         if !isLineMode, inputs.count > 1 { throw usage("one document is one file: give --jsonl to read several files as one stream") }
-        if showsSummary, !isLineMode { throw usage("'--summary' goes with --jsonl") }
-        if outputPath?.isEmpty == true { throw usage("'--output' takes a path") }
-        guard let text = arguments.value("--jobs") else {
+        if showsSummary, !isLineMode { throw usage("'\(Self.summary.name)' goes with --jsonl") }
+        if outputPath?.isEmpty == true { throw usage("'\(Self.output.name)' takes a path") }
+        guard arguments.isGiven(Self.jobs) else {
             jobs = DocumentRunner.coreCount
             return
         }
-        guard let count = Int(text), (1...256).contains(count) else {
-            throw usage("'--jobs' takes a whole number from 1 to 256")
+        guard let count = arguments[Self.jobs], (1...256).contains(count) else {
+            throw usage("'\(Self.jobs.name)' takes a whole number from 1 to 256")
         }
         jobs = count
     }

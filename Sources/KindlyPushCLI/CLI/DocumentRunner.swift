@@ -119,16 +119,16 @@ package enum DocumentRunner {
         var lines = 0
         var notedSpreadDocument = false
 
-        /// Notes the output of `lineCount` lines just written; `spread`: one of them was a
-        /// document that went on past the end of its line.
-        mutating func written(_ output: [UInt8], lineCount: Int, spread: Bool) {
+        /// Notes the output of `lineCount` lines just written, whose outcomes `outcomes` counted;
+        /// `spread`: one of them was a document that went on past the end of its line.
+        mutating func written(lineCount: Int, outcomes: ResultCounts, spread: Bool) {
             if spread, !notedSpreadDocument {
                 notedSpreadDocument = true
                 progress.clear()
                 Diagnostics.line("kindly-push: note: \(DocumentRunner.spreadDocumentAdvice)")
             }
             lines += lineCount
-            counts?.count(output)
+            counts?.add(outcomes)
             progress.update(count: lines)
         }
     }
@@ -146,12 +146,16 @@ package enum DocumentRunner {
     /// What the runner's threads do for a command: each chunk's output lines into its buffer.
     private struct LineWork<C: DocumentCommand>: BatchWork {
         let command: C
+        /// `--summary`: each line's outcome is counted.
+        let counts: Bool
         typealias Scratch = C.Scratch
 
         struct Output {
             var bytes: [UInt8] = []
             /// A line of the chunk was a document that went on past its line.
             var spread = false
+            /// The outcome of each line, for `--summary`.
+            var outcomes = ResultCounts()
         }
 
         func makeScratch() -> C.Scratch { command.makeScratch() }
@@ -162,10 +166,11 @@ package enum DocumentRunner {
         func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout C.Scratch, into output: inout Output) {
             output.bytes.removeAll(keepingCapacity: true)
             output.spread = false
+            output.outcomes.removeAll()
             for index in lines {
-                output.spread =
-                    DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output.bytes)
-                    || output.spread
+                let line = DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output.bytes)
+                output.spread = line.spread || output.spread
+                if counts { output.outcomes.count(line.error) }
             }
         }
     }
@@ -181,7 +186,8 @@ package enum DocumentRunner {
     ) -> CLIError? {
         let jobs = command.stream.jobs
         let runner = OrderedBatchRunner(
-            LineWork(command: command), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: jobs == 1 ? 1 : batchesInFlight,
+            LineWork(command: command, counts: tally.counts != nil), jobs: jobs == 1 ? 0 : jobs,
+            batchesInFlight: jobs == 1 ? 1 : batchesInFlight,
             maximumBatchLines: batchLines, chunkLines: chunkLines)
         var readError: CLIError?
         var ended = false
@@ -218,7 +224,8 @@ package enum DocumentRunner {
             let oldest = runner.waitForOldest()
             for chunk in 0..<oldest.chunkCount {
                 stdout.write(oldest[chunk].bytes)
-                tally.written(oldest[chunk].bytes, lineCount: oldest.lines(ofChunk: chunk).count, spread: oldest[chunk].spread)
+                tally.written(
+                    lineCount: oldest.lines(ofChunk: chunk).count, outcomes: oldest[chunk].outcomes, spread: oldest[chunk].spread)
                 if oldest[chunk].bytes.capacity > keptOutputCapacity {
                     oldest[chunk].bytes.wipeCapacity()
                     oldest[chunk].bytes = []
@@ -231,24 +238,33 @@ package enum DocumentRunner {
         return readError
     }
 
-    /// Appends the output line (newline included) of `batch.lines[index]` to `output`; true when
-    /// the line was a JSON document cut by its newline (``spreadDocumentAdvice``).
+    /// What became of one input line.
+    package struct LineOutcome {
+        /// The code of its error object; nil for a result.
+        package var error: ErrorCode?
+        /// The line was a JSON document cut by its newline (``spreadDocumentAdvice``).
+        package var spread = false
+    }
+
+    /// Appends the output line (newline included) of `batch.lines[index]` to `output`, and says
+    /// what it was.
     @discardableResult
     package static func appendOutputLine<C: DocumentCommand>(
         for batch: LineBatchReader.Batch, at index: Int, command: C, scratch: inout C.Scratch, to output: inout [UInt8]
-    ) -> Bool {
-        var spread = false
+    ) -> LineOutcome {
+        var outcome = LineOutcome()
         let start = output.count
         do throws(CLIError) {
             switch batch.lines[index] {
             case .oversized:
                 throw CLIError(.badInput, "the line is over \(StandardInput.sizeText(command.inputLimit))")
             case .text(let range):
-                _ = try batch.bytes.withUnsafeBytes { raw in
+                let completion = try batch.bytes.withUnsafeBytes { raw in
                     Result { () throws(CLIError) in
                         try command.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output)
                     }
                 }.get()
+                if case .errorObject(let code) = completion { outcome.error = code }
             }
         } catch {
             output.removeSubrange(start...)
@@ -256,12 +272,13 @@ package enum DocumentRunner {
             if error.code == .badInput, case .text(let range) = batch.lines[index],
                 batch.bytes.withUnsafeBytes({ StandardInput.endsInsideDocument(UnsafeRawBufferPointer(rebasing: $0[range])) })
             {
-                spread = true
+                outcome.spread = true
                 error = CLIError(.badInput, spreadDocumentAdvice)
             }
+            outcome.error = error.code
             JSONWriter.write(error.jsonObject, to: &output)
         }
         output.append(0x0A)
-        return spread
+        return outcome
     }
 }

@@ -1,28 +1,45 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
-/// The error codes and exit statuses of docs/spec/streams.md, in one place.
-package enum ErrorCode: String, Sendable, CaseIterable {
-    case notKindly = "not_kindly"
-    case unsupportedVersion = "unsupported_version"
-    case malformed
-    case keyUnavailable = "key_unavailable"
-    case untrustedSender = "untrusted_sender"
-    case authenticationFailed = "authentication_failed"
-    case badPlaintext = "bad_plaintext"
+/// The error codes and exit statuses of docs/spec/streams.md, in one place: the reasons a push
+/// does not decrypt (``DecryptionFailure/Reason``, whose spec codes these are), and the
+/// command's own failures.
+package enum ErrorCode: Sendable, Hashable, CaseIterable {
+    /// A reason of docs/spec/wire-format.md sections 5 and 7.3: its code, and its exit status.
+    case decryption(DecryptionFailure.Reason)
+    /// The command line is wrong.
     case usage
-    case badInput = "bad_input"
+    /// The input is not what the command reads.
+    case badInput
+    /// Reading, writing, a keyring or a server failed.
     case io
+
+    /// In the order of docs/spec/streams.md's table: the reasons in the order they are checked,
+    /// then usage, bad_input and io.
+    package static var allCases: [ErrorCode] { DecryptionFailure.Reason.allCases.map(ErrorCode.decryption) + [.usage, .badInput, .io] }
+
+    /// The code of error objects and messages: the reason's spec code, `usage`, `bad_input`, `io`.
+    package var rawValue: String {
+        switch self {
+        case .decryption(let reason): return reason.code
+        case .usage: return "usage"
+        case .badInput: return "bad_input"
+        case .io: return "io"
+        }
+    }
 
     package var exitStatus: Int32 {
         switch self {
-        case .notKindly: return 1
-        case .unsupportedVersion: return 2
-        case .malformed: return 3
-        case .keyUnavailable: return 4
-        case .untrustedSender: return 7
-        case .authenticationFailed: return 5
-        case .badPlaintext: return 6
+        case .decryption(let reason):
+            switch reason {
+            case .notKindly: return 1
+            case .unsupportedVersion: return 2
+            case .malformed: return 3
+            case .keyUnavailable: return 4
+            case .untrustedSender: return 7
+            case .authenticationFailed: return 5
+            case .badPlaintext: return 6
+            }
         case .usage: return 64
         case .badInput: return 65
         case .io: return 74
@@ -31,15 +48,7 @@ package enum ErrorCode: String, Sendable, CaseIterable {
 
     /// The CLI code for a decryption reason.
     package init(_ reason: DecryptionFailure.Reason) {
-        switch reason {
-        case .notKindly: self = .notKindly
-        case .unsupportedVersion: self = .unsupportedVersion
-        case .malformed: self = .malformed
-        case .keyUnavailable: self = .keyUnavailable
-        case .untrustedSender: self = .untrustedSender
-        case .authenticationFailed: self = .authenticationFailed
-        case .badPlaintext: self = .badPlaintext
-        }
+        self = .decryption(reason)
     }
 }
 
@@ -65,9 +74,18 @@ package struct CLIError: Error, Sendable {
 }
 
 /// How a command that succeeded ended: `check` exits 1 for a push that is not Kindly's.
-package enum Completion: Sendable {
+package enum Completion: Sendable, Equatable {
     case success
     case notKindly
+    /// The output is the line's error object, which the command wrote itself (`seal
+    /// --recipients-inline` puts the line's `"id"` in it): `--summary` counts its code.
+    case errorObject(ErrorCode)
 
-    package var exitStatus: Int32 { self == .success ? 0 : ErrorCode.notKindly.exitStatus }
+    package var exitStatus: Int32 {
+        switch self {
+        case .success: return 0
+        case .notKindly: return ErrorCode.decryption(.notKindly).exitStatus
+        case .errorObject(let code): return code.exitStatus
+        }
+    }
 }

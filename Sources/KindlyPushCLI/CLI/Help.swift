@@ -26,8 +26,8 @@ package enum Help {
     package static func root(_ commands: [any Command.Type], width: Int = 80) -> String {
         var text = wrap("OVERVIEW: " + overview, width: width, indent: 0) + "\n"
         text += "USAGE: kindly-push <subcommand> [<options>]\n\n"
-        text += "OPTIONS:\n" + row("--version", "Show the version.", width: width)
-        text += row("-h, --help", "Show help information.", width: width) + "\n"
+        text += "OPTIONS:\n" + row(SharedOptions.version.spec.label, SharedOptions.version.spec.help, width: width)
+        text += row(SharedOptions.help.spec.label, SharedOptions.help.spec.help, width: width) + "\n"
         text += "SUBCOMMANDS:\n"
         for command in commands { text += row(command.name, command.abstract, width: width) }
         text += "\n" + wrap("  See 'kindly-push help <subcommand>' for detailed help.", width: width, indent: 2)
@@ -175,7 +175,7 @@ extension OptionSpec {
     /// How help and usage write the option: `--name` or `--name <value>`.
     package var label: String {
         switch kind {
-        case .flag: return name == "--help" ? "-h, --help" : name
+        case .flag: return shortName.map { "\($0), \(name)" } ?? name
         case .value(let placeholder, _): return "\(name) <\(placeholder.lowercased())>"
         }
     }

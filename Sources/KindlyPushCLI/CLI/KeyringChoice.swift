@@ -1,6 +1,39 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
+/// The keyring options: `--key-file`, `--keyring`, `--sender-key` and `--verbose`, declared once;
+/// a command lists the ones it takes (with its own help where it means something else by one).
+/// ``KeyringChoice`` reads only these.
+package struct KeyringOptions: Sendable {
+    /// As decrypt, route and notify read it; keygen and seal give it their own help.
+    package static let keyFile = Option<String>(
+        "--key-file", "PATH", "Read the device's secret key from this key file (0600) instead of the keyring.")
+    package static let keyring = Option<KeyringChoice>("--keyring", "KIND", "Where keys live: auto (default), secret-service or file.")
+    package static let senderKey = RepeatableOption(
+        "--sender-key", "B64",
+        "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
+    package static let verbose = Flag("--verbose", "Say on standard error which keyring is used.")
+
+    /// The group's options, in the order help lists them (`decrypt`, `route`).
+    package static let specs = [keyFile.spec, keyring.spec, senderKey.spec, verbose.spec]
+
+    /// The command's arguments, of which the group reads its own options only.
+    private let arguments: ParsedArguments
+
+    package init(_ arguments: ParsedArguments) {
+        self.arguments = arguments
+    }
+
+    /// `--key-file PATH`.
+    package var keyFile: String? { arguments[Self.keyFile] }
+    /// `--keyring KIND`; nil when not given (`auto`).
+    package var keyring: KeyringChoice? { arguments[Self.keyring] }
+    /// Every `--sender-key B64`, in order, as given.
+    package var senderKeys: [String] { arguments[Self.senderKey] }
+    /// `--verbose`.
+    package var isVerbose: Bool { arguments[Self.verbose] }
+}
+
 /// `--keyring auto|secret-service|file` and `--key-file`: where a command finds keys.
 package enum KeyringChoice: String, CaseIterable, Sendable {
     case auto
@@ -22,11 +55,11 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
 
     /// The keyring the options name. `auto` uses the Secret Service when a session bus
     /// answers and the file keyring otherwise; `--verbose` says which on standard error.
-    package static func resolve(_ arguments: ParsedArguments, environment: CommandEnvironment, for purpose: Purpose = .manage)
+    package static func resolve(_ options: KeyringOptions, environment: CommandEnvironment, for purpose: Purpose = .manage)
         throws(CLIError)
         -> any Keyring
     {
-        let choice = arguments.value("--keyring").flatMap(KeyringChoice.init(rawValue:)) ?? .auto
+        let choice = options.keyring ?? .auto
         let keyring: any Keyring
         switch choice {
         case .file:
@@ -42,7 +75,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
                 keyring = FileKeyring(folder: try fileFolder(environment))
             }
         }
-        if arguments.has("--verbose") {
+        if options.isVerbose {
             Diagnostics.line("kindly-push: using the \(description(of: keyring))")
         }
         return keyring
@@ -69,9 +102,9 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
     /// Whether the options need the Secret Service (and so `kindly-push-desktop`): `--keyring
     /// secret-service`, or `auto` (the default) with a session bus named; never with
     /// `--key-file`.
-    package static func needsSecretService(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool {
-        guard arguments.value("--key-file") == nil else { return false }
-        switch arguments.value("--keyring").flatMap(KeyringChoice.init(rawValue:)) ?? .auto {
+    package static func needsSecretService(_ options: KeyringOptions, environment: CommandEnvironment) -> Bool {
+        guard options.keyFile == nil else { return false }
+        switch options.keyring ?? .auto {
         case .file: return false
         case .secretService: return true
         case .auto: return busAddress(environment) != nil
@@ -96,25 +129,25 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
 
     /// The reader of `decrypt` and `route`: the keyring of ``forDecryption(_:environment:)`` and
     /// the `--sender-key` keys, pinned besides the keyring's (with `--key-file`, the only ones).
-    package static func decryption(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> KindlyPushDecryption {
+    package static func decryption(_ options: KeyringOptions, environment: CommandEnvironment) throws(CLIError) -> KindlyPushDecryption {
         var pinned: [SenderPublicKey] = []
-        for text in arguments.values("--sender-key") {
+        for text in options.senderKeys {
             do throws(KeyDecodingError) {
                 pinned.append(try SenderPublicKey(base64: text))
             } catch {
                 throw CLIError(.usage, "--sender-key: \(error)")
             }
         }
-        return KindlyPushDecryption(keyring: try forDecryption(arguments, environment: environment), pinnedSenderKeys: pinned)
+        return KindlyPushDecryption(keyring: try forDecryption(options, environment: environment), pinnedSenderKeys: pinned)
     }
 
     /// `--key-file` or `--keyring`; keys are loaded once per run per kid and pinned sender keys
     /// once, and changes made to the keyring by other processes are followed within 1 s.
-    package static func forDecryption(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Keyring {
-        if let path = arguments.value("--key-file") {
-            guard arguments.value("--keyring") == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
+    package static func forDecryption(_ options: KeyringOptions, environment: CommandEnvironment) throws(CLIError) -> any Keyring {
+        if let path = options.keyFile {
+            guard options.keyring == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
             return try KeyringChoice.keyFile(path)
         }
-        return CachingKeyring(try KeyringChoice.resolve(arguments, environment: environment, for: .lookUp))
+        return CachingKeyring(try KeyringChoice.resolve(options, environment: environment, for: .lookUp))
     }
 }

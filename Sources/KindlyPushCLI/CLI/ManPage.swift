@@ -44,7 +44,7 @@ package enum ManPage {
                     page += ".PP\n" + escape(paragraph.split(separator: "\n").joined(separator: " ")) + "\n"
                 }
             }
-            for option in command.options where option.name != "--help" {
+            for option in command.options where !option.declares(SharedOptions.help) {
                 page += ".TP\n\\fB\(escape(option.name))\\fR"
                 if case .value(let placeholder, _) = option.kind { page += " \\fI\(escape(placeholder.lowercased()))\\fR" }
                 page += "\n\(escape(option.help))\n"

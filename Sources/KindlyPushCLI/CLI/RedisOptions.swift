@@ -41,40 +41,50 @@ package struct RedisOptions: Sendable, Equatable {
     package static let defaultBatch = 100
     package static let defaultMaxDeliveries = 5
 
-    /// The options of the document commands that can run as workers.
-    package static let specs: [OptionSpec] = [
-        .value(
-            "--redis", "URL",
-            "Run as a Redis Streams worker on URL: redis://HOST[:PORT][/DB] or unix:///PATH, each with an optional USER:PASSWORD@ after the //."
-        ),
-        .value("--from", "STREAM", "With --redis, the input stream: each entry's \"doc\" field is one document."),
-        .value("--group", "GROUP", "With --redis, the consumer group (created at the start of the input stream when missing)."),
-        .value("--to", "STREAM", "With --redis, the output stream: entries {\"doc\": output line, \"in\": input id}."),
-        .value("--consumer", "NAME", "With --redis, this worker's name in the group (default: host name and process id)."),
-        .value("--claim-idle", "MS", "With --redis, take over entries pending longer than MS (default: 30000)."),
-        .value("--batch", "N", "With --redis, entries read and committed at a time (default: 100)."),
-        .value("--exit-when-idle", "MS", "With --redis, exit 0 after MS with nothing to read and nothing pending."),
-        .value("--max-deliveries", "N", "With --redis, answer an entry delivered more than N times with an error (default: 5)."),
+    package static let url = Option<String>(
+        "--redis", "URL",
+        "Run as a Redis Streams worker on URL: redis://HOST[:PORT][/DB] or unix:///PATH, each with an optional USER:PASSWORD@ after the //."
+    )
+    package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
+    package static let groupName = Option<String>(
+        worker: "--group", "GROUP", "the consumer group (created at the start of the input stream when missing).")
+    package static let to = Option<String>(worker: "--to", "STREAM", "the output stream: entries {\"doc\": output line, \"in\": input id}.")
+    package static let consumerName = Option<String>(
+        worker: "--consumer", "NAME", "this worker's name in the group (default: host name and process id).")
+    package static let claimIdleTime = Option<Int>(
+        worker: "--claim-idle", "MS", "take over entries pending longer than MS (default: 30000).")
+    package static let batchSize = Option<Int>(worker: "--batch", "N", "entries read and committed at a time (default: 100).")
+    package static let exitWhenIdleTime = Option<Int>(
+        worker: "--exit-when-idle", "MS", "exit 0 after MS with nothing to read and nothing pending.")
+    package static let maxDeliveryCount = Option<Int>(
+        worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: 5).")
+
+    /// The options that go with `--redis`, in the order help lists them.
+    package static let workerKeys: [any OptionKey] = [
+        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount,
     ]
+
+    /// The options of the document commands that can run as workers.
+    package static let specs: [OptionSpec] = [url.spec] + workerKeys.map(\.spec)
 
     /// The worker options of `arguments`, `nil` without `--redis`; a usage error for a bad URL,
     /// a missing stream or group, a bad number, or worker options without `--redis`.
     package init?(_ arguments: ParsedArguments, command: String, environment: CommandEnvironment) throws(CLIError) {
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
-        guard let url = arguments.value("--redis") else {
-            if let other = RedisOptions.specs.dropFirst().first(where: { arguments.value($0.name) != nil }) {
+        guard let url = arguments[Self.url] else {
+            if let other = RedisOptions.workerKeys.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(other.name)' goes with --redis")
             }
             return nil
         }
-        func required(_ name: String) throws(CLIError) -> String {
-            guard let value = arguments.value(name), !value.isEmpty else { throw usage("--redis needs '\(name)'") }
+        func required(_ key: Option<String>) throws(CLIError) -> String {
+            guard let value = arguments[key], !value.isEmpty else { throw usage("--redis needs '\(key.name)'") }
             return value
         }
-        func number(_ name: String, default value: Int?, range: ClosedRange<Int>) throws(CLIError) -> Int? {
-            guard let text = arguments.value(name) else { return value }
-            guard let number = Int(text), range.contains(number) else {
-                throw usage("'\(name)' takes a whole number from \(range.lowerBound) to \(range.upperBound)")
+        func number(_ key: Option<Int>, default value: Int?, range: ClosedRange<Int>) throws(CLIError) -> Int? {
+            guard arguments.isGiven(key) else { return value }
+            guard let number = arguments[key], range.contains(number) else {
+                throw usage("'\(key.name)' takes a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return number
         }
@@ -82,16 +92,16 @@ package struct RedisOptions: Sendable, Equatable {
         if password == nil, let fromEnvironment = environment["KINDLY_PUSH_REDIS_PASSWORD"], !fromEnvironment.isEmpty {
             password = fromEnvironment
         }
-        input = try required("--from")
-        group = try required("--group")
-        output = try required("--to")
-        if input == output { throw usage("'--from' and '--to' name the same stream") }
-        consumer = arguments.value("--consumer")
-        if consumer?.isEmpty == true { throw usage("'--consumer' takes a name") }
-        claimIdle = try number("--claim-idle", default: RedisOptions.defaultClaimIdle, range: 1...86_400_000)!
-        batch = try number("--batch", default: RedisOptions.defaultBatch, range: 1...10_000)!
-        exitWhenIdle = try number("--exit-when-idle", default: nil, range: 0...86_400_000)
-        maxDeliveries = try number("--max-deliveries", default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
+        input = try required(Self.from)
+        group = try required(Self.groupName)
+        output = try required(Self.to)
+        if input == output { throw usage("'\(Self.from.name)' and '\(Self.to.name)' name the same stream") }
+        consumer = arguments[Self.consumerName]
+        if consumer?.isEmpty == true { throw usage("'\(Self.consumerName.name)' takes a name") }
+        claimIdle = try number(Self.claimIdleTime, default: RedisOptions.defaultClaimIdle, range: 1...86_400_000)!
+        batch = try number(Self.batchSize, default: RedisOptions.defaultBatch, range: 1...10_000)!
+        exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
+        maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
     }
 
     /// The parts of `redis://[user:password@]host[:port][/db]` or
@@ -233,5 +243,19 @@ package enum RedisBinary {
     /// only when that fails (an `io` error, reported).
     package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
         SiblingBinary.exec(name, arguments, environment: environment, purpose: "the Redis Streams worker")
+    }
+}
+
+extension Option where Value == String {
+    /// An option that goes with `--redis`: its help says so first.
+    fileprivate init(worker name: String, _ placeholder: String, _ help: String) {
+        self.init(name, placeholder, "With --redis, " + help)
+    }
+}
+
+extension Option where Value == Int {
+    /// A number that goes with `--redis`: its help says so first.
+    fileprivate init(worker name: String, _ placeholder: String, _ help: String) {
+        self.init(name, placeholder, "With --redis, " + help)
     }
 }

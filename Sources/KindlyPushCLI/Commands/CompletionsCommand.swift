@@ -11,7 +11,7 @@ package struct CompletionsCommand: Command {
         (tools/install does this).
         """
     package static let arguments = ["bash", "zsh", "fish"]
-    package static let options: [OptionSpec] = [SharedOptions.help]
+    package static let options: [OptionSpec] = [SharedOptions.help.spec]
 
     package let shell: Completions.Shell
 
@@ -30,23 +30,5 @@ package struct CompletionsCommand: Command {
 
     package func run() -> Int32 {
         Terminal.printText(Completions.script(for: shell, commands: allCommands))
-    }
-}
-
-/// `kindly-push man`: prints the roff man page.
-package struct ManCommand: Command {
-    package static let name = "man"
-    package static let abstract = "Print the man page (roff; view it with `kindly-push man | man -l -`)."
-    package static let examples = [
-        Example("Read the man page", "kindly-push man | man -l -")
-    ]
-    package static let options: [OptionSpec] = [SharedOptions.help]
-
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        try SharedOptions.noPositionals(arguments, command: Self.name)
-    }
-
-    package func run() -> Int32 {
-        Terminal.printText(ManPage.roff(allCommands))
     }
 }

@@ -20,19 +20,17 @@ package struct DecryptCommand: DocumentCommand {
         1 not_kindly, 2 unsupported_version, 3 malformed, 4 key_unavailable,
         7 untrusted_sender, 5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
         """
-    package static let options: [OptionSpec] =
-        [
-            .flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
-        ] + SharedOptions.decryption
+    package static let apply = Flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
+    package static let options: [OptionSpec] = [apply.spec] + SharedOptions.decryption
 
     package let decryption: KindlyPushDecryption
     package let applies: Bool
     package let stream: StreamOptions
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        applies = arguments.has("--apply")
+        applies = arguments[Self.apply]
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
-        decryption = try KeyringChoice.decryption(arguments, environment: environment)
+        decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
     }
 
     package func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }

@@ -29,37 +29,53 @@ package struct KeygenCommand: Command {
         else ~/.local/share/dbus-1/services, and dbus-1/services in each folder of $XDG_DATA_DIRS,
         else /usr/local/share and /usr/share).
         """
+    package static let keyFile = KeyringOptions.keyFile.help(
+        "Write the new key to this key file (mode 0600; never replaced) instead of the keyring.")
+    package static let label = Option<String>("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\").")
+    package static let token = Option<String>("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase.")
+    package static let pushMode = Option<KindlyNotificationMode>("--push-mode", "MODE", "automatic (default), alert or silent.")
+    package static let presenter = Option<Presenter>(
+        "--presenter", "KIND", "notify: pushes are shown through `kindly-push notify`; none: no decrypting presenter (default: detected).")
+    package static let reuse = Flag(
+        "--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none.")
+    package static let sdkVersion = Option<String>(
+        "--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion)).")
+
     package static let options: [OptionSpec] = [
-        SharedOptions.keyFile.help("Write the new key to this key file (mode 0600; never replaced) instead of the keyring."),
-        SharedOptions.keyring,
-        .value("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\")."),
-        .value("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase."),
-        .value(
-            "--push-mode", "MODE", "automatic (default), alert or silent.", choices: KindlyNotificationMode.allCases.map(\.rawValue)),
-        .value(
-            "--presenter", "KIND",
-            "notify: pushes are shown through `kindly-push notify`; none: no decrypting presenter (default: detected).",
-            choices: ["notify", "none"]),
-        .flag("--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none."),
-        .value("--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion))."),
-        SharedOptions.verbose, SharedOptions.help,
+        keyFile.spec, KeyringOptions.keyring.spec, label.spec, token.spec, pushMode.spec, presenter.spec, reuse.spec, sdkVersion.spec,
+        KeyringOptions.verbose.spec, SharedOptions.help.spec,
     ]
 
-    package let arguments: ParsedArguments
-    package let environment: CommandEnvironment
+    /// `--presenter`: whether a decrypting presenter shows the pushes.
+    package enum Presenter: String, CaseIterable, Sendable {
+        /// Pushes are shown through `kindly-push notify`.
+        case notifyCommand = "notify"
+        /// No decrypting presenter.
+        case noPresenter = "none"
+    }
+
+    package let keyring: KeyringOptions
+    package let label: String?
     package let token: String?
+    package let pushMode: KindlyNotificationMode
+    package let presenter: Presenter?
+    package let reuses: Bool
+    package let sdkVersion: String
+    package let environment: CommandEnvironment
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        if arguments.value("--key-file") != nil, arguments.value("--keyring") != nil {
+        keyring = KeyringOptions(arguments)
+        if keyring.keyFile != nil, keyring.keyring != nil {
             throw CLIError(.usage, "give either --key-file or --keyring, not both")
         }
         // Checked before anything is made or written: a label too long for a key file would make
         // the stored key unreadable.
-        if let label = arguments.value("--label"), let problem = KeyringLabel.problem(with: label) {
+        label = arguments[Self.label]
+        if let label, let problem = KeyringLabel.problem(with: label) {
             throw CLIError(.usage, "--label: \(problem)")
         }
-        if let text = arguments.value("--token") {
+        if let text = arguments[Self.token] {
             do throws(Registration.InvalidToken) {
                 token = try Registration.tokenHex(validating: text)
             } catch {
@@ -68,27 +84,29 @@ package struct KeygenCommand: Command {
         } else {
             token = nil
         }
-        self.arguments = arguments
+        pushMode = arguments[Self.pushMode] ?? .automatic
+        presenter = arguments[Self.presenter]
+        reuses = arguments[Self.reuse]
+        sdkVersion = arguments[Self.sdkVersion] ?? Registration.sdkVersion
         self.environment = environment
     }
 
     package func run() -> Int32 {
         var key = DeviceKey.generate()
-        let reuse = arguments.has("--reuse")
         do throws(CLIError) {
-            if let path = arguments.value("--key-file"), reuse, let existing = try KeygenCommand.existingKey(at: path) {
+            if let path = keyring.keyFile, reuses, let existing = try KeygenCommand.existingKey(at: path) {
                 key = existing
-            } else if let path = arguments.value("--key-file") {
+            } else if let path = keyring.keyFile {
                 do throws(PrivateFileError) {
                     try KeyFile.write(key, to: path)
                 } catch {
                     throw CLIError(.io, error.description)
                 }
             } else {
-                let keyring = try KeyringChoice.resolve(arguments, environment: environment, for: .store)
+                let keyring = try KeyringChoice.resolve(self.keyring, environment: environment, for: .store)
                 do throws(KeyringError) {
-                    let label = arguments.value("--label") ?? "kindly-push"
-                    if reuse {
+                    let label = label ?? "kindly-push"
+                    if reuses {
                         key = try keyring.newestKeyOrNew(label: label).key
                     } else {
                         try keyring.store(key, label: label)
@@ -97,7 +115,7 @@ package struct KeygenCommand: Command {
                     throw CLIError(.io, "cannot store the key in the \(keyring.name) keyring: \(error)")
                 }
                 // auto chose: say where the key went, so that a later look-up elsewhere is no mystery.
-                if arguments.value("--keyring") == nil {
+                if self.keyring.keyring == nil {
                     Diagnostics.line("kindly-push: stored the key in the \(KeyringChoice.description(of: keyring))")
                 }
             }
@@ -105,17 +123,15 @@ package struct KeygenCommand: Command {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        let mode = arguments.value("--push-mode").flatMap(KindlyNotificationMode.init(rawValue:)) ?? .automatic
         let hasPresenter: Bool
-        switch arguments.value("--presenter") {
-        case "notify"?: hasPresenter = true
-        case "none"?: hasPresenter = false
-        default: hasPresenter = mode == .automatic && KeygenCommand.presenterInstalled(environment: environment)
+        switch presenter {
+        case .notifyCommand?: hasPresenter = true
+        case .noPresenter?: hasPresenter = false
+        case nil: hasPresenter = pushMode == .automatic && KeygenCommand.presenterInstalled(environment: environment)
         }
-        let pushMode = mode.pushMode(hasDecryptingPresenter: hasPresenter)
         let registration = Registration(
-            token: token, pushMode: pushMode, publicKey: key.publicKey,
-            sdkVersion: arguments.value("--sdk-version") ?? Registration.sdkVersion)
+            token: token, pushMode: pushMode.pushMode(hasDecryptingPresenter: hasPresenter), publicKey: key.publicKey,
+            sdkVersion: sdkVersion)
         return Terminal.printLine(registration.json)
     }
 }
@@ -150,98 +166,6 @@ extension KeygenCommand {
         } catch {
             if case .missing = error { return nil }
             throw CLIError(.io, error.description)
-        }
-    }
-}
-
-/// `kindly-push keys list` / `kindly-push keys delete KID`.
-package struct KeysCommand: Command {
-    package static let name = "keys"
-    package static let arguments = ["list", "delete <kid>"]
-    package static let abstract = "List the stored keys, or delete one."
-    package static let examples = [
-        Example("List the stored keys", "kindly-push keys list"),
-        Example("Delete the key with this kid", "kindly-push keys delete q1w2e3r4t5Y"),
-    ]
-    package static let discussion = """
-        list prints one JSON object per key: {"kid", "public_key", "label", "created"} (never a
-        secret). delete removes the key with that kid; exit 4 (key_unavailable) when there is none.
-        Readers already running on this keyring (decrypt --jsonl, route --jsonl, notify) follow a
-        delete within 1 s: the deleted key's pushes are then key_unavailable.
-        A kid that begins with "--" goes after "--": kindly-push keys delete -- --AbCdEfGh.
-        """
-    package static let options: [OptionSpec] = [SharedOptions.keyring, SharedOptions.verbose, SharedOptions.help]
-
-    package enum Action {
-        case list
-        case delete(KeyID)
-    }
-
-    package let action: Action
-    package let arguments: ParsedArguments
-    package let environment: CommandEnvironment
-
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        switch arguments.positionals.first {
-        case "list"?:
-            guard arguments.positionals.count == 1 else { throw CLIError(.usage, "keys list takes no argument") }
-            action = .list
-        case "delete"?:
-            guard arguments.positionals.count == 2 else { throw CLIError(.usage, "keys delete takes exactly one kid") }
-            guard let kid = KeyID(base64: arguments.positionals[1]) else {
-                throw CLIError(.usage, "'\(arguments.positionals[1])' is not a kid (8 bytes of base64url)")
-            }
-            action = .delete(kid)
-        case let other?:
-            throw CLIError(.usage, "unknown keys action '\(other)'; expected list or delete (see 'kindly-push keys --help')")
-        case nil:
-            throw CLIError(.usage, "missing action: list or delete (see 'kindly-push keys --help')")
-        }
-        self.arguments = arguments
-        self.environment = environment
-    }
-
-    package func run() -> Int32 {
-        do throws(CLIError) {
-            let keyring = try KeyringChoice.resolve(arguments, environment: environment)
-            switch action {
-            case .list:
-                // The file keyring lists the entries it can read and reports each one it cannot,
-                // and what interrupted writes left behind (removed now).
-                var listing = FileKeyring.Listing()
-                do throws(KeyringError) {
-                    if let files = keyring as? FileKeyring {
-                        listing = try files.scan()
-                    } else {
-                        listing.entries = try keyring.list()
-                    }
-                } catch {
-                    throw CLIError(.io, error.description)
-                }
-                for path in listing.removedLeftovers {
-                    Diagnostics.line("kindly-push: removed \(path), the temporary file of an interrupted write")
-                }
-                let lines: [JSONValue] = listing.entries.map { entry in
-                    [
-                        "kid": .string(entry.kid.base64URL), "public_key": .string(entry.publicKey.base64URL),
-                        "label": .string(entry.label), "created": .number(JSONNumber(Int(entry.created))),
-                    ]
-                }
-                let status = Terminal.printLines(lines)
-                for problem in listing.problems { Diagnostics.report(CLIError(.io, problem.description)) }
-                return listing.problems.isEmpty ? status : ErrorCode.io.exitStatus
-            case .delete(let kid):
-                do throws(KeyringError) {
-                    try keyring.delete(kid)
-                } catch {
-                    if case .notFound = error { throw CLIError(.keyUnavailable, error.description) }
-                    throw CLIError(.io, error.description)
-                }
-                return 0
-            }
-        } catch {
-            Diagnostics.report(error)
-            return error.code.exitStatus
         }
     }
 }

@@ -35,37 +35,35 @@ package struct NotifyCommand: DesktopOnlyCommand {
         across rotation and truncation, a FIFO across writers. SIGTERM or SIGINT end it between
         two pushes with status 0. A second agent on the bus exits 74: the name is taken.
         """
+    package static let appName = Option<String>("--app-name", "NAME", "The notification's application name (default: Kindly).")
+    package static let desktopEntry = Option<String>(
+        "--desktop-entry", "NAME", "The desktop-entry hint: a .desktop file name without .desktop (default: ai.kindly.Push).")
+    package static let icon = Option<String>("--icon", "ICON", "The app_icon: an icon name or a file:// URI (default: ai.kindly.Push).")
+    package static let onOpen = Option<String>(
+        "--on-open", "COMMAND", "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set.")
+    package static let wait = Option<String>(
+        "--wait", "SECONDS", "After the push (with --jsonl: after the input ends), wait this long for a click.")
+    package static let passthrough = Flag("--passthrough", "Show a push that is not Kindly's as its own alert instead of exiting 1.")
+    package static let state = Option<String>("--state", "PATH", "The state store (default: $XDG_STATE_HOME/kindly-push/state.sqlite3).")
+    package static let noDedup = Flag("--no-dedup", "Show every push, also one shown before.")
+    package static let dedupTTL = Option<String>(
+        "--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d).")
+    // --jsonl and --verbose say more here.
+    package static let jsonl = StreamOptions.jsonl.help(
+        "Read one push per line and show each as its line arrives, for as long as the input is open.")
+    package static let follow = Flag(
+        "--follow",
+        "Run as the desktop agent: read pushes from FILE (followed as tail -F does), a FIFO, or - (standard input), and own ai.kindly.Push1 on the session bus."
+    )
+    package static let verbose = KeyringOptions.verbose.help("Say on standard error which keyring is used and what became of each push.")
+
     package static let options: [OptionSpec] =
         [
-            RouteCommand.appStateOption("killed, background or foreground (default: background)."),
-            RouteCommand.screenOption,
-            RouteCommand.chatIdOption,
-            RouteCommand.delegateOption,
-            .value("--app-name", "NAME", "The notification's application name (default: Kindly)."),
-            .value("--desktop-entry", "NAME", "The desktop-entry hint: a .desktop file name without .desktop (default: ai.kindly.Push)."),
-            .value("--icon", "ICON", "The app_icon: an icon name or a file:// URI (default: ai.kindly.Push)."),
-            .value("--on-open", "COMMAND", "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set."),
-            .value("--wait", "SECONDS", "After the push (with --jsonl: after the input ends), wait this long for a click."),
-            .flag("--passthrough", "Show a push that is not Kindly's as its own alert instead of exiting 1."),
-            .value("--state", "PATH", "The state store (default: $XDG_STATE_HOME/kindly-push/state.sqlite3)."),
-            .flag("--no-dedup", "Show every push, also one shown before."),
-            .value("--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d)."),
+            RouteCommand.appState.help("killed, background or foreground (default: background).").spec, RouteCommand.screen.spec,
+            RouteCommand.chatId.spec, RouteCommand.delegate.spec, appName.spec, desktopEntry.spec, icon.spec, onOpen.spec, wait.spec,
+            passthrough.spec, state.spec, noDedup.spec, dedupTTL.spec,
         ]
-        // decrypt's key options, whatever they become; --jsonl and --verbose say more here.
-        + SharedOptions.decryption.filter {
-            ![
-                SharedOptions.jobs, SharedOptions.jsonl, SharedOptions.verbose, SharedOptions.help, SharedOptions.output,
-                SharedOptions.quiet,
-                SharedOptions.summary,
-            ].map(\.name).contains($0.name)
-        }
-        + [
-            .flag("--jsonl", "Read one push per line and show each as its line arrives, for as long as the input is open."),
-            .flag(
-                "--follow",
-                "Run as the desktop agent: read pushes from FILE (followed as tail -F does), a FIFO, or - (standard input), and own ai.kindly.Push1 on the session bus."
-            ),
-            .flag("--verbose", "Say on standard error which keyring is used and what became of each push."),
-            SharedOptions.help,
-        ]
+        // decrypt's key options (--verbose says more here), and the worker's.
+        + [KeyringOptions.keyFile.spec, KeyringOptions.keyring.spec, KeyringOptions.senderKey.spec] + RedisOptions.specs
+        + [jsonl.spec, follow.spec, verbose.spec, SharedOptions.help.spec]
 }

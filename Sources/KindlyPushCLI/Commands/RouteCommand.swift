@@ -19,39 +19,36 @@ package struct RouteCommand: DocumentCommand {
         or given with --sender-key) the mark kindly.decrypted counts for nothing: a push counts as
         decrypted only when it decrypts now. Exits 0 whatever the decision.
         """
+    package static let hasExtension = Flag("--extension", "The host ships a notification service extension built on the SDK.")
     package static let options: [OptionSpec] =
         [
-            appStateOption("killed, background or foreground (required).", required: true), screenOption, chatIdOption,
-            .flag("--extension", "The host ships a notification service extension built on the SDK."),
-            delegateOption,
+            appState.help("killed, background or foreground (required).").required().spec, screen.spec, chatId.spec,
+            hasExtension.spec, delegate.spec,
         ] + SharedOptions.decryption
 
-    /// The display-rule inputs that `route` and `notify` read from the command line.
-    package static func appStateOption(_ help: String, required: Bool = false) -> OptionSpec {
-        .value("--app-state", "STATE", help, choices: DisplayRules.AppState.allCases.map(\.rawValue), required: required)
-    }
-    package static let screenOption = OptionSpec.value(
-        "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.",
-        choices: DisplayRules.Screen.allCases.map(\.rawValue))
-    package static let chatIdOption = OptionSpec.value(
+    /// The display-rule inputs that `route` and `notify` read from the command line; each command
+    /// gives `--app-state` its help.
+    package static let appState = Option<DisplayRules.AppState>("--app-state", "STATE", "")
+    package static let screen = Option<DisplayRules.Screen>(
+        "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.")
+    package static let chatId = Option<String>(
         "--chat-id", "ID", "With --screen chat: the chat on top; a decrypted push for another chat counts as other.")
-    package static let delegateOption = OptionSpec.value(
-        "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.",
-        choices: DisplayRules.DelegateAnswer.allCases.map(\.rawValue))
+    package static let delegate = Option<DisplayRules.DelegateAnswer>(
+        "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.")
 
     /// The context of `--app-state` (`defaultState` when it is not given; required without one),
     /// `--screen` and `--delegate`.
     package static func context(
         _ arguments: ParsedArguments, command: String, defaultState: DisplayRules.AppState? = nil, hasExtension: Bool
     ) throws(CLIError) -> RouteContext {
-        guard let state = arguments.value("--app-state").flatMap(DisplayRules.AppState.init(rawValue:)) ?? defaultState else {
+        guard let state = arguments[appState] ?? defaultState else {
             throw CLIError(.usage, "missing '--app-state killed|background|foreground' (see 'kindly-push \(command) --help')")
         }
-        let screen = arguments.value("--screen").flatMap(DisplayRules.Screen.init(rawValue:)) ?? .other
+        let screen = arguments[Self.screen] ?? .other
         var context = RouteContext(
             appState: state, screen: screen, hasExtension: hasExtension,
-            delegate: arguments.value("--delegate").flatMap(DisplayRules.DelegateAnswer.init(rawValue:)) ?? .allow)
-        if let chat = arguments.value("--chat-id") {
+            delegate: arguments[delegate] ?? .allow)
+        if let chat = arguments[chatId] {
             guard screen == .chat else {
                 throw CLIError(.usage, "'--chat-id' needs '--screen chat' (see 'kindly-push \(command) --help')")
             }
@@ -68,9 +65,9 @@ package struct RouteCommand: DocumentCommand {
     package let stream: StreamOptions
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments.has("--extension"))
+        context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments[Self.hasExtension])
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
-        decryption = try KeyringChoice.decryption(arguments, environment: environment)
+        decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
     }
 
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {

@@ -22,10 +22,13 @@ package struct SendersCommand: Command {
         new key before the backend switches to it, then delete the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.
         """
     package static let options: [OptionSpec] = [
-        .value("--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true).only("add"),
-        .value("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only("add"),
-        SharedOptions.keyring, SharedOptions.verbose, SharedOptions.help,
+        publicKey.spec, label.spec, KeyringOptions.keyring.spec, KeyringOptions.verbose.spec, SharedOptions.help.spec,
     ]
+    package static let publicKey = Option<String>(
+        "--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true
+    ).only("add")
+    package static let label = Option<String>("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only(
+        "add")
 
     package enum Action {
         case add(SenderPublicKey, label: String)
@@ -34,7 +37,7 @@ package struct SendersCommand: Command {
     }
 
     package let action: Action
-    package let arguments: ParsedArguments
+    package let keyring: KeyringOptions
     package let environment: CommandEnvironment
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
@@ -42,14 +45,14 @@ package struct SendersCommand: Command {
         switch positionals.first {
         case "add"?:
             guard positionals.count == 1 else { throw CLIError(.usage, "senders add takes no argument; give --public-key B64") }
-            guard let text = arguments.value("--public-key") else {
+            guard let text = arguments[Self.publicKey] else {
                 throw CLIError(.usage, "missing '--public-key B64' (see 'kindly-push senders --help')")
             }
-            if let label = arguments.value("--label"), let problem = KeyringLabel.problem(with: label) {
+            if let label = arguments[Self.label], let problem = KeyringLabel.problem(with: label) {
                 throw CLIError(.usage, "--label: \(problem)")
             }
             do throws(KeyDecodingError) {
-                action = .add(try SenderPublicKey(base64: text), label: arguments.value("--label") ?? "kindly-push")
+                action = .add(try SenderPublicKey(base64: text), label: arguments[Self.label] ?? "kindly-push")
             } catch {
                 throw CLIError(.usage, "--public-key: \(error)")
             }
@@ -67,7 +70,7 @@ package struct SendersCommand: Command {
         case nil:
             throw CLIError(.usage, "missing action: add, list or delete (see 'kindly-push senders --help')")
         }
-        self.arguments = arguments
+        keyring = KeyringOptions(arguments)
         self.environment = environment
     }
 
@@ -76,7 +79,7 @@ package struct SendersCommand: Command {
             // A pin is stored as a key is: never in the file keyring for a bus that does not answer.
             let purpose: KeyringChoice.Purpose
             if case .add = action { purpose = .store } else { purpose = .manage }
-            let keyring = try KeyringChoice.resolve(arguments, environment: environment, for: purpose)
+            let keyring = try KeyringChoice.resolve(self.keyring, environment: environment, for: purpose)
             switch action {
             case .add(let key, let label):
                 do throws(KeyringError) {
@@ -103,7 +106,7 @@ package struct SendersCommand: Command {
                 do throws(KeyringError) {
                     try keyring.unpinSender(sid)
                 } catch {
-                    if case .senderNotFound = error { throw CLIError(.untrustedSender, error.description) }
+                    if case .senderNotFound = error { throw CLIError(.decryption(.untrustedSender), error.description) }
                     throw CLIError(.io, error.description)
                 }
                 return 0

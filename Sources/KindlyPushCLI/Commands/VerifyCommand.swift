@@ -22,7 +22,7 @@ package struct VerifyCommand: Command {
         line for each failure and last "N passed, N failed"; exits 0 only when none failed. Only
         regular files of at most 4 MiB are read; anything else is a failure of its own.
         """
-    package static let options: [OptionSpec] = [SharedOptions.quiet, SharedOptions.help]
+    package static let options: [OptionSpec] = [StreamOptions.quiet.spec, SharedOptions.help.spec]
 
     package let files: [String]
     package let isQuiet: Bool
@@ -49,7 +49,7 @@ package struct VerifyCommand: Command {
             }
         }
         self.files = files
-        isQuiet = arguments.has("--quiet")
+        isQuiet = arguments[StreamOptions.quiet]
     }
 
     package static func jsonFiles(in folder: String) throws(CLIError) -> [String] {

@@ -31,8 +31,8 @@ struct DoctorRunner: Command {
 
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        choice = arguments.value("--keyring").flatMap(KeyringChoice.init(rawValue:)) ?? .auto
-        json = arguments.has("--json")
+        choice = KeyringOptions(arguments).keyring ?? .auto
+        json = arguments[DoctorCommand.json]
         self.environment = environment
     }
 

@@ -4,7 +4,7 @@ package import KindlyPushCore
 extension SealCommand {
     /// `seal --recipients-inline` seals each input for the device it names.
     package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
-        if arguments.has("--recipients-inline") { return try RecipientsInlineSeal(arguments, environment: environment) }
+        if arguments[SealingOptions.recipientsInline] { return try RecipientsInlineSeal(arguments, environment: environment) }
         return try SealCommand(arguments, environment: environment)
     }
 }
@@ -42,13 +42,14 @@ package struct RecipientsInlineSeal: DocumentCommand {
     package let stream: StreamOptions
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        if arguments.value("--public-key") != nil || arguments.value("--key-file") != nil {
+        let sealing = SealingOptions(arguments)
+        if sealing.publicKey != nil || sealing.keyFile != nil {
             throw CLIError(.usage, "--recipients-inline reads each device's key from its input: give no --public-key or --key-file")
         }
-        (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
-        oversize = PlaintextSealing.oversize(arguments)
-        senderKey = try PlaintextSealing.senderKey(arguments)
-        version = try PlaintextSealing.wireVersion(arguments, hasSender: senderKey != nil)
+        (mode, placeholder) = try PlaintextSealing.alertOptions(sealing)
+        oversize = PlaintextSealing.oversize(sealing)
+        senderKey = try PlaintextSealing.senderKey(sealing)
+        version = try PlaintextSealing.wireVersion(sealing, hasSender: senderKey != nil)
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
     }
 
@@ -87,7 +88,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     }
 
     /// The general path with the line's `"id"`: the push as `{"id": ID, "push": PUSH}`, or in
-    /// line mode the error object with `"id"` after `"error"` (where `--summary` reads the code).
+    /// line mode the error object with `"id"` after `"error"` (``Completion/errorObject(_:)``).
     /// Without an `"id"` (or with a member name twice), the output is the push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CLIError) -> Completion
@@ -110,6 +111,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
             output += CorrelationID.errorMember
             JSONWriter.write(id, to: &output)
             output.append(UInt8(ascii: "}"))
+            return .errorObject(error.code)
         }
         return .success
     }

@@ -10,11 +10,10 @@ internal import KindlyPushCore
 /// `--fit`, and the check of `truncated`.
 package enum PlaintextSealing {
     /// `--mode`, `--placeholder-title` and `--placeholder-body`: the push kind and its alert.
-    package static func alertOptions(_ arguments: ParsedArguments) throws(CLIError) -> (KindlyPushSealer.Mode, KindlyPushSealer.Placeholder)
-    {
-        let mode = arguments.value("--mode").flatMap(KindlyPushSealer.Mode.init(rawValue:)) ?? .visible
-        let title = arguments.value("--placeholder-title")
-        let body = arguments.value("--placeholder-body")
+    package static func alertOptions(_ options: SealingOptions) throws(CLIError) -> (KindlyPushSealer.Mode, KindlyPushSealer.Placeholder) {
+        let mode = options.mode ?? .visible
+        let title = options.placeholderTitle
+        let body = options.placeholderBody
         if mode == .silent, title != nil || body != nil {
             throw CLIError(.usage, "a silent push has no alert: --placeholder-title and --placeholder-body need --mode visible")
         }
@@ -24,8 +23,8 @@ package enum PlaintextSealing {
     }
 
     /// `--sender-key-file`: the sender key of version 2 or version 3 mode_auth, or `nil`.
-    package static func senderKey(_ arguments: ParsedArguments) throws(CLIError) -> SenderKey? {
-        guard let path = arguments.value("--sender-key-file") else { return nil }
+    package static func senderKey(_ options: SealingOptions) throws(CLIError) -> SenderKey? {
+        guard let path = options.senderKeyFile else { return nil }
         do throws(PrivateFileError) {
             return try SenderKeyFile.read(path)
         } catch {
@@ -36,11 +35,9 @@ package enum PlaintextSealing {
     /// `--wire 1|2|3`: the wire format version, checked against `--sender-key-file` (version 1
     /// has no sender key, version 2 needs one, version 3 is mode_auth with one and mode_base
     /// without); without `--wire`, version 2 with a sender key and version 1 without.
-    package static func wireVersion(_ arguments: ParsedArguments, hasSender: Bool) throws(CLIError) -> WireVersion {
-        guard let text = arguments.value("--wire") else { return .default(hasSender: hasSender) }
-        guard let number = Int(text), let version = WireVersion(rawValue: number) else {
-            throw CLIError(.usage, "--wire must be 1, 2 or 3")
-        }
+    package static func wireVersion(_ options: SealingOptions, hasSender: Bool) throws(CLIError) -> WireVersion {
+        // The parser took only one of the versions' numbers.
+        guard let version = options.wire else { return .default(hasSender: hasSender) }
         guard version.allows(sender: hasSender) else {
             throw CLIError(
                 .usage,
@@ -51,8 +48,8 @@ package enum PlaintextSealing {
     }
 
     /// `--fit`: what happens to a message too large for APNs.
-    package static func oversize(_ arguments: ParsedArguments) -> KindlyPushSealer.Oversize {
-        arguments.has("--fit") ? .truncateBody : .refuse
+    package static func oversize(_ options: SealingOptions) -> KindlyPushSealer.Oversize {
+        options.fits ? .truncateBody : .refuse
     }
 
     /// The input limit of a sealing run: past 64 KiB with `--fit`, which cuts bodies of any length.

@@ -26,27 +26,7 @@ package struct SealCommand: DocumentCommand {
         optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device.
         With --fit a body too long for APNs is cut to the longest prefix that fits.
         """
-    package static let options: [OptionSpec] =
-        [
-            .value("--public-key", "B64", "The device's public key (base64url or base64)."),
-            SharedOptions.keyFile.help("Seal for the device whose key file this is (its public key is read)."),
-            .value(
-                "--sender-key-file", "PATH",
-                "Seal with this sender key file (sender-keygen writes one): version 2, or with --wire 3 HPKE mode_auth; default: version 1."
-            ),
-            .value(
-                "--wire", "N",
-                "The wire format version: 1, 2 (needs --sender-key-file) or 3 (HPKE); default: 2 with a sender key, 1 without.",
-                choices: WireVersion.allCases.map(\.description)),
-            .value("--mode", "MODE", "visible (default) or silent.", choices: KindlyPushSealer.Mode.allCases.map(\.rawValue)),
-            .value("--placeholder-title", "T", "The visible push's generic alert title (default: \"New message\")."),
-            .value("--placeholder-body", "B", "The visible push's generic alert body (default: \"Open the app to read it\")."),
-            .flag(
-                "--fit", "Cut a body too long for APNs to the longest prefix that fits, ended with \"…\" and marked \"truncated\": true."),
-            .flag(
-                "--recipients-inline",
-                "Read {\"public_key\", \"plaintext\"} objects, each sealed for its own device (with --jsonl: one per line)."),
-        ] + SharedOptions.stream + RedisOptions.specs + [SharedOptions.help]
+    package static let options: [OptionSpec] = SealingOptions.specs + StreamOptions.specs + RedisOptions.specs + [SharedOptions.help.spec]
 
     package let recipient: DevicePublicKey
     /// The binding to the recipient of version 2 or version 3 mode_auth, computed once for the
@@ -64,10 +44,11 @@ package struct SealCommand: DocumentCommand {
     package let stream: StreamOptions
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        (mode, placeholder) = try PlaintextSealing.alertOptions(arguments)
-        oversize = PlaintextSealing.oversize(arguments)
+        let sealing = SealingOptions(arguments)
+        (mode, placeholder) = try PlaintextSealing.alertOptions(sealing)
+        oversize = PlaintextSealing.oversize(sealing)
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
-        switch (arguments.value("--public-key"), arguments.value("--key-file")) {
+        switch (sealing.publicKey, sealing.keyFile) {
         case (let text?, nil):
             do throws(KeyDecodingError) {
                 recipient = try DevicePublicKey(base64: text)
@@ -83,8 +64,8 @@ package struct SealCommand: DocumentCommand {
         }
         var sender: SenderBinding?
         var senderFailure: CLIError?
-        let senderKey = try PlaintextSealing.senderKey(arguments)
-        version = try PlaintextSealing.wireVersion(arguments, hasSender: senderKey != nil)
+        let senderKey = try PlaintextSealing.senderKey(sealing)
+        version = try PlaintextSealing.wireVersion(sealing, hasSender: senderKey != nil)
         if let key = senderKey {
             do throws(KindlyPushSealer.SealingError) {
                 sender = try KindlyPushSealer.binding(of: key, for: recipient)

@@ -1,0 +1,17 @@
+/// `kindly-push man`: prints the roff man page.
+package struct ManCommand: Command {
+    package static let name = "man"
+    package static let abstract = "Print the man page (roff; view it with `kindly-push man | man -l -`)."
+    package static let examples = [
+        Example("Read the man page", "kindly-push man | man -l -")
+    ]
+    package static let options: [OptionSpec] = [SharedOptions.help.spec]
+
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+    }
+
+    package func run() -> Int32 {
+        Terminal.printText(ManPage.roff(allCommands))
+    }
+}
