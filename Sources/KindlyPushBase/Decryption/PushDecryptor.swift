@@ -73,9 +73,11 @@ package struct PushDecryptor {
         do throws(DecryptionFailure) {
             try SealedEnvelope.checkDuplicates(
                 hasEnvelope: push.hasEnvelope, document: push.hasDuplicateNames, envelope: push.envelope.hasDuplicateNames)
-            let envelope = try scratch.withBytes { (scratch) throws(DecryptionFailure) in
-                try EnvelopeRules.read(ByteEnvelopeMembers(push.envelope, document: document, scratch: scratch), into: &fields)
-            }
+            let envelope = try scratch.withUnsafeBytes { scratch in
+                Result { () throws(DecryptionFailure) in
+                    try EnvelopeRules.read(ByteEnvelopeMembers(push.envelope, document: document, scratch: scratch), into: &fields)
+                }
+            }.get()
             let kid = KeyID(bytes: Array(fields[envelope.kid]))!
             let sid = envelope.senderID.map { SenderID(bytes: Array(fields[$0]))! }
             let key = try decryption.key(for: kid)
@@ -138,13 +140,13 @@ struct PushDocument {
             repeat {
                 let mark = scratch.count
                 let name = try reader.memberName(&scratch)
-                let unique = scratch.withBytes { scratch in
+                let unique = scratch.withUnsafeBytes { scratch in
                     name.hasEscapes
                         ? names.insert(decoded: UnsafeRawBufferPointer(rebasing: scratch[mark...]), in: reader)
                         : names.insert(name.raw, in: reader)
                 }
                 if !unique { hasDuplicateNames = true }
-                let isEnvelope = scratch.withBytes { scratch in
+                let isEnvelope = scratch.withUnsafeBytes { scratch in
                     LocatedEnvelope.named(KindlyKey.envelope, name, reader, UnsafeRawBufferPointer(rebasing: scratch[mark...]))
                 }
                 scratch.removeSubrange(mark...)
@@ -172,10 +174,42 @@ struct LocatedEnvelope {
     }
 
     var hasDuplicateNames = false
-    /// By the index of their name in ``EnvelopeRules/memberNames``.
-    var members: [Member?] = Array(repeating: nil, count: LocatedEnvelope.names.count)
+    /// By their name's place in ``EnvelopeRules/memberNames`` (no allocation per push).
+    private var members: (Member?, Member?, Member?, Member?, Member?, Member?, Member?, Member?) = (
+        nil, nil, nil, nil, nil, nil, nil, nil
+    )
 
-    static let names: [[UInt8]] = EnvelopeRules.memberNames.map { Array($0.utf8) }
+    static let names: [[UInt8]] = {
+        precondition(EnvelopeRules.memberNames.count <= 8)
+        return EnvelopeRules.memberNames.map { Array($0.utf8) }
+    }()
+
+    subscript(slot: Int) -> Member? {
+        get {
+            switch slot {
+            case 0: return members.0
+            case 1: return members.1
+            case 2: return members.2
+            case 3: return members.3
+            case 4: return members.4
+            case 5: return members.5
+            case 6: return members.6
+            default: return members.7
+            }
+        }
+        set {
+            switch slot {
+            case 0: members.0 = newValue
+            case 1: members.1 = newValue
+            case 2: members.2 = newValue
+            case 3: members.3 = newValue
+            case 4: members.4 = newValue
+            case 5: members.5 = newValue
+            case 6: members.6 = newValue
+            default: members.7 = newValue
+            }
+        }
+    }
 
     /// Whether the name read as `token` (decoded in `decoded` when it has escapes) is `name`.
     static func named(_ name: String, _ token: JSONStringToken, _ reader: JSONTokenizer, _ decoded: UnsafeRawBufferPointer) -> Bool {
@@ -190,7 +224,7 @@ struct LocatedEnvelope {
         repeat {
             let mark = scratch.count
             let name = try reader.memberName(&scratch)
-            let (unique, known) = scratch.withBytes { scratch in
+            let (unique, known) = scratch.withUnsafeBytes { scratch in
                 let decoded = UnsafeRawBufferPointer(rebasing: scratch[mark...])
                 let text = name.hasEscapes ? decoded : reader.bytes(name.raw)
                 let unique = name.hasEscapes ? names.insert(decoded: decoded, in: reader) : names.insert(name.raw, in: reader)
@@ -198,7 +232,7 @@ struct LocatedEnvelope {
             }
             scratch.removeSubrange(mark...)
             if !unique { hasDuplicateNames = true }
-            guard let known, members[known] == nil else {
+            guard let known, self[known] == nil else {
                 try reader.skipValue()
                 continue
             }
@@ -206,11 +240,11 @@ struct LocatedEnvelope {
             if first == UInt8(ascii: "\"") {
                 let start = scratch.count
                 let text = try reader.string(&scratch)
-                members[known] = Member(kind: .string, raw: text.raw, decoded: text.hasEscapes ? start..<scratch.count : nil)
+                self[known] = Member(kind: .string, raw: text.raw, decoded: text.hasEscapes ? start..<scratch.count : nil)
             } else {
                 let start = reader.index
                 try reader.skipValue()
-                members[known] = JSONKind(startingWith: first).map { Member(kind: $0, raw: start..<reader.index) }
+                self[known] = JSONKind(startingWith: first).map { Member(kind: $0, raw: start..<reader.index) }
             }
         } while try reader.nextMember()
     }
@@ -228,15 +262,10 @@ struct ByteEnvelopeMembers: EnvelopeMembers {
         self.scratch = scratch
     }
 
-    private func member(_ name: String) -> LocatedEnvelope.Member? {
-        guard let index = EnvelopeRules.memberNames.firstIndex(of: name) else { return nil }
-        return envelope.members[index]
-    }
+    func kind(of field: EnvelopeField) -> JSONKind? { envelope[field.slot]?.kind }
 
-    func kind(of name: String) -> JSONKind? { member(name)?.kind }
-
-    func integer(_ name: String, in range: ClosedRange<Int64>) -> Int64? {
-        guard let member = member(name), member.kind == .number else { return nil }
+    func integer(_ field: EnvelopeField, in range: ClosedRange<Int64>) -> Int64? {
+        guard let member = envelope[field.slot], member.kind == .number else { return nil }
         let text = UnsafeRawBufferPointer(rebasing: document[member.raw])
         // One digit, as every push writes `v`; any other spelling as the tree reads it.
         if text.count == 1 {
@@ -246,10 +275,16 @@ struct ByteEnvelopeMembers: EnvelopeMembers {
         return JSONNumber(validatedLiteral: String(decoding: text, as: UTF8.self)).integerValue(in: range)
     }
 
-    func withText<R>(of name: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        guard let member = member(name) else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        if let decoded = member.decoded { return body(UnsafeRawBufferPointer(rebasing: scratch[decoded])) }
-        return body(UnsafeRawBufferPointer(rebasing: document[member.raw]))
+    private func text(_ field: EnvelopeField) -> UnsafeRawBufferPointer {
+        guard let member = envelope[field.slot] else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        if let decoded = member.decoded { return UnsafeRawBufferPointer(rebasing: scratch[decoded]) }
+        return UnsafeRawBufferPointer(rebasing: document[member.raw])
+    }
+
+    func textCount(_ field: EnvelopeField) -> Int { text(field).count }
+
+    func decode(_ field: EnvelopeField, into output: UnsafeMutableRawBufferPointer) throws(Base64.DecodingError) -> Int {
+        try Base64.decode(text(field), into: output)
     }
 }
 

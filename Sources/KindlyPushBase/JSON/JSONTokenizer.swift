@@ -352,19 +352,24 @@ package struct JSONTokenizer {
     private mutating func skipPlainASCII() {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        while index + 8 <= end {
-            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-            let quotes = word ^ (ones &* 0x22)
-            let backslashes = word ^ (ones &* 0x5C)
-            // Per byte: high bit set, below 0x20, equal to `"`, equal to `\` (exact as a whole).
-            let stop =
-                (word & highs) | ((word &- ones &* 0x20) & ~word & highs)
-                | ((quotes &- ones) & ~quotes & highs) | ((backslashes &- ones) & ~backslashes & highs)
-            if stop != 0 {
-                index += (stop.trailingZeroBitCount >> 3)
+        // Per byte, its high bit: the byte is non-ASCII, below 0x20, `"` or `\`. Exact for the
+        // lowest such byte (a borrow only ever marks bytes above a marked one); `"` and `\` have
+        // their high bit clear, so `~word` stands for `~(word ^ c)` in the equality tests.
+        @inline(__always) func stops(_ word: UInt64) -> UInt64 {
+            ((((word &- ones &* 0x20) | ((word ^ (ones &* 0x22)) &- ones) | ((word ^ (ones &* 0x5C)) &- ones)) & ~word) | word) & highs
+        }
+        while index + 16 <= end {
+            let first = stops(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            let second = stops(UnsafeRawPointer(base + index + 8).loadUnaligned(as: UInt64.self))
+            if first | second != 0 {
+                index += first != 0 ? first.trailingZeroBitCount >> 3 : 8 + second.trailingZeroBitCount >> 3
                 return
             }
-            index += 8
+            index += 16
+        }
+        if index + 8 <= end {
+            let stop = stops(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            index += stop != 0 ? stop.trailingZeroBitCount >> 3 : 8
         }
     }
 

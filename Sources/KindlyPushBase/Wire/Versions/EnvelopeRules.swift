@@ -1,4 +1,4 @@
-internal import KindlyPushCore
+package import KindlyPushCore
 
 /// One member of a version's `kindly` envelope: its name, the length its base64 must decode to,
 /// and whether it must be there.
@@ -14,6 +14,8 @@ package struct EnvelopeField: Sendable {
     }
 
     package let name: String
+    /// The place of ``name`` in ``EnvelopeRules/memberNames``.
+    package let slot: Int
     package let presence: Presence
     /// The decoded length, or for a ciphertext its tag's length…
     package let byteCount: Int
@@ -24,6 +26,7 @@ package struct EnvelopeField: Sendable {
     /// A field of `bytes` decoded bytes.
     init(_ name: String, bytes: Int, presence: Presence = .required) {
         self.name = name
+        self.slot = EnvelopeRules.memberNames.firstIndex(of: name)!
         self.presence = presence
         self.byteCount = bytes
         self.block = 0
@@ -32,10 +35,14 @@ package struct EnvelopeField: Sendable {
     /// A ciphertext: one or more padded blocks of `block` bytes and a tag of `tag` bytes.
     init(_ name: String, tag: Int, block: Int) {
         self.name = name
+        self.slot = EnvelopeRules.memberNames.firstIndex(of: name)!
         self.presence = .required
         self.byteCount = tag
         self.block = block
     }
+
+    /// `v`, which every version has.
+    package static let version = EnvelopeField(KindlyKey.version, bytes: 0)
 
     /// Whether `count` decoded bytes are what the field holds.
     package func accepts(_ count: Int) -> Bool {
@@ -60,18 +67,12 @@ package struct EnvelopeRules: Sendable {
     package let nonce: EnvelopeField?
     package let ciphertext: EnvelopeField
 
-    /// Every member name some version reads, `v` first.
-    package static let memberNames: [String] = {
-        var names = [KindlyKey.version]
-        for version in WireVersion.allCases {
-            let rules = version.rules
-            for field in [rules.kid, rules.senderID, rules.ephemeralKey, rules.nonce, rules.ciphertext].compactMap({ $0 })
-            where !names.contains(field.name) {
-                names.append(field.name)
-            }
-        }
-        return names
-    }()
+    /// Every member name some version reads, `v` first: a field's ``EnvelopeField/slot``. Which
+    /// of them a version reads, and what they hold, is its rules'.
+    package static let memberNames = [
+        KindlyKey.version, KindlyKey.kid, KindlyKey.senderID, KindlyKey.ephemeralPublicKey, KindlyKey.encapsulatedKey, KindlyKey.nonce,
+        KindlyKey.ciphertext,
+    ]
 }
 
 extension WireVersion {
@@ -88,12 +89,14 @@ extension WireVersion {
 /// The members of a `kindly` object that has no name twice, as ``EnvelopeRules/read(_:into:)``
 /// asks for them: from a tree (``JSONObject``) or located in a document's bytes.
 package protocol EnvelopeMembers {
-    /// The type of member `name`'s value; `nil` when there is no such member.
-    func kind(of name: String) -> JSONKind?
-    /// Member `name`'s value, a number, as an integer in `range`; `nil` for any other number.
-    func integer(_ name: String, in range: ClosedRange<Int64>) -> Int64?
-    /// Calls `body` with the (decoded) UTF-8 text of member `name`, a string.
-    func withText<R>(of name: String, _ body: (UnsafeRawBufferPointer) -> R) -> R
+    /// The type of the member's value; `nil` when there is no such member.
+    func kind(of field: EnvelopeField) -> JSONKind?
+    /// The member's value, a number, as an integer in `range`; `nil` for any other number.
+    func integer(_ field: EnvelopeField, in range: ClosedRange<Int64>) -> Int64?
+    /// The length of the (decoded) UTF-8 text of the member, a string.
+    func textCount(_ field: EnvelopeField) -> Int
+    /// Decodes the member, a string, as ``Base64/decode(_:into:)`` does.
+    func decode(_ field: EnvelopeField, into output: UnsafeMutableRawBufferPointer) throws(Base64.DecodingError) -> Int
 }
 
 /// An envelope's fields, decoded into a caller's buffer: where each is.
@@ -115,67 +118,69 @@ extension EnvelopeRules {
     /// present (as the version says), a string, canonical base64 and of its length. The fields
     /// are decoded into `buffer` (grown when it is too small; it holds no secret), in that order.
     package static func read(_ members: some EnvelopeMembers, into buffer: inout [UInt8]) throws(DecryptionFailure) -> DecodedEnvelope {
-        guard let kind = members.kind(of: KindlyKey.version) else {
+        guard let kind = members.kind(of: .version) else {
             throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is missing")
         }
         guard kind == .number else {
             throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(kind.typeName), not version 1, 2 or 3")
         }
-        guard let number = members.integer(KindlyKey.version, in: 1...3), let version = WireVersion(rawValue: Int(number)) else {
+        guard let number = members.integer(.version, in: 1...3), let version = WireVersion(rawValue: Int(number)) else {
             throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is a number other than 1, 2 and 3")
         }
         let rules = version.rules
         // Room for every fixed field and the longest ciphertext its text can hold.
         let fixed = rules.kid.byteCount + rules.senderID.byteCount + rules.ephemeralKey.byteCount + (rules.nonce?.byteCount ?? 0)
-        let ciphertextText =
-            members.kind(of: rules.ciphertext.name) == .string ? members.withText(of: rules.ciphertext.name) { $0.count } : 0
+        let ciphertextText = members.kind(of: rules.ciphertext) == .string ? members.textCount(rules.ciphertext) : 0
         let needed = fixed + ciphertextText / 4 * 3 + 3
         if buffer.count < needed { buffer = [UInt8](repeating: 0, count: needed) }
-        return try buffer.withMutableBytes { (buffer) throws(DecryptionFailure) in
-            var offset = 0
-            func field(_ field: EnvelopeField) throws(DecryptionFailure) -> Range<Int> {
-                guard let kind = members.kind(of: field.name) else {
-                    throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" is missing")
-                }
-                guard kind == .string else {
-                    throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" is \(kind.typeName), not a string")
-                }
-                let slot = UnsafeMutableRawBufferPointer(
-                    rebasing: buffer[offset..<(field.block == 0 ? offset + field.byteCount : buffer.count)])
-                let decoded = members.withText(of: field.name) { text -> Result<Int, Base64.DecodingError> in
-                    Result { () throws(Base64.DecodingError) in
-                        let count = try Base64.decode(text, into: slot)
-                        // Longer than the slot: nothing was written, and the text is decoded
-                        // whole for its one possible error (non-zero trailing bits).
-                        if count > slot.count { _ = try Base64.decode(text) }
-                        return count
+        let result = buffer.withUnsafeMutableBytes { buffer -> Result<DecodedEnvelope, DecryptionFailure> in
+            Result { () throws(DecryptionFailure) in
+                var offset = 0
+                func field(_ field: EnvelopeField) throws(DecryptionFailure) -> Range<Int> {
+                    guard let kind = members.kind(of: field) else {
+                        throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" is missing")
                     }
+                    guard kind == .string else {
+                        throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" is \(kind.typeName), not a string")
+                    }
+                    let slot = UnsafeMutableRawBufferPointer(
+                        rebasing: buffer[offset..<(field.block == 0 ? offset + field.byteCount : buffer.count)])
+                    let count: Int
+                    do throws(Base64.DecodingError) {
+                        count = try members.decode(field, into: slot)
+                        if count > slot.count {
+                            // Longer than the slot: nothing was written, and the text is decoded
+                            // whole for its one possible error (non-zero trailing bits).
+                            var whole = [UInt8](repeating: 0, count: count)
+                            _ = try whole.withMutableBytes { (whole) throws(Base64.DecodingError) in try members.decode(field, into: whole)
+                            }
+                        }
+                    } catch {
+                        throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" \(error)")
+                    }
+                    guard field.accepts(count) else {
+                        throw DecryptionFailure(
+                            .malformed, "\"kindly.\(field.name)\" decodes to \(count) bytes, expected \(field.expected)")
+                    }
+                    defer { offset += slot.count }
+                    return offset..<(offset + count)
                 }
-                let count: Int
-                switch decoded {
-                case .success(let value): count = value
-                case .failure(let error): throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" \(error)")
+                let kid = try field(rules.kid)
+                let sid: Range<Int>?
+                switch rules.senderID.presence {
+                case .ignored: sid = nil  // version 1 ignores a `sid` field entirely, whatever it holds
+                case .required: sid = try field(rules.senderID)
+                case .optional: sid = members.kind(of: rules.senderID) == nil ? nil : try field(rules.senderID)
                 }
-                guard field.accepts(count) else {
-                    throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" decodes to \(count) bytes, expected \(field.expected)")
-                }
-                defer { offset += slot.count }
-                return offset..<(offset + count)
+                if sid == nil { offset += rules.senderID.byteCount }
+                let key = try field(rules.ephemeralKey)
+                var nonce = offset..<offset
+                if let rule = rules.nonce { nonce = try field(rule) }
+                let ciphertext = try field(rules.ciphertext)
+                return DecodedEnvelope(version: version, kid: kid, senderID: sid, ephemeralKey: key, nonce: nonce, ciphertext: ciphertext)
             }
-            let kid = try field(rules.kid)
-            let sid: Range<Int>?
-            switch rules.senderID.presence {
-            case .ignored: sid = nil  // version 1 ignores a `sid` field entirely, whatever it holds
-            case .required: sid = try field(rules.senderID)
-            case .optional: sid = members.kind(of: rules.senderID.name) == nil ? nil : try field(rules.senderID)
-            }
-            if sid == nil { offset += rules.senderID.byteCount }
-            let key = try field(rules.ephemeralKey)
-            var nonce = offset..<offset
-            if let rule = rules.nonce { nonce = try field(rule) }
-            let ciphertext = try field(rules.ciphertext)
-            return DecodedEnvelope(version: version, kid: kid, senderID: sid, ephemeralKey: key, nonce: nonce, ciphertext: ciphertext)
         }
+        return try result.get()
     }
 }
 
@@ -183,11 +188,17 @@ extension EnvelopeRules {
 struct TreeEnvelopeMembers: EnvelopeMembers {
     let object: JSONObject
 
-    func kind(of name: String) -> JSONKind? { object[name]?.kind }
+    func kind(of field: EnvelopeField) -> JSONKind? { object[field.name]?.kind }
 
-    func integer(_ name: String, in range: ClosedRange<Int64>) -> Int64? { object[name]?.numberValue?.integerValue(in: range) }
+    func integer(_ field: EnvelopeField, in range: ClosedRange<Int64>) -> Int64? {
+        object[field.name]?.numberValue?.integerValue(in: range)
+    }
 
-    func withText<R>(of name: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        (object[name]?.stringValue ?? "").withUTF8Bytes { (text) -> R in body(text) }
+    func textCount(_ field: EnvelopeField) -> Int { object[field.name]?.stringValue?.utf8.count ?? 0 }
+
+    func decode(_ field: EnvelopeField, into output: UnsafeMutableRawBufferPointer) throws(Base64.DecodingError) -> Int {
+        try (object[field.name]?.stringValue ?? "").withUTF8Bytes { (text) throws(Base64.DecodingError) in
+            try Base64.decode(text, into: output)
+        }
     }
 }
