@@ -96,15 +96,7 @@ package struct JSONTokenizer {
 
     /// Opens the object at `index` (its `{`); `false` when it is empty (and then closed already).
     package mutating func beginObject() throws(JSONReadError) -> Bool {
-        try enter()
-        index += 1
-        skipWhitespace()
-        if index < end, base[index] == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            return false
-        }
-        return true
+        try begin(closing: UInt8(ascii: "}"))
     }
 
     /// A member's name and its `:`; the value comes next (after whitespace). Escapes are decoded
@@ -129,10 +121,14 @@ package struct JSONTokenizer {
 
     /// Opens the array at `index` (its `[`); `false` when it is empty (and then closed already).
     package mutating func beginArray() throws(JSONReadError) -> Bool {
+        try begin(closing: UInt8(ascii: "]"))
+    }
+
+    private mutating func begin(closing: UInt8) throws(JSONReadError) -> Bool {
         try enter()
         index += 1
         skipWhitespace()
-        if index < end, base[index] == UInt8(ascii: "]") {
+        if index < end, base[index] == closing {
             index += 1
             depth -= 1
             return false
