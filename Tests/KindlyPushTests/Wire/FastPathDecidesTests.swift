@@ -85,7 +85,7 @@ extension FastPathTests {
             [0xEF, 0xBB, 0xBF] + one, [], Array(" \n".utf8), Array(one.dropLast()), one + Array(" x".utf8),
             Self.edit(one, "{", "{\"deep\":\(tooDeep),"), Self.edit(one, "\"kid\":\"", "\"kid\":\"\u{1}"),
             Self.edit(one, "\"kid\":\"", "\"kid\":\"\\x"), Self.edit(one, "\"kid\":\"", "\"kid\":\"\\uD800"),
-            Self.edit(one, "\"kid\":\"", "\"kid\":\"\\uDC00\\u0041"), Self.edit(one, "\"kid\":\"", "\"kid\":\"\\u12"),
+            Self.edit(one, "\"kid\":\"", "\"kid\":\"\\uDC00\\u0041"), Self.edit(one, "\"kid\":\"", "\"kid\":\"\\u12\""),
             Self.edit(one, "\"v\":1", "\"v\":01"), Self.edit(one, "\"v\":1", "\"v\":tru"), Self.edit(one, "\"kid\"", "kid"),
             Self.edit(one, "\"kid\":", "\"kid\""), Self.edit(one, ",\"n\"", "\"n\""),
             Array("[1,2]".utf8), Array("\"x\"".utf8), Array("null".utf8),
