@@ -73,9 +73,12 @@ package struct PushDecryptor {
         do throws(DecryptionFailure) {
             try SealedEnvelope.checkDuplicates(
                 hasEnvelope: push.hasEnvelope, document: push.hasDuplicateNames, envelope: push.envelope.hasDuplicateNames)
-            let envelope = try scratch.withUnsafeBytes { scratch in
-                Result { () throws(DecryptionFailure) in
-                    try EnvelopeRules.read(ByteEnvelopeMembers(push.envelope, document: document, scratch: scratch), into: &fields)
+            // The located members by address: no copy of them per push.
+            let envelope = try withUnsafePointer(to: push.envelope) { located in
+                scratch.withUnsafeBytes { scratch in
+                    Result { () throws(DecryptionFailure) in
+                        try EnvelopeRules.read(ByteEnvelopeMembers(located, document: document, scratch: scratch), into: &fields)
+                    }
                 }
             }.get()
             let kid = KeyID(bytes: Array(fields[envelope.kid]))!
@@ -149,7 +152,7 @@ struct PushDocument {
                 let isEnvelope = scratch.withUnsafeBytes { scratch in
                     LocatedEnvelope.named(KindlyKey.envelope, name, reader, UnsafeRawBufferPointer(rebasing: scratch[mark...]))
                 }
-                scratch.removeSubrange(mark...)
+                if scratch.count > mark { scratch.removeSubrange(mark...) }
                 if isEnvelope, !hasEnvelope, try reader.valueStart() == UInt8(ascii: "{") {
                     hasEnvelope = true
                     try envelope.read(&reader, scratch: &scratch)
@@ -230,7 +233,7 @@ struct LocatedEnvelope {
                 let unique = name.hasEscapes ? names.insert(decoded: decoded, in: reader) : names.insert(name.raw, in: reader)
                 return (unique, LocatedEnvelope.names.firstIndex { $0.elementsEqual(text) })
             }
-            scratch.removeSubrange(mark...)
+            if scratch.count > mark { scratch.removeSubrange(mark...) }
             if !unique { hasDuplicateNames = true }
             guard let known, self[known] == nil else {
                 try reader.skipValue()
@@ -252,20 +255,20 @@ struct LocatedEnvelope {
 
 /// A ``LocatedEnvelope`` as ``EnvelopeRules/read(_:into:)`` reads it.
 struct ByteEnvelopeMembers: EnvelopeMembers {
-    let envelope: LocatedEnvelope
+    let envelope: UnsafePointer<LocatedEnvelope>
     let document: UnsafeRawBufferPointer
     let scratch: UnsafeRawBufferPointer
 
-    init(_ envelope: LocatedEnvelope, document: UnsafeRawBufferPointer, scratch: UnsafeRawBufferPointer) {
+    init(_ envelope: UnsafePointer<LocatedEnvelope>, document: UnsafeRawBufferPointer, scratch: UnsafeRawBufferPointer) {
         self.envelope = envelope
         self.document = document
         self.scratch = scratch
     }
 
-    func kind(of field: EnvelopeField) -> JSONKind? { envelope[field.slot]?.kind }
+    func kind(of field: EnvelopeField) -> JSONKind? { envelope.pointee[field.slot]?.kind }
 
     func integer(_ field: EnvelopeField, in range: ClosedRange<Int64>) -> Int64? {
-        guard let member = envelope[field.slot], member.kind == .number else { return nil }
+        guard let member = envelope.pointee[field.slot], member.kind == .number else { return nil }
         let text = UnsafeRawBufferPointer(rebasing: document[member.raw])
         // One digit, as every push writes `v`; any other spelling as the tree reads it.
         if text.count == 1 {
@@ -276,7 +279,7 @@ struct ByteEnvelopeMembers: EnvelopeMembers {
     }
 
     private func text(_ field: EnvelopeField) -> UnsafeRawBufferPointer {
-        guard let member = envelope[field.slot] else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        guard let member = envelope.pointee[field.slot] else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         if let decoded = member.decoded { return UnsafeRawBufferPointer(rebasing: scratch[decoded]) }
         return UnsafeRawBufferPointer(rebasing: document[member.raw])
     }
