@@ -78,26 +78,39 @@ enum DecryptTarget {
     }
 
     /// The fast path of `decrypt --jsonl` (``PushDecryptor``) on the raw text must agree with the
-    /// general path whenever it decides: never on a text the strict reader refuses, the same
-    /// payload bytes when it decrypts, the same failure (reason and text) when it fails.
-    /// `general` is the reader's general result for `document` (``checkDocument(_:_:)``).
+    /// general path on every text: the strict reader's error for a text it refuses, the type
+    /// of a document that is no object, the same payload bytes when it decrypts, the same
+    /// failure (reason and text) when it fails. `general` is the reader's general result for
+    /// `document` (``checkDocument(_:_:)``).
     static func checkFastPath(
         _ input: UnsafeRawBufferPointer, document: JSONValue?, general: Result<DecryptedPayload, DecryptionFailure>?, _ reader: Reader
     ) {
         var decryptor = PushDecryptor(reader.throughKeyring)
         var output: [UInt8] = []
         let outcome = decryptor.decrypt(input, appendingTo: &output)
-        if case .undecided = outcome {
-            require(output.isEmpty, "the fast path wrote output without deciding")
+        if case .decrypted = outcome {} else { require(output.isEmpty, "the fast path wrote output without decrypting") }
+        guard let document, let general else {
+            let error: JSONReadError?
+            do throws(JSONReadError) {
+                _ = try JSONReader.parse(input)
+                error = nil
+            } catch let thrown {
+                error = thrown
+            }
+            require(
+                error != nil && outcome == .notJSON(error!),
+                "the fast path gives \(outcome), the strict reader \(String(describing: error))")
             return
         }
-        guard let document, case .object = document, let general else { fail("the fast path decided a text the strict reader refuses") }
+        guard case .object = document else {
+            require(outcome == .notObject(document.kind), "the fast path gives \(outcome) for \(document.typeName)")
+            return
+        }
         switch (outcome, general) {
         case (.decrypted, .success(let payload)):
             require(output == JSONWriter.compactBytes(.object(payload.object)), "the fast path wrote another payload")
         case (.failed(let fast), .failure(let general)):
             require(fast == general, "the fast path fails with \(fast), the general path with \(general)")
-            require(output.isEmpty, "the fast path wrote output for a failure")
         default:
             fail("the fast path gives \(outcome), the general path another result")
         }

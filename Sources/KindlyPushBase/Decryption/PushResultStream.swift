@@ -238,8 +238,7 @@ public struct PushResultStream<Documents: AsyncSequence & Sendable>: AsyncSequen
 }
 
 /// What the stream's threads do with a batch: the command's per-line decryption (the fast path,
-/// then the general path for what it leaves undecided), each result's JSON line into the chunk's
-/// arena.
+/// which decides every line), each result's JSON line into the chunk's arena.
 struct DecryptWork: BatchWork {
     let decryption: KindlyPushDecryption
     /// Lines (the advice for a document cut by its newline) rather than whole documents.
@@ -276,32 +275,23 @@ struct DecryptWork: BatchWork {
         }
     }
 
-    /// One document's outcome; its JSON line appended to `output`.
+    /// One document's outcome; its JSON line appended to `output`. The fast path decides every
+    /// document; a text that is no JSON object gets the strict reader's `bad_input` message.
     func decrypt(_ document: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) -> PushStreamResult.Outcome {
+        let problem: InputProblem
         switch scratch.decrypt(document, appendingTo: &output) {
         case .decrypted:
             return .decrypted
         case .failed(let failure):
             PushStreamResult.writeError(code: failure.reason.code, message: failure.detail, to: &output)
             return .failed(failure)
-        case .undecided:
-            break
+        case .notJSON(let error):
+            problem = JSONReader.inputProblem(error, in: document, what: "input", lines: splitsLines)
+        case .notObject(let kind):
+            problem = JSONReader.inputProblem(notObject: kind, what: "input")
         }
-        let value: JSONValue
-        switch JSONReader.parseInputObject(document, what: "input", lines: splitsLines) {
-        case .success(let object): value = object
-        case .failure(let problem):
-            PushStreamResult.writeError(code: "bad_input", message: problem.message, to: &output)
-            return .badInput(problem.message)
-        }
-        switch decryption.decryptResult(userInfo: value) {
-        case .success(let payload):
-            JSONWriter.write(.object(payload.object), to: &output)
-            return .decrypted
-        case .failure(let failure):
-            PushStreamResult.writeError(code: failure.reason.code, message: failure.detail, to: &output)
-            return .failed(failure)
-        }
+        PushStreamResult.writeError(code: "bad_input", message: problem.message, to: &output)
+        return .badInput(problem.message)
     }
 }
 
@@ -336,18 +326,27 @@ extension JSONReader {
         do {
             value = try JSONReader.parse(bytes)
         } catch {
-            switch error.kind {
-            case .invalidUTF8: return .failure(InputProblem(message: "the \(what) is not UTF-8 (\(error))", endsInsideDocument: false))
-            case .empty: return .failure(InputProblem(message: "the \(what) is empty", endsInsideDocument: false))
-            case .unexpectedEnd where lines && startsDocument(bytes):
-                return .failure(InputProblem(message: PushStreamResult.spreadDocumentAdvice, endsInsideDocument: true))
-            default: return .failure(InputProblem(message: "the \(what) is not JSON: \(error)", endsInsideDocument: false))
-            }
+            return .failure(inputProblem(error, in: bytes, what: what, lines: lines))
         }
-        guard case .object = value else {
-            return .failure(InputProblem(message: "the \(what) is \(value.typeName), not a JSON object", endsInsideDocument: false))
-        }
+        guard case .object = value else { return .failure(inputProblem(notObject: value.kind, what: what)) }
         return .success(value)
+    }
+
+    /// The `bad_input` message for `bytes`, which the strict reader refuses with `error` (see
+    /// ``parseInputObject(_:what:lines:)``).
+    package static func inputProblem(_ error: JSONReadError, in bytes: UnsafeRawBufferPointer, what: String, lines: Bool) -> InputProblem {
+        switch error.kind {
+        case .invalidUTF8: return InputProblem(message: "the \(what) is not UTF-8 (\(error))", endsInsideDocument: false)
+        case .empty: return InputProblem(message: "the \(what) is empty", endsInsideDocument: false)
+        case .unexpectedEnd where lines && startsDocument(bytes):
+            return InputProblem(message: PushStreamResult.spreadDocumentAdvice, endsInsideDocument: true)
+        default: return InputProblem(message: "the \(what) is not JSON: \(error)", endsInsideDocument: false)
+        }
+    }
+
+    /// The `bad_input` message for a JSON document of type `kind`, not an object.
+    package static func inputProblem(notObject kind: JSONKind, what: String) -> InputProblem {
+        InputProblem(message: "the \(what) is \(kind.typeName), not a JSON object", endsInsideDocument: false)
     }
 
     /// Whether the first byte other than blanks opens an object or an array.

@@ -97,288 +97,97 @@ package enum JSONReader {
     }
 }
 
+/// The tree builder on ``JSONTokenizer``: the tokenizer scans and checks, this builds the values.
 private struct Parser {
-    package let bytes: UnsafeRawBufferPointer
-    package var index = 0
-    package var depth = 0
+    var tokenizer: JSONTokenizer
+    /// Decoded text of the string being read, when it holds escapes (reused).
+    var scratch: [UInt8] = []
     /// The top-level member whose string value is located but never decoded (see `parseObject(_:withSecretMember:)`).
-    package var secretMember: String?
-    package var secretRange: Range<Int>?
+    var secretMember: String?
+    var secretRange: Range<Int>?
 
-    package init(bytes: UnsafeRawBufferPointer) {
-        self.bytes = bytes
+    init(bytes: UnsafeRawBufferPointer) {
+        tokenizer = JSONTokenizer(bytes)
     }
 
-    package func fail(_ kind: JSONReadError.Kind) -> JSONReadError {
-        JSONReadError(kind: kind, offset: index)
-    }
-
-    package mutating func parseDocument() throws(JSONReadError) -> JSONValue {
-        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { throw fail(.byteOrderMark) }
-        skipWhitespace()
-        guard index < bytes.count else { throw fail(.empty) }
+    mutating func parseDocument() throws(JSONReadError) -> JSONValue {
+        try tokenizer.beginDocument()
         let value = try parseValue()
-        skipWhitespace()
-        guard index == bytes.count else { throw fail(.trailingContent) }
+        try tokenizer.endDocument()
         return value
     }
 
-    package mutating func skipWhitespace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x20, 0x09, 0x0A, 0x0D: index += 1
-            default: return
-            }
-        }
-    }
-
-    package mutating func parseValue() throws(JSONReadError) -> JSONValue {
-        guard index < bytes.count else { throw fail(.unexpectedEnd) }
-        switch bytes[index] {
+    mutating func parseValue() throws(JSONReadError) -> JSONValue {
+        switch try tokenizer.valueStart() {
         case UInt8(ascii: "{"): return .object(try parseObject())
         case UInt8(ascii: "["): return .array(try parseArray())
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "t"):
-            try expectLiteral("true")
+            try tokenizer.literal("true")
             return .bool(true)
         case UInt8(ascii: "f"):
-            try expectLiteral("false")
+            try tokenizer.literal("false")
             return .bool(false)
         case UInt8(ascii: "n"):
-            try expectLiteral("null")
+            try tokenizer.literal("null")
             return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
-        default: throw fail(.unexpectedByte)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let literal = try tokenizer.number()
+            return .number(JSONNumber(validatedLiteral: String(decoding: tokenizer.bytes(literal), as: UTF8.self)))
+        default: throw tokenizer.failure(.unexpectedByte)
         }
     }
 
-    package mutating func expectLiteral(_ literal: StaticString) throws(JSONReadError) {
-        let count = literal.utf8CodeUnitCount
-        guard index + count <= bytes.count else { throw fail(.unexpectedEnd) }
-        for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] {
-            index += offset
-            throw fail(.unexpectedByte)
-        }
-        index += count
-    }
-
-    package mutating func enter() throws(JSONReadError) {
-        depth += 1
-        guard depth <= JSONReader.maximumDepth else { throw fail(.tooDeep) }
-    }
-
-    package mutating func parseObject() throws(JSONReadError) -> JSONObject {
-        try enter()
-        index += 1  // {
+    mutating func parseObject() throws(JSONReadError) -> JSONObject {
+        guard try tokenizer.beginObject() else { return JSONObject(members: [], hasDuplicateKeys: false) }
         var members: [JSONObject.Member] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            return JSONObject(members: [], hasDuplicateKeys: false)
-        }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count else { throw fail(.unexpectedEnd) }
-            guard bytes[index] == UInt8(ascii: "\"") else { throw fail(.unexpectedByte) }
-            let key = try parseString()
-            skipWhitespace()
-            guard index < bytes.count else { throw fail(.unexpectedEnd) }
-            guard bytes[index] == UInt8(ascii: ":") else { throw fail(.unexpectedByte) }
-            index += 1
-            skipWhitespace()
+        repeat {
+            let key = try parseString(name: true)
             let value: JSONValue
-            if depth == 1, key == secretMember {
+            if tokenizer.depth == 1, key == secretMember {
                 value = .null
                 secretRange = try skipSecretString()
             } else {
                 value = try parseValue()
             }
             members.append(JSONObject.Member(key: key, value: value))
-            skipWhitespace()
-            guard index < bytes.count else { throw fail(.unexpectedEnd) }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            guard bytes[index] == UInt8(ascii: "}") else { throw fail(.unexpectedByte) }
-            index += 1
-            depth -= 1
-            return JSONObject(members: members, hasDuplicateKeys: JSONObject.containsDuplicates(members))
-        }
+        } while try tokenizer.nextMember()
+        return JSONObject(members: members, hasDuplicateKeys: JSONObject.containsDuplicates(members))
     }
 
-    package mutating func parseArray() throws(JSONReadError) -> [JSONValue] {
-        try enter()
-        index += 1  // [
+    mutating func parseArray() throws(JSONReadError) -> [JSONValue] {
         var elements: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            depth -= 1
-            return elements
-        }
-        while true {
-            skipWhitespace()
-            elements.append(try parseValue())
-            skipWhitespace()
-            guard index < bytes.count else { throw fail(.unexpectedEnd) }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            guard bytes[index] == UInt8(ascii: "]") else { throw fail(.unexpectedByte) }
-            index += 1
-            depth -= 1
-            return elements
-        }
+        guard try tokenizer.beginArray() else { return elements }
+        repeat { elements.append(try parseValue()) } while try tokenizer.nextElement()
+        return elements
+    }
+
+    /// The string at the tokenizer (a member name and its `:` with `name`).
+    mutating func parseString(name: Bool = false) throws(JSONReadError) -> String {
+        scratch.removeAll(keepingCapacity: true)
+        let token = name ? try tokenizer.memberName(&scratch) : try tokenizer.string(&scratch)
+        if token.hasEscapes { return String(decoding: scratch, as: UTF8.self) }
+        return String(decoding: tokenizer.bytes(token.raw), as: UTF8.self)
     }
 
     /// Steps over a string without decoding it; it must hold no escape and no control character.
-    package mutating func skipSecretString() throws(JSONReadError) -> Range<Int> {
-        guard index < bytes.count else { throw fail(.unexpectedEnd) }
-        guard bytes[index] == UInt8(ascii: "\"") else { throw fail(.unexpectedByte) }
-        index += 1
-        let start = index
-        while index < bytes.count {
-            switch bytes[index] {
+    mutating func skipSecretString() throws(JSONReadError) -> Range<Int> {
+        let bytes = UnsafeRawBufferPointer(start: tokenizer.base, count: tokenizer.end)
+        guard tokenizer.index < bytes.count else { throw tokenizer.failure(.unexpectedEnd) }
+        guard bytes[tokenizer.index] == UInt8(ascii: "\"") else { throw tokenizer.failure(.unexpectedByte) }
+        tokenizer.index += 1
+        let start = tokenizer.index
+        while tokenizer.index < bytes.count {
+            switch bytes[tokenizer.index] {
             case UInt8(ascii: "\""):
-                index += 1
-                return start..<(index - 1)
-            case UInt8(ascii: "\\"): throw fail(.invalidEscape)
-            case 0x00..<0x20: throw fail(.controlCharacterInString)
-            default: index += 1
+                tokenizer.index += 1
+                return start..<(tokenizer.index - 1)
+            case UInt8(ascii: "\\"): throw tokenizer.failure(.invalidEscape)
+            case 0x00..<0x20: throw tokenizer.failure(.controlCharacterInString)
+            default: tokenizer.index += 1
             }
         }
-        throw fail(.unexpectedEnd)
-    }
-
-    package mutating func parseNumber() throws(JSONReadError) -> JSONNumber {
-        guard let length = JSONReader.numberLength(in: bytes, at: index) else { throw fail(.invalidNumber) }
-        let literal = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[index..<(index + length)]), as: UTF8.self)
-        index += length
-        return JSONNumber(validatedLiteral: literal)
-    }
-
-    package mutating func parseString() throws(JSONReadError) -> String {
-        index += 1  // opening quote
-        let start = index
-        // Fast path: no escapes. Find the closing quote, then validate the UTF-8 in one go.
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-                guard let string = String(validating: raw, as: UTF8.self) else {
-                    index = start + Self.firstInvalidUTF8Offset(raw)
-                    throw fail(.invalidUTF8)
-                }
-                index += 1
-                return string
-            }
-            if byte == UInt8(ascii: "\\") { break }
-            if byte < 0x20 { throw fail(.controlCharacterInString) }
-            index += 1
-        }
-        guard index < bytes.count else { throw fail(.unexpectedEnd) }
-        return try parseEscapedString(from: start)
-    }
-
-    package mutating func parseEscapedString(from start: Int) throws(JSONReadError) -> String {
-        var decoded = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
-        while index < bytes.count {
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
-                guard let string = String(validating: decoded, as: UTF8.self) else {
-                    index = start
-                    throw fail(.invalidUTF8)
-                }
-                index += 1
-                return string
-            case UInt8(ascii: "\\"):
-                index += 1
-                guard index < bytes.count else { throw fail(.unexpectedEnd) }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""): decoded.append(0x22)
-                case UInt8(ascii: "\\"): decoded.append(0x5C)
-                case UInt8(ascii: "/"): decoded.append(0x2F)
-                case UInt8(ascii: "b"): decoded.append(0x08)
-                case UInt8(ascii: "f"): decoded.append(0x0C)
-                case UInt8(ascii: "n"): decoded.append(0x0A)
-                case UInt8(ascii: "r"): decoded.append(0x0D)
-                case UInt8(ascii: "t"): decoded.append(0x09)
-                case UInt8(ascii: "u"):
-                    let scalar = try parseUnicodeEscape()
-                    UTF8.encode(scalar) { decoded.append($0) }
-                default:
-                    index -= 1
-                    throw fail(.invalidEscape)
-                }
-            default:
-                if byte < 0x20 { throw fail(.controlCharacterInString) }
-                decoded.append(byte)
-                index += 1
-            }
-        }
-        throw fail(.unexpectedEnd)
-    }
-
-    /// Reads the four hex digits after `\u` (and a second escape for a surrogate pair).
-    package mutating func parseUnicodeEscape() throws(JSONReadError) -> Unicode.Scalar {
-        let escapeStart = index - 2
-        let first = try parseHex4()
-        switch first {
-        case 0xD800...0xDBFF:
-            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                index = escapeStart
-                throw fail(.unpairedSurrogate)
-            }
-            index += 2
-            let second = try parseHex4()
-            guard (0xDC00...0xDFFF).contains(second) else {
-                index = escapeStart
-                throw fail(.unpairedSurrogate)
-            }
-            let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-            return Unicode.Scalar(value)!
-        case 0xDC00...0xDFFF:
-            index = escapeStart
-            throw fail(.unpairedSurrogate)
-        default:
-            return Unicode.Scalar(first)!
-        }
-    }
-
-    package mutating func parseHex4() throws(JSONReadError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw fail(.unexpectedEnd) }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            let nibble: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10
-            default: throw fail(.invalidEscape)
-            }
-            value = value << 4 | UInt32(nibble)
-            index += 1
-        }
-        return value
-    }
-
-    package static func firstInvalidUTF8Offset(_ raw: UnsafeRawBufferPointer) -> Int {
-        var offset = 0
-        var iterator = raw.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar): offset += UTF8.width(scalar)
-            case .emptyInput, .error: return offset
-            }
-        }
+        throw tokenizer.failure(.unexpectedEnd)
     }
 }
 

@@ -47,14 +47,17 @@ extension JSONValue {
     }
 
     /// The name of the value's JSON type, for error messages.
-    public var typeName: String {
+    public var typeName: String { kind.typeName }
+
+    /// The value's JSON type.
+    package var kind: JSONKind {
         switch self {
-        case .null: return "null"
-        case .bool: return "a boolean"
-        case .number: return "a number"
-        case .string: return "a string"
-        case .array: return "an array"
-        case .object: return "an object"
+        case .null: return .null
+        case .bool: return .bool
+        case .number: return .number
+        case .string: return .string
+        case .array: return .array
+        case .object: return .object
         }
     }
 
@@ -98,4 +101,34 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, Ex
 
 extension JSONValue: CustomStringConvertible {
     public var description: String { compactText }
+}
+
+/// The type of a JSON value, known from a tree or from the first byte of its text.
+package enum JSONKind: Sendable, Equatable {
+    case null, bool, number, string, array, object
+
+    /// The type of the value whose text starts with `byte` (`nil`: no value starts so).
+    package init?(startingWith byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "n"): self = .null
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): self = .bool
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): self = .number
+        case UInt8(ascii: "\""): self = .string
+        case UInt8(ascii: "["): self = .array
+        case UInt8(ascii: "{"): self = .object
+        default: return nil
+        }
+    }
+
+    /// The type's name, for error messages (``JSONValue/typeName``).
+    package var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .number: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
 }

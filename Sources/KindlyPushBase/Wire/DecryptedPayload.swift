@@ -27,35 +27,15 @@ public struct DecryptedPayload: Sendable, Hashable {
     public init(validating object: JSONObject) throws(PlaintextError) {
         // Not which name: member names are plaintext, and failure details never carry plaintext.
         if DecryptedPayload.hasDuplicateNames(.object(object)) { throw PlaintextError("a member name occurs twice") }
-        func requiredString(_ key: String) throws(PlaintextError) -> String {
-            guard let value = object[key] else { throw PlaintextError("\"\(key)\" is missing") }
-            guard case .string(let string) = value else { throw PlaintextError("\"\(key)\" is \(value.typeName), not a string") }
-            return string
+        for field in PayloadField.all {
+            if let problem = field.problem(with: object[field.name]) { throw problem }
         }
-        chatId = try requiredString(KindlyKey.chatID)
-        guard !chatId.isEmpty else { throw PlaintextError("\"chat_id\" is empty") }
-        title = try requiredString(KindlyKey.title)
-        body = try requiredString(KindlyKey.body)
-        if let value = object[KindlyKey.messageID] {
-            guard case .string(let string) = value else { throw PlaintextError("\"message_id\" is \(value.typeName), not a string") }
-            messageId = string
-        } else {
-            messageId = nil
-        }
-        if let value = object[KindlyKey.sentAt] {
-            guard case .number(let number) = value, let seconds = number.integerValue(in: 0...WireFormat.maximumSentAt) else {
-                throw PlaintextError("\"sent_at\" is not a whole number from 0 to 2^53 − 1")
-            }
-            sentAt = seconds
-        } else {
-            sentAt = nil
-        }
-        if let value = object[KindlyKey.truncated] {
-            guard case .bool(let flag) = value else { throw PlaintextError("\"truncated\" is \(value.typeName), not a boolean") }
-            truncated = flag
-        } else {
-            truncated = nil
-        }
+        chatId = object[KindlyKey.chatID]?.stringValue ?? ""
+        title = object[KindlyKey.title]?.stringValue ?? ""
+        body = object[KindlyKey.body]?.stringValue ?? ""
+        messageId = object[KindlyKey.messageID]?.stringValue
+        sentAt = object[KindlyKey.sentAt]?.numberValue?.integerValue(in: 0...WireFormat.maximumSentAt)
+        if case .bool(let flag)? = object[KindlyKey.truncated] { truncated = flag } else { truncated = nil }
         self.object = object
     }
 
@@ -88,9 +68,7 @@ public struct DecryptedPayload: Sendable, Hashable {
     }
 
     /// The keys of section 4; every other key is an extra.
-    static let knownKeys: Set<String> = [
-        KindlyKey.chatID, KindlyKey.title, KindlyKey.body, KindlyKey.messageID, KindlyKey.sentAt, KindlyKey.truncated,
-    ]
+    static let knownKeys = Set(PayloadField.all.map(\.name))
 
     /// Whether some object, at any depth, has a member name twice.
     static func hasDuplicateNames(_ value: JSONValue) -> Bool {
@@ -99,6 +77,115 @@ public struct DecryptedPayload: Sendable, Hashable {
         case .array(let elements): return elements.contains(where: hasDuplicateNames)
         default: return false
         }
+    }
+}
+
+/// A member section 4 names and what it must hold: one list (``all``), which both
+/// ``DecryptedPayload/init(validating:)`` (a tree) and ``DecryptedPayload/isCanonicalCompactText(_:)``
+/// (a text) apply.
+struct PayloadField: Sendable {
+    enum Rule: Sendable {
+        /// A string; `required` ones must be there, `nonEmpty` ones must hold a character.
+        case string(required: Bool, nonEmpty: Bool)
+        /// A whole number in `range`, which failure details name as `described`.
+        case wholeNumber(ClosedRange<Int64>, described: String)
+        /// `true` or `false`.
+        case boolean
+    }
+
+    let name: String
+    let rule: Rule
+    /// ``name``'s UTF-8, for texts.
+    let utf8: [UInt8]
+
+    init(_ name: String, _ rule: Rule) {
+        self.name = name
+        self.rule = rule
+        self.utf8 = Array(name.utf8)
+    }
+
+    /// Section 4, in the order its checks are made.
+    static let all = [
+        PayloadField(KindlyKey.chatID, .string(required: true, nonEmpty: true)),
+        PayloadField(KindlyKey.title, .string(required: true, nonEmpty: false)),
+        PayloadField(KindlyKey.body, .string(required: true, nonEmpty: false)),
+        PayloadField(KindlyKey.messageID, .string(required: false, nonEmpty: false)),
+        PayloadField(KindlyKey.sentAt, .wholeNumber(0...WireFormat.maximumSentAt, described: "0 to 2^53 − 1")),
+        PayloadField(KindlyKey.truncated, .boolean),
+    ]
+
+    /// The bits of ``all``'s required members.
+    static let requiredMask = all.indices.reduce(0) { mask, index in
+        if case .string(required: true, _) = all[index].rule { return mask | 1 << index }
+        return mask
+    }
+
+    /// What is wrong with the member's `value` (`nil`: it is not there), or `nil`.
+    func problem(with value: JSONValue?) -> PlaintextError? {
+        switch rule {
+        case .string(let required, let nonEmpty):
+            guard let value else { return required ? PlaintextError("\"\(name)\" is missing") : nil }
+            guard case .string(let string) = value else { return PlaintextError("\"\(name)\" is \(value.typeName), not a string") }
+            return nonEmpty && string.isEmpty ? PlaintextError("\"\(name)\" is empty") : nil
+        case .wholeNumber(let range, let described):
+            guard let value else { return nil }
+            guard value.numberValue?.integerValue(in: range) != nil else {
+                return PlaintextError("\"\(name)\" is not a whole number from \(described)")
+            }
+            return nil
+        case .boolean:
+            guard let value else { return nil }
+            guard case .bool = value else { return PlaintextError("\"\(name)\" is \(value.typeName), not a boolean") }
+            return nil
+        }
+    }
+
+    /// Whether the member's value at the reader is valid and in the writer's compact form.
+    func isCompact(_ reader: inout JSONTokenizer) -> Bool {
+        switch rule {
+        case .string(_, let nonEmpty):
+            guard let text = reader.compactString() else { return false }
+            return !nonEmpty || !text.isEmpty
+        case .wholeNumber(let range, _):
+            // Digits only (no sign, fraction or exponent: those the tree path reads), few enough
+            // not to overflow.
+            guard let number = reader.compactNumber(), number.count <= 18 else { return false }
+            var value: Int64 = 0
+            for index in number {
+                let digit = reader.base[index] &- UInt8(ascii: "0")
+                guard digit <= 9 else { return false }
+                value = value * 10 + Int64(digit)
+            }
+            return range.contains(value)
+        case .boolean:
+            return (reader.current == UInt8(ascii: "t") || reader.current == UInt8(ascii: "f")) && reader.compactScalar()
+        }
+    }
+}
+
+extension DecryptedPayload {
+    /// Whether `text` is a plaintext that section 4 accepts (``PayloadField/all``) and that is
+    /// already exactly what ``JSONWriter`` writes for the object it holds: compact, no byte-order
+    /// mark, escapes only as the writer writes them, no member name twice, and extras that are
+    /// scalars (an object or array would need the duplicate rule at every depth: the tree's). It
+    /// stops at the first byte that is not so; `false` says nothing about validity (the tree
+    /// path, ``init(plaintext:)``, decides and explains).
+    package static func isCanonicalCompactText(_ text: UnsafeRawBufferPointer) -> Bool {
+        var reader = JSONTokenizer(text, compact: true)
+        var names = JSONTokenizer.Names()
+        var required = 0
+        guard reader.consume(UInt8(ascii: "{")) else { return false }
+        repeat {
+            guard let name = reader.compactString(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":")) else { return false }
+            let raw = reader.bytes(name)
+            if let index = PayloadField.all.firstIndex(where: { $0.utf8.count == raw.count && $0.utf8.elementsEqual(raw) }) {
+                guard PayloadField.all[index].isCompact(&reader) else { return false }
+                required |= 1 << index
+            } else {
+                guard reader.compactScalar() else { return false }
+            }
+        } while reader.consume(UInt8(ascii: ","))
+        return required & PayloadField.requiredMask == PayloadField.requiredMask && reader.consume(UInt8(ascii: "}")) && reader.atEnd
     }
 }
 

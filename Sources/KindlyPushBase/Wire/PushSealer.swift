@@ -26,9 +26,14 @@ package struct PushSealer {
     private let kid: [UInt8]
     /// The document with empty `epk`, `n` and `ct` (version 3: `enc` and `ct`), and where it is cut.
     private let template: [UInt8]
-    private var tail: [UInt8] { version.hasNonce ? PushSealer.tail : PushSealer.tailVersion3 }
-    private static let tail = Array(#""epk":"","n":"","ct":""}}"#.utf8)
-    private static let tailVersion3 = Array(#""enc":"","ct":""}}"#.utf8)
+    /// The members after `kid` and `sid` as the version names them (``EnvelopeRules``): the
+    /// text before the ephemeral key's value, before the nonce's (none in version 3), before
+    /// the ciphertext's, and the document's end.
+    private let keyMember: [UInt8]
+    private let nonceMember: [UInt8]?
+    private let ciphertextMember: [UInt8]
+    /// The length of the template before its members after `kid` and `sid`.
+    private let headLength: Int
     /// padded message | sealed message.
     private var buffer: [UInt8] = []
 
@@ -54,8 +59,14 @@ package struct PushSealer {
         let empty = SealedEnvelope(
             kid: recipient.kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: [], nonce: [], ciphertext: [], version: version)
         template = JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(empty, mode: mode, placeholder: placeholder))
-        let tail = version.hasNonce ? PushSealer.tail : PushSealer.tailVersion3
+        let rules = version.rules
+        keyMember = Array("\"\(rules.ephemeralKey.name)\":\"".utf8)
+        nonceMember = rules.nonce.map { Array(",\"\($0.name)\":\"".utf8) }
+        ciphertextMember = Array(",\"\(rules.ciphertext.name)\":\"".utf8)
+        // The template's end: those members, empty, and the document's end.
+        let tail = keyMember + (nonceMember.map { [0x22] + $0 } ?? []) + [0x22] + ciphertextMember + Array(#""}}"#.utf8)
         precondition(template.count >= tail.count && template.suffix(tail.count).elementsEqual(tail))
+        headLength = template.count - tail.count
     }
 
     /// Zeroes the reused buffer, which holds the last padded plaintext: for the end of a run.
@@ -83,7 +94,7 @@ package struct PushSealer {
             buffer.wipeCapacity()
             buffer = [UInt8](repeating: 0, count: paddedLength + sealedLength)
         }
-        let head = template.count - tail.count
+        let head = headLength
         let start = output.count
         let sealed = withUnsafeTemporaryAllocation(byteCount: X25519.keyLength * 2 + XChaCha20Poly1305.nonceLength, alignment: 16) { keys in
             // esk | epk | n; the secret key is wiped with the rest.
@@ -113,16 +124,15 @@ package struct PushSealer {
             }
             guard written == sealedLength else { return false }
             template.withUnsafeBytes { output.append(contentsOf: $0[0..<head]) }
-            if version.hasNonce {
-                output.append(contentsOf: #""epk":""#.utf8)
-                Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
-                output.append(contentsOf: #"","n":""#.utf8)
+            output.append(contentsOf: keyMember)
+            Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
+            if let nonceMember {
+                output.append(0x22)
+                output.append(contentsOf: nonceMember)
                 Base64.appendURLEncoded(UnsafeRawBufferPointer(nonceBytes), to: &output)
-            } else {
-                output.append(contentsOf: #""enc":""#.utf8)
-                Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
             }
-            output.append(contentsOf: #"","ct":""#.utf8)
+            output.append(0x22)
+            output.append(contentsOf: ciphertextMember)
             buffer.withUnsafeBytes {
                 Base64.appendURLEncoded(UnsafeRawBufferPointer(rebasing: $0[paddedLength..<(paddedLength + sealedLength)]), to: &output)
             }

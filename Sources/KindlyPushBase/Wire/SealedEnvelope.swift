@@ -5,8 +5,6 @@ internal import KindlyPushCore
 /// 2 (and `sid`), version 3 (`kid`, `sid` in mode_auth, `enc` kept in ``ephemeralPublicKey``, `ct`;
 /// ``nonce`` empty, as HPKE derives it).
 package struct SealedEnvelope: Sendable, Equatable {
-    package static let ephemeralPublicKeyLength = 32
-
     package let version: WireVersion
     package let kid: KeyID
     /// `sid`, the sender key's id: set for version 2 and version 3 mode_auth, `nil` for version 1
@@ -57,60 +55,29 @@ package struct SealedEnvelope: Sendable, Equatable {
         guard case .object(let document) = userInfo else {
             throw DecryptionFailure(.notKindly, "the push is not a JSON object")
         }
-        guard let envelope = SealedEnvelope.envelopes(in: userInfo).first else {
+        let envelope = SealedEnvelope.envelopes(in: userInfo).first
+        try SealedEnvelope.checkDuplicates(
+            hasEnvelope: envelope != nil, document: document.hasDuplicateKeys, envelope: envelope?.hasDuplicateKeys ?? false)
+        var buffer: [UInt8] = []
+        let fields = try EnvelopeRules.read(TreeEnvelopeMembers(object: envelope!), into: &buffer)
+        self.init(
+            kid: KeyID(bytes: Array(buffer[fields.kid]))!, senderID: fields.senderID.map { SenderID(bytes: Array(buffer[$0]))! },
+            ephemeralPublicKey: Array(buffer[fields.ephemeralKey]), nonce: Array(buffer[fields.nonce]),
+            ciphertext: Array(buffer[fields.ciphertext]), version: fields.version)
+    }
+
+    /// Reason 1 and the duplicate rule (section 5), for a push that is an object: there is a
+    /// `kindly` object, no top-level name occurs twice, and no name inside it.
+    package static func checkDuplicates(hasEnvelope: Bool, document: Bool, envelope: Bool) throws(DecryptionFailure) {
+        guard hasEnvelope else {
             throw DecryptionFailure(.notKindly, "no \"kindly\" object at the top level")
         }
         // Duplicates first: two readers must never see two different envelopes in one push.
-        if document.hasDuplicateKeys {
+        if document {
             throw DecryptionFailure(.malformed, "a top-level member name occurs twice")
         }
-        if envelope.hasDuplicateKeys {
+        if envelope {
             throw DecryptionFailure(.malformed, "a member name occurs twice inside \"kindly\"")
         }
-        guard let version = envelope[KindlyKey.version] else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is missing")
-        }
-        guard case .number(let number) = version else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is \(version.typeName), not version 1, 2 or 3")
-        }
-        guard let versionNumber = number.integerValue(in: 1...3).flatMap({ WireVersion(rawValue: Int($0)) }) else {
-            throw DecryptionFailure(.unsupportedVersion, "\"kindly.v\" is a number other than 1, 2 and 3")
-        }
-        func field(_ name: String, _ isValidLength: (Int) -> Bool, _ expected: String) throws(DecryptionFailure) -> [UInt8] {
-            guard let value = envelope[name] else {
-                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" is missing")
-            }
-            guard case .string(let text) = value else {
-                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" is \(value.typeName), not a string")
-            }
-            let bytes: [UInt8]
-            do {
-                bytes = try Base64.decode(text)
-            } catch {
-                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" \(error)")
-            }
-            guard isValidLength(bytes.count) else {
-                throw DecryptionFailure(.malformed, "\"kindly.\(name)\" decodes to \(bytes.count) bytes, expected \(expected)")
-            }
-            return bytes
-        }
-        let kid = try field(KindlyKey.kid, { $0 == KeyID.length }, "8")
-        let sid: [UInt8]?
-        switch versionNumber.senderIDRule {
-        case .ignored: sid = nil  // version 1 ignores a `sid` field entirely, whatever it holds
-        case .required: sid = try field(KindlyKey.senderID, { $0 == SenderID.length }, "8")
-        case .optional: sid = envelope[KindlyKey.senderID] == nil ? nil : try field(KindlyKey.senderID, { $0 == SenderID.length }, "8")
-        }
-        let epk = try field(versionNumber.ephemeralKeyName, { $0 == SealedEnvelope.ephemeralPublicKeyLength }, "32")
-        let nonce = versionNumber.hasNonce ? try field(KindlyKey.nonce, { $0 == XChaCha20Poly1305.nonceLength }, "24") : []
-        let ciphertext = try field(KindlyKey.ciphertext, SealedEnvelope.isValidCiphertextLength, "16 + 64·j (j ≥ 1)")
-        self.init(
-            kid: KeyID(bytes: kid)!, senderID: sid.map { SenderID(bytes: $0)! }, ephemeralPublicKey: epk, nonce: nonce,
-            ciphertext: ciphertext, version: versionNumber)
-    }
-
-    /// `ct` holds at least one padded block and the tag: 16 + 64·j bytes, j ≥ 1.
-    package static func isValidCiphertextLength(_ count: Int) -> Bool {
-        count >= WireFormat.minimumCiphertextLength && (count - XChaCha20Poly1305.tagLength) % WireFormat.paddingBlockSize == 0
     }
 }

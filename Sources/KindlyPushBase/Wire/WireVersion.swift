@@ -27,32 +27,19 @@ public enum WireVersion: Int, Sendable, Hashable, CaseIterable, CustomStringConv
     public var description: String { String(rawValue) }
 
     /// The envelope member holding the ephemeral public key: `epk`, or HPKE's `enc` in version 3.
-    package var ephemeralKeyName: String { self == .three ? KindlyKey.encapsulatedKey : KindlyKey.ephemeralPublicKey }
+    package var ephemeralKeyName: String { rules.ephemeralKey.name }
 
     /// Whether the envelope carries a nonce `n` (versions 1 and 2; HPKE derives version 3's).
-    package var hasNonce: Bool { self != .three }
+    package var hasNonce: Bool { rules.nonce != nil }
 
     /// The length of the nonce `n` in the envelope: 24, or 0 in version 3.
-    package var nonceLength: Int { hasNonce ? XChaCha20Poly1305.nonceLength : 0 }
+    package var nonceLength: Int { rules.nonce?.byteCount ?? 0 }
 
     /// What the version makes of a `sid` member (sections 7.3 and 8.2).
-    package enum SenderIDRule: Sendable {
-        /// Version 1: ignored, whatever it holds.
-        case ignored
-        /// Version 2: required.
-        case required
-        /// Version 3: optional; present, it selects mode_auth.
-        case optional
-    }
+    package typealias SenderIDRule = EnvelopeField.Presence
 
     /// How the version reads `sid`.
-    package var senderIDRule: SenderIDRule {
-        switch self {
-        case .one: return .ignored
-        case .two: return .required
-        case .three: return .optional
-        }
-    }
+    package var senderIDRule: SenderIDRule { rules.senderID.presence }
 
     /// Whether a push of this version with (`true`) or without a sender key is a valid combination.
     package func allows(sender: Bool) -> Bool {

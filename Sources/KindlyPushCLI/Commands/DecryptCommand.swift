@@ -37,19 +37,18 @@ package struct DecryptCommand: DocumentCommand {
 
     package func wipe(_ scratch: inout PushDecryptor) { scratch.wipe() }
 
-    /// The fast path for the payload (not for --apply, which rewrites the whole document); what it
-    /// leaves undecided goes the general way, which gives the same output and the exact error.
+    /// The fast path for the payload, which decides every document with the strict reader's
+    /// errors (not for --apply, which rewrites the whole document: one tree, read once).
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CLIError)
         -> Completion
     {
-        if !applies {
-            switch scratch.decrypt(bytes, appendingTo: &output) {
-            case .decrypted: return .success
-            case .failed(let failure): throw CLIError(failure)
-            case .undecided: break
-            }
+        guard !applies else { return try process(bytes: bytes, into: &output) }
+        switch scratch.decrypt(bytes, appendingTo: &output) {
+        case .decrypted: return .success
+        case .failed(let failure): throw CLIError(failure)
+        case .notJSON(let error): throw CLIError(.badInput, JSONReader.inputProblem(error, in: bytes, what: "input", lines: false).message)
+        case .notObject(let kind): throw CLIError(.badInput, JSONReader.inputProblem(notObject: kind, what: "input").message)
         }
-        return try process(bytes: bytes, into: &output)
     }
 
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {

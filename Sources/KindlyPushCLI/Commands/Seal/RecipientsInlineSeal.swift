@@ -17,7 +17,7 @@ extension SealCommand {
 /// Each thread keeps a ``PushSealer`` per recipient (the decoded key, its kid, the document
 /// template; version 2 adds its second shared secret there) in an ``LRUCache`` of
 /// ``cacheCapacity`` recipients, so that a stream that comes back to a device does that work once.
-/// A compact line takes the fast path (``FastJSON`` finds the fields, the recipient's sealer seals
+/// A compact line takes the fast path (``RecipientsInlineCompactLine`` finds the fields, the recipient's sealer seals
 /// the plaintext text as it is); anything else is read with the strict reader, and its plaintext
 /// is written compactly and sealed by the same sealer, or the general path says why not.
 package struct RecipientsInlineSeal: DocumentCommand {
@@ -61,7 +61,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
         throws(CLIError)
         -> Completion
     {
-        if let line = CompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
+        if let line = RecipientsInlineCompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
             let start = output.count
             // A line's own "id", copied as it is (a scalar in the writer's form: what the strict
             // path writes for it).
@@ -93,7 +93,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CLIError) -> Completion
     {
-        guard case .object(let object) = document, !object.hasDuplicateKeys, let id = object[Member.id] else {
+        guard case .object(let object) = document, !object.hasDuplicateKeys, let id = object[RecipientsInlineMember.id] else {
             return try process(document, scratch: scratch, into: &output)
         }
         let start = output.count
@@ -121,7 +121,12 @@ package struct RecipientsInlineSeal: DocumentCommand {
         throws(CLIError)
         -> Completion
     {
-        let line = try Line(document, mode: mode, placeholder: placeholder)
+        let line: RecipientsInlineLine
+        do throws(RecipientsInlineError) {
+            line = try RecipientsInlineLine(document, mode: mode, placeholder: placeholder)
+        } catch {
+            throw CLIError(.badInput, error.message)
+        }
         let key = RecipientKey(line.recipient, alert: line.alert)
         // The message in clear: wiped once sealed, as the runner wipes its buffers.
         var text = JSONWriter.compactBytes(line.plaintext)
@@ -181,42 +186,6 @@ private enum CorrelationID {
     static let errorMember = Array(#","id":"#.utf8)
 }
 
-/// The members a line may have.
-private enum Member {
-    package static let id = "id"
-    package static let publicKey = "public_key"
-    package static let plaintext = "plaintext"
-    package static let mode = "mode"
-    package static let placeholderTitle = "placeholder_title"
-    package static let placeholderBody = "placeholder_body"
-    package static let all = [id, publicKey, plaintext, mode, placeholderTitle, placeholderBody]
-}
-
-/// A line's own push kind and alert, when it gives any.
-package struct LineAlert: Hashable, Sendable {
-    package let mode: KindlyPushSealer.Mode
-    package let title: String
-    package let body: String
-
-    package var placeholder: KindlyPushSealer.Placeholder { KindlyPushSealer.Placeholder(title: title, body: body) }
-
-    /// The alert of a line that gives `mode`, `title` or `body`, over the command's; `nil` when it
-    /// gives none. A silent push has no alert to give.
-    package init?(
-        mode lineMode: KindlyPushSealer.Mode?, title lineTitle: String?, body lineBody: String?, defaultMode: KindlyPushSealer.Mode,
-        defaultPlaceholder: KindlyPushSealer.Placeholder
-    ) throws(CLIError) {
-        guard lineMode != nil || lineTitle != nil || lineBody != nil else { return nil }
-        mode = lineMode ?? defaultMode
-        if mode == .silent, lineTitle != nil || lineBody != nil {
-            throw CLIError(
-                .badInput, "a silent push has no alert: \"placeholder_title\" and \"placeholder_body\" need \"mode\": \"visible\"")
-        }
-        title = lineTitle ?? defaultPlaceholder.title
-        body = lineBody ?? defaultPlaceholder.body
-    }
-}
-
 /// What a thread's sealers are kept by: the device's public key, and the line's own alert when it
 /// gives one (a sealer's document template holds the alert).
 package struct RecipientKey: Hashable, Sendable {
@@ -242,148 +211,7 @@ package struct RecipientKey: Hashable, Sendable {
     }
 }
 
-/// A line read with the strict reader, checked member by member.
-private struct Line {
-    package let recipient: DevicePublicKey
-    package let plaintext: JSONValue
-    package let alert: LineAlert?
-
-    package init(_ document: JSONValue, mode: KindlyPushSealer.Mode, placeholder: KindlyPushSealer.Placeholder) throws(CLIError) {
-        guard case .object(let object) = document else { throw CLIError(.badInput, "the input is \(document.typeName), not a JSON object") }
-        if object.hasDuplicateKeys { throw CLIError(.badInput, "a member name occurs twice") }
-        for name in object.keys where !Member.all.contains(where: { $0.unicodeScalars.elementsEqual(name.unicodeScalars) }) {
-            var quoted: [UInt8] = []
-            JSONWriter.writeString(name, to: &quoted)
-            throw CLIError(
-                .badInput,
-                "unknown member \(String(decoding: quoted, as: UTF8.self)); a --recipients-inline input has \"public_key\", \"plaintext\" "
-                    + "and optionally \"id\", \"mode\", \"placeholder_title\", \"placeholder_body\"")
-        }
-        func string(_ name: String) throws(CLIError) -> String? {
-            guard let value = object[name] else { return nil }
-            guard case .string(let text) = value else { throw CLIError(.badInput, "\"\(name)\" is \(value.typeName), not a string") }
-            return text
-        }
-        guard let key = try string(Member.publicKey) else {
-            throw CLIError(.badInput, "\"public_key\" is missing (the device's public key)")
-        }
-        do throws(KeyDecodingError) {
-            recipient = try DevicePublicKey(base64: key)
-        } catch {
-            throw CLIError(.badInput, "\"public_key\": \(error)")
-        }
-        guard let plaintext = object[Member.plaintext] else { throw CLIError(.badInput, "\"plaintext\" is missing (the message object)") }
-        guard case .object = plaintext else { throw CLIError(.badInput, "\"plaintext\" is \(plaintext.typeName), not a JSON object") }
-        self.plaintext = plaintext
-        var lineMode: KindlyPushSealer.Mode?
-        if let text = try string(Member.mode) {
-            guard let parsed = KindlyPushSealer.Mode(rawValue: text) else {
-                throw CLIError(.badInput, "\"mode\" is neither \"visible\" nor \"silent\"")
-            }
-            lineMode = parsed
-        }
-        alert = try LineAlert(
-            mode: lineMode, title: try string(Member.placeholderTitle), body: try string(Member.placeholderBody), defaultMode: mode,
-            defaultPlaceholder: placeholder)
-    }
-}
-
-/// A compact line as a backend writes it, found without building a value: the ranges of the
-/// public key's text and of the plaintext object, and the line's own alert. `nil` for anything
-/// else (whitespace, escapes in the public key or the placeholders, a member name twice, an
-/// unknown member, an invalid line): the strict reader then decides and explains. A plaintext
-/// that comes last after the public key is taken as the rest of the line, unread: the fast path
-/// seals it only when it is one object in the writer's compact form (members after it, or any
-/// other spelling, go the strict way).
-private struct CompactLine {
-    package let publicKey: Range<Int>
-    package let plaintext: Range<Int>
-    package let alert: LineAlert?
-    /// The line's `"id"`, when it is a scalar (an array or object goes the strict way).
-    package let id: Range<Int>?
-
-    package init?(
-        _ bytes: UnsafeRawBufferPointer, mode defaultMode: KindlyPushSealer.Mode,
-        placeholder defaultPlaceholder: KindlyPushSealer.Placeholder
-    ) {
-        var reader = FastJSON(bytes, compact: true)
-        // Each known member once (any other member: the strict way), one bit each.
-        var seen = 0
-        func first(_ bit: Int) -> Bool {
-            defer { seen |= bit }
-            return seen & bit == 0
-        }
-        var publicKey: Range<Int>?
-        var plaintext: Range<Int>?
-        var mode: KindlyPushSealer.Mode?
-        var title: String?
-        var body: String?
-        var id: Range<Int>?
-        var endsWithPlaintext = false
-        guard reader.consume(UInt8(ascii: "{")) else { return nil }
-        repeat {
-            guard let name = reader.string(), reader.consume(UInt8(ascii: ":")) else { return nil }
-            if reader.text(name, is: "public_key") {
-                guard first(1), let text = reader.string() else { return nil }
-                publicKey = text
-            } else if reader.text(name, is: "plaintext") {
-                guard first(2), reader.current == UInt8(ascii: "{") else { return nil }
-                let start = reader.index
-                if publicKey != nil, bytes.count - 1 > start, bytes[bytes.count - 1] == UInt8(ascii: "}") {
-                    // Last, as a backend writes it: the plaintext runs to the line's closing brace.
-                    // Not stepped over here: the fast path takes it only when it is exactly one
-                    // object in the writer's form, so that nothing can follow it.
-                    plaintext = start..<(bytes.count - 1)
-                    endsWithPlaintext = true
-                    break
-                }
-                guard reader.skipValue() else { return nil }
-                plaintext = start..<reader.index
-            } else if reader.text(name, is: "id") {
-                let start = reader.index
-                guard first(32), reader.current != UInt8(ascii: "{"), reader.current != UInt8(ascii: "["), reader.skipValue() else {
-                    return nil
-                }
-                id = start..<reader.index
-            } else if reader.text(name, is: "mode") {
-                guard first(4), let text = reader.string() else { return nil }
-                if reader.text(text, is: "visible") {
-                    mode = .visible
-                } else if reader.text(text, is: "silent") {
-                    mode = .silent
-                } else {
-                    return nil
-                }
-            } else if reader.text(name, is: "placeholder_title") {
-                guard first(8), let text = reader.string(), let plain = CompactLine.plainText(text, in: bytes) else { return nil }
-                title = plain
-            } else if reader.text(name, is: "placeholder_body") {
-                guard first(16), let text = reader.string(), let plain = CompactLine.plainText(text, in: bytes) else { return nil }
-                body = plain
-            } else {
-                return nil
-            }
-        } while reader.consume(UInt8(ascii: ","))
-        guard endsWithPlaintext || (reader.consume(UInt8(ascii: "}")) && reader.atEnd), let publicKey, let plaintext else { return nil }
-        // A silent line with placeholders is left to the strict way, which says why it is refused.
-        // (`nil`, no alert of its own, is the common case, not a failure.)
-        do throws(CLIError) {
-            alert = try LineAlert(mode: mode, title: title, body: body, defaultMode: defaultMode, defaultPlaceholder: defaultPlaceholder)
-        } catch {
-            return nil
-        }
-        self.publicKey = publicKey
-        self.plaintext = plaintext
-        self.id = id
-    }
-
-    /// The text of a string with no escape (already checked as UTF-8); `nil` when it has one.
-    private static func plainText(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> String? {
-        let text = UnsafeRawBufferPointer(rebasing: bytes[range])
-        guard !text.contains(UInt8(ascii: "\\")) else { return nil }
-        return String(decoding: text, as: UTF8.self)
-    }
-
+extension RecipientsInlineCompactLine {
     /// The cache key of the line's recipient, when its public key is canonical base64 of 32 bytes.
     package func recipientKey(in bytes: UnsafeRawBufferPointer) -> RecipientKey? {
         withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { key -> RecipientKey? in

@@ -1,0 +1,204 @@
+internal import KindlyPushCore
+
+// The wire of `kindly-push seal --recipients-inline` (docs/spec/cli.md): one document per push,
+// `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, `"mode"`,
+// `"placeholder_title"` and `"placeholder_body"`, read by the strict reader (a tree) or, for a
+// compact line, located in its bytes. The command keeps only its options and its output.
+
+/// Why a `--recipients-inline` document is refused: the `bad_input` message.
+package struct RecipientsInlineError: Error, Sendable, Equatable {
+    package let message: String
+
+    package init(_ message: String) {
+        self.message = message
+    }
+}
+
+/// The members a line may have.
+package enum RecipientsInlineMember {
+    package static let id = "id"
+    package static let publicKey = "public_key"
+    package static let plaintext = "plaintext"
+    package static let mode = "mode"
+    package static let placeholderTitle = "placeholder_title"
+    package static let placeholderBody = "placeholder_body"
+    package static let all = [id, publicKey, plaintext, mode, placeholderTitle, placeholderBody]
+}
+
+/// A line's own push kind and alert, when it gives any.
+package struct LineAlert: Hashable, Sendable {
+    package let mode: KindlyPushSealer.Mode
+    package let title: String
+    package let body: String
+
+    package var placeholder: KindlyPushSealer.Placeholder { KindlyPushSealer.Placeholder(title: title, body: body) }
+
+    /// The alert of a line that gives `mode`, `title` or `body`, over the command's; `nil` when it
+    /// gives none. A silent push has no alert to give.
+    package init?(
+        mode lineMode: KindlyPushSealer.Mode?, title lineTitle: String?, body lineBody: String?, defaultMode: KindlyPushSealer.Mode,
+        defaultPlaceholder: KindlyPushSealer.Placeholder
+    ) throws(RecipientsInlineError) {
+        guard lineMode != nil || lineTitle != nil || lineBody != nil else { return nil }
+        mode = lineMode ?? defaultMode
+        if mode == .silent, lineTitle != nil || lineBody != nil {
+            throw RecipientsInlineError(
+                "a silent push has no alert: \"placeholder_title\" and \"placeholder_body\" need \"mode\": \"visible\"")
+        }
+        title = lineTitle ?? defaultPlaceholder.title
+        body = lineBody ?? defaultPlaceholder.body
+    }
+}
+
+/// A line read with the strict reader, checked member by member.
+package struct RecipientsInlineLine {
+    package let recipient: DevicePublicKey
+    package let plaintext: JSONValue
+    package let alert: LineAlert?
+
+    package init(_ document: JSONValue, mode: KindlyPushSealer.Mode, placeholder: KindlyPushSealer.Placeholder)
+        throws(RecipientsInlineError)
+    {
+        guard case .object(let object) = document else {
+            throw RecipientsInlineError("the input is \(document.typeName), not a JSON object")
+        }
+        if object.hasDuplicateKeys { throw RecipientsInlineError("a member name occurs twice") }
+        for name in object.keys where !RecipientsInlineMember.all.contains(where: { $0.unicodeScalars.elementsEqual(name.unicodeScalars) })
+        {
+            var quoted: [UInt8] = []
+            JSONWriter.writeString(name, to: &quoted)
+            throw RecipientsInlineError(
+                "unknown member \(String(decoding: quoted, as: UTF8.self)); a --recipients-inline input has \"public_key\", \"plaintext\" "
+                    + "and optionally \"id\", \"mode\", \"placeholder_title\", \"placeholder_body\"")
+        }
+        func string(_ name: String) throws(RecipientsInlineError) -> String? {
+            guard let value = object[name] else { return nil }
+            guard case .string(let text) = value else { throw RecipientsInlineError("\"\(name)\" is \(value.typeName), not a string") }
+            return text
+        }
+        guard let key = try string(RecipientsInlineMember.publicKey) else {
+            throw RecipientsInlineError("\"public_key\" is missing (the device's public key)")
+        }
+        do throws(KeyDecodingError) {
+            recipient = try DevicePublicKey(base64: key)
+        } catch {
+            throw RecipientsInlineError("\"public_key\": \(error)")
+        }
+        guard let plaintext = object[RecipientsInlineMember.plaintext] else {
+            throw RecipientsInlineError("\"plaintext\" is missing (the message object)")
+        }
+        guard case .object = plaintext else { throw RecipientsInlineError("\"plaintext\" is \(plaintext.typeName), not a JSON object") }
+        self.plaintext = plaintext
+        var lineMode: KindlyPushSealer.Mode?
+        if let text = try string(RecipientsInlineMember.mode) {
+            guard let parsed = KindlyPushSealer.Mode(rawValue: text) else {
+                throw RecipientsInlineError("\"mode\" is neither \"visible\" nor \"silent\"")
+            }
+            lineMode = parsed
+        }
+        alert = try LineAlert(
+            mode: lineMode, title: try string(RecipientsInlineMember.placeholderTitle),
+            body: try string(RecipientsInlineMember.placeholderBody), defaultMode: mode,
+            defaultPlaceholder: placeholder)
+    }
+}
+
+/// A compact line as a backend writes it, found without building a value: the ranges of the
+/// public key's text and of the plaintext object, and the line's own alert. `nil` for anything
+/// else (whitespace, escapes in the public key or the placeholders, a member name twice, an
+/// unknown member, an invalid line): the strict reader then decides and explains. A plaintext
+/// that comes last after the public key is taken as the rest of the line, unread: the fast path
+/// seals it only when it is one object in the writer's compact form (members after it, or any
+/// other spelling, go the strict way).
+package struct RecipientsInlineCompactLine {
+    package let publicKey: Range<Int>
+    package let plaintext: Range<Int>
+    package let alert: LineAlert?
+    /// The line's `"id"`, when it is a scalar (an array or object goes the strict way).
+    package let id: Range<Int>?
+
+    package init?(
+        _ bytes: UnsafeRawBufferPointer, mode defaultMode: KindlyPushSealer.Mode,
+        placeholder defaultPlaceholder: KindlyPushSealer.Placeholder
+    ) {
+        var reader = JSONTokenizer(bytes, compact: true)
+        // Each known member once (any other member: the strict way), one bit each.
+        var seen = 0
+        func first(_ bit: Int) -> Bool {
+            defer { seen |= bit }
+            return seen & bit == 0
+        }
+        var publicKey: Range<Int>?
+        var plaintext: Range<Int>?
+        var mode: KindlyPushSealer.Mode?
+        var title: String?
+        var body: String?
+        var id: Range<Int>?
+        var endsWithPlaintext = false
+        guard reader.consume(UInt8(ascii: "{")) else { return nil }
+        repeat {
+            guard let name = reader.compactString(), reader.consume(UInt8(ascii: ":")) else { return nil }
+            if reader.text(name, is: "public_key") {
+                guard first(1), let text = reader.compactString() else { return nil }
+                publicKey = text
+            } else if reader.text(name, is: "plaintext") {
+                guard first(2), reader.current == UInt8(ascii: "{") else { return nil }
+                let start = reader.index
+                if publicKey != nil, bytes.count - 1 > start, bytes[bytes.count - 1] == UInt8(ascii: "}") {
+                    // Last, as a backend writes it: the plaintext runs to the line's closing brace.
+                    // Not stepped over here: the fast path takes it only when it is exactly one
+                    // object in the writer's form, so that nothing can follow it.
+                    plaintext = start..<(bytes.count - 1)
+                    endsWithPlaintext = true
+                    break
+                }
+                guard (try? reader.skipValue()) != nil else { return nil }
+                plaintext = start..<reader.index
+            } else if reader.text(name, is: "id") {
+                let start = reader.index
+                guard first(32), reader.compactScalar() else {
+                    return nil
+                }
+                id = start..<reader.index
+            } else if reader.text(name, is: "mode") {
+                guard first(4), let text = reader.compactString() else { return nil }
+                if reader.text(text, is: "visible") {
+                    mode = .visible
+                } else if reader.text(text, is: "silent") {
+                    mode = .silent
+                } else {
+                    return nil
+                }
+            } else if reader.text(name, is: "placeholder_title") {
+                guard first(8), let text = reader.compactString(), let plain = RecipientsInlineCompactLine.plainText(text, in: bytes) else {
+                    return nil
+                }
+                title = plain
+            } else if reader.text(name, is: "placeholder_body") {
+                guard first(16), let text = reader.compactString(), let plain = RecipientsInlineCompactLine.plainText(text, in: bytes)
+                else { return nil }
+                body = plain
+            } else {
+                return nil
+            }
+        } while reader.consume(UInt8(ascii: ","))
+        guard endsWithPlaintext || (reader.consume(UInt8(ascii: "}")) && reader.atEnd), let publicKey, let plaintext else { return nil }
+        // A silent line with placeholders is left to the strict way, which says why it is refused.
+        // (`nil`, no alert of its own, is the common case, not a failure.)
+        do throws(RecipientsInlineError) {
+            alert = try LineAlert(mode: mode, title: title, body: body, defaultMode: defaultMode, defaultPlaceholder: defaultPlaceholder)
+        } catch {
+            return nil
+        }
+        self.publicKey = publicKey
+        self.plaintext = plaintext
+        self.id = id
+    }
+
+    /// The text of a string with no escape (already checked as UTF-8); `nil` when it has one.
+    private static func plainText(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> String? {
+        let text = UnsafeRawBufferPointer(rebasing: bytes[range])
+        guard !text.contains(UInt8(ascii: "\\")) else { return nil }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
