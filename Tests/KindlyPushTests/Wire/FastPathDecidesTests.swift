@@ -43,6 +43,7 @@ extension FastPathTests {
             Self.edit(one, "\"v\":1", "\"v\":1.0"), Self.edit(one, "\"v\":1", "\"v\":10e-1"),
             Self.edit(one, "\"v\":1", "\"sid\":{\"any\":[true]},\"v\":1"),  // version 1 ignores any sid
             Self.edit(one, "\"kid\":\"", "\"x\":\"\u{E9}\\n\\ud83c\\udf5c\",\"kid\":\""),  // escapes and UTF-8 elsewhere
+            Self.edit(one, "\"v\":1", "\"v\":1,\"sid\":\"\u{E9}!\""),  // an ignored sid, no base64, checked as JSON
         ]
         for push in decrypts {
             #expect(push != one, "an edit that did not apply")
@@ -69,6 +70,7 @@ extension FastPathTests {
             (Self.edit(three, "\"v\":3", "\"v\":3,\"sid\":false"), .malformed), (two, .untrustedSender),
             (Self.edit(three, "\"v\":3", "\"v\":3,\"sid\":\"\""), .malformed),
             (Self.edit(one, "\"kid\":\"\(kid)\"", "\"kid\":\"AAAAAAAAAAA\""), .keyUnavailable),
+            (Self.edit(one, "\"kid\":\"", "\"kid\":\"\u{E9}"), .malformed), (Self.edit(one, "\"kid\":\"", "\"kid\":\"A\\\"B"), .malformed),
         ]
         for (push, reason) in failures {
             let outcome = Self.check(push, &decryptor)
@@ -95,7 +97,20 @@ extension FastPathTests {
         if let index = withBadUTF8.firstIndex(of: 0xC3) { withBadUTF8[index] = 0xFF }
         var withBadEscapedUTF8 = Self.edit(one, "\"kid\":\"", "\"x\":\"a\\nb\u{E9}c\",\"kid\":\"")
         if let index = withBadEscapedUTF8.firstIndex(of: 0xC3) { withBadEscapedUTF8[index] = 0xC0 }
-        for push in invalid + [withBadUTF8, withBadEscapedUTF8] {
+        // Envelope strings are found by their closing quote and proven by their base64 decoding;
+        // one that is no valid JSON string is still the first mistake of the text, before a later
+        // one, before the duplicate and envelope rules, and in a member the version does not read.
+        var kidBadUTF8 = Self.edit(one, "\"kid\":\"", "\"kid\":\"\u{E9}")
+        if let index = kidBadUTF8.firstIndex(of: 0xC3) { kidBadUTF8[index] = 0xFF }
+        let lazilyChecked: [[UInt8]] = [
+            Self.edit(one, "\"kid\":\"", "\"kid\":\"\u{1}") + Array(" x".utf8),
+            Self.edit(Self.edit(one, "\"kid\":\"", "\"kid\":\"\u{1}"), "{", "{\"a\":1,\"a\":2,"),
+            Self.edit(Self.edit(one, "\"n\":\"", "\"n\":\"\u{2}"), "\"ct\":\"", "\"ct\":\"\u{1}"),
+            Self.edit(one, "\"ct\":\"", "\"ct\":\"\u{1F}"), Self.edit(one, "\"v\":1", "\"v\":\"1\u{1}\""), kidBadUTF8,
+            Self.edit(one, "\"v\":1", "\"v\":1,\"sid\":\"\u{1}\""), Self.edit(three, "\"v\":3", "\"v\":3,\"epk\":\"A\u{1}\""),
+            Self.edit(one, "\"kid\":\"", "\"kid\":\"\u{7}") + Array("]".utf8),
+        ]
+        for push in invalid + lazilyChecked + [withBadUTF8, withBadEscapedUTF8] {
             let outcome = Self.check(push, &decryptor)
             switch outcome {
             case .notJSON, .notObject: break
