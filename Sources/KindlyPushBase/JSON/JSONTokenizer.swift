@@ -399,7 +399,11 @@ package struct JSONTokenizer {
         guard index + length <= end else { return false }
         let second = base[index + 1]
         guard second >= low, second <= high else { return false }
-        for offset in 2..<length where base[index + offset] & 0xC0 != 0x80 { return false }
+        // The continuation bytes after the second, unrolled (a range loop costs more than they do).
+        if length > 2 {
+            guard base[index + 2] & 0xC0 == 0x80 else { return false }
+            if length > 3, base[index + 3] & 0xC0 != 0x80 { return false }
+        }
         index += length
         return true
     }
