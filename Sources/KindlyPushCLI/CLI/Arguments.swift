@@ -236,9 +236,7 @@ package struct ParsedArguments: Sendable {
         var parsed = ParsedArguments()
         var index = 0
         var optionsEnded = false
-        func usage(_ text: String) -> CLIError {
-            CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')")
-        }
+        func usage(_ text: String) -> CLIError { .usage(text, command: command) }
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
@@ -303,7 +301,7 @@ package struct ParsedArguments: Sendable {
         guard let action = positionals.first, forms.contains(action) else { return }
         let given = flags + values.map(\.name) + repeatedValues.map(\.name)
         for spec in specs where !spec.isTaken(byForm: action) && given.contains(spec.name) {
-            throw CLIError(.usage, "\(command) \(action) takes no \(spec.name) (see 'kindly-push \(command) --help')")
+            throw CLIError.usage("\(command) \(action) takes no \(spec.name)", command: command)
         }
     }
 }

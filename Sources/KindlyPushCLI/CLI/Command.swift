@@ -155,7 +155,7 @@ package enum SharedOptions {
 
     package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
-            throw CLIError(.usage, "unexpected argument '\(extra)' (see 'kindly-push \(command) --help')")
+            throw CLIError.usage("unexpected argument '\(extra)'", command: command)
         }
     }
 }
@@ -191,7 +191,7 @@ package struct StreamOptions: Sendable {
     package let redis: RedisOptions?
 
     package init(_ arguments: ParsedArguments, command: String, environment: CommandEnvironment = [:]) throws(CLIError) {
-        func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
+        func usage(_ text: String) -> CLIError { .usage(text, command: command) }
         redis = try RedisOptions(arguments, command: command, environment: environment)
         if redis != nil {
             for key in [Self.jsonl, Self.summary] where arguments[key] {

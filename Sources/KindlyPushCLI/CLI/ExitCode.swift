@@ -67,6 +67,11 @@ package struct CLIError: Error, Sendable {
         self.init(ErrorCode(failure.reason), failure.detail)
     }
 
+    /// A usage error of `command`: `text`, then where its help is.
+    package static func usage(_ text: String, command: String) -> CLIError {
+        CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')")
+    }
+
     /// The error object of a `--jsonl` output line.
     package var jsonObject: JSONValue {
         ["error": ["code": .string(code.rawValue), "message": .string(message)]]

@@ -52,12 +52,12 @@ package struct RedisOptions: Sendable, Equatable {
     package static let consumerName = Option<String>(
         worker: "--consumer", "NAME", "this worker's name in the group (default: host name and process id).")
     package static let claimIdleTime = Option<Int>(
-        worker: "--claim-idle", "MS", "take over entries pending longer than MS (default: 30000).")
-    package static let batchSize = Option<Int>(worker: "--batch", "N", "entries read and committed at a time (default: 100).")
+        worker: "--claim-idle", "MS", "take over entries pending longer than MS (default: \(defaultClaimIdle)).")
+    package static let batchSize = Option<Int>(worker: "--batch", "N", "entries read and committed at a time (default: \(defaultBatch)).")
     package static let exitWhenIdleTime = Option<Int>(
         worker: "--exit-when-idle", "MS", "exit 0 after MS with nothing to read and nothing pending.")
     package static let maxDeliveryCount = Option<Int>(
-        worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: 5).")
+        worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: \(defaultMaxDeliveries)).")
 
     /// The options that go with `--redis`, in the order help lists them.
     package static let workerKeys: [any OptionKey] = [
@@ -70,7 +70,7 @@ package struct RedisOptions: Sendable, Equatable {
     /// The worker options of `arguments`, `nil` without `--redis`; a usage error for a bad URL,
     /// a missing stream or group, a bad number, or worker options without `--redis`.
     package init?(_ arguments: ParsedArguments, command: String, environment: CommandEnvironment) throws(CLIError) {
-        func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')") }
+        func usage(_ text: String) -> CLIError { .usage(text, command: command) }
         guard let url = arguments[Self.url] else {
             if let other = RedisOptions.workerKeys.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(other.name)' goes with --redis")

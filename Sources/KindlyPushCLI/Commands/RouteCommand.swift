@@ -42,7 +42,7 @@ package struct RouteCommand: DocumentCommand {
         _ arguments: ParsedArguments, command: String, defaultState: DisplayRules.AppState? = nil, hasExtension: Bool
     ) throws(CLIError) -> RouteContext {
         guard let state = arguments[appState] ?? defaultState else {
-            throw CLIError(.usage, "missing '--app-state killed|background|foreground' (see 'kindly-push \(command) --help')")
+            throw CLIError.usage("missing '\(appState.name) killed|background|foreground'", command: command)
         }
         let screen = arguments[Self.screen] ?? .other
         var context = RouteContext(
@@ -50,10 +50,10 @@ package struct RouteCommand: DocumentCommand {
             delegate: arguments[delegate] ?? .allow)
         if let chat = arguments[chatId] {
             guard screen == .chat else {
-                throw CLIError(.usage, "'--chat-id' needs '--screen chat' (see 'kindly-push \(command) --help')")
+                throw CLIError.usage("'\(chatId.name)' needs '\(Self.screen.name) chat'", command: command)
             }
             guard !chat.isEmpty else {
-                throw CLIError(.usage, "'--chat-id' takes a non-empty chat id (see 'kindly-push \(command) --help')")
+                throw CLIError.usage("'\(chatId.name)' takes a non-empty chat id", command: command)
             }
             context.chatOnScreen = chat
         }
