@@ -278,18 +278,12 @@ struct DecryptWork: BatchWork {
     /// One document's outcome; its JSON line appended to `output`. The fast path decides every
     /// document; a text that is no JSON object gets the strict reader's `bad_input` message.
     func decrypt(_ document: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) -> PushStreamResult.Outcome {
-        let problem: InputProblem
-        switch scratch.decrypt(document, appendingTo: &output) {
-        case .decrypted:
-            return .decrypted
-        case .failed(let failure):
+        let outcome = scratch.decrypt(document, appendingTo: &output)
+        if case .failed(let failure) = outcome {
             PushStreamResult.writeError(code: failure.reason.code, message: failure.detail, to: &output)
             return .failed(failure)
-        case .notJSON(let error):
-            problem = JSONReader.inputProblem(error, in: document, what: "input", lines: splitsLines)
-        case .notObject(let kind):
-            problem = JSONReader.inputProblem(notObject: kind, what: "input")
         }
+        guard let problem = outcome.inputProblem(in: document, lines: splitsLines) else { return .decrypted }
         PushStreamResult.writeError(code: "bad_input", message: problem.message, to: &output)
         return .badInput(problem.message)
     }
@@ -312,6 +306,18 @@ package struct InputProblem: Error, Sendable {
     package let message: String
     /// The line is the start of a JSON object or array that its end cuts short.
     package let endsInsideDocument: Bool
+}
+
+extension PushDecryptor.Outcome {
+    /// For a text that is no JSON object (``notJSON(_:)``, ``notObject(_:)``): the `bad_input`
+    /// problem that the command and the stream report for `document`; `nil` for a push.
+    package func inputProblem(in document: UnsafeRawBufferPointer, lines: Bool) -> InputProblem? {
+        switch self {
+        case .decrypted, .failed: return nil
+        case .notJSON(let error): return JSONReader.inputProblem(error, in: document, what: "input", lines: lines)
+        case .notObject(let kind): return JSONReader.inputProblem(notObject: kind, what: "input")
+        }
+    }
 }
 
 extension JSONReader {

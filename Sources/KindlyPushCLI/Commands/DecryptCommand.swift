@@ -43,12 +43,10 @@ package struct DecryptCommand: DocumentCommand {
         -> Completion
     {
         guard !applies else { return try process(bytes: bytes, into: &output) }
-        switch scratch.decrypt(bytes, appendingTo: &output) {
-        case .decrypted: return .success
-        case .failed(let failure): throw CLIError(failure)
-        case .notJSON(let error): throw CLIError(.badInput, JSONReader.inputProblem(error, in: bytes, what: "input", lines: false).message)
-        case .notObject(let kind): throw CLIError(.badInput, JSONReader.inputProblem(notObject: kind, what: "input").message)
-        }
+        let outcome = scratch.decrypt(bytes, appendingTo: &output)
+        if case .failed(let failure) = outcome { throw CLIError(failure) }
+        if let problem = outcome.inputProblem(in: bytes, lines: false) { throw CLIError(.badInput, problem.message) }
+        return .success
     }
 
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
