@@ -150,11 +150,15 @@ public struct KindlyPushDecryption: Sendable {
 
     /// The rest of reason 6: the unpadded plaintext checked against section 4.
     static func payload(plaintext: UnsafeRawBufferPointer) throws(DecryptionFailure) -> DecryptedPayload {
-        do throws(PlaintextError) {
-            return try DecryptedPayload(plaintext: plaintext)
-        } catch {
-            throw DecryptionFailure(.badPlaintext, error.description)
+        switch DecryptedPayload.parse(plaintext) {
+        case .success(let payload): return payload
+        case .failure(let problem): throw badPlaintext(problem)
         }
+    }
+
+    /// Reason 6 for a plaintext text that is not a plaintext.
+    static func badPlaintext(_ problem: DecryptedPayload.Problem) -> DecryptionFailure {
+        DecryptionFailure(.badPlaintext, PlaintextError(problem).description)
     }
 
     /// True exactly when `kindly.decrypted` is JSON `true` or the number 1: the notification

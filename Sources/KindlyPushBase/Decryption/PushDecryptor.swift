@@ -18,8 +18,8 @@ internal import KindlyPushCore
 /// repeating them: the document is read by ``JSONTokenizer`` (the strict reader's scanner, so
 /// with its errors), the duplicate rule and the envelope by ``SealedEnvelope/checkDuplicates(hasEnvelope:document:envelope:)``
 /// and ``EnvelopeRules/read(_:into:)``, the key is looked up and the box opened by the same
-/// functions as the general path, and a plaintext that is not already in the writer's compact
-/// form goes through ``DecryptedPayload/init(plaintext:)``. `FastPathTests` checks the two
+/// functions as the general path, and the plaintext is read once by ``DecryptedPayload/read(_:)``
+/// (the general path's reader, which says when a text is already in the writer's compact form). `FastPathTests` checks the two
 /// against each other on every test vector and on mutated pushes.
 package struct PushDecryptor {
     package let decryption: KindlyPushDecryption
@@ -103,11 +103,10 @@ package struct PushDecryptor {
             }
             try plaintext.withBytes { (buffer) throws(DecryptionFailure) in
                 let text = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
-                if DecryptedPayload.isCanonicalCompactText(text) {
-                    output.append(contentsOf: text)
-                } else {
-                    let payload = try KindlyPushDecryption.payload(plaintext: text)
-                    JSONWriter.write(.object(payload.object), to: &output)
+                switch DecryptedPayload.read(text) {
+                case .compact: output.append(contentsOf: text)
+                case .payload(let payload): JSONWriter.write(.object(payload.object), to: &output)
+                case .invalid(let problem): throw KindlyPushDecryption.badPlaintext(problem)
                 }
             }
             return .decrypted

@@ -41,14 +41,10 @@ public struct DecryptedPayload: Sendable, Hashable {
 
     /// Reads and checks plaintext bytes: UTF-8 JSON text of one object, no byte-order mark.
     package init(plaintext bytes: UnsafeRawBufferPointer) throws(PlaintextError) {
-        let value: JSONValue
-        do {
-            value = try JSONReader.parse(bytes)
-        } catch {
-            throw PlaintextError("not a JSON text: \(error)")
+        switch Self.parse(bytes) {
+        case .success(let payload): self = payload
+        case .failure(let problem): throw PlaintextError(problem)
         }
-        guard case .object(let object) = value else { throw PlaintextError("\(value.typeName), not a JSON object") }
-        try self.init(validating: object)
     }
 
     /// A payload with the given fields (for sealing and tests); extras follow the known keys.
@@ -81,8 +77,8 @@ public struct DecryptedPayload: Sendable, Hashable {
 }
 
 /// A member section 4 names and what it must hold: one list (``all``), which both
-/// ``DecryptedPayload/init(validating:)`` (a tree) and ``DecryptedPayload/isCanonicalCompactText(_:)``
-/// (a text) apply.
+/// ``DecryptedPayload/init(validating:)`` (a tree) and ``DecryptedPayload/read(_:)`` (a text in
+/// the writer's compact form) apply.
 struct PayloadField: Sendable {
     enum Rule: Sendable {
         /// A string; `required` ones must be there, `nonEmpty` ones must hold a character.
@@ -164,32 +160,6 @@ struct PayloadField: Sendable {
 }
 
 extension DecryptedPayload {
-    /// Whether `text` is a plaintext that section 4 accepts (``PayloadField/all``) and that is
-    /// already exactly what ``JSONWriter`` writes for the object it holds: compact, no byte-order
-    /// mark, escapes only as the writer writes them, no member name twice, and extras that are
-    /// scalars (an object or array would need the duplicate rule at every depth: the tree's). It
-    /// stops at the first byte that is not so; `false` says nothing about validity (the tree
-    /// path, ``init(plaintext:)``, decides and explains).
-    package static func isCanonicalCompactText(_ text: UnsafeRawBufferPointer) -> Bool {
-        var reader = JSONTokenizer(text, compact: true)
-        var names = JSONTokenizer.Names()
-        var required = 0
-        guard reader.consume(UInt8(ascii: "{")) else { return false }
-        repeat {
-            guard let name = reader.compactString(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":")) else { return false }
-            let raw = reader.bytes(name)
-            if let index = PayloadField.all.firstIndex(where: { $0.utf8.count == raw.count && $0.utf8.elementsEqual(raw) }) {
-                guard PayloadField.all[index].isCompact(&reader) else { return false }
-                required |= 1 << index
-            } else {
-                guard reader.compactScalar() else { return false }
-            }
-        } while reader.consume(UInt8(ascii: ","))
-        return required & PayloadField.requiredMask == PayloadField.requiredMask && reader.consume(UInt8(ascii: "}")) && reader.atEnd
-    }
-}
-
-extension DecryptedPayload {
     /// Payloads are equal when their plaintext objects hold the same members, whatever their
     /// order, at every depth: JSON objects are unordered (RFC 8259), so a `JSONEncoder` and
     /// `JSONDecoder` round trip, which may reorder the members, gives an equal payload. Arrays
@@ -248,5 +218,14 @@ public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertibl
     /// An error saying which rule of docs/spec/wire-format.md section 4 the plaintext breaks.
     public init(_ description: String) {
         self.description = description
+    }
+
+    /// The error for a text that ``DecryptedPayload/read(_:)`` refuses.
+    package init(_ problem: DecryptedPayload.Problem) {
+        switch problem {
+        case .notJSON(let error): self.init("not a JSON text: \(error)")
+        case .notObject(let kind): self.init("\(kind.typeName), not a JSON object")
+        case .breaksRule(let error): self = error
+        }
     }
 }

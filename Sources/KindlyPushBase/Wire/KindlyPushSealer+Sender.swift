@@ -117,10 +117,8 @@ extension KindlyPushSealer {
     package static func binding(of sender: SenderKey, for recipient: DevicePublicKey) throws(SealingError) -> SenderBinding {
         do throws(CryptoError) {
             return try SenderBinding(sender: sender, recipient: recipient)
-        } catch .allZeroSharedSecret {
-            throw .unusableRecipientKey
         } catch {
-            throw .invalidParameter(error.description)
+            throw SealingError(error)
         }
     }
 
@@ -145,10 +143,8 @@ extension KindlyPushSealer {
                 try KindlyBox.seal(
                     bytes, for: recipient, sender: sender, version: version, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce)
             }
-        } catch .allZeroSharedSecret {
-            throw .unusableRecipientKey
         } catch {
-            throw .invalidParameter(error.description)
+            throw SealingError(error)
         }
     }
 }

@@ -49,6 +49,15 @@ public enum KindlyPushSealer {
             case .invalidParameter(let reason): return reason
             }
         }
+
+        /// The error of a seal whose cryptography failed: a low-order device key gives the
+        /// all-zero shared secret.
+        package init(_ error: CryptoError) {
+            switch error {
+            case .allZeroSharedSecret: self = .unusableRecipientKey
+            default: self = .invalidParameter(error.description)
+            }
+        }
     }
 
     /// Seals `payload` for `recipient` and returns the compact APNs JSON, at most 4096 bytes.

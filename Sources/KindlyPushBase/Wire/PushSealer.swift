@@ -3,13 +3,16 @@ package import KindlyPushCore
 /// The fast path of sealing, for streams of plaintexts: the plaintext's JSON text in, the
 /// compact APNs document out, with buffers reused from push to push. One per thread.
 ///
-/// A plaintext text that is already what ``JSONWriter`` writes (see
-/// ``DecryptedPayload/isCanonicalCompactText(_:)``) is sealed as it is, which is what
-/// ``KindlyPushSealer/seal(plaintext:for:mode:placeholder:)`` seals after reading and
-/// rewriting it; the document around the envelope fields is cut once from what
-/// ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)`` writes, and the cryptography is
-/// ``KindlyBox``'s. Anything else (another spelling, a text section 4 refuses, a payload over
-/// 4096 bytes) is `.undecided`: the general path seals it or says why not.
+/// It decides every plaintext, and its outcome and output (but for the random bytes) are the
+/// general path's, ``KindlyPushSealer/payload(plaintext:)`` then
+/// ``KindlyPushSealer/seal(_:for:binding:version:mode:placeholder:oversize:)``: the text is
+/// read once by ``DecryptedPayload/read(_:)``. A text already in the writer's compact form is
+/// sealed as it is (it is what the general path writes and seals); another spelling is written
+/// compactly from the payload that reading gave, and sealed so; the document around the envelope
+/// fields is cut once from what ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)`` writes,
+/// and the cryptography is ``KindlyBox``'s. A plaintext whose push would be over 4096 bytes goes
+/// to the general path with that payload, which fits it (``KindlyPushSealer/Oversize/truncateBody``)
+/// or says how large it is.
 ///
 /// With a ``SenderBinding`` it seals version 2 (section 7.2): the second shared secret is the
 /// binding's, computed once for the recipient, so a push costs the same X25519 operations as in
@@ -20,9 +23,12 @@ package struct PushSealer {
     /// The sender and second shared secret of version 2 or version 3 mode_auth; `nil` otherwise.
     package let sender: SenderBinding?
     package let version: WireVersion
-    /// Seals nothing: every plaintext is left to the general path (which says why), for a
-    /// recipient that a version 2 sender key cannot seal for.
-    private let refusesAll: Bool
+    private let mode: KindlyPushSealer.Mode
+    private let placeholder: KindlyPushSealer.Placeholder
+    private let oversize: KindlyPushSealer.Oversize
+    /// Why nothing can be sealed for this recipient (a version 2 sender key and a low-order
+    /// device key: ``KindlyPushSealer/binding(of:for:)``'s error), or `nil`.
+    package let refusal: KindlyPushSealer.SealingError?
     private let kid: [UInt8]
     /// The document with empty `epk`, `n` and `ct` (version 3: `enc` and `ct`), and where it is cut.
     private let template: [UInt8]
@@ -36,25 +42,36 @@ package struct PushSealer {
     private let headLength: Int
     /// padded message | sealed message.
     private var buffer: [UInt8] = []
+    /// The compact text of a plaintext given in another spelling.
+    private var message: [UInt8] = []
 
-    /// What ``seal(plaintext:appendingTo:)`` did.
+    /// What ``seal(plaintext:appendingTo:)`` did; it appends to the output only on `.sealed`.
     package enum Outcome: Sendable, Equatable {
         /// The compact APNs document was appended.
         case sealed
-        /// Left to ``KindlyPushSealer/seal(plaintext:for:mode:placeholder:)``; nothing was appended.
-        case undecided
+        /// The text is a JSON object that cannot be sealed: the general path's error (the
+        /// plaintext breaks section 4, the push would be too large, the recipient's key is refused).
+        case failed(KindlyPushSealer.SealingError)
+        /// The text is not one JSON document: what ``JSONReader/parse(_:)-(UnsafeRawBufferPointer)`` throws for it.
+        case notJSON(JSONReadError)
+        /// The text is a JSON document of this type, not an object.
+        case notObject(JSONKind)
     }
 
     package init(
         recipient: DevicePublicKey, sender: SenderBinding? = nil, version: WireVersion? = nil, mode: KindlyPushSealer.Mode = .visible,
-        placeholder: KindlyPushSealer.Placeholder = .default, refusesAll: Bool = false
+        placeholder: KindlyPushSealer.Placeholder = .default, oversize: KindlyPushSealer.Oversize = .refuse,
+        refusal: KindlyPushSealer.SealingError? = nil
     ) {
         let version = version ?? .default(hasSender: sender != nil)
         precondition(version.allows(sender: sender != nil))
         self.recipient = recipient
         self.sender = sender
         self.version = version
-        self.refusesAll = refusesAll
+        self.mode = mode
+        self.placeholder = placeholder
+        self.oversize = oversize
+        self.refusal = refusal
         self.kid = recipient.kid.bytes
         let empty = SealedEnvelope(
             kid: recipient.kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: [], nonce: [], ciphertext: [], version: version)
@@ -69,9 +86,10 @@ package struct PushSealer {
         headLength = template.count - tail.count
     }
 
-    /// Zeroes the reused buffer, which holds the last padded plaintext: for the end of a run.
+    /// Zeroes the reused buffers, which hold the last plaintext: for the end of a run.
     package mutating func wipe() {
         buffer.wipeCapacity()
+        message.wipeCapacity()
     }
 
     /// Seals the plaintext whose JSON text is `plaintext` with a fresh ephemeral key and nonce.
@@ -79,24 +97,80 @@ package struct PushSealer {
         seal(plaintext: plaintext, ephemeralSecretKey: nil, nonce: nil, appendingTo: &output)
     }
 
-    /// The same with a given ephemeral secret key and nonce (for tests; never reuse them).
+    /// The same with a given ephemeral secret key and nonce (for tests; never reuse them). A push
+    /// over 4096 bytes, which the general path fits or refuses, gets fresh ones.
     package mutating func seal(
         plaintext: UnsafeRawBufferPointer, ephemeralSecretKey: SecureBytes?, nonce: [UInt8]?, appendingTo output: inout [UInt8]
     ) -> Outcome {
-        guard !refusesAll, DecryptedPayload.isCanonicalCompactText(plaintext) else { return .undecided }
+        // A text too long to seal as it is needs its payload whatever its spelling: the tree.
+        let reading = fits(plaintext.count) ? DecryptedPayload.read(plaintext) : DecryptedPayload.Reading(DecryptedPayload.parse(plaintext))
+        switch reading {
+        case .invalid(.notJSON(let error)): return .notJSON(error)
+        case .invalid(.notObject(let kind)): return .notObject(kind)
+        case _ where refusal != nil: return .failed(refusal!)
+        case .invalid(.breaksRule(let error)): return .failed(.invalidPlaintext(error.description))
+        case .compact: return sealMessage(plaintext, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+        case .payload(let payload):
+            do throws(KindlyPushSealer.SealingError) {
+                try seal(payload, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+                return .sealed
+            } catch {
+                return .failed(error)
+            }
+        }
+    }
+
+    /// Seals a payload (checked against section 4 when it was made) and appends the push: its
+    /// compact text, sealed here, or the general path for a push over 4096 bytes.
+    ///
+    /// - Throws: the general path's error; nothing is appended then.
+    package mutating func seal(_ payload: DecryptedPayload, appendingTo output: inout [UInt8]) throws(KindlyPushSealer.SealingError) {
+        if let refusal { throw refusal }
+        try seal(payload, ephemeralSecretKey: nil, nonce: nil, appendingTo: &output)
+    }
+
+    private mutating func seal(
+        _ payload: DecryptedPayload, ephemeralSecretKey: SecureBytes?, nonce: [UInt8]?, appendingTo output: inout [UInt8]
+    )
+        throws(KindlyPushSealer.SealingError)
+    {
+        // Room for any message that fits, reserved once so that writing it never leaves a copy
+        // in a buffer let go (a longer one goes to the general path anyway).
+        message.removeAll(keepingCapacity: true)
+        message.reserveCapacity(WireFormat.maximumPayloadSize)
+        JSONWriter.write(.object(payload.object), to: &message)
+        guard fits(message.count) else {
+            output += try KindlyPushSealer.seal(
+                payload, for: recipient, binding: sender, version: version, mode: mode, placeholder: placeholder, oversize: oversize)
+            return
+        }
+        let message = message
+        let outcome = message.withUnsafeBytes {
+            sealMessage($0, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+        }
+        if case .failed(let error) = outcome { throw error }
+    }
+
+    /// Whether the push of a message of `length` bytes is at most 4096 bytes.
+    private func fits(_ length: Int) -> Bool {
+        MessageFitting.documentLength(templateLength: template.count, plaintextLength: length, version: version)
+            <= WireFormat.maximumPayloadSize
+    }
+
+    /// Seals `message`, the compact text of a valid plaintext whose push fits, and appends the push.
+    private mutating func sealMessage(
+        _ message: UnsafeRawBufferPointer, ephemeralSecretKey: SecureBytes?, nonce: [UInt8]?, appendingTo output: inout [UInt8]
+    ) -> Outcome {
         let block = WireFormat.paddingBlockSize
-        let paddedLength = (plaintext.count / block + 1) * block
+        let paddedLength = (message.count / block + 1) * block
         let sealedLength = paddedLength + XChaCha20Poly1305.tagLength
-        let size = template.count + MessageFitting.keyAndNonceLength(version) + Base64.urlEncodedLength(of: sealedLength)
-        guard size <= WireFormat.maximumPayloadSize else { return .undecided }
         if buffer.count < paddedLength + sealedLength {
             // The old buffer holds the last padded plaintext: zeroed before it is let go.
             buffer.wipeCapacity()
             buffer = [UInt8](repeating: 0, count: paddedLength + sealedLength)
         }
         let head = headLength
-        let start = output.count
-        let sealed = withUnsafeTemporaryAllocation(byteCount: X25519.keyLength * 2 + XChaCha20Poly1305.nonceLength, alignment: 16) { keys in
+        return withUnsafeTemporaryAllocation(byteCount: X25519.keyLength * 2 + XChaCha20Poly1305.nonceLength, alignment: 16) { keys in
             // esk | epk | n; the secret key is wiped with the rest.
             defer { SecureBytes.wipeScratch(keys) }
             let esk = UnsafeMutableRawBufferPointer(rebasing: keys[0..<32])
@@ -112,17 +186,19 @@ package struct PushSealer {
             } else {
                 Sodium.fillRandom(nonceBytes)
             }
-            let written = buffer.withUnsafeMutableBytes { buffer -> Int? in
+            let sealed = buffer.withUnsafeMutableBytes { buffer -> Result<Int, CryptoError> in
                 kid.withUnsafeBytes { kid in
-                    try? KindlyBox.seal(
-                        plaintext, for: recipient, kid: kid, sender: sender, version: version,
-                        ephemeralSecretKey: UnsafeRawBufferPointer(esk),
-                        nonce: UnsafeRawBufferPointer(nonceBytes), ephemeralPublicKey: epk,
-                        padded: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<paddedLength]),
-                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[paddedLength..<(paddedLength + sealedLength)]))
+                    Result { () throws(CryptoError) in
+                        try KindlyBox.seal(
+                            message, for: recipient, kid: kid, sender: sender, version: version,
+                            ephemeralSecretKey: UnsafeRawBufferPointer(esk),
+                            nonce: UnsafeRawBufferPointer(nonceBytes), ephemeralPublicKey: epk,
+                            padded: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<paddedLength]),
+                            into: UnsafeMutableRawBufferPointer(rebasing: buffer[paddedLength..<(paddedLength + sealedLength)]))
+                    }
                 }
             }
-            guard written == sealedLength else { return false }
+            if case .failure(let error) = sealed { return .failed(KindlyPushSealer.SealingError(error)) }
             template.withUnsafeBytes { output.append(contentsOf: $0[0..<head]) }
             output.append(contentsOf: keyMember)
             Base64.appendURLEncoded(UnsafeRawBufferPointer(epk), to: &output)
@@ -137,12 +213,7 @@ package struct PushSealer {
                 Base64.appendURLEncoded(UnsafeRawBufferPointer(rebasing: $0[paddedLength..<(paddedLength + sealedLength)]), to: &output)
             }
             output.append(contentsOf: #""}}"#.utf8)
-            return true
+            return .sealed
         }
-        guard sealed else {
-            output.removeSubrange(start...)
-            return .undecided
-        }
-        return .sealed
     }
 }

@@ -4,6 +4,7 @@ import KindlyPushVectors
 import Testing
 
 @testable import KindlyPush
+@testable import KindlyPushBase
 @testable import KindlyPushCore
 
 /// The fast paths (``PushDecryptor``, ``JSONTokenizer``, ``Base64``'s quick loop) against the general
@@ -64,11 +65,7 @@ struct FastPathTests {
                 Self.check(Array(" \n".utf8) + compact + Array("\r\n\t ".utf8), &decryptor)
                 if let sealing = vector.sealing {
                     let text = Array(sealing.plaintext.utf8)
-                    let canonical = text.withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) }
-                    if canonical {
-                        let payload = try DecryptedPayload(plaintext: text.withUnsafeBytes { $0 })
-                        #expect(JSONWriter.compactBytes(.object(payload.object)) == text, "\(sealing.plaintext)")
-                    }
+                    Self.checkReading(text)
                 }
             }
         }
@@ -126,21 +123,18 @@ struct FastPathTests {
                 sentAt: Bool.random(using: &generator) ? Int64.random(in: 0...WireFormat.maximumSentAt, using: &generator) : nil,
                 extras: Bool.random(using: &generator) ? [text(): .string(text()), "n": 1.5e3 == 1500 ? 7 : 0, "z": nil] : [:])
             let written = JSONWriter.compactBytes(.object(payload.object))
-            #expect(written.withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) }, "\(String(decoding: written, as: UTF8.self))")
-            // Mutations: whenever the fast check says yes, the general reader agrees on every byte.
+            #expect(Self.checkReading(written) == .compact, "\(String(decoding: written, as: UTF8.self))")
+            // Mutations: whatever the one pass finds, the tree path finds the same.
             var mutated = written
             let position = Int.random(in: 0..<mutated.count, using: &generator)
             mutated.insert(contentsOf: Array(pieces.randomElement(using: &generator)!.utf8), at: position)
             if Bool.random(using: &generator) { mutated.remove(at: Int.random(in: 0..<mutated.count, using: &generator)) }
-            if mutated.withUnsafeBytes({ DecryptedPayload.isCanonicalCompactText($0) }) {
-                let reread = try DecryptedPayload(plaintext: mutated.withUnsafeBytes { $0 })
-                #expect(JSONWriter.compactBytes(.object(reread.object)) == mutated, "\(String(decoding: mutated, as: UTF8.self))")
-            }
+            Self.checkReading(mutated)
         }
         for text in [
             #"{"chat_id":"c","title":"t","body":"b"}"#, #"{"chat_id":"c","title":"t","body":"b","sent_at":9007199254740991}"#,
         ] {
-            #expect(Array(text.utf8).withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) })
+            #expect(Self.checkReading(Array(text.utf8)) == .compact, "\(text)")
         }
         for text in [
             #"{"chat_id":"","title":"t","body":"b"}"#, #"{"chat_id":"c","title":"t"}"#,
@@ -152,7 +146,88 @@ struct FastPathTests {
             #"{"chat_id":"c","title":"t","body":"b"} "#, "\u{FEFF}" + #"{"chat_id":"c","title":"t","body":"b"}"#,
             #"{"chat_id":"c","title":"t","body":1}"#, #"{"chat_id":"c","title":"t","body":"b","message_id":2}"#,
         ] {
-            #expect(!Array(text.utf8).withUnsafeBytes { DecryptedPayload.isCanonicalCompactText($0) }, "\(text)")
+            #expect(Self.checkReading(Array(text.utf8)) != .compact, "\(text)")
+        }
+    }
+
+    /// What ``DecryptedPayload/read(_:)`` finds in `text`, checked against the tree path it stands
+    /// in for (the strict reader, then ``DecryptedPayload/init(validating:)``): the same payload or
+    /// the same error (kind and offset), and `.compact` exactly when the writer writes that
+    /// payload as `text`, every extra is a scalar, `sent_at` is digits alone (the tree reads its
+    /// other spellings) and there are at most 16 members.
+    @discardableResult
+    static func checkReading(_ text: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> DecryptedPayload.Reading {
+        let reading = text.withUnsafeBytes { DecryptedPayload.read($0) }
+        let shown = String(decoding: text, as: UTF8.self)
+        let value: JSONValue
+        do throws(JSONReadError) {
+            value = try JSONReader.parse(text)
+        } catch {
+            #expect(reading == .invalid(.notJSON(error)), "\(shown)", sourceLocation: sourceLocation)
+            return reading
+        }
+        guard case .object(let object) = value else {
+            #expect(reading == .invalid(.notObject(value.kind)), "\(shown)", sourceLocation: sourceLocation)
+            return reading
+        }
+        let payload: DecryptedPayload
+        do throws(PlaintextError) {
+            payload = try DecryptedPayload(validating: object)
+        } catch {
+            #expect(reading == .invalid(.breaksRule(error)), "\(shown)", sourceLocation: sourceLocation)
+            return reading
+        }
+        let scalars =
+            object.members.count <= 16
+            && object.members.allSatisfy {
+                switch $0.value {
+                case .object, .array: return false
+                case .number(let number) where $0.key == KindlyKey.sentAt: return number.literal.allSatisfy { ("0"..."9").contains($0) }
+                default: return true
+                }
+            }
+        if JSONWriter.compactBytes(value) == text, scalars {
+            #expect(reading == .compact, "\(shown)", sourceLocation: sourceLocation)
+        } else if case .payload(let read) = reading {
+            // The same members in the same order: the same compact text.
+            #expect(
+                JSONWriter.compactBytes(.object(read.object)) == JSONWriter.compactBytes(.object(payload.object)), "\(shown)",
+                sourceLocation: sourceLocation)
+        } else {
+            Issue.record("\(reading) for \(shown)", sourceLocation: sourceLocation)
+        }
+        return reading
+    }
+
+    @Test("the one plaintext reader: other spellings, errors after a compact start, many members, nested extras")
+    func plaintextReading() {
+        let texts = [
+            // Python's json.dumps: ", " and ": ", non-ASCII as \u escapes.
+            #"{"chat_id": "c", "title": "Caf\u00e9", "body": "b", "sent_at": 1764460800}"#,
+            #"{"chat_id":"c","title":"t","body":"b" }"#, #"{"chat_id":"c","title":"t","body":"b" ,"x":1}"#,
+            #"{"chat_id":"c","title":"t","body":"b",  "x":1}"#, "{\n  \"chat_id\": \"c\",\n  \"title\": \"t\",\n  \"body\": \"b\"\n}",
+            #"{"chat_id":"c","title":"t","body":"b","x":{"y":[1,{"z":null}]}}"#,
+            #"{"chat_id":"c","title":"t","body":"b","x":{"y":1,"y":2}}"#,
+            #"{"chat_id":"c","title":"t","body":"b","x":[1,}"#, #"{"chat_id":"c","title":"t","body":"b" x}"#,
+            #"{"chat_id":"c","title":"t","body":"b","x":"\ud800"}"#, #"{"chat_id":"c","title":"t","body":"b","chat_id":"d"}"#,
+            #"{"chat_id":"c","title":"t","body":"b"}x"#, #"{"chat_id":"c","title":"t","body":"b""#, #"{"chat_id":"c","title":"t","#,
+            #"{"chat_id":"c","title":"t","body":"b","sent_at":-1}"#, #"{"chat_id":"c","title":"t","body":"b","truncated":1}"#,
+            #"{"chat_id":"c","title":"t","body":"b","sent_at":1e3}"#, #"{"chat_id":"c","title":"t","sent_at":01}"#,
+            #"{"chat_id":"c","title":"t","body":"b","\u0078":1,"x":2}"#, #"{"title":"t","body":"b"}"#, "{}", " {}", "[]", "\"x\"", "",
+            "{" + (0..<17).map { "\"k\($0)\":\($0)," }.joined() + #""chat_id":"c","title":"t","body":"b"}"#,
+            "{" + (0..<13).map { "\"k\($0)\":\($0)," }.joined() + #""chat_id":"c","title":"t","body":"b"}"#,
+            "{" + (0..<14).map { "\"k\($0)\":\($0)," }.joined() + #""chat_id":"c","title":"t","body":"b"}"#,
+            "{" + (0..<17).map { "\"k\($0 % 16)\":\($0)," }.joined() + #""chat_id":"c","title":"t","body":"b"}"#,
+            String(repeating: "[", count: 600),
+            #"{"chat_id":"c","title":"t","body":"b","x":"#.appending(String(repeating: "[", count: 600)),
+        ]
+        var readings: [DecryptedPayload.Reading] = []
+        for text in texts { readings.append(Self.checkReading(Array(text.utf8))) }
+        // The cases above are not all alike: some compact, some payloads, each kind of refusal.
+        #expect(readings.contains(.compact))
+        #expect(readings.contains { if case .payload = $0 { return true } else { return false } })
+        for problem in ["notJSON", "notObject", "breaksRule"] {
+            #expect(readings.contains { "\($0)".contains(problem) }, "\(problem)")
         }
     }
 
@@ -181,15 +256,67 @@ struct FastPathTests {
                     #expect(outcome == .sealed, "length \(length)")
                     #expect(Array(output.dropFirst()) == document, "length \(length)")
                 } else {
-                    #expect(outcome == .undecided, "length \(length)")
+                    // The general path's refusal, with the size it measured.
+                    #expect(outcome == .failed(.payloadTooLarge(size: document.count)), "length \(length)")
                     #expect(output == [0x41])
                 }
             }
+            // Other spellings are sealed as the general path seals their compact form.
+            for text in [
+                #"{"chat_id": "c", "title": "Caf\u00e9", "body": "b", "sent_at": 1764460800}"#,
+                #"{"chat_id":"c","title":"t","body":"b","x":{"y":[1,{"z":null}]}}"#,
+                "{" + (0..<20).map { "\"k\($0)\":\($0)," }.joined() + #""chat_id":"c","title":"t","body":"b"}"#,
+            ] {
+                let payload = try KindlyPushSealer.payload(plaintext: try JSONReader.parse(Array(text.utf8)))
+                let ephemeralSecretKey = SecureBytes.random(count: 32)
+                let nonce = Sodium.randomBytes(count: 24)
+                var output: [UInt8] = []
+                let outcome = Array(text.utf8).withUnsafeBytes {
+                    sealer.seal(plaintext: $0, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+                }
+                let envelope = try KindlyPushSealer.sealMessage(
+                    JSONWriter.compactBytes(.object(payload.object)), for: key.publicKey, ephemeralSecretKey: ephemeralSecretKey,
+                    nonce: nonce)
+                #expect(outcome == .sealed, "\(text)")
+                #expect(output == JSONWriter.compactBytes(KindlyPushSealer.apnsDocument(envelope, mode: mode, placeholder: placeholder)))
+            }
+            // What is no plaintext gets the general path's error, and nothing is written.
             var output: [UInt8] = []
-            for text in [#"{"chat_id":"","title":"t","body":"b"}"#, #"{"chat_id":"c", "title":"t","body":"b"}"#, "[]", ""] {
-                #expect(Array(text.utf8).withUnsafeBytes { sealer.seal(plaintext: $0, appendingTo: &output) } == .undecided)
+            let refusals: [(String, PushSealer.Outcome)] = [
+                (#"{"chat_id":"","title":"t","body":"b"}"#, .failed(.invalidPlaintext(#""chat_id" is empty"#))),
+                (#"{"chat_id":"c","title":"t"}"#, .failed(.invalidPlaintext(#""body" is missing"#))),
+                (#"{"chat_id":"c","title":"t","body":"b" x}"#, .notJSON(JSONReadError(kind: .unexpectedByte, offset: 38))),
+                ("[]", .notObject(.array)), ("", .notJSON(JSONReadError(kind: .empty, offset: 0))),
+            ]
+            for (text, expected) in refusals {
+                #expect(Array(text.utf8).withUnsafeBytes { sealer.seal(plaintext: $0, appendingTo: &output) } == expected, "\(text)")
             }
             #expect(output.isEmpty)
+        }
+    }
+
+    @Test("--fit: a plaintext too long for APNs is cut by the general path from the payload the sealer read")
+    func sealingFits() throws {
+        let key = DeviceKey.generate()
+        var sealer = PushSealer(recipient: key.publicKey, oversize: .truncateBody)
+        let body = String(repeating: "é", count: 3000)
+        for text in [
+            JSONWriter.compactBytes(.object(try DecryptedPayload(chatId: "c", title: "t", body: body).object)),
+            Array(#"{"chat_id": "c", "title": "t", "body": "\#(body)"}"#.utf8),
+        ] {
+            var output: [UInt8] = []
+            #expect(text.withUnsafeBytes { sealer.seal(plaintext: $0, appendingTo: &output) } == .sealed)
+            #expect(output.count <= WireFormat.maximumPayloadSize)
+            let payload = try KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])).decryptResult(
+                userInfo: try JSONReader.parse(output)
+            ).get()
+            let general = try KindlyPushSealer.seal(
+                try KindlyPushSealer.payload(plaintext: try JSONReader.parse(text)), for: key.publicKey, oversize: .truncateBody)
+            let expected = try KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])).decryptResult(
+                userInfo: try JSONReader.parse(general)
+            ).get()
+            #expect(payload.truncated == true)
+            #expect(payload == expected)
         }
     }
 

@@ -6,8 +6,8 @@ internal import KindlyPushCore
 #endif
 
 /// Sealing one plaintext as `seal` does, shared by the one-recipient stream (`--public-key`,
-/// `--key-file`) and `--recipients-inline`: the fast path, the general path with the exact error,
-/// `--fit`, and the check of `truncated`.
+/// `--key-file`) and `--recipients-inline`: the options, the general path with the exact error,
+/// and what a ``PushSealer``'s outcome means for the command.
 package enum PlaintextSealing {
     /// `--mode`, `--placeholder-title` and `--placeholder-body`: the push kind and its alert.
     package static func alertOptions(_ options: SealingOptions) throws(CLIError) -> (KindlyPushSealer.Mode, KindlyPushSealer.Placeholder) {
@@ -57,12 +57,15 @@ package enum PlaintextSealing {
         oversize == .truncateBody ? StandardInput.fitDocumentSize : StandardInput.maximumDocumentSize
     }
 
-    /// The fast path: seals a plaintext text that is already in the writer's compact form, as the
-    /// general path would seal it. `false` when it does not decide (another spelling, an invalid
-    /// plaintext, a `truncated` that is not a boolean, a push over 4096 bytes); nothing is
-    /// appended then.
-    package static func sealFast(_ text: UnsafeRawBufferPointer, with sealer: inout PushSealer, into output: inout [UInt8]) -> Bool {
-        sealer.seal(plaintext: text, appendingTo: &output) == .sealed
+    /// What `seal` makes of a sealer's outcome: a push, or `bad_input` with the general path's
+    /// message (`input`: the text the sealer read; a text that is no JSON object is "the input").
+    package static func completion(_ outcome: PushSealer.Outcome, input: UnsafeRawBufferPointer) throws(CLIError) -> Completion {
+        switch outcome {
+        case .sealed: return .success
+        case .failed(let error): throw CLIError(.badInput, error.description)
+        case .notJSON(let error): throw CLIError(.badInput, JSONReader.inputProblem(error, in: input, what: "input", lines: false).message)
+        case .notObject(let kind): throw CLIError(.badInput, JSONReader.inputProblem(notObject: kind, what: "input").message)
+        }
     }
 
     /// The general path: checks the plaintext against docs/spec/wire-format.md section 4,

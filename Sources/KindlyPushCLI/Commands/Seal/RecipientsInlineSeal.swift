@@ -62,22 +62,31 @@ package struct RecipientsInlineSeal: DocumentCommand {
         -> Completion
     {
         if let line = RecipientsInlineCompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
-            let start = output.count
             // A line's own "id", copied as it is (a scalar in the writer's form: what the strict
             // path writes for it).
-            if let id = line.id {
+            let id = line.id.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
+            let start = output.count
+            if let id {
                 output += CorrelationID.pushPrefix
-                output += UnsafeRawBufferPointer(rebasing: bytes[id])
+                output += id
                 output += CorrelationID.pushMember
             }
-            let sealed = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
-                Self.sealAndWipe(UnsafeRawBufferPointer(rebasing: bytes[line.plaintext]), with: &sealer, into: &output)
+            let plaintext = UnsafeRawBufferPointer(rebasing: bytes[line.plaintext])
+            let outcome = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
+                Self.sealAndWipe(with: &sealer) { $0.seal(plaintext: plaintext, appendingTo: &output) }
             }
-            if sealed {
-                if line.id != nil { output.append(UInt8(ascii: "}")) }
+            switch outcome {
+            case .sealed:
+                if id != nil { output.append(UInt8(ascii: "}")) }
                 return .success
+            case .failed(let error):
+                output.removeSubrange(start...)
+                return try failure(CLIError(.badInput, error.description), id: id, into: &output)
+            case .notJSON, .notObject:
+                // What the compact reading took for the plaintext is not one JSON object (members
+                // may follow it): the line is read whole, for the strict reader's message.
+                output.removeSubrange(start...)
             }
-            output.removeSubrange(start...)
         }
         let document = try StandardInput.parseObject(bytes)
         return try processWithID(document, scratch: scratch, into: &output)
@@ -88,39 +97,47 @@ package struct RecipientsInlineSeal: DocumentCommand {
     }
 
     /// The general path with the line's `"id"`: the push as `{"id": ID, "push": PUSH}`, or in
-    /// line mode the error object with `"id"` after `"error"` (``Completion/errorObject(_:)``).
-    /// Without an `"id"` (or with a member name twice), the output is the push or the error alone.
+    /// line mode the error object with `"id"` after `"error"`. Without an `"id"` (or with a
+    /// member name twice), the output is the push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CLIError) -> Completion
     {
         guard case .object(let object) = document, !object.hasDuplicateKeys, let id = object[RecipientsInlineMember.id] else {
-            return try process(document, scratch: scratch, into: &output)
+            try process(document, scratch: scratch, into: &output)
+            return .success
         }
-        let start = output.count
-        output += CorrelationID.pushPrefix
-        JSONWriter.write(id, to: &output)
-        output += CorrelationID.pushMember
-        do throws(CLIError) {
-            _ = try process(document, scratch: scratch, into: &output)
-            output.append(UInt8(ascii: "}"))
-        } catch {
-            output.removeSubrange(start...)
-            guard stream.isLineMode else { throw error }
-            JSONWriter.write(error.jsonObject, to: &output)
-            output.removeLast()
-            output += CorrelationID.errorMember
-            JSONWriter.write(id, to: &output)
-            output.append(UInt8(ascii: "}"))
-            return .errorObject(error.code)
+        let idText = JSONWriter.compactBytes(id)
+        return try idText.withBytes { (id) throws(CLIError) in
+            let start = output.count
+            output += CorrelationID.pushPrefix
+            output += id
+            output += CorrelationID.pushMember
+            do throws(CLIError) {
+                try process(document, scratch: scratch, into: &output)
+                output.append(UInt8(ascii: "}"))
+                return .success
+            } catch {
+                output.removeSubrange(start...)
+                return try failure(error, id: id, into: &output)
+            }
         }
-        return .success
     }
 
-    /// The general path: the line read with the strict reader.
-    private func process(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
-        throws(CLIError)
-        -> Completion
-    {
+    /// A line that fails: in line mode with an `"id"`, its error object with `"id"` after
+    /// `"error"` (``Completion/errorObject(_:)``); the error itself otherwise.
+    private func failure(_ error: CLIError, id: UnsafeRawBufferPointer?, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        guard let id, stream.isLineMode else { throw error }
+        JSONWriter.write(error.jsonObject, to: &output)
+        output.removeLast()
+        output += CorrelationID.errorMember
+        output += id
+        output.append(UInt8(ascii: "}"))
+        return .errorObject(error.code)
+    }
+
+    /// The general path: the line read with the strict reader, its plaintext checked and sealed
+    /// by the recipient's sealer (which refuses a recipient first, as the fast path does).
+    private func process(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8]) throws(CLIError) {
         let line: RecipientsInlineLine
         do throws(RecipientsInlineError) {
             line = try RecipientsInlineLine(document, mode: mode, placeholder: placeholder)
@@ -128,29 +145,25 @@ package struct RecipientsInlineSeal: DocumentCommand {
             throw CLIError(.badInput, error.message)
         }
         let key = RecipientKey(line.recipient, alert: line.alert)
-        // The message in clear: wiped once sealed, as the runner wipes its buffers.
-        var text = JSONWriter.compactBytes(line.plaintext)
-        defer { text.wipeCapacity() }
-        let sealed = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
-            text.withUnsafeBytes { Self.sealAndWipe($0, with: &sealer, into: &output) }
+        do throws(KindlyPushSealer.SealingError) {
+            try scratch.withValue(for: key, default: sealer(for: key)) { (sealer) throws(KindlyPushSealer.SealingError) in
+                try Self.sealAndWipe(with: &sealer) { (sealer) throws(KindlyPushSealer.SealingError) in
+                    if let refusal = sealer.refusal { throw refusal }
+                    try sealer.seal(try KindlyPushSealer.payload(plaintext: line.plaintext), appendingTo: &output)
+                }
+            }
+        } catch {
+            throw CLIError(.badInput, error.description)
         }
-        if !sealed {
-            try PlaintextSealing.seal(
-                line.plaintext, for: line.recipient, binding: try binding(for: line.recipient), version: version,
-                mode: line.alert?.mode ?? mode,
-                placeholder: line.alert?.placeholder ?? placeholder, oversize: oversize, into: &output)
-        }
-        return .success
     }
 
-    /// Seals with a cached sealer, then zeroes the sealer's buffer: a sealer stays in the cache
-    /// for as long as its recipient is among the last 1,024, and its buffer would otherwise keep
+    /// Seals with a cached sealer, then zeroes the sealer's buffers: a sealer stays in the cache
+    /// for as long as its recipient is among the last 1,024, and its buffers would otherwise keep
     /// that recipient's last message in clear (an evicted entry is freed, not wiped). The cost is
     /// one memzero of a few hundred bytes beside an X25519 and an AEAD.
-    private static func sealAndWipe(_ plaintext: UnsafeRawBufferPointer, with sealer: inout PushSealer, into output: inout [UInt8]) -> Bool
-    {
+    private static func sealAndWipe<R, E: Error>(with sealer: inout PushSealer, _ body: (inout PushSealer) throws(E) -> R) throws(E) -> R {
         defer { sealer.wipe() }
-        return PlaintextSealing.sealFast(plaintext, with: &sealer, into: &output)
+        return try body(&sealer)
     }
 
     /// The sealer for a recipient, kept in the thread's cache: its document template and, for
@@ -160,21 +173,15 @@ package struct RecipientsInlineSeal: DocumentCommand {
     private func sealer(for key: RecipientKey) -> PushSealer {
         let mode = key.alert?.mode ?? self.mode
         let placeholder = key.alert?.placeholder ?? self.placeholder
-        guard let senderKey else { return PushSealer(recipient: key.publicKey, version: version, mode: mode, placeholder: placeholder) }
-        guard let binding = try? KindlyPushSealer.binding(of: senderKey, for: key.publicKey) else {
-            return PushSealer(recipient: key.publicKey, mode: mode, placeholder: placeholder, refusesAll: true)
+        guard let senderKey else {
+            return PushSealer(recipient: key.publicKey, version: version, mode: mode, placeholder: placeholder, oversize: oversize)
         }
-        return PushSealer(recipient: key.publicKey, sender: binding, version: version, mode: mode, placeholder: placeholder)
-    }
-
-    /// Version 2's binding for the general path (`nil` for version 1); `bad_input` for a
-    /// recipient the sender key cannot seal for.
-    private func binding(for recipient: DevicePublicKey) throws(CLIError) -> SenderBinding? {
-        guard let senderKey else { return nil }
         do throws(KindlyPushSealer.SealingError) {
-            return try KindlyPushSealer.binding(of: senderKey, for: recipient)
+            let binding = try KindlyPushSealer.binding(of: senderKey, for: key.publicKey)
+            return PushSealer(
+                recipient: key.publicKey, sender: binding, version: version, mode: mode, placeholder: placeholder, oversize: oversize)
         } catch {
-            throw CLIError(.badInput, error.description)
+            return PushSealer(recipient: key.publicKey, mode: mode, placeholder: placeholder, refusal: error)
         }
     }
 }

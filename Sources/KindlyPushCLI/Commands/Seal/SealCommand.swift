@@ -36,8 +36,8 @@ package struct SealCommand: DocumentCommand {
     /// `--wire`, or its default.
     package let version: WireVersion
     /// Why the sender key cannot seal for this recipient (a low-order device key): every
-    /// document then fails with it, as version 1 fails for such a key.
-    package let senderFailure: CLIError?
+    /// plaintext then fails with it, as version 1 fails for such a key.
+    package let senderRefusal: KindlyPushSealer.SealingError?
     package let mode: KindlyPushSealer.Mode
     package let placeholder: KindlyPushSealer.Placeholder
     package let oversize: KindlyPushSealer.Oversize
@@ -63,42 +63,40 @@ package struct SealCommand: DocumentCommand {
             throw CLIError(.usage, "missing the device key: give --public-key B64 or --key-file PATH (see 'kindly-push seal --help')")
         }
         var sender: SenderBinding?
-        var senderFailure: CLIError?
+        var senderRefusal: KindlyPushSealer.SealingError?
         let senderKey = try PlaintextSealing.senderKey(sealing)
         version = try PlaintextSealing.wireVersion(sealing, hasSender: senderKey != nil)
         if let key = senderKey {
             do throws(KindlyPushSealer.SealingError) {
                 sender = try KindlyPushSealer.binding(of: key, for: recipient)
             } catch {
-                senderFailure = CLIError(.badInput, error.description)
+                senderRefusal = error
             }
         }
         self.sender = sender
-        self.senderFailure = senderFailure
+        self.senderRefusal = senderRefusal
     }
 
     package var inputLimit: Int { PlaintextSealing.inputLimit(oversize) }
 
     package func makeScratch() -> PushSealer {
-        // A sender key that cannot seal for this recipient: every document fails with `senderFailure`.
+        // A sender key that cannot seal for this recipient: every plaintext fails with `senderRefusal`.
         PushSealer(
-            recipient: recipient, sender: sender, version: senderFailure == nil ? version : .default(hasSender: false), mode: mode,
-            placeholder: placeholder, refusesAll: senderFailure != nil)
+            recipient: recipient, sender: sender, version: senderRefusal == nil ? version : .default(hasSender: false), mode: mode,
+            placeholder: placeholder, oversize: oversize, refusal: senderRefusal)
     }
 
     package func wipe(_ scratch: inout PushSealer) { scratch.wipe() }
 
-    /// The fast path for plaintexts already in compact form; the rest goes the general way, which
-    /// gives the same output (with other random bytes) and the exact error.
+    /// The sealer decides every input, reading it once (``PushSealer``).
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError)
         -> Completion
     {
-        if senderFailure == nil, PlaintextSealing.sealFast(bytes, with: &scratch, into: &output) { return .success }
-        return try process(bytes: bytes, into: &output)
+        try PlaintextSealing.completion(scratch.seal(plaintext: bytes, appendingTo: &output), input: bytes)
     }
 
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        if let senderFailure { throw senderFailure }
+        if let senderRefusal { throw CLIError(.badInput, senderRefusal.description) }
         try PlaintextSealing.seal(
             document, for: recipient, binding: sender, version: version, mode: mode, placeholder: placeholder, oversize: oversize,
             into: &output)
