@@ -45,11 +45,17 @@ struct CorrelationIDTests {
                 #"{"id":{"k":[1]},"public_key":"\#(key.publicKey.base64URL)","plaintext":{"chat_id":""}}"#,
                 #"{"id":1,"id":2,"public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext)}"#,
                 #"{"id":3"#,
+                // Compact lines, whose plaintext the sealer reads: a rule broken, another spelling,
+                // a low-order key, a member after the plaintext (the strict reader says which).
+                #"{"id":8,"public_key":"\#(key.publicKey.base64URL)","plaintext":{"chat_id":"","title":"t","body":"b"}}"#,
+                #"{"id":9,"public_key":"\#(key.publicKey.base64URL)","plaintext":{"chat_id": "c", "title": "Caf\u00e9", "body": "b"}}"#,
+                #"{"id":10,"public_key":"\#(Base64.urlEncoded([UInt8](repeating: 0, count: 32)))","plaintext":\#(Self.plaintext)}"#,
+                #"{"id":11,"public_key":"\#(key.publicKey.base64URL)","plaintext":\#(Self.plaintext),"x":1}"#,
             ].joined(separator: "\n") + "\n"
         let output = try CLI.run(["seal", "--jsonl", "--recipients-inline", "--summary"], stdin: Array(input.utf8))
         #expect(output.status == 0)
         let lines = output.stdout.split(separator: "\n").map(String.init)
-        try #require(lines.count == 4)
+        try #require(lines.count == 8)
         #expect(lines[0].hasPrefix(#"{"error":{"code":"bad_input","message":"\"public_key\": "#))
         #expect(lines[0].hasSuffix(#"},"id":7}"#))
         #expect(lines[1].hasPrefix(#"{"error":{"code":"bad_input","#))
@@ -57,7 +63,16 @@ struct CorrelationIDTests {
         // A member twice (the id too) and a line that is not JSON have no id to copy.
         #expect(lines[2] == #"{"error":{"code":"bad_input","message":"a member name occurs twice"}}"#)
         #expect(!lines[3].contains(#""id""#))
-        #expect(output.stderr.contains("4 lines: 4 bad_input"), "\(output.stderr)")
+        #expect(
+            lines[4] == #"{"error":{"code":"bad_input","message":"the plaintext is not a Kindly message: \"chat_id\" is empty"},"id":8}"#)
+        #expect(lines[5].hasPrefix(#"{"id":9,"push":{"aps":"#))
+        let push = try #require(try JSONValue(parsing: lines[5])["push"])
+        let payload = try KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])).decryptResult(userInfo: push).get()
+        #expect(payload.title == "Café")
+        #expect(lines[6] == #"{"error":{"code":"bad_input","message":"the device public key gives an all-zero shared secret"},"id":10}"#)
+        #expect(lines[7].hasPrefix(#"{"error":{"code":"bad_input","message":"unknown member \"x\"; "#))
+        #expect(lines[7].hasSuffix(#"},"id":11}"#))
+        #expect(output.stderr.contains("8 lines: 1 ok, 7 bad_input"), "\(output.stderr)")
     }
 
     @Test("without an id the output is the push alone, as before; one document (no --jsonl) with an id is {\"id\", \"push\"}")
