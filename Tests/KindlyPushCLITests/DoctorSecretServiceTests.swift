@@ -158,15 +158,24 @@ struct DoctorDesktopTests {
         try #require(information.count == 4)
         let capabilities = Self.strings(try Self.gdbus("GetCapabilities")).sorted()
         let keyring = try DoctorTests.Keyring(keys: 1)
-        let output = try DoctorTests.doctor(keyring: keyring, environment: DesktopSession.environment)
-        let line = try #require(DoctorTests.lines(output).first { $0.contains(" notification-server: ") })
+        // Doctor gives the server 0.7 s a call; a machine busy with the rest of the suite can take
+        // longer to schedule dunst, which doctor then reports (a timeout, not a wrong answer): such
+        // a run is made again, twice at most.
+        func doctor(_ arguments: [String]) throws -> [String] {
+            var lines: [String] = []
+            for _ in 0..<3 {
+                lines = DoctorTests.lines(try DoctorTests.doctor(arguments, keyring: keyring, environment: DesktopSession.environment))
+                guard lines.contains(where: { $0.contains("notification-server") && $0.contains("within") }) else { break }
+            }
+            return lines
+        }
+        let line = try #require(try doctor([]).first { $0.contains(" notification-server: ") })
         #expect(
             line
                 == "ok       notification-server: \(information[0]) \(information[2]) (\(information[1])), specification \(information[3]); capabilities: \(capabilities.joined(separator: ", "))"
         )
-        let json = try DoctorTests.doctor(["--json"], keyring: keyring, environment: DesktopSession.environment)
         let object = try #require(
-            try DoctorTests.lines(json).map { try JSONValue(parsing: $0) }.first { $0["check"] == "notification-server" })
+            try doctor(["--json"]).map { try JSONValue(parsing: $0) }.first { $0["check"] == "notification-server" })
         #expect(object["capabilities"] == .array(capabilities.map { .string($0) }))
         #expect(object["name"]?.stringValue == information[0])
     }

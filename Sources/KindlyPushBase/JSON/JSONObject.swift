@@ -85,8 +85,15 @@ public struct JSONObject: Sendable {
         }
     }
 
+    /// Whether two names are the same UTF-8 bytes: the lengths first, then the bytes where the
+    /// strings hold them contiguously (native strings do), not one `UTF8View` index at a time.
     static func sameName(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.elementsEqual(rhs.utf8)
+        let (left, right) = (lhs.utf8, rhs.utf8)
+        guard left.count == right.count else { return false }
+        let same = left.withContiguousStorageIfAvailable { left in
+            right.withContiguousStorageIfAvailable { right in left.elementsEqual(right) }
+        }
+        return (same ?? nil) ?? left.elementsEqual(right)
     }
 
     static func containsDuplicates(_ members: [Member]) -> Bool {

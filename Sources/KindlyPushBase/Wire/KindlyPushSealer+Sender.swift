@@ -92,7 +92,9 @@ extension KindlyPushSealer {
         placeholder: Placeholder
     ) throws(SealingError) -> [UInt8] {
         let version = try resolved(version, sender: binding != nil)
-        let message = JSONWriter.compactBytes(.object(payload.object))
+        // The message in clear: zeroed once sealed.
+        var message = JSONWriter.compactBytes(.object(payload.object))
+        defer { message.wipeCapacity() }
         let envelope = try sealMessage(
             message, for: recipient, sender: binding, version: version, ephemeralSecretKey: SecureBytes.random(count: X25519.keyLength),
             nonce: Sodium.randomBytes(count: version.nonceLength))

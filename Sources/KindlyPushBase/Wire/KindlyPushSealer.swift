@@ -67,7 +67,9 @@ public enum KindlyPushSealer {
         mode: Mode = .visible,
         placeholder: Placeholder = .default
     ) throws(SealingError) -> [UInt8] {
-        let message = JSONWriter.compactBytes(.object(payload.object))
+        // The message in clear: zeroed once sealed.
+        var message = JSONWriter.compactBytes(.object(payload.object))
+        defer { message.wipeCapacity() }
         let envelope = try sealMessage(
             message, for: recipient, ephemeralSecretKey: SecureBytes.random(count: X25519.keyLength),
             nonce: Sodium.randomBytes(count: XChaCha20Poly1305.nonceLength))

@@ -104,13 +104,14 @@ package struct PushSealer {
     ) -> Outcome {
         // A text too long to seal as it is needs its payload whatever its spelling: the tree.
         let reading = fits(plaintext.count) ? DecryptedPayload.read(plaintext) : DecryptedPayload.Reading(DecryptedPayload.parse(plaintext))
-        switch reading {
-        case .invalid(.notJSON(let error)): return .notJSON(error)
-        case .invalid(.notObject(let kind)): return .notObject(kind)
-        case _ where refusal != nil: return .failed(refusal!)
-        case .invalid(.breaksRule(let error)): return .failed(.invalidPlaintext(error.description))
-        case .compact: return sealMessage(plaintext, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
-        case .payload(let payload):
+        // The general path's order: the input is JSON, then the recipient, then section 4.
+        switch (reading, refusal) {
+        case (.invalid(.notJSON(let error)), _): return .notJSON(error)
+        case (.invalid(.notObject(let kind)), _): return .notObject(kind)
+        case (_, let refusal?): return .failed(refusal)
+        case (.invalid(.breaksRule(let error)), nil): return .failed(.invalidPlaintext(error.description))
+        case (.compact, nil): return sealMessage(plaintext, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+        case (.payload(let payload), nil):
             do throws(KindlyPushSealer.SealingError) {
                 try seal(payload, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
                 return .sealed
