@@ -17,7 +17,7 @@ package struct CompletionsCommand: Command {
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         guard let name = arguments.positionals.first, arguments.positionals.count == 1 else {
-            throw CLIError(.usage, "give one shell: bash, zsh or fish (see 'kindly-push completions --help')")
+            throw CLIError.usage("give one shell: bash, zsh or fish", command: Self.name)
         }
         guard let shell = Completions.Shell(rawValue: name) else {
             throw CLIError(

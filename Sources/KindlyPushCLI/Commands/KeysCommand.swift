@@ -40,9 +40,9 @@ package struct KeysCommand: Command {
             }
             action = .delete(kid)
         case let other?:
-            throw CLIError(.usage, "unknown keys action '\(other)'; expected list or delete (see 'kindly-push keys --help')")
+            throw CLIError.usage("unknown keys action '\(other)'; expected list or delete", command: Self.name)
         case nil:
-            throw CLIError(.usage, "missing action: list or delete (see 'kindly-push keys --help')")
+            throw CLIError.usage("missing action: list or delete", command: Self.name)
         }
         keyring = KeyringOptions(arguments)
         self.environment = environment

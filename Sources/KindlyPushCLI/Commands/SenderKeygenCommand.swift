@@ -23,7 +23,7 @@ package struct SenderKeygenCommand: Command {
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         guard let path = arguments[Self.keyFile] else {
-            throw CLIError(.usage, "missing '--key-file PATH' (see 'kindly-push sender-keygen --help')")
+            throw CLIError.usage("missing '--key-file PATH'", command: Self.name)
         }
         self.path = path
     }

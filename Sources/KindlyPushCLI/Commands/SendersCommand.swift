@@ -46,7 +46,7 @@ package struct SendersCommand: Command {
         case "add"?:
             guard positionals.count == 1 else { throw CLIError(.usage, "senders add takes no argument; give --public-key B64") }
             guard let text = arguments[Self.publicKey] else {
-                throw CLIError(.usage, "missing '--public-key B64' (see 'kindly-push senders --help')")
+                throw CLIError.usage("missing '--public-key B64'", command: Self.name)
             }
             if let label = arguments[Self.label], let problem = KeyringLabel.problem(with: label) {
                 throw CLIError(.usage, "--label: \(problem)")
@@ -66,9 +66,9 @@ package struct SendersCommand: Command {
             }
             action = .delete(sid)
         case let other?:
-            throw CLIError(.usage, "unknown senders action '\(other)'; expected add, list or delete (see 'kindly-push senders --help')")
+            throw CLIError.usage("unknown senders action '\(other)'; expected add, list or delete", command: Self.name)
         case nil:
-            throw CLIError(.usage, "missing action: add, list or delete (see 'kindly-push senders --help')")
+            throw CLIError.usage("missing action: add, list or delete", command: Self.name)
         }
         keyring = KeyringOptions(arguments)
         self.environment = environment

@@ -33,7 +33,7 @@ package struct VerifyCommand: Command {
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         guard !arguments.positionals.isEmpty else {
-            throw CLIError(.usage, "missing a vector file or folder (see 'kindly-push verify --help')")
+            throw CLIError.usage("missing a vector file or folder", command: Self.name)
         }
         var files: [String] = []
         for path in arguments.positionals {

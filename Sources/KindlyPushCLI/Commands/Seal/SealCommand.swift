@@ -60,7 +60,7 @@ package struct SealCommand: DocumentCommand {
         case (.some, .some):
             throw CLIError(.usage, "give either --public-key or --key-file, not both")
         case (nil, nil):
-            throw CLIError(.usage, "missing the device key: give --public-key B64 or --key-file PATH (see 'kindly-push seal --help')")
+            throw CLIError.usage("missing the device key: give --public-key B64 or --key-file PATH", command: Self.name)
         }
         var sender: SenderBinding?
         var senderRefusal: KindlyPushSealer.SealingError?
