@@ -2,7 +2,7 @@ import FuzzSupport
 import KindlyPush
 import KindlyPushCore
 
-/// The strict JSON reader and the compact writer.
+/// The strict JSON reader and the compact writer, and the plaintext reader against them.
 ///
 /// Invariants: an accepted text is UTF-8 without a byte-order mark; compact writing and reading
 /// again gives an equal value and the same bytes, never longer than the input; the `String` entry
@@ -17,6 +17,7 @@ enum JSONTarget {
             value = try JSONReader.parse(input)
         } catch {
             require(error.offset >= 0 && error.offset <= input.count, "error offset \(error.offset) outside 0...\(input.count)")
+            require(DecryptedPayload.read(input) == .invalid(.notJSON(error)), "the plaintext reader misses the tree's \(error)")
             if let text {
                 do {
                     _ = try JSONValue(parsing: text)
@@ -47,6 +48,44 @@ enum JSONTarget {
 
         var budget = 4096
         walk(value, depth: 1, budget: &budget)
+        checkPlaintextReading(input, value)
+    }
+
+    /// The one plaintext reader (``DecryptedPayload/read(_:)``, one pass, compact first) against
+    /// the tree path on a text that is JSON: the same payload or the same refusal, and `.compact`
+    /// exactly when the writer writes the payload as the text, every extra is a scalar, `sent_at`
+    /// is digits alone and there are at most 16 members.
+    static func checkPlaintextReading(_ input: UnsafeRawBufferPointer, _ value: JSONValue) {
+        let reading = DecryptedPayload.read(input)
+        guard case .object(let object) = value else {
+            require(reading == .invalid(.notObject(value.kind)), "the plaintext reader says \(reading) for \(value.typeName)")
+            return
+        }
+        let payload: DecryptedPayload
+        do throws(PlaintextError) {
+            payload = try DecryptedPayload(validating: object)
+        } catch {
+            require(reading == .invalid(.breaksRule(error)), "the plaintext reader says \(reading); the tree, \(error)")
+            return
+        }
+        let scalars =
+            object.members.count <= 16
+            && object.members.allSatisfy {
+                switch $0.value {
+                case .object, .array: return false
+                case .number(let number) where $0.key == KindlyKey.sentAt: return number.literal.allSatisfy { ("0"..."9").contains($0) }
+                default: return true
+                }
+            }
+        if scalars, JSONWriter.compactBytes(value).elementsEqual(input) {
+            require(reading == .compact, "a compact plaintext read as \(reading)")
+        } else if case .payload(let read) = reading {
+            require(
+                JSONWriter.compactBytes(.object(read.object)) == JSONWriter.compactBytes(.object(payload.object)),
+                "the plaintext reader built another payload")
+        } else {
+            fail("the plaintext reader says \(reading) for a payload that is not compact")
+        }
     }
 
     /// Checks objects and numbers, visiting at most `budget` values so that wide inputs stay fast.
