@@ -1,6 +1,7 @@
 import FuzzSupport
 import KindlyPush
 import KindlyPushCore
+import KindlyPushTesting
 
 /// The strict JSON reader and the compact writer, and the plaintext reader against them.
 ///
@@ -68,16 +69,7 @@ enum JSONTarget {
             require(reading == .invalid(.breaksRule(error)), "the plaintext reader says \(reading); the tree, \(error)")
             return
         }
-        let scalars =
-            object.members.count <= 16
-            && object.members.allSatisfy {
-                switch $0.value {
-                case .object, .array: return false
-                case .number(let number) where $0.key == KindlyKey.sentAt: return number.literal.allSatisfy { ("0"..."9").contains($0) }
-                default: return true
-                }
-            }
-        if scalars, JSONWriter.compactBytes(value).elementsEqual(input) {
+        if PlaintextShape.isCompact(object, text: input) {
             require(reading == .compact, "a compact plaintext read as \(reading)")
         } else if case .payload(let read) = reading {
             require(
