@@ -19,8 +19,8 @@ internal import KindlyPushCore
 /// with its errors), the duplicate rule and the envelope by ``SealedEnvelope/checkDuplicates(hasEnvelope:document:envelope:)``
 /// and ``EnvelopeRules/read(_:into:)``, the key is looked up and the box opened by the same
 /// functions as the general path, and the plaintext is read once by ``DecryptedPayload/read(_:)``
-/// (the general path's reader, which says when a text is already in the writer's compact form). `FastPathTests` checks the two
-/// against each other on every test vector and on mutated pushes.
+/// (the general path's reader, which says when a text is already in the writer's compact form).
+/// `FastPathTests` checks the two against each other on every test vector and on mutated pushes.
 package struct PushDecryptor {
     package let decryption: KindlyPushDecryption
     /// kid | sid | epk or enc | n | ct, decoded (``EnvelopeRules/read(_:into:)``).

@@ -1,13 +1,9 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Sealing one plaintext as `seal` does, shared by the one-recipient stream (`--public-key`,
-/// `--key-file`) and `--recipients-inline`: the options, the general path with the exact error,
-/// and what a ``PushSealer``'s outcome means for the command.
+/// `--key-file`) and `--recipients-inline`: the options, and what a ``PushSealer``'s outcome means
+/// for the command.
 package enum PlaintextSealing {
     /// `--mode`, `--placeholder-title` and `--placeholder-body`: the push kind and its alert.
     package static func alertOptions(_ options: SealingOptions) throws(CLIError) -> (KindlyPushSealer.Mode, KindlyPushSealer.Placeholder) {
@@ -65,22 +61,6 @@ package enum PlaintextSealing {
         case .failed(let error): throw CLIError(.badInput, error.description)
         case .notJSON(let error): throw CLIError(.badInput, JSONReader.inputProblem(error, in: input, what: "input", lines: false).message)
         case .notObject(let kind): throw CLIError(.badInput, JSONReader.inputProblem(notObject: kind, what: "input").message)
-        }
-    }
-
-    /// The general path: checks the plaintext against docs/spec/wire-format.md section 4,
-    /// fits it when `oversize` says so, seals it and appends the push; `bad_input` with the
-    /// exact reason otherwise.
-    package static func seal(
-        _ plaintext: JSONValue, for recipient: DevicePublicKey, binding: SenderBinding?, version: WireVersion, mode: KindlyPushSealer.Mode,
-        placeholder: KindlyPushSealer.Placeholder, oversize: KindlyPushSealer.Oversize, into output: inout [UInt8]
-    ) throws(CLIError) {
-        do throws(KindlyPushSealer.SealingError) {
-            output += try KindlyPushSealer.seal(
-                try KindlyPushSealer.payload(plaintext: plaintext), for: recipient, binding: binding, version: version, mode: mode,
-                placeholder: placeholder, oversize: oversize)
-        } catch {
-            throw CLIError(.badInput, error.description)
         }
     }
 }

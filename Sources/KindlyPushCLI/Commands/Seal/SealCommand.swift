@@ -96,10 +96,15 @@ package struct SealCommand: DocumentCommand {
     }
 
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        if let senderRefusal { throw CLIError(.badInput, senderRefusal.description) }
-        try PlaintextSealing.seal(
-            document, for: recipient, binding: sender, version: version, mode: mode, placeholder: placeholder, oversize: oversize,
-            into: &output)
+        // The recipient first, then section 4, as the fast path decides.
+        var sealer = makeScratch()
+        defer { sealer.wipe() }
+        do throws(KindlyPushSealer.SealingError) {
+            if let senderRefusal { throw senderRefusal }
+            try sealer.seal(try KindlyPushSealer.payload(plaintext: document), appendingTo: &output)
+        } catch {
+            throw CLIError(.badInput, error.description)
+        }
         return .success
     }
 }
