@@ -21,7 +21,7 @@ package nonisolated let allCommands: [any Command.Type] = commands + [Completion
 
 /// Reports an unknown subcommand, with a suggestion when it looks like a typo.
 package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
-    let suggestion = Suggestion.phrase(for: name, among: allCommands.map { $0.name } + ["help", "version"])
+    let suggestion = Suggestion.phrase(for: name, among: allCommands.map { $0.name } + Help.builtins.map { $0.name })
     Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
     return ErrorCode.usage.exitStatus
 }

@@ -3,6 +3,22 @@ import Testing
 
 @Suite("kindly-push help and usage errors")
 struct HelpAndUsageTests {
+    @Test("help decrypt lists the exit statuses in numeric order, each with its code")
+    func decryptExitStatusesInOrder() throws {
+        let help = try CLI.run(["help", "decrypt"], environment: ["COLUMNS": "400"]).stdout
+        let text = help.split(separator: "\n").joined(separator: " ")
+        let after = try #require(text.split(separator: "Failures exit with the reason's code: ", maxSplits: 1).last)
+        let list = try #require(after.split(separator: ".").first)
+        let entries = list.split(separator: ",").map { $0.split(separator: " ") }
+        #expect(
+            entries.map { $0.last.map(String.init) } == [
+                "not_kindly", "unsupported_version", "malformed", "key_unavailable", "authentication_failed", "bad_plaintext",
+                "untrusted_sender", "bad_input", "io",
+            ])
+        let statuses = entries.compactMap { $0.first.flatMap { Int($0) } }
+        #expect(statuses == [1, 2, 3, 4, 5, 6, 7, 65, 74])
+    }
+
     @Test("--help prints the overview, usage, options and subcommands on stdout")
     func rootHelp() throws {
         let output = try CLI.run(["--help"])
@@ -43,6 +59,8 @@ struct HelpAndUsageTests {
                   completions             Print a shell completion script (bash, zsh or fish).
                   man                     Print the man page (roff; view it with `kindly-push
                                           man | man -l -`).
+                  help                    Show help for a subcommand.
+                  version                 Print the version (as --version does).
 
                   See 'kindly-push help <subcommand>' for detailed help.
 

@@ -15,7 +15,7 @@ package enum Completions {
 
     /// Every subcommand, as the first word completes.
     package static func subcommands(_ commands: [any Command.Type]) -> [String] {
-        commands.map { $0.name } + ["help", "version"]
+        commands.map { $0.name } + Help.builtins.map { $0.name }
     }
 
     /// The command's options, `-h` aside.
@@ -131,8 +131,9 @@ package enum Completions {
             script +=
                 "complete -c kindly-push -n 'not __fish_seen_subcommand_from \(all)' -a \(command.name) -d '\(fishEscape(command.abstract))'\n"
         }
-        for extra in [("help", "Show help for a subcommand."), ("version", "Print the version.")] {
-            script += "complete -c kindly-push -n 'not __fish_seen_subcommand_from \(all)' -a \(extra.0) -d '\(extra.1)'\n"
+        for extra in Help.builtins {
+            script +=
+                "complete -c kindly-push -n 'not __fish_seen_subcommand_from \(all)' -a \(extra.name) -d '\(fishEscape(extra.abstract))'\n"
         }
         for command in commands {
             for option in options(command) {

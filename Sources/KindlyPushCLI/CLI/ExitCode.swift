@@ -28,6 +28,11 @@ package enum ErrorCode: Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// "1 not_kindly, 2 unsupported_version, …": `codes` with their exit statuses, in numeric order.
+    package static func exitStatuses(_ codes: [ErrorCode]) -> String {
+        codes.sorted { $0.exitStatus < $1.exitStatus }.map { "\($0.exitStatus) \($0.rawValue)" }.joined(separator: ", ")
+    }
+
     package var exitStatus: Int32 {
         switch self {
         case .decryption(let reason):

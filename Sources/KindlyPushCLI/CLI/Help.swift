@@ -9,6 +9,12 @@ internal import KindlyPushCore
 package enum Help {
     package static let overview = "Detect, decrypt and route end-to-end-encrypted Kindly push notifications."
 
+    /// The words that are no command but run as one (`kindly-push help decrypt`,
+    /// `kindly-push version`), for the root help, the completions and the typo suggestions.
+    package static let builtins: [(name: String, abstract: String)] = [
+        ("help", "Show help for a subcommand."), ("version", "Print the version (as --version does)."),
+    ]
+
     /// The column where option help starts.
     package static let helpColumn = 26
 
@@ -30,6 +36,7 @@ package enum Help {
         text += row(SharedOptions.help.spec.label, SharedOptions.help.spec.help, width: width) + "\n"
         text += "SUBCOMMANDS:\n"
         for command in commands { text += row(command.name, command.abstract, width: width) }
+        for builtin in builtins { text += row(builtin.name, builtin.abstract, width: width) }
         text += "\n" + wrap("  See 'kindly-push help <subcommand>' for detailed help.", width: width, indent: 2)
         return text
     }

@@ -16,9 +16,7 @@ package struct DecryptCommand: DocumentCommand {
         the keyring, or read from --key-file. With a pinned sender key (in the keyring, or given
         with --sender-key) only version 2 and version 3 mode_auth pushes from a pinned sender
         decrypt; version 1 and version 3 mode_base are then refused. Versions 1, 2 and 3 are read
-        with no flag. Failures exit with the reason's code:
-        1 not_kindly, 2 unsupported_version, 3 malformed, 4 key_unavailable,
-        7 untrusted_sender, 5 authentication_failed, 6 bad_plaintext, 65 bad_input, 74 io.
+        with no flag. Failures exit with the reason's code: \(ErrorCode.exitStatuses(ErrorCode.allCases.filter { $0 != .usage })).
         """
     package static let apply = Flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
     package static let options: [OptionSpec] = [apply.spec] + SharedOptions.decryption
