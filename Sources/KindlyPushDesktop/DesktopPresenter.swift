@@ -18,7 +18,7 @@ internal import KindlyPushCore
 ///   ``Options/placeholder``; the banner of the same envelope, when it later decrypts, replaces it.
 /// - A push already shown is not shown again, when ``Options/deduplicates`` is on.
 /// - A push that is not Kindly's is the host's: it is shown as its own alert only with
-///   `Options/showsPassthrough`.
+///   ``Options-swift.struct/showsPassthrough``.
 ///
 /// A store that fails is reported once and replaced by an ``InMemoryDeduplicator``: a broken
 /// store never loses or blocks a banner.
