@@ -153,6 +153,43 @@ struct NotifyDesktopTests {
         }
     }
 
+    @Test("issue 35: the same push twice is shown once in every wire version and mode, banner or placeholder, as in version 1")
+    func samePushTwiceEveryVersion() async throws {
+        let sender = SenderKey.generate()
+        let sealings: [(name: String, wire: WireVersion, sender: SenderKey?)] = [
+            ("v1", .one, nil), ("v2", .two, sender), ("v3-base", .three, nil), ("v3-auth", .three, sender),
+        ]
+        try await DesktopSession.exclusive {
+            for sealing in sealings {
+                let pins = sealing.sender.map { ["--sender-key", $0.publicKey.base64URL] } ?? []
+                for delivery in ["message-id", "no-message-id", "other-device", "tampered"] {
+                    // Each case its own message id and chat; the app name carries the marker (a pinned
+                    // reader shows its own placeholder text).
+                    let title = "Parity \(sealing.name) \(delivery) \(marker)"
+                    let payload = try DecryptedPayload(
+                        chatId: "c-\(sealing.name)-\(delivery)", title: title, body: "B",
+                        messageId: delivery == "no-message-id" ? nil : "m-\(sealing.name)-\(delivery)")
+                    let recipient = delivery == "other-device" ? DeviceKey.generate() : keys.key
+                    var sealed = try KindlyPushSealer.seal(
+                        payload, for: recipient.publicKey, wire: sealing.wire, from: sealing.sender,
+                        placeholder: .init(title: title, body: "placeholder"))
+                    if delivery == "tampered", let at = sealed.indices.dropLast(40).last {
+                        sealed[at] = sealed[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+                    }
+                    let push = String(decoding: sealed, as: UTF8.self)
+                    var said = ""
+                    for _ in 0..<2 {
+                        let output = try notify(push, pins + ["--app-name", title, "--verbose"])
+                        #expect(output.status == 0, "\(title): \(output.stderr)")
+                        said += output.stderr
+                    }
+                    let shown = try DesktopSession.shown(title)
+                    #expect(shown.count == 1, "\(title): \(shown) \(said)")
+                }
+            }
+        }
+    }
+
     @Test("eight concurrent notify runs of one push show exactly one banner")
     func eightConcurrentRuns() async throws {
         try await DesktopSession.exclusive {

@@ -112,25 +112,36 @@ extension KindlyNotificationHandler {
 
     /// `kid` and `n` of the first envelope, length-prefixed; `nil` without them.
     static func envelopeIdentity(_ userInfo: JSONValue) -> [UInt8]? {
-        guard let envelope = SealedEnvelope.envelopes(in: userInfo).first, let kid = envelope[KindlyKey.kid]?.stringValue,
-            let nonce = envelope[KindlyKey.nonce]?.stringValue
+        // The members come from the version's rules (Wire/Versions): `kid`, and the one that is
+        // new for every sealing (`n`, or version 3's `enc`).
+        guard let (envelope, rules) = envelopeAndRules(userInfo), let kid = envelope[rules.kid.name]?.stringValue,
+            let delivery = envelope[rules.delivery.name]?.stringValue
         else { return nil }
         var bytes: [UInt8] = [2]
         appendField(binary(kid), to: &bytes)
-        appendField(binary(nonce), to: &bytes)
+        appendField(binary(delivery), to: &bytes)
         return bytes
     }
 
     /// `kid` with the message id, or the envelope identity without one.
     static func messageIdentity(_ userInfo: JSONValue, messageID: String?) -> [UInt8]? {
         guard let messageID else { return envelopeIdentity(userInfo) }
-        guard let envelope = SealedEnvelope.envelopes(in: userInfo).first, let kid = envelope[KindlyKey.kid]?.stringValue else {
+        guard let (envelope, rules) = envelopeAndRules(userInfo), let kid = envelope[rules.kid.name]?.stringValue else {
             return nil
         }
         var bytes: [UInt8] = [1]
         appendField(binary(kid), to: &bytes)
         appendField(Array(messageID.utf8), to: &bytes)
         return bytes
+    }
+
+    /// The push's envelope and the rules of the version it names (a placeholder's envelope may
+    /// name none: it is read with version 1's, as before version 3 existed); `nil` for a push
+    /// that is not Kindly's.
+    private static func envelopeAndRules(_ userInfo: JSONValue) -> (JSONObject, EnvelopeRules)? {
+        guard let envelope = SealedEnvelope.envelopes(in: userInfo).first else { return nil }
+        let number = TreeEnvelopeMembers(object: envelope).integer(.version, in: 1...3)
+        return (envelope, number.flatMap { WireVersion(rawValue: Int($0)) }?.rules ?? .one)
     }
 
     /// A base64 field's bytes, or its text when it does not decode (one spelling per delivery).

@@ -66,6 +66,11 @@ package struct EnvelopeRules: Sendable {
     /// `n`; `nil` where the construction derives the nonce (version 3).
     package let nonce: EnvelopeField?
     package let ciphertext: EnvelopeField
+    /// The member that is new for every sealing, which with `kid` identifies one delivery (for
+    /// de-duplication and replacement, when the plaintext has no `message_id` or the push does not
+    /// decrypt): `n` in versions 1 and 2, the encapsulated key `enc` in version 3 (RFC 9180's
+    /// `Encap` draws a new ephemeral key for every message).
+    package var delivery: EnvelopeField { nonce ?? ephemeralKey }
 
     /// Every member name some version reads, `v` first: a field's ``EnvelopeField/slot``. Which
     /// of them a version reads, and what they hold, is its rules'.
