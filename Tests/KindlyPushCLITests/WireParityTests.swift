@@ -1,0 +1,125 @@
+import Foundation
+import KindlyPush
+import Testing
+
+/// Issue 35, the parity matrix: every front end of the command, for every wire version and mode,
+/// gives version 1's outcome for the same case, the pins a version needs given. What is compared
+/// is what does not depend on the version by design: the exit status, standard output (with
+/// `kindly` envelopes, which are the version's own, taken out of `--apply`'s documents) and the
+/// reason code on standard error; never the envelope or a message's version-specific detail.
+@Suite("Wire parity: every front end, every version and mode, as version 1")
+struct WireParityTests {
+    enum Sealing: String, CaseIterable, CustomTestStringConvertible {
+        case one = "v1"
+        case two = "v2"
+        case threeBase = "v3 mode_base"
+        case threeAuth = "v3 mode_auth"
+        var testDescription: String { rawValue }
+        var wire: WireVersion { self == .one ? .one : self == .two ? .two : .three }
+        var needsSender: Bool { self == .two || self == .threeAuth }
+    }
+
+    /// The cases of one matrix row: the name and the input line.
+    static let cases = ["message_id", "no message_id", "other device", "tampered", "not Kindly", "bad line"]
+
+    let keys: KeyFolder
+    let sender = SenderKey.generate()
+
+    init() throws {
+        keys = try KeyFolder()
+    }
+
+    /// The input of `name` sealed as `sealing` (one line, no newline).
+    func input(_ name: String, _ sealing: Sealing) throws -> String {
+        switch name {
+        case "not Kindly": return #"{"aps":{"alert":{"title":"Hi","body":"there"}}}"#
+        case "bad line": return #"{"aps":"#
+        default: break
+        }
+        let payload = try DecryptedPayload(
+            chatId: "c-1", title: "Anna", body: "Lunch?", messageId: name == "no message_id" ? nil : "m-1", sentAt: 1_764_460_800)
+        let recipient = name == "other device" ? DeviceKey.generate().publicKey : keys.key.publicKey
+        var sealed = try KindlyPushSealer.seal(
+            payload, for: recipient, wire: sealing.wire, from: sealing.needsSender ? sender : nil,
+            placeholder: .init(title: "New message", body: "Open the app"))
+        if name == "tampered" {
+            // A byte of the ciphertext, well inside its base64 text.
+            let text = String(decoding: sealed, as: UTF8.self)
+            let ct = try #require(text.range(of: #""ct":""#))
+            let at = text.utf8.distance(from: text.startIndex, to: ct.upperBound) + 8
+            sealed[at] = sealed[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        }
+        return String(decoding: sealed, as: UTF8.self)
+    }
+
+    /// The reader's arguments: the key file, and the sender's key where the version proves one.
+    func reader(_ sealing: Sealing) -> [String] {
+        ["--key-file", keys.keyFile] + (sealing.needsSender ? ["--sender-key", sender.publicKey.base64URL] : [])
+    }
+
+    /// What is compared of a run: status, output without envelopes, and the error's code.
+    func outcome(_ output: CLI.Output) throws -> String {
+        var lines: [String] = []
+        for line in output.stdout.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
+            guard var object = (try? JSONValue(parsing: String(line)))?.objectValue else {
+                lines.append(String(line))
+                continue
+            }
+            if object["kindly"]?.objectValue != nil { object["kindly"] = "envelope" }
+            if var error = object["error"]?.objectValue {
+                error["message"] = nil  // the text may name version-specific fields; the code may not differ
+                object["error"] = .object(error)
+            }
+            lines.append(JSONValue.object(object).compactText)
+        }
+        let code = output.stderr.split(separator: ":").dropFirst().first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return "exit \(output.status) | \(lines.joined(separator: " / ")) | \(code)"
+    }
+
+    /// Every one-document front end of the command, by name, with its arguments.
+    static let frontEnds: [(String, [String])] = [
+        ("check", ["check"]),
+        ("decrypt", ["decrypt"]),
+        ("decrypt --apply", ["decrypt", "--apply"]),
+        ("route killed", ["route", "--app-state", "killed"]),
+        ("route background, extension", ["route", "--app-state", "background", "--extension"]),
+        ("route foreground, other screen", ["route", "--app-state", "foreground", "--screen", "other"]),
+        ("route foreground, the chat", ["route", "--app-state", "foreground", "--screen", "chat", "--chat-id", "c-1"]),
+        ("route foreground, another chat", ["route", "--app-state", "foreground", "--screen", "chat", "--chat-id", "c-2"]),
+    ]
+
+    @Test("one document: check, decrypt, --apply and route in each app state and screen", arguments: cases)
+    func oneDocument(_ name: String) throws {
+        for (frontEnd, arguments) in Self.frontEnds {
+            let command = arguments + (frontEnd == "check" ? [] : reader(.one))
+            let reference = try outcome(try CLI.run(command, stdin: try input(name, .one)))
+            for sealing in Sealing.allCases.dropFirst() {
+                let command = arguments + (frontEnd == "check" ? [] : reader(sealing))
+                let got = try outcome(try CLI.run(command, stdin: try input(name, sealing)))
+                #expect(got == reference, "\(frontEnd), \(name), \(sealing.rawValue)")
+            }
+        }
+    }
+
+    @Test("--jsonl: check, decrypt, --apply and route over a stream of every case")
+    func jsonLines() throws {
+        let streams: [(String, [String])] = [
+            ("check --jsonl", ["check", "--jsonl"]),
+            ("decrypt --jsonl", ["decrypt", "--jsonl"]),
+            ("decrypt --jsonl --apply", ["decrypt", "--jsonl", "--apply"]),
+            ("route --jsonl", ["route", "--jsonl", "--app-state", "foreground", "--screen", "chat", "--chat-id", "c-1"]),
+        ]
+        for (frontEnd, arguments) in streams {
+            func run(_ sealing: Sealing) throws -> String {
+                let stream = try Self.cases.map { try input($0, sealing) }.joined(separator: "\n") + "\n"
+                let command = arguments + (frontEnd.hasPrefix("check") ? [] : reader(sealing))
+                return try outcome(try CLI.run(command + ["--jobs", "2"], stdin: stream))
+            }
+            let reference = try run(.one)
+            #expect(reference.hasPrefix("exit 0 |"), "\(frontEnd): \(reference)")
+            for sealing in Sealing.allCases.dropFirst() {
+                #expect(try run(sealing) == reference, "\(frontEnd), \(sealing.rawValue)")
+            }
+        }
+    }
+}
