@@ -356,6 +356,13 @@ extension HardeningRoundThreeTests {
         try Self.leftover(staleSender)
         #expect(try CLI.run(["senders", "list", "--keyring", "file"], environment: environment).status == 0)
         #expect(!FileManager.default.fileExists(atPath: staleSender), "senders list left a stale temporary file in senders/")
+        // The first pin writes its marker (senders.pinned) into the key folder: a pin killed
+        // there leaves its temporary file beside the keys, which senders list removes too (a
+        // kill-loops run under load once found one left).
+        let staleMarker = keys.appendingPathComponent(".kindly-push-tmp-Mrk789").path
+        try Self.leftover(staleMarker)
+        #expect(try CLI.run(["senders", "list", "--keyring", "file"], environment: environment).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: staleMarker), "senders list left a stale temporary file in the key folder")
     }
 
     // MARK: 3. A senders folder that is a link, or gone

@@ -136,7 +136,10 @@ extension FileKeyring {
         } catch {
             throw .io(error.description)
         }
-        _ = PrivateFile.removeLeftovers(in: sendersFolder)
+        // Both folders: the first pin writes its marker into the key folder, and a pin killed
+        // there leaves its temporary file beside the keys, not among the pins. The key folder is
+        // swept only when it is private, as every other sweep of it.
+        if (try? PrivateFile.checkPrivateFolder(folder)) != nil { sweep() } else { _ = PrivateFile.removeLeftovers(in: sendersFolder) }
         guard let names = PrivateFile.entryNames(in: sendersFolder) else {
             if errno == ENOENT, !marked { return [] }
             throw .io(PrivateFileError.system(path: sendersFolder, operation: "opendir", errno: errno).description)
