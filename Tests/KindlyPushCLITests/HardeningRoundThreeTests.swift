@@ -412,10 +412,12 @@ extension HardeningRoundThreeTests {
     static let badLocations: [(String, String)] = [
         ("KINDLY_PUSH_KEYRING_DIR", "keys"), ("KINDLY_PUSH_KEYRING_DIR", "./keys"), ("KINDLY_PUSH_KEYRING_DIR", "ABSOLUTE/keys\n"),
         ("HOME", "home"), ("HOME", "ABSOLUTE\n"),
+        // Issue 31, finding 17: a space or a tab at the end (or the start) is a quoting mistake too.
+        ("KINDLY_PUSH_KEYRING_DIR", "ABSOLUTE/keys "), ("KINDLY_PUSH_KEYRING_DIR", "ABSOLUTE/keys\t"), ("HOME", "ABSOLUTE "),
     ]
 
     @Test(
-        "a relative HOME or KINDLY_PUSH_KEYRING_DIR, or one with a line break, is a usage error and nothing is written",
+        "a relative HOME or KINDLY_PUSH_KEYRING_DIR, or one with a line break or a space or tab at an end, is a usage error; nothing is written",
         arguments: badLocations)
     func badKeyringLocation(_ variable: String, _ value: String) throws {
         let folder = try KeyFolder()

@@ -62,11 +62,15 @@ public struct FileKeyring: Keyring {
 
     /// Why the folder `value` of the environment variable `variable` is refused for keys, or
     /// `nil`: it must be an absolute path (a relative one would put keys wherever the command
-    /// happens to run, as ssh refuses a relative IdentityFile), with no line break (a folder
-    /// named with one is a mistake of quoting, never meant).
+    /// happens to run, as ssh refuses a relative IdentityFile), with no line break and no space
+    /// or tab at either end (a folder named so is a mistake of quoting, never meant).
     package static func locationProblem(_ value: String, variable: String) -> String? {
         if value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
             return "\(variable) holds a line break ('\(value)'); set it to the folder's absolute path without one"
+        }
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        if let first = value.utf8.first, let last = value.utf8.last, isBlank(first) || isBlank(last) {
+            return "\(variable) begins or ends with a space or a tab ('\(value)'); set it to the folder's absolute path without them"
         }
         guard value.utf8.first == UInt8(ascii: "/") else {
             return "\(variable) is not an absolute path ('\(value)'); keys are never placed relative to the current folder"
