@@ -3,6 +3,20 @@ import Testing
 
 @Suite("kindly-push help and usage errors")
 struct HelpAndUsageTests {
+    @Test("issue 31, finding 16: notify neither lists nor takes the Redis worker's options (it read standard input instead)")
+    func notifyRefusesWorkerOptions() throws {
+        let help = try CLI.run(["help", "notify"]).stdout
+        for option in [
+            "--redis", "--from", "--group", "--to", "--consumer", "--claim-idle", "--batch", "--exit-when-idle", "--max-deliveries",
+        ] {
+            #expect(!help.contains(option + " "), "help notify lists \(option)")
+        }
+        let output = try CLI.run(["notify", "--redis", "redis://127.0.0.1:1", "--from", "in", "--group", "g"], stdin: "{}")
+        #expect(output.status == 64)
+        #expect(output.stdout == "")
+        #expect(output.stderr == "kindly-push: usage: unknown option '--redis' (see 'kindly-push notify --help')\n")
+    }
+
     @Test("help decrypt lists the exit statuses in numeric order, each with its code")
     func decryptExitStatusesInOrder() throws {
         let help = try CLI.run(["help", "decrypt"], environment: ["COLUMNS": "400"]).stdout

@@ -63,7 +63,8 @@ package struct NotifyCommand: DesktopOnlyCommand {
             RouteCommand.chatId.spec, RouteCommand.delegate.spec, appName.spec, desktopEntry.spec, icon.spec, onOpen.spec, wait.spec,
             passthrough.spec, state.spec, noDedup.spec, dedupTTL.spec,
         ]
-        // decrypt's key options (--verbose says more here), and the worker's.
-        + [KeyringOptions.keyFile.spec, KeyringOptions.keyring.spec, KeyringOptions.senderKey.spec] + RedisOptions.specs
+        // decrypt's key options (--verbose says more here). Not the Redis worker's: notify reads
+        // standard input, a file or a FIFO (issue 31, finding 16: it listed --redis and ignored it).
+        + [KeyringOptions.keyFile.spec, KeyringOptions.keyring.spec, KeyringOptions.senderKey.spec]
         + [jsonl.spec, follow.spec, verbose.spec, SharedOptions.help.spec]
 }
