@@ -58,6 +58,13 @@ public struct DevicePublicKey: Sendable, Hashable, CustomStringConvertible {
     public var base64URL: String { Base64.urlEncoded(rawRepresentation) }
 
     public var description: String { base64URL }
+
+    /// Why nothing may be sealed for the key, or `nil` (``X25519/publicKeyProblem(_:smallOrder:)``):
+    /// sealed for the base point, a push is open to anybody who reads its ephemeral key. A point
+    /// of small order is the sealer's to refuse (``SealingError/unusableRecipientKey``), as before.
+    package var unusableReason: String? {
+        rawRepresentation.withUnsafeBytes { X25519.publicKeyProblem($0, smallOrder: false) }.map { "the device public key \($0)" }
+    }
 }
 
 /// Why text did not hold a key. Never carries the text itself.

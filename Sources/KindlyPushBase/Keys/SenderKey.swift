@@ -65,6 +65,12 @@ public struct SenderPublicKey: Sendable, Hashable, CustomStringConvertible {
 
     /// The base64url text.
     public var description: String { base64URL }
+
+    /// Why the key cannot be pinned, or `nil` (``X25519/publicKeyProblem(_:)``): with the base
+    /// point pinned, anybody can seal a mode_auth push the reader trusts.
+    package var unusableReason: String? {
+        rawRepresentation.withUnsafeBytes { X25519.publicKeyProblem($0) }.map { "the sender public key \($0)" }
+    }
 }
 
 /// A backend's sender key pair (docs/spec/wire-format.md section 7.1): pushes sealed with it (version 2)

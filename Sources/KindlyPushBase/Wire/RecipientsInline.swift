@@ -84,6 +84,7 @@ package struct RecipientsInlineLine {
         } catch {
             throw RecipientsInlineError("\"public_key\": \(error)")
         }
+        if let reason = recipient.unusableReason { throw RecipientsInlineError("\"public_key\": \(reason)") }
         guard let plaintext = object[RecipientsInlineMember.plaintext] else {
             throw RecipientsInlineError("\"plaintext\" is missing (the message object)")
         }

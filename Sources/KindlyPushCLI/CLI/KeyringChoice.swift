@@ -132,11 +132,14 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
     package static func decryption(_ options: KeyringOptions, environment: CommandEnvironment) throws(CLIError) -> KindlyPushDecryption {
         var pinned: [SenderPublicKey] = []
         for text in options.senderKeys {
+            let key: SenderPublicKey
             do throws(KeyDecodingError) {
-                pinned.append(try SenderPublicKey(base64: text))
+                key = try SenderPublicKey(base64: text)
             } catch {
                 throw CLIError(.usage, "--sender-key: \(error)")
             }
+            if let reason = key.unusableReason { throw CLIError(.usage, "--sender-key: \(reason): it is not pinned") }
+            pinned.append(key)
         }
         return KindlyPushDecryption(keyring: try forDecryption(options, environment: environment), pinnedSenderKeys: pinned)
     }

@@ -51,11 +51,14 @@ package struct SendersCommand: Command {
             if let label = arguments[Self.label], let problem = KeyringLabel.problem(with: label) {
                 throw CLIError(.usage, "--label: \(problem)")
             }
+            let key: SenderPublicKey
             do throws(KeyDecodingError) {
-                action = .add(try SenderPublicKey(base64: text), label: arguments[Self.label] ?? "kindly-push")
+                key = try SenderPublicKey(base64: text)
             } catch {
                 throw CLIError(.usage, "--public-key: \(error)")
             }
+            if let reason = key.unusableReason { throw CLIError(.usage, "--public-key: \(reason): it is not pinned") }
+            action = .add(key, label: arguments[Self.label] ?? "kindly-push")
         case "list"?:
             guard positionals.count == 1 else { throw CLIError(.usage, "senders list takes no argument") }
             action = .list

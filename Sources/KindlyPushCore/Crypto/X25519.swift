@@ -65,4 +65,27 @@ package enum X25519 {
         guard status == 0 else { throw .allZeroSharedSecret }
     }
 
+    /// Why `publicKey` (32 bytes) cannot be a peer's key, or `nil` (issue 31, finding 3): a value
+    /// of p = 2^255 − 19 or more, or with its top bit set (another spelling of a smaller one,
+    /// such as p + 9 for the base point); the base point 9 itself, whose shared secret with a key
+    /// is that key's public key; and, unless `smallOrder` is false, a point of small order (0, 1,
+    /// the order-8 points: every shared secret with it is all zero, which libsodium's
+    /// `crypto_scalarmult` reports).
+    package static func publicKeyProblem(_ publicKey: UnsafeRawBufferPointer, smallOrder: Bool = true) -> String? {
+        _ = Sodium.ready
+        precondition(publicKey.count == keyLength)
+        if publicKey[31] & 0x80 != 0 { return "is not canonical (its top bit is set)" }
+        // Little-endian: compare from the most significant byte down with p = 0x7fff…ffed.
+        let p: (Int) -> UInt8 = { $0 == 31 ? 0x7F : $0 == 0 ? 0xED : 0xFF }
+        var index = 31
+        while index > 0, publicKey[index] == p(index) { index -= 1 }
+        if publicKey[index] >= p(index) { return "is not canonical (2^255 - 19 or more)" }
+        if publicKey[0] == 9, publicKey[1...].allSatisfy({ $0 == 0 }) { return "is the curve's base point" }
+        guard smallOrder else { return nil }
+        // A fixed scalar: neither it nor the product is secret.
+        let scalar = [UInt8](repeating: 0x2A, count: keyLength)
+        var out = [UInt8](repeating: 0, count: keyLength)
+        let status = crypto_scalarmult(&out, scalar, publicKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        return status == 0 ? nil : "is a point of small order (every shared secret with it is all zero)"
+    }
 }

@@ -219,10 +219,14 @@ package struct RecipientKey: Hashable, Sendable {
 }
 
 extension RecipientsInlineCompactLine {
-    /// The cache key of the line's recipient, when its public key is canonical base64 of 32 bytes.
+    /// The cache key of the line's recipient, when its public key is canonical base64 of 32 bytes
+    /// and a key that may be sealed for (a few byte comparisons: a non-canonical spelling or the
+    /// base point goes to the general path, which says why).
     package func recipientKey(in bytes: UnsafeRawBufferPointer) -> RecipientKey? {
         withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { key -> RecipientKey? in
-            guard Base64.quickDecode(UnsafeRawBufferPointer(rebasing: bytes[publicKey]), into: key) == 32 else { return nil }
+            guard Base64.quickDecode(UnsafeRawBufferPointer(rebasing: bytes[publicKey]), into: key) == 32,
+                X25519.publicKeyProblem(UnsafeRawBufferPointer(key), smallOrder: false) == nil
+            else { return nil }
             return RecipientKey(UnsafeRawBufferPointer(key), alert: alert)
         }
     }

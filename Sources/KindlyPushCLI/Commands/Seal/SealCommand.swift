@@ -55,6 +55,7 @@ package struct SealCommand: DocumentCommand {
             } catch {
                 throw CLIError(.usage, "--public-key: \(error)")
             }
+            if let reason = recipient.unusableReason { throw CLIError(.usage, "--public-key: \(reason): nothing is sealed for it") }
         case (nil, let path?):
             recipient = try KeyringChoice.keyFile(path).key.publicKey
         case (.some, .some):
