@@ -63,6 +63,14 @@ static void crashed(int signal) {
 #endif
 
 int kp_install_crash_handlers(void) {
+    // SIGQUIT is the Swift runtime's backtracer's too, which would report (and wait) instead of
+    // ending the run: back to its default, unless the parent ignores it, so that it ends the
+    // process as SIGTERM does (temporary files removed first, below).
+    struct sigaction quit;
+    if (sigaction(SIGQUIT, NULL, &quit) == 0) {
+        int ignored = !(quit.sa_flags & SA_SIGINFO) && quit.sa_handler == SIG_IGN;
+        if (!ignored) signal(SIGQUIT, SIG_DFL);
+    }
 #ifdef KP_SANITIZED
     return 0;
 #else
@@ -89,7 +97,7 @@ int kp_install_crash_handlers(void) {
 #endif
 }
 
-// MARK: Temporary files removed on SIGTERM, SIGINT and SIGHUP
+// MARK: Temporary files removed on every signal whose default action ends the process
 
 // A slot is free (0), being filled (1) or holds a path to remove (2). The handler reads only
 // slots in state 2, whose path is complete: it was written before the state was stored.
@@ -100,7 +108,22 @@ static atomic_int temporary_states[KP_TEMPORARY_FILE_SLOTS];
 // waits for it (Dekker's handshake), so no file is made after the handler's sweep.
 static atomic_int temporary_registering;
 static atomic_int temporary_terminating;
-static const int temporary_signals[] = {SIGTERM, SIGINT, SIGHUP};
+// Every signal whose default action ends the process, but the crash signals (which have handlers
+// of their own, above) and SIGKILL: SIGTERM, SIGINT and SIGHUP, and also SIGUSR1, SIGALRM or
+// SIGXFSZ (from `ulimit -f`) ended a run with its plaintext left behind (issue 31, finding 10).
+// The real-time signals too (their default action is to terminate), added at run time.
+static const int temporary_signals[] = {
+    SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR,
+};
+
+// The set of those signals, the real-time ones included.
+static void temporary_signal_set(sigset_t *set) {
+    sigemptyset(set);
+    for (size_t index = 0; index < sizeof temporary_signals / sizeof temporary_signals[0]; index++) {
+        sigaddset(set, temporary_signals[index]);
+    }
+    for (int signal = SIGRTMIN; signal <= SIGRTMAX; signal++) sigaddset(set, signal);
+}
 static pthread_once_t temporary_handlers_once = PTHREAD_ONCE_INIT;
 
 // Async-signal-safe: atomics, nanosleep, unlink, sigaction, sigprocmask, raise, _exit.
@@ -130,20 +153,21 @@ static void remove_temporary_files(int signal) {
 }
 
 static void install_temporary_handlers(void) {
-    for (size_t index = 0; index < sizeof temporary_signals / sizeof temporary_signals[0]; index++) {
+    sigset_t all;
+    temporary_signal_set(&all);
+    for (int signal = 1; signal < NSIG; signal++) {
+        if (sigismember(&all, signal) != 1) continue;
         struct sigaction current;
-        if (sigaction(temporary_signals[index], NULL, &current) != 0) continue;
+        if (sigaction(signal, NULL, &current) != 0) continue;
+        // A signal the process ignores or handles itself (SIGPIPE is ignored) keeps that.
         if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) continue;
         struct sigaction action;
         memset(&action, 0, sizeof action);
         action.sa_handler = remove_temporary_files;
-        // The other two wait while one runs: the files are removed once, then the process dies.
-        sigemptyset(&action.sa_mask);
-        for (size_t other = 0; other < sizeof temporary_signals / sizeof temporary_signals[0]; other++) {
-            sigaddset(&action.sa_mask, temporary_signals[other]);
-        }
+        // The others wait while one runs: the files are removed once, then the process dies.
+        action.sa_mask = all;
         action.sa_flags = SA_RESTART;
-        sigaction(temporary_signals[index], &action, NULL);
+        sigaction(signal, &action, NULL);
     }
 }
 
@@ -157,10 +181,7 @@ int kp_temporary_file_create(char *template_path, int *slot) {
     pthread_once(&temporary_handlers_once, install_temporary_handlers);
     // Not interrupted by the handler on this thread between mkstemp and the registration.
     sigset_t blocked, previous;
-    sigemptyset(&blocked);
-    for (size_t index = 0; index < sizeof temporary_signals / sizeof temporary_signals[0]; index++) {
-        sigaddset(&blocked, temporary_signals[index]);
-    }
+    temporary_signal_set(&blocked);
     pthread_sigmask(SIG_BLOCK, &blocked, &previous);
     atomic_fetch_add(&temporary_registering, 1);
     int descriptor = -1;

@@ -217,7 +217,7 @@ extension HardeningRoundThreeTests {
             posix_spawnattr_setsigmask(&attributes, &none)
             var defaults = sigset_t()
             sigemptyset(&defaults)
-            for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+            for signal in [SIGPIPE] + HardeningRoundThreeTests.terminating { sigaddset(&defaults, signal) }
             posix_spawnattr_setsigdefault(&attributes, &defaults)
             posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
             let argv = ([CLI.binary.path] + arguments).map { strdup($0) } + [nil]
@@ -273,9 +273,14 @@ extension HardeningRoundThreeTests {
 
     // MARK: 4. Plaintext left by killed --output runs
 
+    /// Signals whose default action ends the process (but the crash signals and SIGKILL): each
+    /// must remove the run's hidden file, as SIGTERM does (issue 31, finding 10: SIGUSR1, SIGALRM
+    /// and SIGXFSZ left it).
+    static let terminating: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ, SIGXCPU, SIGVTALRM, SIGPROF]
+
     @Test(
-        "a --output run stopped by SIGTERM, SIGINT or SIGHUP removes its hidden file (O_TMPFILE fallback forced)",
-        arguments: ["decrypt", "seal"], [SIGTERM, SIGINT, SIGHUP])
+        "a --output run stopped by a signal whose default action ends it removes its hidden file (O_TMPFILE fallback forced)",
+        arguments: ["decrypt", "seal"], terminating)
     func outputRunSignalled(_ command: String, _ signal: Int32) throws {
         let key = try KeyFolder()
         let run = try OutputRun(command, key: key)
