@@ -159,10 +159,9 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
     private var allSlots: [Slot]
     private var finished = false
 
-    /// Threads running the work of any runner, for tests that a finished or abandoned stream
-    /// leaves none behind.
-    package static var runningThreads: Int { running.withLock { $0 } }
-    private static var running: Locked<Int> { runningCount }
+    /// The count of running threads of the task that made this runner
+    /// (``BatchRunnerThreads/counter``), if it bound one.
+    private let taskCounter = BatchRunnerThreads.counter
 
     /// Starts up to `jobs` threads (as many as the system gives; see ``threadCount``).
     package init(_ work: Work, jobs: Int, batchesInFlight: Int, maximumBatchLines: Int, chunkLines: Int) {
@@ -251,8 +250,8 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
 
     /// A thread's loop: take the oldest chunk, process it, until told to stop.
     private func runWorker(_ worker: Int) {
-        Self.running.withLock { $0 += 1 }
-        defer { Self.running.withLock { $0 -= 1 } }
+        taskCounter?.withLock { $0 += 1 }
+        defer { taskCounter?.withLock { $0 -= 1 } }
         while true {
             available.wait()
             let item = items.withLock { items in items.removeFirst() }
@@ -262,5 +261,10 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
     }
 }
 
-/// The count behind ``OrderedBatchRunner/runningThreads`` (a generic type has no stored statics).
-private let runningCount = Locked(0)
+/// A count of runner threads for one task, for tests that a finished or abandoned stream leaves
+/// none behind: a test binds its own with `$counter.withValue` (a process-wide count would see
+/// the tests that Swift Testing runs beside it), and every runner made under it counts its
+/// running threads there.
+package enum BatchRunnerThreads {
+    @TaskLocal package static var counter: Locked<Int>?
+}

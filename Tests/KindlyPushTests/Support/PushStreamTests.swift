@@ -116,6 +116,12 @@ struct PushStreamTests {
 
     @Test("the runner gives batches back in input order with uneven work on several threads")
     func runnerOrder() {
+        let threads = Locked(0)
+        BatchRunnerThreads.$counter.withValue(threads) { runOrdered() }
+        #expect(threads.withLock { $0 } == 0)
+    }
+
+    func runOrdered() {
         let work = UnevenWork()
         let runner = OrderedBatchRunner(work, jobs: 3, batchesInFlight: 3, maximumBatchLines: 64, chunkLines: 4)
         #expect(runner.threadCount == 3)
@@ -139,7 +145,6 @@ struct PushStreamTests {
         }
         runner.finish()
         #expect(seen == Array(0..<total))
-        #expect(runningThreads == 0)
         // Every scratch (3) and every chunk's output (3 slots of 16) was wiped.
         #expect(work.wipes.withLock { $0 } == 3 + 3 * 16)
     }
@@ -148,8 +153,12 @@ struct PushStreamTests {
     func sameAsGeneralPath(jobs: Int) async throws {
         let pushes = try Self.mixedPushes(3000)
         let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))
-        var results: [PushStreamResult] = []
-        for await result in decryption.decryptStream(CountingDocuments(pushes), jobs: jobs) { results.append(result) }
+        let threads = Locked(0)
+        let results = await BatchRunnerThreads.$counter.withValue(threads) {
+            var results: [PushStreamResult] = []
+            for await result in decryption.decryptStream(CountingDocuments(pushes), jobs: jobs) { results.append(result) }
+            return results
+        }
         #expect(results.count == pushes.count)
         for (push, result) in zip(pushes, results) {
             switch push.withUnsafeBytes({ JSONReader.parseInputObject($0, what: "input") }) {
@@ -169,7 +178,7 @@ struct PushStreamTests {
         }
         #expect(results.contains { $0.outcome == .decrypted } && results.contains { $0.failure?.reason == .notKindly })
         #expect(results.contains { $0.failure?.reason == .authenticationFailed } && results.contains { $0.code == "bad_input" })
-        #expect(runningThreads == 0)
+        #expect(threads.withLock { $0 } == 0)
     }
 
     @Test("the stream reads a bounded number of pushes ahead of its consumer (back-pressure)")
@@ -190,12 +199,15 @@ struct PushStreamTests {
         let pushes = try Self.mixedPushes(10)
         let documents = CountingDocuments(pushes, count: .max)
         let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))
-        var taken = 0
-        for await _ in decryption.decryptStream(documents, jobs: 3) {
-            taken += 1
-            if taken == 100 { break }
+        let threads = Locked(0)
+        await BatchRunnerThreads.$counter.withValue(threads) {
+            var taken = 0
+            for await _ in decryption.decryptStream(documents, jobs: 3) {
+                taken += 1
+                if taken == 100 { break }
+            }
         }
-        try await Self.expectEnded(documents)
+        try await Self.expectEnded(documents, threads: threads)
     }
 
     @Test("cancelling the consumer's task ends an endless stream, its threads and its reading task")
@@ -204,22 +216,25 @@ struct PushStreamTests {
         let documents = CountingDocuments(pushes, count: .max)
         let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))
         let taken = Locked(0)
-        let task = Task {
-            for await _ in decryption.decryptStream(documents, jobs: 2) { taken.withLock { $0 += 1 } }
+        let threads = Locked(0)
+        let task = BatchRunnerThreads.$counter.withValue(threads) {
+            Task {
+                for await _ in decryption.decryptStream(documents, jobs: 2) { taken.withLock { $0 += 1 } }
+            }
         }
         // Cancelled while it is taking results.
         while taken.withLock({ $0 }) < 10 { try await Task.sleep(nanoseconds: 1_000_000) }
         task.cancel()
         await task.value
         #expect(taken.withLock { $0 } >= 10)
-        try await Self.expectEnded(documents)
+        try await Self.expectEnded(documents, threads: threads)
     }
 
     /// The stream's threads have ended, and its reading task has stopped pulling and let go of
     /// its iterator.
-    static func expectEnded(_ documents: CountingDocuments) async throws {
+    static func expectEnded(_ documents: CountingDocuments, threads: Locked<Int>) async throws {
         try await Task.sleep(nanoseconds: 50_000_000)
-        #expect(runningThreads == 0)
+        #expect(threads.withLock { $0 } == 0)
         let before = documents.pulled.withLock { $0 }
         try await Task.sleep(nanoseconds: 100_000_000)
         #expect(documents.pulled.withLock { $0 } <= before + 1)
@@ -267,8 +282,6 @@ struct PushStreamTests {
     }
 }
 
-/// The runners' threads still running (one count for every kind of work).
-var runningThreads: Int { OrderedBatchRunner<UnevenWork>.runningThreads }
 
 /// A keyring that records the thread of its last look-up.
 final class ThreadRecordingKeyring: Keyring {
