@@ -485,9 +485,19 @@ struct FollowedInput: ~Copyable {
         case .path(let path):
             let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard descriptor >= 0 else { throw CLIError(.io, "\(path): cannot open: \(Errno.current)") }
-            file = descriptor
             var status = stat()
             fstat(descriptor, &status)
+            // Issue 31, finding 6: a device (/dev/zero, or a link to it) never ends and never
+            // waits; only a regular file or a FIFO is followed.
+            guard [S_IFIFO, S_IFREG].contains(status.st_mode & S_IFMT) else {
+                close(descriptor)
+                throw CLIError(.usage, "\(path) is neither a regular file nor a FIFO: --follow reads only those (or - for standard input)")
+            }
+            if let problem = Self.writableByOthers(path) {
+                close(descriptor)
+                throw CLIError(.io, problem)
+            }
+            file = descriptor
             if status.st_mode & S_IFMT == S_IFIFO {
                 fifoWriter = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
             } else if status.st_mode & S_IFMT == S_IFREG {
@@ -503,6 +513,54 @@ struct FollowedInput: ~Copyable {
                 }
             }
         }
+    }
+
+    /// The bytes one ``readLines()`` reads at most (1 MiB) before the caller looks at signals.
+    static let readBudget = 1 << 20
+
+    /// Why `path` may not be followed, or `nil` (issue 31, finding 7): another user can write it,
+    /// or a folder on its way, by OpenSSH's rule for its own files (`secure_permissions`): the
+    /// file and every folder of its real path are owned by this user or root, writable by no
+    /// other user, and group-writable only when the group's one member is the owner (a user
+    /// private group, as with umask 002). A folder others may write is allowed when it is root's
+    /// and sticky (`/tmp`: nobody else can rename or remove what is ours in it).
+    static func writableByOthers(_ path: String) -> String? {
+        guard let real = realpath(path, nil) else { return nil }  // open says why
+        defer { free(real) }
+        var current = String(cString: real)
+        var status = stat()
+        guard stat(current, &status) == 0 else { return nil }
+        if status.st_uid != geteuid() && status.st_uid != 0 { return "\(path) belongs to another user: it is not followed" }
+        if !writableOnlyByOwner(status) {
+            return "\(path) can be written by other users (mode \(String(status.st_mode & 0o777, radix: 8))): it is not followed"
+        }
+        while current != "/" {
+            current = PrivateFile.folderName(of: current)
+            guard stat(current, &status) == 0 else { return nil }
+            let mine = status.st_uid == geteuid() || status.st_uid == 0
+            let rootSticky = status.st_uid == 0 && status.st_mode & S_ISVTX != 0
+            if !mine || (!writableOnlyByOwner(status) && !rootSticky) {
+                return "the folder \(current) on the way to \(path) can be changed by other users: it is not followed"
+            }
+        }
+        return nil
+    }
+
+    /// Whether only the owner can write what `status` describes: not writable by others, and
+    /// writable by its group only when that group has exactly one member, the owner.
+    private static func writableOnlyByOwner(_ status: stat) -> Bool {
+        if status.st_mode & 0o002 != 0 { return false }
+        guard status.st_mode & 0o020 != 0 else { return true }
+        guard let group = getgrgid(status.st_gid), let owner = getpwuid(status.st_uid) else { return false }
+        let ownerName = String(cString: owner.pointee.pw_name)
+        var members = owner.pointee.pw_gid == status.st_gid ? 1 : 0
+        var member = group.pointee.gr_mem
+        while let name = member?.pointee {
+            guard String(cString: name) == ownerName else { return false }
+            if owner.pointee.pw_gid != status.st_gid { members += 1 }
+            member = member?.advanced(by: 1)
+        }
+        return members == 1
     }
 
     deinit {
@@ -533,48 +591,62 @@ struct FollowedInput: ~Copyable {
             while events.withUnsafeMutableBytes({ read(watch, $0.baseAddress, $0.count) }) > 0 {}
         }
         var lines: [Line] = []
-        try drain(into: &lines)
+        // At most a read budget at a time, so that the caller looks at signals between reads
+        // (issue 31, finding 6); a FILE with more to read is read again without waiting.
+        guard try drain(into: &lines) else {
+            unread = isRegularFile
+            return lines
+        }
         if isRegularFile, case .path(let path) = source {
             var now = stat()
             var current = stat()
             fstat(file, &current)
             if stat(path, &now) == 0, now.st_ino != current.st_ino || now.st_dev != current.st_dev {
-                // Rotated: the old file was read to its end above; the new one is read from its start.
+                // Rotated: the old file was read to its end above; the new one is read from its start,
+                // when it is a regular file (a link to a device put in its place is not read).
+                var freshStatus = stat()
                 let fresh = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-                if fresh >= 0 {
+                if fresh >= 0, fstat(fresh, &freshStatus) != 0 || freshStatus.st_mode & S_IFMT != S_IFREG {
+                    close(fresh)
+                } else if fresh >= 0 {
                     close(file)
                     file = fresh
                     offset = 0
-                    try drain(into: &lines)
+                    unread = try !drain(into: &lines)
                 }
             } else if Int64(current.st_size) < offset {
                 // Truncated (copytruncate): read it again from the start.
                 lseek(file, 0, SEEK_SET)
                 offset = 0
                 pending.removeAll()
-                try drain(into: &lines)
+                unread = try !drain(into: &lines)
             }
         }
         return lines
     }
 
-    private mutating func drain(into lines: inout [Line]) throws(CLIError) {
+    /// Reads what is there, up to ``readBudget`` bytes: `false` when the budget ran out first.
+    @discardableResult
+    private mutating func drain(into lines: inout [Line]) throws(CLIError) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         let input = FileDescriptor(rawValue: file)
+        var budget = Self.readBudget
         while true {
+            guard budget > 0 else { return false }
+            budget -= chunk.count
             let count: Int
             do throws(Errno) {
                 count = try chunk.withMutableBytes { (raw) throws(Errno) in try input.read(into: raw) }
             } catch {
-                if error == .wouldBlock || error == Errno(EWOULDBLOCK) { return }
+                if error == .wouldBlock || error == Errno(EWOULDBLOCK) { return true }
                 throw CLIError(.io, "cannot read the input: \(error)")
             }
             if count == 0 {
                 // The end of a FILE or a FIFO is only the end of what was written so far.
-                if isRegularFile || fifoWriter >= 0 { return }
+                if isRegularFile || fifoWriter >= 0 { return true }
                 isAtEnd = true
                 if !pending.isEmpty || pendingOversized { lines.append(takePending()) }
-                return
+                return true
             }
             offset += Int64(count)
             var start = 0

@@ -402,4 +402,81 @@ struct AgentTests {
                 refused: "a version 1 push still showed a banner after the first pin")
         }
     }
+
+    @Test(
+        "issue 31, findings 6 and 7: --follow refuses a device or a link to one (64), and a FILE, FIFO or folder on the way that another user owns or can write (74); a group-writable file of the owner's private group is followed"
+    )
+    func followRefusesUnsafeInputs() async throws {
+        try await DesktopSession.exclusive {
+            let folder = keys.url.path
+            let manager = FileManager.default
+            func follow(_ path: String) throws -> CLI.Output {
+                try CLI.run(
+                    ["notify", "--follow", path, "--key-file", keys.keyFile, "--state", state], environment: DesktopSession.environment,
+                    timeLimit: 20)
+            }
+            try manager.createSymbolicLink(atPath: "\(folder)/zero", withDestinationPath: "/dev/zero")
+            for device in ["/dev/zero", "\(folder)/zero"] {
+                let run = try follow(device)
+                #expect(run.status == 64, "\(device): \(run.stderr)")
+                #expect(
+                    run.stderr
+                        == "kindly-push: usage: \(device) is neither a regular file nor a FIFO: --follow reads only those (or - for standard input)\n"
+                )
+            }
+            let shared = "\(folder)/shared.jsonl"
+            #expect(manager.createFile(atPath: shared, contents: nil, attributes: [.posixPermissions: 0o666]))
+            #expect(mkfifo("\(folder)/shared.fifo", 0o600) == 0 && chmod("\(folder)/shared.fifo", 0o622) == 0)
+            for path in [shared, "\(folder)/shared.fifo"] {
+                let run = try follow(path)
+                let mode = path == shared ? "666" : "622"
+                #expect(run.status == 74, "\(path): \(run.stderr)")
+                #expect(run.stderr == "kindly-push: io: \(path) can be written by other users (mode \(mode)): it is not followed\n")
+            }
+            try manager.createDirectory(
+                atPath: "\(folder)/open", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
+            #expect(manager.createFile(atPath: "\(folder)/open/own.jsonl", contents: nil, attributes: [.posixPermissions: 0o600]))
+            let inOpen = try follow("\(folder)/open/own.jsonl")
+            #expect(inOpen.status == 74)
+            #expect(
+                inOpen.stderr
+                    == "kindly-push: io: the folder \(folder)/open on the way to \(folder)/open/own.jsonl can be changed by other users: it is not followed\n"
+            )
+            if geteuid() == 0 {
+                // Root can give a file away: one of nobody's (65534) is refused.
+                #expect(manager.createFile(atPath: "\(folder)/theirs.jsonl", contents: nil, attributes: [.posixPermissions: 0o644]))
+                #expect(chown("\(folder)/theirs.jsonl", 65534, 65534) == 0)
+                let theirs = try follow("\(folder)/theirs.jsonl")
+                #expect(theirs.status == 74)
+                #expect(theirs.stderr == "kindly-push: io: \(folder)/theirs.jsonl belongs to another user: it is not followed\n")
+            }
+            // The owner's own file, group-writable for a group whose one member is the owner, is followed.
+            let own = "\(folder)/own.jsonl"
+            #expect(manager.createFile(atPath: own, contents: nil, attributes: [.posixPermissions: 0o600]))
+            if let user = getpwuid(geteuid()), let group = getgrgid(user.pointee.pw_gid), group.pointee.gr_mem.pointee == nil {
+                #expect(chown(own, geteuid(), user.pointee.pw_gid) == 0 && chmod(own, 0o660) == 0)
+            }
+            let agent = try agent(file: own)
+            kill(agent.process.processIdentifier, SIGTERM)
+            #expect(agent.finish() == 0, "\(agent.stderr)")
+        }
+    }
+
+    @Test("issue 31, finding 6: a followed FILE replaced by a link to /dev/zero is not read; SIGTERM ends the agent at once, status 0")
+    func followRotatedToDevice() async throws {
+        try await DesktopSession.exclusive {
+            let file = keys.url.appendingPathComponent("stream.jsonl").path
+            let items = try pushes(3, chatPrefix: "z-")
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(items.map { $0.line + "\n" }.joined().utf8)))
+            let run = try agent(file: file)
+            try #require(Self.waitForDecided(run, 3), "\(run.stderr)")
+            try FileManager.default.moveItem(atPath: file, toPath: file + ".1")
+            try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: "/dev/zero")
+            usleep(500_000)
+            kill(run.process.processIdentifier, SIGTERM)
+            #expect(run.finish(seconds: 5) == 0, "\(run.stderr)")
+            #expect(Self.decided(run) == 3, "\(run.stderr)")
+        }
+    }
+
 }

@@ -32,7 +32,8 @@ package struct NotifyCommand: DesktopOnlyCommand {
         on the session bus, where the host app calls SetAppState(state, chat_id) and Started(),
         and hears the signal Opened(chat_id) for every tap; until SetAppState it presents as for a
         killed app. A tap on a placeholder opens the app with no chat id. A FILE is followed
-        across rotation and truncation, a FIFO across writers. SIGTERM or SIGINT end it between
+        across rotation and truncation, a FIFO across writers; neither may be one that another
+        user owns or can write, nor lie in a folder they can change. SIGTERM or SIGINT end it between
         two pushes with status 0. A second agent on the bus exits 74: the name is taken.
         """
     package static let appName = Option<String>("--app-name", "NAME", "The notification's application name (default: Kindly).")

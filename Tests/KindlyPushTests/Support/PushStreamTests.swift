@@ -282,7 +282,6 @@ struct PushStreamTests {
     }
 }
 
-
 /// A keyring that records the thread of its last look-up.
 final class ThreadRecordingKeyring: Keyring {
     let base: InMemoryKeyring
