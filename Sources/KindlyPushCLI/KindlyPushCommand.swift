@@ -38,9 +38,13 @@ package nonisolated func kindlyPushMain(install: () -> Void = {}) -> Never {
     _ = kp_hold_standard_streams()
     _ = kp_make_undumpable()
     _ = kp_install_crash_handlers()
+    // A --redis URL's password leaves the command line before anything else reads it.
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    var environment = CommandEnvironment.ofProcess()
+    RedisOptions.takePasswordOutOfArguments(&arguments, environment: &environment)
     install()
     signal(SIGPIPE, SIG_IGN)
-    exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: .ofProcess()))
+    exit(runKindlyPush(arguments, environment: environment))
 }
 
 /// Parses the command line, runs one command and returns the exit status.

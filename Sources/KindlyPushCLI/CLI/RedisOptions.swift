@@ -19,7 +19,9 @@ package struct RedisOptions: Sendable, Equatable {
     package var endpoint: Endpoint
     /// The ACL user (`AUTH user password`), when the URL names one.
     package var user: String?
-    /// The password of the URL, else of `KINDLY_PUSH_REDIS_PASSWORD`; `nil` for none.
+    /// The password of `KINDLY_PUSH_REDIS_PASSWORD` (where the command puts a URL's, taken out of
+    /// its arguments: ``takePasswordOutOfArguments(_:environment:)``), else of the file
+    /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for none.
     package var password: String?
     /// The database of `/db` (0 by default).
     package var database: Int
@@ -36,6 +38,8 @@ package struct RedisOptions: Sendable, Equatable {
     package var exitWhenIdle: Int?
     /// `--max-deliveries N`: an entry delivered more often gets an error object and is acknowledged.
     package var maxDeliveries: Int
+    /// `--dead-letter STREAM`: where entries that failed for good go, with their original `doc`.
+    package var deadLetter: String?
 
     package static let defaultClaimIdle = 30_000
     package static let defaultBatch = 100
@@ -58,10 +62,18 @@ package struct RedisOptions: Sendable, Equatable {
         worker: "--exit-when-idle", "MS", "exit 0 after MS with nothing to read and nothing pending.")
     package static let maxDeliveryCount = Option<Int>(
         worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: \(defaultMaxDeliveries)).")
+    package static let deadLetterStream = Option<String>(
+        worker: "--dead-letter", "STREAM",
+        "put each entry that failed for good (its original doc, the code, message, delivery count and consumer) on STREAM "
+            + "instead of an error object on the output stream.")
+
+    /// The variables a worker reads for the password (the help and the man page list them).
+    package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
+    package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
 
     /// The options that go with `--redis`, in the order help lists them.
     package static let workerKeys: [any OptionKey] = [
-        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount,
+        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream,
     ]
 
     /// The options of the document commands that can run as workers.
@@ -89,8 +101,11 @@ package struct RedisOptions: Sendable, Equatable {
             return number
         }
         (endpoint, user, password, database) = try RedisOptions.parseURL(url)
-        if password == nil, let fromEnvironment = environment["KINDLY_PUSH_REDIS_PASSWORD"], !fromEnvironment.isEmpty {
+        if password == nil, let fromEnvironment = environment[Self.passwordVariable], !fromEnvironment.isEmpty {
             password = fromEnvironment
+        }
+        if password == nil, let path = environment[Self.passwordFileVariable], !path.isEmpty {
+            password = try Self.readPassword(path)
         }
         input = try required(Self.from)
         group = try required(Self.groupName)
@@ -102,6 +117,89 @@ package struct RedisOptions: Sendable, Equatable {
         batch = try number(Self.batchSize, default: RedisOptions.defaultBatch, range: 1...10_000)!
         exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
         maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
+        deadLetter = arguments[Self.deadLetterStream]
+        if let deadLetter {
+            if deadLetter.isEmpty { throw usage("'\(Self.deadLetterStream.name)' takes a stream name") }
+            if deadLetter == input || deadLetter == output {
+                throw usage("'\(Self.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
+            }
+        }
+    }
+
+    /// The password in the file `path` (mode 0600 or stricter, owned by this user, as key files
+    /// are; a credential of systemd's `LoadCredential=`): its text without the final line break.
+    static func readPassword(_ path: String) throws(CLIError) -> String {
+        var text: String
+        do throws(PrivateFileError) {
+            text = try PrivateFile.readText(path)
+        } catch {
+            throw CLIError(.io, "\(passwordFileVariable): \(error)")
+        }
+        while text.last?.isNewline == true { text.removeLast() }
+        guard !text.isEmpty else { throw CLIError(.usage, "\(passwordFileVariable): the file '\(path)' is empty") }
+        return text
+    }
+
+    /// Takes the password of a `--redis` URL out of the command's arguments before anything else
+    /// runs (issue 31, finding 1): the URL keeps its user, host, port and database; the password
+    /// goes to `KINDLY_PUSH_REDIS_PASSWORD` in the environment the command runs with (and passes
+    /// on to `kindly-push-redis`, whose argument list never holds it); the text of the process's
+    /// own arguments (what `/proc/PID/cmdline` shows every local user) is overwritten in place.
+    /// A URL that carries a password is warned about on standard error, once.
+    package static func takePasswordOutOfArguments(_ arguments: inout [String], environment: inout CommandEnvironment) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            var prefix = ""
+            var value: String?
+            if argument == Self.url.name, index + 1 < arguments.count {
+                index += 1
+                value = arguments[index]
+            } else if argument.hasPrefix(Self.url.name + "=") {
+                prefix = Self.url.name + "="
+                value = String(argument.dropFirst(prefix.count))
+            }
+            if let value, let (stripped, password) = withoutPassword(value) {
+                arguments[index] = prefix + stripped
+                environment[passwordVariable] = password
+                overwriteProcessArgument(matching: prefix + value, with: prefix + stripped)
+                Diagnostics.line(
+                    "kindly-push: warning: the --redis URL carries a password, which every local user can read in the command line: "
+                        + "it was taken out; give it in \(passwordVariable) or \(passwordFileVariable) instead")
+            }
+            index += 1
+        }
+    }
+
+    /// `url` without its password, and the password (percent-decoded); `nil` when it has none
+    /// (or is not a URL this option takes: the option's own check reports that).
+    static func withoutPassword(_ url: String) -> (String, String)? {
+        guard let (_, _, password, _) = try? parseURL(url), let password else { return nil }
+        let bytes = Array(url.utf8)
+        let schemeEnd = bytes.starts(with: "redis://".utf8) ? 8 : 7
+        let rest = bytes[schemeEnd...]
+        let authorityEnd = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return nil }
+        let credentials = rest[..<at]
+        let user = credentials.firstIndex(of: UInt8(ascii: ":")).map { credentials[..<$0] } ?? []
+        let kept = Array(bytes[..<schemeEnd]) + (user.isEmpty ? [] : Array(user) + [UInt8(ascii: "@")]) + Array(bytes[(at + 1)...])
+        return (String(decoding: kept, as: UTF8.self), password)
+    }
+
+    /// Rewrites the argument of this process that reads `old` to `new` (not longer), in the
+    /// memory the kernel shows as `/proc/PID/cmdline`; the bytes left over become NULs.
+    private static func overwriteProcessArgument(matching old: String, with new: String) {
+        let oldBytes = Array(old.utf8)
+        let newBytes = Array(new.utf8)
+        guard newBytes.count <= oldBytes.count else { return }
+        for index in 1..<Int(CommandLine.argc) {
+            guard let pointer = CommandLine.unsafeArgv[index], strlen(pointer) == oldBytes.count,
+                memcmp(pointer, oldBytes, oldBytes.count) == 0
+            else { continue }
+            let raw = UnsafeMutableRawPointer(pointer)
+            raw.initializeMemory(as: UInt8.self, repeating: 0, count: oldBytes.count)
+            newBytes.withUnsafeBytes { raw.copyMemory(from: $0.baseAddress!, byteCount: newBytes.count) }
+        }
     }
 
     /// The parts of `redis://[user:password@]host[:port][/db]` or
