@@ -78,6 +78,9 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
         // A Redis Streams worker runs in kindly-push-redis (hiredis; it has the desktop services
         // too), what needs libsecret, GIO or SQLite in kindly-push-desktop (see DesktopServices).
         if RedisBinary.installed == nil, parsed.isGiven(RedisOptions.url), command.options.contains(RedisOptions.url) {
+            // A worker's SIGTERM is held from here (the mask survives exec) until its handler is
+            // in place: a stop during start-up is a clean stop too (issue 33, item 5).
+            if command is any DocumentCommand.Type { RedisBinary.holdStopSignals() }
             return RedisBinary.exec(arguments, environment: environment)
         }
         if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {

@@ -219,6 +219,12 @@ final class RedisWorker<C: DocumentCommand> {
         action.sa_flags = 0
         sigaction(SIGTERM, &action, nil)
         sigaction(SIGINT, &action, nil)
+        // Held by kindly-push until now (RedisBinary.holdStopSignals): a pending one arrives here.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        sigprocmask(SIG_UNBLOCK, &signals, nil)
         guard let keys = checkKeyring() else { return configExitStatus }
         do throws(Fatal) {
             do throws(RedisConnectionLost) {

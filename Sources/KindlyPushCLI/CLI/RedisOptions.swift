@@ -47,7 +47,8 @@ package struct RedisOptions: Sendable, Equatable {
 
     package static let url = Option<String>(
         "--redis", "URL",
-        "Run as a Redis Streams worker on URL: redis://HOST[:PORT][/DB] or unix:///PATH, each with an optional USER:PASSWORD@ after the //."
+        "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB] or unix://[USER@]/PATH; the password from "
+            + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning)."
     )
     package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(
@@ -173,7 +174,7 @@ package struct RedisOptions: Sendable, Equatable {
 
     /// `url` without its password, and the password (percent-decoded); `nil` when it has none
     /// (or is not a URL this option takes: the option's own check reports that).
-    static func withoutPassword(_ url: String) -> (String, String)? {
+    package static func withoutPassword(_ url: String) -> (String, String)? {
         guard let (_, _, password, _) = try? parseURL(url), let password else { return nil }
         let bytes = Array(url.utf8)
         let schemeEnd = bytes.starts(with: "redis://".utf8) ? 8 : 7
@@ -335,6 +336,16 @@ package enum RedisBinary {
             return ErrorCode.io.exitStatus
         }
         return services.runWorker(command, options: options)
+    }
+
+    /// Blocks SIGTERM and SIGINT (the worker's handler unblocks them): one that comes before the
+    /// handler is in place waits for it, and stops the worker before it reads anything.
+    package static func holdStopSignals() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        sigprocmask(SIG_BLOCK, &signals, nil)
     }
 
     /// Replaces this process with `kindly-push-redis` from the folder of this executable; returns
