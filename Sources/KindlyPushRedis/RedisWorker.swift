@@ -171,6 +171,9 @@ final class RedisWorker<C: DocumentCommand> {
     private var held: [Entry] = []
     private var heldSince: Int?
     private var heldDelay = RedisTiming.firstRetryDelay
+    /// `--metrics`, and when the group's figures were last read for it (`XINFO GROUPS`).
+    private var metrics: RedisMetrics?
+    private var nextGroupFigures = 0
 
     init(_ command: C, options: RedisOptions) {
         self.command = command
@@ -204,6 +207,12 @@ final class RedisWorker<C: DocumentCommand> {
         return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
     }
 
+    static func nanoseconds() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec * 1_000_000_000 + time.tv_nsec
+    }
+
     static func note(_ text: String) { Diagnostics.line("kindly-push: \(text)") }
 
     /// The largest reply the worker reads: a batch of documents of the limit, with room for
@@ -226,6 +235,16 @@ final class RedisWorker<C: DocumentCommand> {
         sigaddset(&signals, SIGINT)
         sigprocmask(SIG_UNBLOCK, &signals, nil)
         guard let keys = checkKeyring() else { return configExitStatus }
+        if let address = options.metrics {
+            do throws(CLIError) {
+                let made = try RedisMetrics(address, command: C.name)
+                guard made.start() else { throw CLIError(.io, "--metrics: no thread to serve the metrics on") }
+                metrics = made
+            } catch {
+                Diagnostics.report(error)
+                return error.code.exitStatus
+            }
+        }
         do throws(Fatal) {
             do throws(RedisConnectionLost) {
                 try connect()
@@ -356,6 +375,7 @@ final class RedisWorker<C: DocumentCommand> {
         scriptHash = hash
         readHash = read
         connection = made
+        metrics?.update { $0.healthy = true }
     }
 
     /// Loads both scripts again (the server's scripts were flushed: `NOSCRIPT`).
@@ -385,6 +405,7 @@ final class RedisWorker<C: DocumentCommand> {
     /// Reconnects with backoff (0.1 s doubling to 5 s, with jitter) until it works or SIGTERM.
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
+        metrics?.update { $0.healthy = false }
         Self.note("lost Redis (\(lost.reason)); reconnecting")
         var delay = RedisTiming.firstRetryDelay
         while stopRequested == 0 {
@@ -427,6 +448,7 @@ final class RedisWorker<C: DocumentCommand> {
                     if !held.isEmpty { Self.note("stopped: \(held.count) entries stay pending for another worker") }
                     return
                 }
+                if metrics != nil, Self.now() >= nextGroupFigures { try readGroupFigures(on: connection) }
                 if !held.isEmpty {
                     try retryHeld(on: connection)
                     idleSince = Self.now()
@@ -446,6 +468,30 @@ final class RedisWorker<C: DocumentCommand> {
             } catch {
                 try reconnect(after: error)
                 idleSince = Self.now()
+            }
+        }
+    }
+
+    /// The group's pending and lag figures (`XINFO GROUPS`), for `--metrics`, at most every second.
+    private func readGroupFigures(on connection: RedisConnection) throws(RedisConnectionLost) {
+        nextGroupFigures = Self.now() + 1000
+        let reply = try connection.command([Array("XINFO".utf8), Array("GROUPS".utf8), input])
+        for item in reply.elements {
+            let fields = item.elements
+            var values: [String: RedisReply] = [:]
+            var index = 0
+            while index + 1 < fields.count {
+                if let name = fields[index].text { values[name] = fields[index + 1] }
+                index += 2
+            }
+            guard values["name"]?.text == options.group else { continue }
+            var pending: Int?
+            var lag: Int?
+            if case .integer(let count) = values["pending"] { pending = count }
+            if case .integer(let count) = values["lag"] { lag = count }
+            metrics?.update {
+                $0.pending = pending
+                $0.lag = lag
             }
         }
     }
@@ -625,8 +671,9 @@ final class RedisWorker<C: DocumentCommand> {
 
     /// What became of one entry.
     enum Result {
-        /// Its output line (`lines[range]`): a result, or an error object without --dead-letter.
-        case output(Range<Int>)
+        /// Its output line (`lines[range]`): a result, or an error object without --dead-letter
+        /// (its code).
+        case output(Range<Int>, ErrorCode?)
         /// Failed for good, with --dead-letter.
         case dead(ErrorCode, String)
         /// Failed for a reason that may go away: held, not committed.
@@ -668,7 +715,7 @@ final class RedisWorker<C: DocumentCommand> {
                 lines.removeSubrange(start...)
                 results.append(.dead(failure.code, failure.message))
             } else {
-                results.append(.output(start..<lines.count))
+                results.append(.output(start..<lines.count, failure?.code))
             }
         }
         batch.bytes.wipeCapacity()
@@ -679,6 +726,7 @@ final class RedisWorker<C: DocumentCommand> {
     /// per entry id, kind, output line or code, message, deliveries. Entries that failed for a
     /// transient reason are held (``hold(_:reason:)``), not committed.
     private func commitArguments(_ entries: [Entry]) -> [[UInt8]] {
+        let started = Self.nanoseconds()
         let results = process(entries)
         var arguments: [[UInt8]] = [Array("EVALSHA".utf8), scriptHash, Array("3".utf8), input, output, deadLetter, group, consumer]
         arguments.reserveCapacity(8 + 5 * entries.count)
@@ -686,9 +734,11 @@ final class RedisWorker<C: DocumentCommand> {
         var reason = ""
         for (entry, result) in zip(entries, results) {
             switch result {
-            case .output(let range):
+            case .output(let range, let code):
                 arguments += [entry.id, Array("o".utf8), Array(lines[range]), [], []]
+                metrics?.count(code?.rawValue ?? "result")
             case .dead(let code, let message):
+                metrics?.count(code.rawValue)
                 arguments += [
                     entry.id, Array("d".utf8), Array(code.rawValue.utf8), Array(message.utf8), Array(String(entry.deliveries).utf8),
                 ]
@@ -698,6 +748,7 @@ final class RedisWorker<C: DocumentCommand> {
             }
         }
         if !transient.isEmpty { hold(transient, reason: reason) }
+        metrics?.observe(seconds: Double(Self.nanoseconds() - started) / 1e9)
         return arguments
     }
 

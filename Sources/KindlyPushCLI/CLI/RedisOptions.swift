@@ -10,6 +10,12 @@ internal import KindlyPushCore
 /// entry's `doc` field is one document, as one `--jsonl` line; each output entry has `doc`, the
 /// line `--jsonl` prints for it, and `in`, the input entry's id.
 package struct RedisOptions: Sendable, Equatable {
+    /// `--metrics HOST:PORT`: where a worker serves its metrics.
+    package struct MetricsAddress: Sendable, Equatable {
+        package var host: String
+        package var port: Int32
+    }
+
     /// Where the server listens.
     package enum Endpoint: Sendable, Equatable {
         case tcp(host: String, port: Int32)
@@ -40,6 +46,8 @@ package struct RedisOptions: Sendable, Equatable {
     package var maxDeliveries: Int
     /// `--dead-letter STREAM`: where entries that failed for good go, with their original `doc`.
     package var deadLetter: String?
+    /// `--metrics HOST:PORT`: Prometheus metrics and a health check, off by default.
+    package var metrics: MetricsAddress?
 
     package static let defaultClaimIdle = 30_000
     package static let defaultBatch = 100
@@ -68,13 +76,18 @@ package struct RedisOptions: Sendable, Equatable {
         "put each entry that failed for good (its original doc, the code, message, delivery count and consumer) on STREAM "
             + "instead of an error object on the output stream.")
 
+    package static let metricsAddress = Option<String>(
+        worker: "--metrics", "HOST:PORT",
+        "serve Prometheus metrics at http://HOST:PORT/metrics and a health check at /healthz (off by default; PORT alone is 127.0.0.1:PORT)."
+    )
+
     /// The variables a worker reads for the password (the help and the man page list them).
     package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
     package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
 
     /// The options that go with `--redis`, in the order help lists them.
     package static let workerKeys: [any OptionKey] = [
-        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream,
+        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream, metricsAddress,
     ]
 
     /// The options of the document commands that can run as workers.
@@ -119,12 +132,32 @@ package struct RedisOptions: Sendable, Equatable {
         exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
         maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
         deadLetter = arguments[Self.deadLetterStream]
+        metrics = try arguments[Self.metricsAddress].map { (text) throws(CLIError) in try Self.parseMetrics(text, usage) }
         if let deadLetter {
             if deadLetter.isEmpty { throw usage("'\(Self.deadLetterStream.name)' takes a stream name") }
             if deadLetter == input || deadLetter == output {
                 throw usage("'\(Self.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
             }
         }
+    }
+
+    /// `PORT`, `HOST:PORT` or `[IPV6]:PORT` (the host an address, or `localhost`).
+    static func parseMetrics(_ text: String, _ usage: (String) -> CLIError) throws(CLIError) -> MetricsAddress {
+        var host = "127.0.0.1"
+        var portText = Substring(text)
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(after: close)...]
+            guard portText.hasPrefix(":") else { throw usage("'\(metricsAddress.name)' takes HOST:PORT or PORT") }
+            portText = portText.dropFirst()
+        } else if let colon = text.lastIndex(of: ":") {
+            host = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int32(portText), (1...65535).contains(port) else {
+            throw usage("'\(metricsAddress.name)' takes HOST:PORT or PORT (a port from 1 to 65535)")
+        }
+        return MetricsAddress(host: host, port: port)
     }
 
     /// The password in the file `path` (mode 0600 or stricter, owned by this user, as key files
