@@ -12,7 +12,7 @@ internal import KindlyPushCore
 /// The commands that work on pushes and keys, in the order help lists them.
 package nonisolated let commands: [any Command.Type] = [
     KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
-    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self,
+    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self, RedisStatusCommand.self,
 ]
 
 /// Every command, in the order help lists them (top-level code initializes in order: this

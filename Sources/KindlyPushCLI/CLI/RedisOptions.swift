@@ -115,12 +115,7 @@ package struct RedisOptions: Sendable, Equatable {
             return number
         }
         (endpoint, user, password, database) = try RedisOptions.parseURL(url)
-        if password == nil, let fromEnvironment = environment[Self.passwordVariable], !fromEnvironment.isEmpty {
-            password = fromEnvironment
-        }
-        if password == nil, let path = environment[Self.passwordFileVariable], !path.isEmpty {
-            password = try Self.readPassword(path)
-        }
+        if password == nil { password = try Self.password(environment) }
         input = try required(Self.from)
         group = try required(Self.groupName)
         output = try required(Self.to)
@@ -139,6 +134,14 @@ package struct RedisOptions: Sendable, Equatable {
                 throw usage("'\(Self.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
             }
         }
+    }
+
+    /// The password of `KINDLY_PUSH_REDIS_PASSWORD`, else of the file
+    /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for neither.
+    package static func password(_ environment: CommandEnvironment) throws(CLIError) -> String? {
+        if let password = environment[passwordVariable], !password.isEmpty { return password }
+        if let path = environment[passwordFileVariable], !path.isEmpty { return try readPassword(path) }
+        return nil
     }
 
     /// `PORT`, `HOST:PORT` or `[IPV6]:PORT` (the host an address, or `localhost`).
@@ -351,6 +354,9 @@ package struct RedisOptions: Sendable, Equatable {
 package protocol RedisServices: Sendable {
     /// Runs `command` as a worker until `--exit-when-idle` or SIGTERM; the exit status.
     func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32
+
+    /// Prints `redis-status`'s view of a group; the exit status.
+    func status(_ request: RedisStatusCommand.Request) -> Int32
 }
 
 /// Finding and running `kindly-push-redis`.
@@ -369,6 +375,15 @@ package enum RedisBinary {
             return ErrorCode.io.exitStatus
         }
         return services.runWorker(command, options: options)
+    }
+
+    /// `redis-status` here, or the `io` error of a binary without hiredis.
+    package static func status(_ request: RedisStatusCommand.Request) -> Int32 {
+        guard let services = installed else {
+            Diagnostics.report(CLIError(.io, "redis-status needs \(name), which was not run"))
+            return ErrorCode.io.exitStatus
+        }
+        return services.status(request)
     }
 
     /// Blocks SIGTERM and SIGINT (the worker's handler unblocks them): one that comes before the
