@@ -61,7 +61,7 @@ struct RedisStatus {
         guard case .integer(let length) = replies[setup] else { throw CLIError(.io, "Redis: XLEN gave no number") }
         var found: [String: RedisReply]?
         for item in replies[setup + 1].elements {
-            let fields = fieldMap(item)
+            let fields = item.fieldMap
             if fields["name"]?.text == request.group { found = fields }
         }
         guard let group = found else {
@@ -72,7 +72,7 @@ struct RedisStatus {
             pending: group["pending"]?.integer ?? 0, lastDelivered: group["last-delivered-id"]?.text ?? "", consumers: [],
             deadLetter: nil)
         for item in replies[setup + 2].elements {
-            let fields = fieldMap(item)
+            let fields = item.fieldMap
             status.consumers.append(
                 Consumer(name: fields["name"]?.text ?? "", pending: fields["pending"]?.integer ?? 0, idle: fields["idle"]?.integer ?? 0))
         }
@@ -81,18 +81,6 @@ struct RedisStatus {
             status.deadLetter = (deadLetter, replies[setup + 3].integer ?? 0)
         }
         return status
-    }
-
-    /// The `name value name value ...` list of an `XINFO` item.
-    private static func fieldMap(_ item: RedisReply) -> [String: RedisReply] {
-        let fields = item.elements
-        var map: [String: RedisReply] = [:]
-        var index = 0
-        while index + 1 < fields.count {
-            if let name = fields[index].text { map[name] = fields[index + 1] }
-            index += 2
-        }
-        return map
     }
 
     /// The table, or with `json` one JSON object, each ending in a line break.
@@ -132,5 +120,17 @@ extension RedisReply {
     var integer: Int? {
         if case .integer(let value) = self { return value }
         return nil
+    }
+
+    /// The `name value name value ...` list of an `XINFO` item, by name.
+    var fieldMap: [String: RedisReply] {
+        let fields = elements
+        var map: [String: RedisReply] = [:]
+        var index = 0
+        while index + 1 < fields.count {
+            if let name = fields[index].text { map[name] = fields[index + 1] }
+            index += 2
+        }
+        return map
     }
 }

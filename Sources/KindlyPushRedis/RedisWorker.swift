@@ -201,11 +201,7 @@ final class RedisWorker<C: DocumentCommand> {
         return "\(host)-\(getpid())"
     }
 
-    static func now() -> Int {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
-    }
+    static func now() -> Int { nanoseconds() / 1_000_000 }
 
     static func nanoseconds() -> Int {
         var time = timespec()
@@ -229,11 +225,7 @@ final class RedisWorker<C: DocumentCommand> {
         sigaction(SIGTERM, &action, nil)
         sigaction(SIGINT, &action, nil)
         // Held by kindly-push until now (RedisBinary.holdStopSignals): a pending one arrives here.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
-        sigprocmask(SIG_UNBLOCK, &signals, nil)
+        RedisBinary.holdStopSignals(false)
         guard let keys = checkKeyring() else { return configExitStatus }
         if let address = options.metrics {
             do throws(CLIError) {
@@ -477,21 +469,11 @@ final class RedisWorker<C: DocumentCommand> {
         nextGroupFigures = Self.now() + 1000
         let reply = try connection.command([Array("XINFO".utf8), Array("GROUPS".utf8), input])
         for item in reply.elements {
-            let fields = item.elements
-            var values: [String: RedisReply] = [:]
-            var index = 0
-            while index + 1 < fields.count {
-                if let name = fields[index].text { values[name] = fields[index + 1] }
-                index += 2
-            }
+            let values = item.fieldMap
             guard values["name"]?.text == options.group else { continue }
-            var pending: Int?
-            var lag: Int?
-            if case .integer(let count) = values["pending"] { pending = count }
-            if case .integer(let count) = values["lag"] { lag = count }
             metrics?.update {
-                $0.pending = pending
-                $0.lag = lag
+                $0.pending = values["pending"]?.integer
+                $0.lag = values["lag"]?.integer
             }
         }
     }
