@@ -153,6 +153,17 @@ struct RedisOptionsTests {
         #expect(RedisOptions.withoutPassword("redis://u:s%3Ar@h/1")! == ("redis://u@h/1", "s:r"))
     }
 
+    @Test("--metrics: PORT alone is loopback, HOST:PORT and [IPV6]:PORT as given; anything else is a usage error")
+    func metricsAddresses() throws {
+        func usage(_ text: String) -> CLIError { CLIError(.usage, text) }
+        #expect(try RedisOptions.parseMetrics("9464", usage) == .init(host: "127.0.0.1", port: 9464))
+        #expect(try RedisOptions.parseMetrics("0.0.0.0:80", usage) == .init(host: "0.0.0.0", port: 80))
+        #expect(try RedisOptions.parseMetrics("[::1]:9000", usage) == .init(host: "::1", port: 9000))
+        for bad in ["", "x", ":80", "h:0", "h:70000", "[::1]", "[::1]x9"] {
+            #expect(throws: CLIError.self, "\(bad)") { try RedisOptions.parseMetrics(bad, usage) }
+        }
+    }
+
     @Test("cluster hash tags: the text between the first { and the next }, when not empty")
     func hashTags() {
         #expect(RedisOptions.hashTag("{pushes}:in") == "pushes")

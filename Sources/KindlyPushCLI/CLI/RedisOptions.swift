@@ -14,6 +14,11 @@ package struct RedisOptions: Sendable, Equatable {
     package struct MetricsAddress: Sendable, Equatable {
         package var host: String
         package var port: Int32
+
+        package init(host: String, port: Int32) {
+            self.host = host
+            self.port = port
+        }
     }
 
     /// Where the server listens.
@@ -145,7 +150,7 @@ package struct RedisOptions: Sendable, Equatable {
     }
 
     /// `PORT`, `HOST:PORT` or `[IPV6]:PORT` (the host an address, or `localhost`).
-    static func parseMetrics(_ text: String, _ usage: (String) -> CLIError) throws(CLIError) -> MetricsAddress {
+    package static func parseMetrics(_ text: String, _ usage: (String) -> CLIError) throws(CLIError) -> MetricsAddress {
         var host = "127.0.0.1"
         var portText = Substring(text)
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
