@@ -54,13 +54,26 @@ final class RedisConnection {
         var objects: Int
     }
 
-    private let context: UnsafeMutablePointer<redisContext>
+    /// hiredis's connection, or `nil` for TLS (``tls``).
+    private let context: UnsafeMutablePointer<redisContext>?
+    private let tls: RedisTLSStream?
     private let limits: Limits
 
     /// Connects to `endpoint` within `connectTimeout` ms; reads and writes then time out after
     /// `commandTimeout` ms; replies are held to `limits`.
-    init(_ endpoint: RedisOptions.Endpoint, connectTimeout: Int, commandTimeout: Int, limits: Limits) throws(RedisConnectionLost) {
+    init(
+        _ endpoint: RedisOptions.Endpoint, tls options: RedisOptions.TLS? = nil, connectTimeout: Int, commandTimeout: Int, limits: Limits
+    ) throws(RedisConnectionLost) {
         self.limits = limits
+        if let options, case .tcp(let host, let port) = endpoint {
+            let stream = try RedisTLSStream(
+                host: host, port: port, tls: options, connectTimeout: connectTimeout, commandTimeout: commandTimeout)
+            tls = stream
+            context = nil
+            BoundedReplies.install(on: stream.reader)
+            return
+        }
+        tls = nil
         let connectLimit = timeval(tv_sec: connectTimeout / 1000, tv_usec: (connectTimeout % 1000) * 1000)
         let made: UnsafeMutablePointer<redisContext>?
         let place: String
@@ -80,20 +93,39 @@ final class RedisConnection {
         }
         context = made
         let commandLimit = timeval(tv_sec: commandTimeout / 1000, tv_usec: (commandTimeout % 1000) * 1000)
-        if redisSetTimeout(context, commandLimit) != REDIS_OK {
-            let reason = Self.errorText(context)
-            redisFree(context)
+        if redisSetTimeout(made, commandLimit) != REDIS_OK {
+            let reason = Self.errorText(made)
+            redisFree(made)
             throw RedisConnectionLost(reason: "cannot set the timeouts of the connection to \(place): \(reason)")
         }
-        BoundedReplies.install(on: context)
+        if let reader = made.pointee.reader { BoundedReplies.install(on: reader) }
     }
 
-    deinit { redisFree(context) }
+    deinit { if let context { redisFree(context) } }
 
     private static func errorText(_ context: UnsafeMutablePointer<redisContext>) -> String {
         withUnsafeBytes(of: &context.pointee.errstr) { raw in
             let bytes = raw.prefix { $0 != 0 }
             return bytes.isEmpty ? "error \(context.pointee.err)" : String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// What went wrong on the connection: hiredis's error, or for TLS its reader's.
+    private var errorText: String {
+        if let context { return Self.errorText(context) }
+        guard let tls else { return "not connected" }
+        return withUnsafeBytes(of: &tls.reader.pointee.errstr) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    /// Sends what is in the output buffer.
+    private func flush() throws(RedisConnectionLost) {
+        if let tls { return try tls.flush() }
+        guard let context else { return }
+        var done: Int32 = 0
+        while done == 0 {
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
         }
     }
 
@@ -115,10 +147,7 @@ final class RedisConnection {
     /// caller does something else; ``receive()`` reads the replies later, in the order sent.
     func send(_ arguments: [[UInt8]]) throws(RedisConnectionLost) {
         try append(arguments)
-        var done: Int32 = 0
-        while done == 0 {
-            guard redisBufferWrite(context, &done) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
-        }
+        try flush()
     }
 
     /// Reads the reply of the oldest command sent and not yet answered.
@@ -130,17 +159,17 @@ final class RedisConnection {
         var raw: UnsafeMutableRawPointer?
         BoundedReplies.start(limits)
         // What is still in the output buffer goes first, as redisGetReply sends it.
-        var done: Int32 = 0
-        while done == 0 {
-            guard redisBufferWrite(context, &done) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
-        }
+        try flush()
         while true {
-            guard redisGetReplyFromReader(context, &raw) == REDIS_OK else {
-                throw RedisConnectionLost(reason: BoundedReplies.refusal ?? Self.errorText(context))
-            }
+            let status = tls.map { redisReaderGetReply($0.reader, &raw) } ?? context.map { redisGetReplyFromReader($0, &raw) } ?? REDIS_ERR
+            guard status == REDIS_OK else { throw RedisConnectionLost(reason: BoundedReplies.refusal ?? errorText) }
             if raw != nil { break }
-            guard redisBufferRead(context) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
-            if let reader = context.pointee.reader, reader.pointee.len - reader.pointee.pos > limits.bytes {
+            if let tls {
+                try tls.fill()
+            } else if let context {
+                guard redisBufferRead(context) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
+            }
+            if let reader = tls?.reader ?? context?.pointee.reader, reader.pointee.len - reader.pointee.pos > limits.bytes {
                 throw RedisConnectionLost(reason: "a reply of the server is over \(limits.bytes) bytes: the connection is closed")
             }
         }
@@ -152,6 +181,8 @@ final class RedisConnection {
     /// Puts one command in hiredis's output buffer. The arguments are laid end to end in one
     /// buffer, zeroed afterwards (AUTH carries the password).
     private func append(_ arguments: [[UInt8]]) throws(RedisConnectionLost) {
+        if let tls { return try tls.append(arguments) }
+        guard let context else { return }
         var flat: [UInt8] = []
         flat.reserveCapacity(arguments.reduce(0) { $0 + $1.count } + 1)
         var lengths: [Int] = []
@@ -231,8 +262,7 @@ enum BoundedReplies {
     nonisolated(unsafe) private(set) static var refusal: String?
 
     /// Puts the bounded constructors in `context`'s reader (keeping hiredis's own to call).
-    static func install(on context: UnsafeMutablePointer<redisContext>) {
-        guard let reader = context.pointee.reader else { return }
+    static func install(on reader: UnsafeMutablePointer<redisReader>) {
         if original == nil { original = reader.pointee.fn }
         withUnsafeMutablePointer(to: &table) { reader.pointee.fn = $0 }
     }

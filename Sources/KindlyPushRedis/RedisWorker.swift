@@ -285,7 +285,8 @@ final class RedisWorker<C: DocumentCommand> {
     private func startLine(keys: String) -> String {
         let place: String
         switch options.endpoint {
-        case .tcp(let host, let port): place = "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(options.database)"
+        case .tcp(let host, let port):
+            place = "\(options.tls == nil ? "redis" : "rediss")://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(options.database)"
         case .unix(let path): place = "unix://\(path)"
         }
         let user = options.user.map { " as \($0)" } ?? ""
@@ -302,7 +303,8 @@ final class RedisWorker<C: DocumentCommand> {
     private func connect() throws(RedisConnectionLost) {
         connection = nil
         let made = try RedisConnection(
-            options.endpoint, connectTimeout: RedisTiming.connectTimeout, commandTimeout: blockMilliseconds + RedisTiming.commandMargin,
+            options.endpoint, tls: options.tls, connectTimeout: RedisTiming.connectTimeout,
+            commandTimeout: blockMilliseconds + RedisTiming.commandMargin,
             limits: replyLimits)
         var first: [[[UInt8]]] = []
         if let password = options.password {

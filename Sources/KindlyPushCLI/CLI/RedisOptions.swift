@@ -21,6 +21,15 @@ package struct RedisOptions: Sendable, Equatable {
         }
     }
 
+    /// `rediss://`: TLS with the server's certificate verified (against `--ca-file`, else the
+    /// system's authorities) and its name or address checked; a client certificate with
+    /// `--tls-cert` and `--tls-key`.
+    package struct TLS: Sendable, Equatable {
+        package var caFile: String?
+        package var certificateFile: String?
+        package var keyFile: String?
+    }
+
     /// Where the server listens.
     package enum Endpoint: Sendable, Equatable {
         case tcp(host: String, port: Int32)
@@ -28,6 +37,8 @@ package struct RedisOptions: Sendable, Equatable {
     }
 
     package var endpoint: Endpoint
+    /// TLS, for a `rediss://` URL; `nil` for `redis://` and `unix://`.
+    package var tls: TLS?
     /// The ACL user (`AUTH user password`), when the URL names one.
     package var user: String?
     /// The password of `KINDLY_PUSH_REDIS_PASSWORD` (where the command puts a URL's, taken out of
@@ -60,7 +71,7 @@ package struct RedisOptions: Sendable, Equatable {
 
     package static let url = Option<String>(
         "--redis", "URL",
-        "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB] or unix://[USER@]/PATH; the password from "
+        "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
             + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning)."
     )
     package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
@@ -86,6 +97,13 @@ package struct RedisOptions: Sendable, Equatable {
         "serve Prometheus metrics at http://HOST:PORT/metrics and a health check at /healthz (off by default; PORT alone is 127.0.0.1:PORT)."
     )
 
+    package static let caFile = Option<String>(
+        worker: "--ca-file", "PATH", "rediss:// only: verify the server's certificate against the authorities in PATH (PEM).")
+    package static let tlsCertificate = Option<String>(
+        worker: "--tls-cert", "PATH", "rediss:// only: present this client certificate (PEM) to the server.")
+    package static let tlsKey = Option<String>(
+        worker: "--tls-key", "PATH", "rediss:// only: the client certificate's private key (PEM).")
+
     /// The variables a worker reads for the password (the help and the man page list them).
     package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
     package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
@@ -93,6 +111,7 @@ package struct RedisOptions: Sendable, Equatable {
     /// The options that go with `--redis`, in the order help lists them.
     package static let workerKeys: [any OptionKey] = [
         from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream, metricsAddress,
+        caFile, tlsCertificate, tlsKey,
     ]
 
     /// The options of the document commands that can run as workers.
@@ -119,7 +138,8 @@ package struct RedisOptions: Sendable, Equatable {
             }
             return number
         }
-        (endpoint, user, password, database) = try RedisOptions.parseURL(url)
+        (endpoint, tls) = try Self.tlsEndpoint(url, arguments, usage)
+        (_, user, password, database) = try RedisOptions.parseURL(Self.plainScheme(url))
         if password == nil { password = try Self.password(environment) }
         input = try required(Self.from)
         group = try required(Self.groupName)
@@ -139,6 +159,28 @@ package struct RedisOptions: Sendable, Equatable {
                 throw usage("'\(Self.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
             }
         }
+    }
+
+    /// `url` with `rediss://` spelt `redis://` (the rest is read the same way).
+    package static func plainScheme(_ url: String) -> String {
+        url.hasPrefix("rediss://") ? "redis://" + url.dropFirst(9) : url
+    }
+
+    /// The endpoint of `url`, and TLS for `rediss://` with `--ca-file`, `--tls-cert`, `--tls-key`
+    /// (which go with `rediss://` only, and the last two together).
+    static func tlsEndpoint(_ url: String, _ arguments: ParsedArguments, _ usage: (String) -> CLIError) throws(CLIError)
+        -> (Endpoint, TLS?)
+    {
+        let (endpoint, _, _, _) = try parseURL(plainScheme(url))
+        guard url.hasPrefix("rediss://") else {
+            if let given = [caFile, tlsCertificate, tlsKey].first(where: { arguments.isGiven($0) }) {
+                throw usage("'\(given.name)' goes with a rediss:// URL")
+            }
+            return (endpoint, nil)
+        }
+        let tls = TLS(caFile: arguments[caFile], certificateFile: arguments[tlsCertificate], keyFile: arguments[tlsKey])
+        if (tls.certificateFile == nil) != (tls.keyFile == nil) { throw usage("'\(tlsCertificate.name)' and '\(tlsKey.name)' go together") }
+        return (endpoint, tls)
     }
 
     /// The password of `KINDLY_PUSH_REDIS_PASSWORD`, else of the file
@@ -216,9 +258,9 @@ package struct RedisOptions: Sendable, Equatable {
     /// `url` without its password, and the password (percent-decoded); `nil` when it has none
     /// (or is not a URL this option takes: the option's own check reports that).
     package static func withoutPassword(_ url: String) -> (String, String)? {
-        guard let (_, _, password, _) = try? parseURL(url), let password else { return nil }
+        guard let (_, _, password, _) = try? parseURL(plainScheme(url)), let password else { return nil }
         let bytes = Array(url.utf8)
-        let schemeEnd = bytes.starts(with: "redis://".utf8) ? 8 : 7
+        let schemeEnd = bytes.starts(with: "rediss://".utf8) ? 9 : bytes.starts(with: "redis://".utf8) ? 8 : 7
         let rest = bytes[schemeEnd...]
         let authorityEnd = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
         guard let at = rest[..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return nil }
