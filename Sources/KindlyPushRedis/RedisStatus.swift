@@ -46,7 +46,7 @@ struct RedisStatus {
         let replies: [RedisReply]
         do throws(RedisConnectionLost) {
             let connection = try RedisConnection(
-                request.endpoint, connectTimeout: RedisTiming.connectTimeout, commandTimeout: RedisTiming.commandMargin,
+                request.endpoint, tls: request.tls, connectTimeout: RedisTiming.connectTimeout, commandTimeout: RedisTiming.commandMargin,
                 limits: RedisConnection.Limits(bytes: 64 << 20, objects: 1 << 20))
             replies = try connection.pipeline(commands)
         } catch {

@@ -22,16 +22,21 @@ package struct RedisStatusCommand: Command {
         worker. A group that does not exist is an io error (74).
         """
     package static let url = Option<String>(
-        "--redis", "URL", "The server: redis://[USER@]HOST[:PORT][/DB] or unix://[USER@]/PATH (the password as a worker takes it).")
+        "--redis", "URL",
+        "The server: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH (the password as a worker takes it).")
     package static let from = Option<String>("--from", "STREAM", "The workers' input stream.")
     package static let group = Option<String>("--group", "GROUP", "The workers' consumer group.")
     package static let deadLetter = Option<String>("--dead-letter", "STREAM", "The workers' dead-letter stream, whose length is shown.")
     package static let json = Flag("--json", "Print one JSON object instead of the table.")
-    package static let options: [OptionSpec] = [url.spec, from.spec, group.spec, deadLetter.spec, json.spec, SharedOptions.help.spec]
+    package static let options: [OptionSpec] =
+        [url.spec, from.spec, group.spec, deadLetter.spec, json.spec]
+        + [RedisOptions.caFile.spec, RedisOptions.tlsCertificate.spec, RedisOptions.tlsKey.spec, SharedOptions.help.spec]
 
     /// What to read, for ``RedisServices/status(_:)``.
     package struct Request: Sendable {
         package var endpoint: RedisOptions.Endpoint
+        /// For `rediss://`.
+        package var tls: RedisOptions.TLS?
         package var user: String?
         package var password: String?
         package var database: Int
@@ -49,13 +54,15 @@ package struct RedisStatusCommand: Command {
             guard let value = arguments[key], !value.isEmpty else { throw CLIError.usage("missing '\(key.name)'", command: Self.name) }
             return value
         }
-        let (endpoint, user, urlPassword, database) = try RedisOptions.parseURL(try required(Self.url))
+        let url = try required(Self.url)
+        let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments) { CLIError.usage($0, command: Self.name) }
+        let (_, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
         var password = urlPassword
         if password == nil { password = try RedisOptions.password(environment) }
         let stream = try required(Self.from)
         let group = try required(Self.group)
         request = Request(
-            endpoint: endpoint, user: user, password: password, database: database, stream: stream, group: group,
+            endpoint: endpoint, tls: tls, user: user, password: password, database: database, stream: stream, group: group,
             deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
     }
 
