@@ -70,6 +70,10 @@ let package = Package(
         // hiredis (Debian libhiredis-dev), for the Redis Streams workers; its header is on the
         // compiler's default path. Only KindlyPushRedis links it.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        // OpenSSL's TLS (Debian libssl-dev), for `rediss://`: Debian's hiredis 0.14 has none,
+        // so the workers run hiredis's protocol reader over an OpenSSL connection. Only
+        // KindlyPushRedis links it.
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
         // that runs on GDBus's worker thread), for the desktop notification client; only
         // KindlyPushDesktop links it.
@@ -140,7 +144,7 @@ let package = Package(
         // `--redis`: a document command as a worker of a Redis Streams consumer group.
         .target(
             name: "KindlyPushRedis",
-            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "CHiredis"],
+            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL"],
             swiftSettings: strictSettings
         ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.

@@ -12,7 +12,7 @@ internal import KindlyPushCore
 /// The commands that work on pushes and keys, in the order help lists them.
 package nonisolated let commands: [any Command.Type] = [
     KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
-    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self,
+    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self, RedisStatusCommand.self,
 ]
 
 /// Every command, in the order help lists them (top-level code initializes in order: this
@@ -38,9 +38,13 @@ package nonisolated func kindlyPushMain(install: () -> Void = {}) -> Never {
     _ = kp_hold_standard_streams()
     _ = kp_make_undumpable()
     _ = kp_install_crash_handlers()
+    // A --redis URL's password leaves the command line before anything else reads it.
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    var environment = CommandEnvironment.ofProcess()
+    RedisOptions.takePasswordOutOfArguments(&arguments, environment: &environment)
     install()
     signal(SIGPIPE, SIG_IGN)
-    exit(runKindlyPush(Array(CommandLine.arguments.dropFirst()), environment: .ofProcess()))
+    exit(runKindlyPush(arguments, environment: environment))
 }
 
 /// Parses the command line, runs one command and returns the exit status.
@@ -74,6 +78,9 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
         // A Redis Streams worker runs in kindly-push-redis (hiredis; it has the desktop services
         // too), what needs libsecret, GIO or SQLite in kindly-push-desktop (see DesktopServices).
         if RedisBinary.installed == nil, parsed.isGiven(RedisOptions.url), command.options.contains(RedisOptions.url) {
+            // A worker's SIGTERM is held from here (the mask survives exec) until its handler is
+            // in place: a stop during start-up is a clean stop too (issue 33, item 5).
+            if command is any DocumentCommand.Type { RedisBinary.holdStopSignals() }
             return RedisBinary.exec(arguments, environment: environment)
         }
         if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {

@@ -46,11 +46,34 @@ struct RedisConnectionLost: Error {
 /// longer than the timeout for a server that does not answer. Commands are sent with
 /// `redisAppendCommandArgv` (binary-safe), several at once as a pipeline.
 final class RedisConnection {
-    private let context: UnsafeMutablePointer<redisContext>
+    /// What one reply may allocate (issue 31, findings 2 and 12): the bytes the reader holds
+    /// unparsed, and the objects (strings, integers, arrays and their element slots) it builds.
+    /// A reply over either ends the connection before hiredis allocates more.
+    struct Limits {
+        var bytes: Int
+        var objects: Int
+    }
+
+    /// hiredis's connection, or `nil` for TLS (``tls``).
+    private let context: UnsafeMutablePointer<redisContext>?
+    private let tls: RedisTLSStream?
+    private let limits: Limits
 
     /// Connects to `endpoint` within `connectTimeout` ms; reads and writes then time out after
-    /// `commandTimeout` ms.
-    init(_ endpoint: RedisOptions.Endpoint, connectTimeout: Int, commandTimeout: Int) throws(RedisConnectionLost) {
+    /// `commandTimeout` ms; replies are held to `limits`.
+    init(
+        _ endpoint: RedisOptions.Endpoint, tls options: RedisOptions.TLS? = nil, connectTimeout: Int, commandTimeout: Int, limits: Limits
+    ) throws(RedisConnectionLost) {
+        self.limits = limits
+        if let options, case .tcp(let host, let port) = endpoint {
+            let stream = try RedisTLSStream(
+                host: host, port: port, tls: options, connectTimeout: connectTimeout, commandTimeout: commandTimeout)
+            tls = stream
+            context = nil
+            BoundedReplies.install(on: stream.reader)
+            return
+        }
+        tls = nil
         let connectLimit = timeval(tv_sec: connectTimeout / 1000, tv_usec: (connectTimeout % 1000) * 1000)
         let made: UnsafeMutablePointer<redisContext>?
         let place: String
@@ -70,19 +93,39 @@ final class RedisConnection {
         }
         context = made
         let commandLimit = timeval(tv_sec: commandTimeout / 1000, tv_usec: (commandTimeout % 1000) * 1000)
-        if redisSetTimeout(context, commandLimit) != REDIS_OK {
-            let reason = Self.errorText(context)
-            redisFree(context)
+        if redisSetTimeout(made, commandLimit) != REDIS_OK {
+            let reason = Self.errorText(made)
+            redisFree(made)
             throw RedisConnectionLost(reason: "cannot set the timeouts of the connection to \(place): \(reason)")
         }
+        if let reader = made.pointee.reader { BoundedReplies.install(on: reader) }
     }
 
-    deinit { redisFree(context) }
+    deinit { if let context { redisFree(context) } }
 
     private static func errorText(_ context: UnsafeMutablePointer<redisContext>) -> String {
         withUnsafeBytes(of: &context.pointee.errstr) { raw in
             let bytes = raw.prefix { $0 != 0 }
             return bytes.isEmpty ? "error \(context.pointee.err)" : String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// What went wrong on the connection: hiredis's error, or for TLS its reader's.
+    private var errorText: String {
+        if let context { return Self.errorText(context) }
+        guard let tls else { return "not connected" }
+        return withUnsafeBytes(of: &tls.reader.pointee.errstr) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    /// Sends what is in the output buffer.
+    private func flush() throws(RedisConnectionLost) {
+        if let tls { return try tls.flush() }
+        guard let context else { return }
+        var done: Int32 = 0
+        while done == 0 {
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
         }
     }
 
@@ -104,18 +147,33 @@ final class RedisConnection {
     /// caller does something else; ``receive()`` reads the replies later, in the order sent.
     func send(_ arguments: [[UInt8]]) throws(RedisConnectionLost) {
         try append(arguments)
-        var done: Int32 = 0
-        while done == 0 {
-            guard redisBufferWrite(context, &done) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
-        }
+        try flush()
     }
 
     /// Reads the reply of the oldest command sent and not yet answered.
+    ///
+    /// As `redisGetReply`, with the bounds of ``Limits``: between reads from the socket the bytes
+    /// held unparsed are counted, and hiredis's object constructors (``BoundedReplies``) refuse
+    /// an array, a string or an object past the limits before allocating it.
     func receive() throws(RedisConnectionLost) -> RedisReply {
         var raw: UnsafeMutableRawPointer?
-        guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
-            throw RedisConnectionLost(reason: Self.errorText(context))
+        BoundedReplies.start(limits)
+        // What is still in the output buffer goes first, as redisGetReply sends it.
+        try flush()
+        while true {
+            let status = tls.map { redisReaderGetReply($0.reader, &raw) } ?? context.map { redisGetReplyFromReader($0, &raw) } ?? REDIS_ERR
+            guard status == REDIS_OK else { throw RedisConnectionLost(reason: BoundedReplies.refusal ?? errorText) }
+            if raw != nil { break }
+            if let tls {
+                try tls.fill()
+            } else if let context {
+                guard redisBufferRead(context) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
+            }
+            if let reader = tls?.reader ?? context?.pointee.reader, reader.pointee.len - reader.pointee.pos > limits.bytes {
+                throw RedisConnectionLost(reason: "a reply of the server is over \(limits.bytes) bytes: the connection is closed")
+            }
         }
+        guard let raw else { throw RedisConnectionLost(reason: "no reply") }
         defer { freeReplyObject(raw) }
         return Self.copy(raw.assumingMemoryBound(to: redisReply.self))
     }
@@ -123,6 +181,8 @@ final class RedisConnection {
     /// Puts one command in hiredis's output buffer. The arguments are laid end to end in one
     /// buffer, zeroed afterwards (AUTH carries the password).
     private func append(_ arguments: [[UInt8]]) throws(RedisConnectionLost) {
+        if let tls { return try tls.append(arguments) }
+        guard let context else { return }
         var flat: [UInt8] = []
         flat.reserveCapacity(arguments.reduce(0) { $0 + $1.count } + 1)
         var lengths: [Int] = []
@@ -172,5 +232,58 @@ final class RedisConnection {
             return .array(elements)
         default: return .null
         }
+    }
+}
+
+/// hiredis 0.14 has no limits of its own on a reply's element counts (`maxelements` came in
+/// 1.0): its reader builds each object through a table of constructors, which this replaces
+/// with ones that count what the reply has built and refuse (return NULL: hiredis then fails the
+/// read, "out of memory", and frees what it built) an array, string or object past the
+/// ``RedisConnection/Limits`` of the reply being read. A worker is one thread: the counts are
+/// this process's.
+enum BoundedReplies {
+    nonisolated(unsafe) private static var original: UnsafeMutablePointer<redisReplyObjectFunctions>?
+    nonisolated(unsafe) private static var table = redisReplyObjectFunctions(
+        createString: { task, text, length in
+            BoundedReplies.admit(1, bytes: length) ? BoundedReplies.original?.pointee.createString?(task, text, length) : nil
+        },
+        createArray: { task, elements in
+            BoundedReplies.admit(1 + Int(max(0, elements)), bytes: 0) ? BoundedReplies.original?.pointee.createArray?(task, elements) : nil
+        },
+        createInteger: { task, value in
+            BoundedReplies.admit(1, bytes: 0) ? BoundedReplies.original?.pointee.createInteger?(task, value) : nil
+        },
+        createNil: { task in BoundedReplies.admit(1, bytes: 0) ? BoundedReplies.original?.pointee.createNil?(task) : nil },
+        freeObject: { object in BoundedReplies.original?.pointee.freeObject?(object) }
+    )
+    nonisolated(unsafe) private static var objects = 0
+    nonisolated(unsafe) private static var limits = RedisConnection.Limits(bytes: 0, objects: 0)
+    /// Why the last read was refused, `nil` when it was not.
+    nonisolated(unsafe) private(set) static var refusal: String?
+
+    /// Puts the bounded constructors in `context`'s reader (keeping hiredis's own to call).
+    static func install(on reader: UnsafeMutablePointer<redisReader>) {
+        if original == nil { original = reader.pointee.fn }
+        withUnsafeMutablePointer(to: &table) { reader.pointee.fn = $0 }
+    }
+
+    /// Starts counting a new reply.
+    static func start(_ bounds: RedisConnection.Limits) {
+        objects = 0
+        limits = bounds
+        refusal = nil
+    }
+
+    private static func admit(_ count: Int, bytes: Int) -> Bool {
+        objects += count
+        if objects > limits.objects {
+            refusal = "a reply of the server holds over \(limits.objects) elements: the connection is closed"
+            return false
+        }
+        if bytes > limits.bytes {
+            refusal = "a reply of the server holds a string of \(bytes) bytes, over \(limits.bytes): the connection is closed"
+            return false
+        }
+        return true
     }
 }

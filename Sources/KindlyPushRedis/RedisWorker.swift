@@ -26,7 +26,14 @@ enum RedisTiming {
     /// Reconnection backoff: the first delay, doubled up to the longest (with jitter).
     static let firstRetryDelay = 100
     static let longestRetryDelay = 5000
+    /// With nothing to read, the read is asked again after this, doubled up to the longest (a
+    /// read that could block would bring entries of any size: reads go through ``RedisWorker/readScript``).
+    static let firstIdlePoll = 5
+    static let longestIdlePoll = 100
 }
+
+/// EX_CONFIG (sysexits.h): a worker whose keyring holds no device key refuses to start with it.
+let configExitStatus: Int32 = 78
 
 /// SIGTERM or SIGINT arrived: finish the batch in hand, commit it, exit 0. Written only by the
 /// handler, read by the worker's loop.
@@ -42,14 +49,31 @@ nonisolated(unsafe) private var stopRequested: sig_atomic_t = 0
 /// killed at any point leaves its batch pending and unwritten, and a batch committed twice (by
 /// a stalled worker and by the one that took it over, or after a reconnection) is written once.
 final class RedisWorker<C: DocumentCommand> {
-    /// Per entry: `XACK` it, and `XADD` its output only when the `XACK` acknowledged it (1).
-    /// KEYS: input, output; ARGV: group, then id and output line of each entry.
+    /// Per entry: `XACK` it and, only when that acknowledged it (1), `XADD` its output, or for a
+    /// dead letter its original `doc` (read here, on the server, so that the worker never holds an
+    /// oversized one), the code, the message, the delivery count and the consumer.
+    /// KEYS: input, output, dead-letter stream (the output when there is none); ARGV: group,
+    /// consumer, then per entry id, kind (`o` output, `d` dead letter), output line or code,
+    /// message, delivery count.
     static var commitScript: String {
         """
         local written = 0
-        for i = 2, #ARGV, 2 do
+        for i = 3, #ARGV, 5 do
           if redis.call('XACK', KEYS[1], ARGV[1], ARGV[i]) == 1 then
-            redis.call('XADD', KEYS[2], '*', 'doc', ARGV[i + 1], 'in', ARGV[i])
+            if ARGV[i + 1] == 'd' then
+              local doc = ''
+              local found = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
+              if found[1] and found[1][2] then
+                local fields = found[1][2]
+                for j = 1, #fields, 2 do
+                  if fields[j] == 'doc' then doc = fields[j + 1]; break end
+                end
+              end
+              redis.call('XADD', KEYS[3], '*', 'doc', doc, 'in', ARGV[i], 'code', ARGV[i + 2], 'message', ARGV[i + 3],
+                'deliveries', ARGV[i + 4], 'consumer', ARGV[2])
+            else
+              redis.call('XADD', KEYS[2], '*', 'doc', ARGV[i + 2], 'in', ARGV[i])
+            end
             written = written + 1
           end
         end
@@ -57,12 +81,66 @@ final class RedisWorker<C: DocumentCommand> {
         """
     }
 
-    /// One input entry: its id, its `doc` (`nil` when it has none or was deleted) and how many
-    /// times it was delivered.
+    /// Reads new entries (`XREADGROUP ... >`) or takes over idle ones (`XAUTOCLAIM`, then their
+    /// delivery counts from `XPENDING`) on the server, and answers per entry only what the worker
+    /// may hold: `[id, deliveries, doc fields, doc]`, the doc replaced by its length when over the
+    /// limit and by "" when the entry was delivered more than --max-deliveries times (counted
+    /// before its body is read) or has not exactly one `doc` (-1: deleted). So no reply is larger
+    /// than a batch of documents of the limit (issue 31, findings 2 and 12).
+    /// KEYS: input; ARGV: group, consumer, count, limit, max deliveries, idle ("" for new
+    /// entries), cursor. Answer: `[cursor, entries]`.
+    static var readScript: String {
+        """
+        local entries, cursor = {}, ''
+        if ARGV[6] == '' then
+          local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
+          if r and r[1] then entries = r[1][2] end
+        else
+          local r = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[6], ARGV[7], 'COUNT', ARGV[3])
+          cursor = r[1]
+          entries = r[2]
+        end
+        local counts = {}
+        if ARGV[6] ~= '' and #entries > 0 then
+          local p = redis.call('XPENDING', KEYS[1], ARGV[1], entries[1][1], entries[#entries][1], #entries, ARGV[2])
+          for _, item in ipairs(p) do counts[item[1]] = item[4] end
+        end
+        local limit, most = tonumber(ARGV[4]), tonumber(ARGV[5])
+        local out = {}
+        for _, entry in ipairs(entries) do
+          local id, fields = entry[1], entry[2]
+          local docs, doc = 0, false
+          if fields then
+            for j = 1, #fields, 2 do
+              if fields[j] == 'doc' then
+                docs = docs + 1
+                if not doc then doc = fields[j + 1] end
+              end
+            end
+          else
+            docs = -1
+          end
+          local deliveries = counts[id] or 1
+          local body = ''
+          if deliveries <= most and docs == 1 then
+            if #doc > limit then body = #doc else body = doc end
+          end
+          out[#out + 1] = {id, deliveries, docs, body}
+        end
+        return {cursor, out}
+        """
+    }
+
+    /// One input entry: its id, its `doc` (`nil` when it is not read: see ``problem``) and how
+    /// many times it was delivered.
     struct Entry {
         var id: [UInt8]
         var document: [UInt8]?
         var deliveries: Int
+        /// Why the entry is answered without its document: delivered too often, no `doc` or two,
+        /// a `doc` over the limit (its size: ``oversized``).
+        var problem: CLIError?
+        var oversized = false
     }
 
     /// A failure that ends the worker (an `io` or `usage` error).
@@ -76,15 +154,26 @@ final class RedisWorker<C: DocumentCommand> {
     let input: [UInt8]
     let output: [UInt8]
     let group: [UInt8]
-    /// How long `XREADGROUP` blocks: at most a second, so that SIGTERM is seen within a second.
+    /// The dead-letter stream, else the output (the commit script's third key is then unused).
+    let deadLetter: [UInt8]
+    /// How long a command's reply may take beyond the margin: at most a second.
     let blockMilliseconds: Int
     private var connection: RedisConnection?
     private var scriptHash: [UInt8] = []
+    private var readHash: [UInt8] = []
     private var scratch: C.Scratch
     private var batch = LineBatchReader.Batch()
     private var lines: [UInt8] = []
     private var claimCursor = Array("0-0".utf8)
     private var nextClaim = 0
+    /// Entries whose processing failed for a reason that may go away (a locked or unreachable
+    /// keyring): kept pending, in hand, and processed again after a backoff.
+    private var held: [Entry] = []
+    private var heldSince: Int?
+    private var heldDelay = RedisTiming.firstRetryDelay
+    /// `--metrics`, and when the group's figures were last read for it (`XINFO GROUPS`).
+    private var metrics: RedisMetrics?
+    private var nextGroupFigures = 0
 
     init(_ command: C, options: RedisOptions) {
         self.command = command
@@ -92,6 +181,7 @@ final class RedisWorker<C: DocumentCommand> {
         input = Array(options.input.utf8)
         output = Array(options.output.utf8)
         group = Array(options.group.utf8)
+        deadLetter = Array((options.deadLetter ?? options.output).utf8)
         consumer = Array((options.consumer ?? Self.defaultConsumer()).utf8)
         blockMilliseconds = max(10, min(1000, options.claimIdle, options.exitWhenIdle ?? 1000))
         scratch = command.makeScratch()
@@ -111,13 +201,21 @@ final class RedisWorker<C: DocumentCommand> {
         return "\(host)-\(getpid())"
     }
 
-    static func now() -> Int {
+    static func now() -> Int { nanoseconds() / 1_000_000 }
+
+    static func nanoseconds() -> Int {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
-        return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
+        return time.tv_sec * 1_000_000_000 + time.tv_nsec
     }
 
     static func note(_ text: String) { Diagnostics.line("kindly-push: \(text)") }
+
+    /// The largest reply the worker reads: a batch of documents of the limit, with room for
+    /// the ids and the protocol (issue 31, findings 2 and 12).
+    var replyLimits: RedisConnection.Limits {
+        RedisConnection.Limits(bytes: options.batch * (command.inputLimit + 1024) + (1 << 20), objects: options.batch * 8 + 1024)
+    }
 
     func run() -> Int32 {
         var action = sigaction()
@@ -126,6 +224,19 @@ final class RedisWorker<C: DocumentCommand> {
         action.sa_flags = 0
         sigaction(SIGTERM, &action, nil)
         sigaction(SIGINT, &action, nil)
+        // Held by kindly-push until now (RedisBinary.holdStopSignals): a pending one arrives here.
+        RedisBinary.holdStopSignals(false)
+        guard let keys = checkKeyring() else { return configExitStatus }
+        if let address = options.metrics {
+            do throws(CLIError) {
+                let made = try RedisMetrics(address, command: C.name)
+                guard made.start() else { throw CLIError(.io, "--metrics: no thread to serve the metrics on") }
+                metrics = made
+            } catch {
+                Diagnostics.report(error)
+                return error.code.exitStatus
+            }
+        }
         do throws(Fatal) {
             do throws(RedisConnectionLost) {
                 try connect()
@@ -135,6 +246,7 @@ final class RedisWorker<C: DocumentCommand> {
                 guard Self.isTransient(error.reason) else { throw Fatal(error: CLIError(.io, error.reason)) }
                 try reconnect(after: error)
             }
+            Self.note(startLine(keys: keys))
             try loop()
             return 0
         } catch {
@@ -143,15 +255,57 @@ final class RedisWorker<C: DocumentCommand> {
         }
     }
 
+    /// What the start line says of the keys: `the file keyring (FOLDER) with 3 keys`; `nil` (and
+    /// a `config` error, exit 78) when the command looks keys up and its keyring holds none, or
+    /// cannot say for a reason that waiting does not mend (issue 33, item 1). A locked or
+    /// unreachable keyring is started with: its entries wait (``hold(_:)``).
+    private func checkKeyring() -> String? {
+        guard let keyring = command.deviceKeyring else { return "no keyring (\(C.name) reads none)" }
+        let name = KeyringChoice.description(of: keyring)
+        do throws(KeyringError) {
+            let count = try keyring.list().count
+            if count == 0 {
+                Diagnostics.line(
+                    "kindly-push: config: the \(name) holds no device key: a worker would answer every entry key_unavailable; "
+                        + "add the device's key (kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)")
+                return nil
+            }
+            return "the \(name) with \(count) key\(count == 1 ? "" : "s")"
+        } catch {
+            guard error.isTransient else {
+                Diagnostics.line("kindly-push: config: the \(name) cannot list its keys: \(error)")
+                return nil
+            }
+            return "the \(name) (keys not counted: \(error))"
+        }
+    }
+
+    /// One line at start: what the worker reads and writes, its group and consumer, its keys;
+    /// never the password.
+    private func startLine(keys: String) -> String {
+        let place: String
+        switch options.endpoint {
+        case .tcp(let host, let port):
+            place = "\(options.tls == nil ? "redis" : "rediss")://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(options.database)"
+        case .unix(let path): place = "unix://\(path)"
+        }
+        let user = options.user.map { " as \($0)" } ?? ""
+        let letters = options.deadLetter.map { ", dead letters to '\($0)'" } ?? ""
+        return "\(C.name) worker: reads '\(options.input)' on \(place)\(user) (group '\(options.group)', consumer '"
+            + "\(String(decoding: consumer, as: UTF8.self))'), writes '\(options.output)'\(letters); \(keys)"
+    }
+
     // MARK: Connecting
 
     /// Connects, authenticates, selects the database, checks the keys (types, cluster hash
-    /// slots), creates the group when missing and loads the script. Server errors that a retry
+    /// slots), creates the group when missing and loads the scripts. Server errors that a retry
     /// would not mend are ``Fatal``.
     private func connect() throws(RedisConnectionLost) {
         connection = nil
         let made = try RedisConnection(
-            options.endpoint, connectTimeout: RedisTiming.connectTimeout, commandTimeout: blockMilliseconds + RedisTiming.commandMargin)
+            options.endpoint, tls: options.tls, connectTimeout: RedisTiming.connectTimeout,
+            commandTimeout: blockMilliseconds + RedisTiming.commandMargin,
+            limits: replyLimits)
         var first: [[[UInt8]]] = []
         if let password = options.password {
             first.append(["AUTH"].map { Array($0.utf8) } + (options.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
@@ -160,6 +314,7 @@ final class RedisWorker<C: DocumentCommand> {
         let checks = first.count
         first += [
             [Array("INFO".utf8), Array("cluster".utf8)], [Array("TYPE".utf8), input], [Array("TYPE".utf8), output],
+            [Array("TYPE".utf8), deadLetter],
         ]
         let replies = try made.pipeline(first)
         func refuse(_ index: Int) throws(RedisConnectionLost) {
@@ -170,7 +325,10 @@ final class RedisWorker<C: DocumentCommand> {
                 fail(.io, "Redis refused the credentials (AUTH): \(message)")
             }
             if message.hasPrefix("NOAUTH") {
-                fail(.io, "Redis asks for a password (\(message)): give it in the URL or in KINDLY_PUSH_REDIS_PASSWORD")
+                fail(
+                    .io,
+                    "Redis asks for a password (\(message)): give it in \(RedisOptions.passwordVariable) or \(RedisOptions.passwordFileVariable)"
+                )
             }
             if index < checks { fail(.io, "Redis refused SELECT \(options.database): \(message)") }
             fail(.io, "Redis: \(message)")
@@ -180,30 +338,51 @@ final class RedisWorker<C: DocumentCommand> {
         for index in 0...checks { try refuse(index) }
         if let info = replies[checks].text, info.contains("cluster_enabled:1") {
             let inputTag = RedisOptions.hashTag(options.input)
-            if inputTag == nil || inputTag != RedisOptions.hashTag(options.output) {
+            if inputTag == nil || inputTag != RedisOptions.hashTag(options.output)
+                || inputTag != RedisOptions.hashTag(options.deadLetter ?? options.output)
+            {
                 fail(
                     .usage,
-                    "in a Redis Cluster the input and output streams must share a hash slot: give both names the same {tag}, "
+                    "in a Redis Cluster the input, output and dead-letter streams must share a hash slot: give the names the same {tag}, "
                         + "as in '{pushes}:in' and '{pushes}:out' (see docs/running-at-scale.md)")
             }
         }
         for index in (checks + 1)..<replies.count { try refuse(index) }
-        for (name, reply) in [(options.input, replies[checks + 1]), (options.output, replies[checks + 2])] {
+        for (name, reply) in [
+            (options.input, replies[checks + 1]), (options.output, replies[checks + 2]),
+            (options.deadLetter ?? options.output, replies[checks + 3]),
+        ] {
             guard let type = reply.text, type != "stream", type != "none" else { continue }
             fail(.io, "the key '\(name)' holds a \(type), not a stream (WRONGTYPE): name another stream")
         }
         let setup = try made.pipeline([
             [Array("XGROUP".utf8), Array("CREATE".utf8), input, group, Array("0".utf8), Array("MKSTREAM".utf8)],
             [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.commitScript.utf8)],
+            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.readScript.utf8)],
         ])
         if let message = setup[0].errorMessage, !message.hasPrefix("BUSYGROUP") {
             fail(.io, "Redis refused to create the group '\(options.group)' on '\(options.input)': \(message)")
         }
-        guard case .string(let hash) = setup[1] else {
-            fail(.io, "Redis refused to load the commit script: \(setup[1].errorMessage ?? "no hash")")
+        guard case .string(let hash) = setup[1], case .string(let read) = setup[2] else {
+            fail(.io, "Redis refused to load the worker's scripts: \(setup[1].errorMessage ?? setup[2].errorMessage ?? "no hash")")
         }
         scriptHash = hash
+        readHash = read
         connection = made
+        metrics?.update { $0.healthy = true }
+    }
+
+    /// Loads both scripts again (the server's scripts were flushed: `NOSCRIPT`).
+    private func reloadScripts(on connection: RedisConnection) throws(RedisConnectionLost) {
+        let loaded = try connection.pipeline([
+            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.commitScript.utf8)],
+            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.readScript.utf8)],
+        ])
+        guard case .string(let hash) = loaded[0], case .string(let read) = loaded[1] else {
+            throw RedisConnectionLost(reason: loaded[0].errorMessage ?? loaded[1].errorMessage ?? "SCRIPT LOAD failed")
+        }
+        scriptHash = hash
+        readHash = read
     }
 
     /// An error reply that a server gives while it starts or fails over: waited out.
@@ -220,6 +399,7 @@ final class RedisWorker<C: DocumentCommand> {
     /// Reconnects with backoff (0.1 s doubling to 5 s, with jitter) until it works or SIGTERM.
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
+        metrics?.update { $0.healthy = false }
         Self.note("lost Redis (\(lost.reason)); reconnecting")
         var delay = RedisTiming.firstRetryDelay
         while stopRequested == 0 {
@@ -249,6 +429,7 @@ final class RedisWorker<C: DocumentCommand> {
 
     private func loop() throws(Fatal) {
         var idleSince = Self.now()
+        var idlePoll = RedisTiming.firstIdlePoll
         // Batches read and not known to be committed (the connection broke): committed again
         // after reconnecting; entries already acknowledged are not written twice.
         var unconfirmed: [[Entry]] = []
@@ -257,13 +438,25 @@ final class RedisWorker<C: DocumentCommand> {
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
                 for entries in unconfirmed { try commit(entries, on: connection) }
                 unconfirmed = []
-                if stopRequested != 0 { return }
+                if stopRequested != 0 {
+                    if !held.isEmpty { Self.note("stopped: \(held.count) entries stay pending for another worker") }
+                    return
+                }
+                if metrics != nil, Self.now() >= nextGroupFigures { try readGroupFigures(on: connection) }
+                if !held.isEmpty {
+                    try retryHeld(on: connection)
+                    idleSince = Self.now()
+                    continue
+                }
                 var entries = try claim(on: connection)
                 if entries.isEmpty { entries = try read(on: connection) }
                 if entries.isEmpty {
                     if let limit = options.exitWhenIdle, Self.now() - idleSince >= limit, try nothingPending(on: connection) { return }
+                    Self.sleep(milliseconds: idlePoll)
+                    idlePoll = min(idlePoll * 2, RedisTiming.longestIdlePoll)
                     continue
                 }
+                idlePoll = RedisTiming.firstIdlePoll
                 try stream(from: entries, on: connection, unconfirmed: &unconfirmed)
                 idleSince = Self.now()
             } catch {
@@ -273,27 +466,79 @@ final class RedisWorker<C: DocumentCommand> {
         }
     }
 
+    /// The group's pending and lag figures (`XINFO GROUPS`), for `--metrics`, at most every second.
+    private func readGroupFigures(on connection: RedisConnection) throws(RedisConnectionLost) {
+        nextGroupFigures = Self.now() + 1000
+        let reply = try connection.command([Array("XINFO".utf8), Array("GROUPS".utf8), input])
+        for item in reply.elements {
+            let values = item.fieldMap
+            guard values["name"]?.text == options.group else { continue }
+            metrics?.update {
+                $0.pending = values["pending"]?.integer
+                $0.lag = values["lag"]?.integer
+            }
+        }
+    }
+
+    /// The entries held for a transient failure, after a backoff (0.1 s doubling to 5 s): kept
+    /// this worker's (`XCLAIM ... JUSTID`, which resets their idle time without counting a
+    /// delivery), processed again, the ones that now succeed or fail for good committed.
+    private func retryHeld(on connection: RedisConnection) throws(RedisConnectionLost) {
+        Self.sleep(milliseconds: heldDelay)
+        heldDelay = min(heldDelay * 2, RedisTiming.longestRetryDelay)
+        guard stopRequested == 0 else { return }
+        let kept = try connection.command(
+            [Array("XCLAIM".utf8), input, group, consumer, Array("0".utf8)] + held.map(\.id) + [Array("JUSTID".utf8)])
+        if let message = kept.errorMessage { try serverError(message) }
+        // An entry another worker took over meanwhile, or deleted, is no longer this one's.
+        let ours = Set(
+            kept.elements.compactMap { element -> [UInt8]? in
+                if case .string(let id) = element { return id }
+                return nil
+            })
+        let entries = held.filter { ours.contains($0.id) }
+        held = []
+        if !entries.isEmpty { try commit(entries, on: connection) }
+        if held.isEmpty {
+            let waited = heldSince.map { Self.now() - $0 } ?? 0
+            Self.note("the entries left pending were processed after \(waited / 1000) s")
+            heldSince = nil
+            heldDelay = RedisTiming.firstRetryDelay
+        }
+    }
+
+    /// Keeps `entries` (a transient failure) in hand; the first time, says so in one line.
+    private func hold(_ entries: [Entry], reason: String) {
+        for entry in entries where !held.contains(where: { $0.id == entry.id }) { held.append(entry) }
+        guard heldSince == nil else { return }
+        heldSince = Self.now()
+        Self.note(
+            "\(held.count) entries left pending, not answered: \(reason); retrying with backoff up to "
+                + "\(RedisTiming.longestRetryDelay / 1000) s, reading nothing new meanwhile")
+    }
+
     /// The steady state, pipelined as hiredis allows: while the worker turns batch i into
-    /// output lines, the server reads batch i + 1 (`XREADGROUP` without `BLOCK`, sent before)
-    /// and runs the commit of batch i - 1 (sent after the previous batch). Returns when a read
-    /// finds nothing new, when a take-over scan is due, or on SIGTERM, with every batch committed.
+    /// output lines, the server reads batch i + 1 (the read script, sent before) and runs the
+    /// commit of batch i - 1 (sent after the previous batch). Returns when a read finds nothing
+    /// new, when a take-over scan is due, when entries are held for a transient failure, or on
+    /// SIGTERM, with every batch committed.
     private func stream(from first: [Entry], on connection: RedisConnection, unconfirmed: inout [[Entry]]) throws(RedisConnectionLost) {
         var current = first
         var committing: [Entry]?
         while true {
             unconfirmed = [current] + (committing.map { [$0] } ?? [])
-            let prefetches = stopRequested == 0 && Self.now() < nextClaim
-            if prefetches { try connection.send(readCommand(blocking: false)) }
             var arguments = commitArguments(current)
+            let prefetches = stopRequested == 0 && Self.now() < nextClaim && held.isEmpty
+            if prefetches { try connection.send(readCommand(claiming: false)) }
             // Both replies are read before either is acted on: a NOSCRIPT answer sends commands.
             let committed = committing == nil ? nil : try connection.receive()
-            let next = prefetches ? try readEntries(try connection.receive()) : []
+            let next = prefetches ? try readEntries(try connection.receive(), on: connection) : []
             if let committing, let committed { try checkCommit(committed, of: committing, on: connection) }
             committing = nil
             unconfirmed = [current] + (next.isEmpty ? [] : [next])
             arguments[1] = scriptHash
             try connection.send(arguments)
-            for index in arguments.indices.dropFirst(6) { arguments[index].wipeCapacity() }
+            for index in arguments.indices.dropFirst(7) { arguments[index].wipeCapacity() }
             guard !next.isEmpty else {
                 try checkCommit(try connection.receive(), of: current, on: connection)
                 unconfirmed = []
@@ -304,61 +549,58 @@ final class RedisWorker<C: DocumentCommand> {
         }
     }
 
-    /// Entries of any consumer pending longer than `--claim-idle`, taken over with
-    /// `XAUTOCLAIM`, with their delivery counts; at most every half `--claim-idle` once a scan
+    /// Entries of any consumer pending longer than `--claim-idle`, taken over by the read script
+    /// (`XAUTOCLAIM`) with their delivery counts; at most every half `--claim-idle` once a scan
     /// of the pending list found none.
     private func claim(on connection: RedisConnection) throws(RedisConnectionLost) -> [Entry] {
         guard Self.now() >= nextClaim else { return [] }
-        let reply = try connection.command([
-            Array("XAUTOCLAIM".utf8), input, group, consumer, Array(String(options.claimIdle).utf8), claimCursor,
-            Array("COUNT".utf8), Array(String(options.batch).utf8),
-        ])
-        if let message = reply.errorMessage { try serverError(message) }
-        let parts = reply.elements
-        guard parts.count >= 2, case .string(let cursor) = parts[0] else { return [] }
-        claimCursor = cursor
-        var entries = Self.entries(parts[1].elements)
-        if entries.isEmpty {
-            if cursor == Array("0-0".utf8) { nextClaim = Self.now() + max(50, min(options.claimIdle / 2, 5000)) }
-            return []
-        }
-        // The delivery counts, from the pending list (the claimed ids are in order).
-        let pending = try connection.command([
-            Array("XPENDING".utf8), input, group, entries[0].id, entries[entries.count - 1].id,
-            Array(String(entries.count).utf8), consumer,
-        ])
-        var counts: [[UInt8]: Int] = [:]
-        for item in pending.elements {
-            let fields = item.elements
-            if fields.count >= 4, case .string(let id) = fields[0], case .integer(let count) = fields[3] { counts[id] = count }
-        }
-        for index in entries.indices { entries[index].deliveries = counts[entries[index].id] ?? 1 }
-        return entries
-    }
-
-    /// New entries for this consumer (`XREADGROUP ... >`), waiting up to ``blockMilliseconds``.
-    private func read(on connection: RedisConnection) throws(RedisConnectionLost) -> [Entry] {
-        try readEntries(try connection.command(readCommand(blocking: true)))
-    }
-
-    /// `XREADGROUP` of at most `--batch` new entries, waiting up to ``blockMilliseconds`` for
-    /// one when `blocking`, else answered at once.
-    private func readCommand(blocking: Bool) -> [[UInt8]] {
-        [Array("XREADGROUP".utf8), Array("GROUP".utf8), group, consumer, Array("COUNT".utf8), Array(String(options.batch).utf8)]
-            + (blocking ? [Array("BLOCK".utf8), Array(String(blockMilliseconds).utf8)] : [])
-            + [Array("STREAMS".utf8), input, Array(">".utf8)]
-    }
-
-    /// The entries of an `XREADGROUP` reply.
-    private func readEntries(_ reply: RedisReply) throws(RedisConnectionLost) -> [Entry] {
+        let reply = try connection.command(readCommand(claiming: true))
         if let message = reply.errorMessage {
-            // The group or the stream went away (a server restarted without persistence, a key
-            // deleted): made again.
+            if message.hasPrefix("NOSCRIPT") {
+                try reloadScripts(on: connection)
+                return []
+            }
             if message.hasPrefix("NOGROUP") { throw RedisConnectionLost(reason: message) }
             try serverError(message)
         }
-        guard let stream = reply.elements.first, stream.elements.count >= 2 else { return [] }
-        return Self.entries(stream.elements[1].elements)
+        let parts = reply.elements
+        guard parts.count >= 2, case .string(let cursor) = parts[0] else { return [] }
+        claimCursor = cursor
+        let entries = entries(parts[1].elements)
+        if entries.isEmpty, cursor == Array("0-0".utf8) { nextClaim = Self.now() + max(50, min(options.claimIdle / 2, 5000)) }
+        return entries
+    }
+
+    /// New entries for this consumer, through the read script, answered at once.
+    private func read(on connection: RedisConnection) throws(RedisConnectionLost) -> [Entry] {
+        try readEntries(try connection.command(readCommand(claiming: false)), on: connection)
+    }
+
+    /// The read script for at most `--batch` new entries, or for idle ones to take over.
+    private func readCommand(claiming: Bool) -> [[UInt8]] {
+        [
+            Array("EVALSHA".utf8), readHash, Array("1".utf8), input, group, consumer, Array(String(options.batch).utf8),
+            Array(String(command.inputLimit).utf8), Array(String(options.maxDeliveries).utf8),
+            claiming ? Array(String(options.claimIdle).utf8) : [], claiming ? claimCursor : [],
+        ]
+    }
+
+    /// The entries of the read script's answer for new entries.
+    private func readEntries(_ reply: RedisReply, on connection: RedisConnection) throws(RedisConnectionLost) -> [Entry] {
+        if let message = reply.errorMessage {
+            // The scripts were flushed: nothing ran; loaded again, read next time.
+            if message.hasPrefix("NOSCRIPT") {
+                try reloadScripts(on: connection)
+                return []
+            }
+            // The group or the stream went away (a server restarted without persistence, a key
+            // deleted): made again.
+            if message.contains("NOGROUP") { throw RedisConnectionLost(reason: message) }
+            try serverError(message)
+        }
+        let parts = reply.elements
+        guard parts.count >= 2 else { return [] }
+        return entries(parts[1].elements)
     }
 
     /// Whether the group has nothing pending (for `--exit-when-idle`).
@@ -372,83 +614,125 @@ final class RedisWorker<C: DocumentCommand> {
     /// An error reply where none is expected: WRONGTYPE (a key replaced under the worker) ends
     /// it; anything else (OOM, LOADING, a busy script) is waited out as a lost connection.
     private func serverError(_ message: String) throws(RedisConnectionLost) {
-        if message.hasPrefix("WRONGTYPE") {
+        if message.contains("WRONGTYPE") {
             fail(.io, "a key of the worker holds another type than a stream (\(message))")
         }
         if message.hasPrefix("NOPERM") || message.hasPrefix("NOAUTH") { fail(.io, "Redis refused a command: \(message)") }
         throw RedisConnectionLost(reason: message)
     }
 
-    /// The entries of a reply: `[[id, [field, value, ...]], ...]`; a deleted entry (null fields)
-    /// has no document.
-    static func entries(_ items: [RedisReply]) -> [Entry] {
+    /// The entries of the read script's answer: `[[id, deliveries, doc fields, doc], ...]`.
+    func entries(_ items: [RedisReply]) -> [Entry] {
         var entries: [Entry] = []
         entries.reserveCapacity(items.count)
         for item in items {
             let parts = item.elements
-            guard parts.count >= 1, case .string(let id) = parts[0] else { continue }
-            var document: [UInt8]?
-            let fields = parts.count >= 2 ? parts[1].elements : []
-            var index = 0
-            while index + 1 < fields.count {
-                if case .string(let name) = fields[index], name == Array("doc".utf8), case .string(let value) = fields[index + 1] {
-                    document = value
-                    break
-                }
-                index += 2
+            guard parts.count >= 4, case .string(let id) = parts[0], case .integer(let deliveries) = parts[1],
+                case .integer(let documents) = parts[2]
+            else { continue }
+            var entry = Entry(id: id, document: nil, deliveries: deliveries)
+            if deliveries > options.maxDeliveries {
+                entry.problem = CLIError(
+                    .badInput,
+                    "the entry was delivered \(deliveries) times (more than --max-deliveries \(options.maxDeliveries)): "
+                        + "it is answered with this error and acknowledged, so that the group goes on")
+            } else if documents < 1 {
+                entry.problem = CLIError(.badInput, "the entry has no \"doc\" field (one JSON document)")
+            } else if documents > 1 {
+                entry.problem = CLIError(
+                    .badInput, "the entry has \(documents) \"doc\" fields: it must have exactly one (readers disagree on which counts)")
+            } else if case .string(let document) = parts[3] {
+                entry.document = document
+            } else {
+                entry.oversized = true
             }
-            entries.append(Entry(id: id, document: document, deliveries: 1))
+            entries.append(entry)
         }
         return entries
     }
 
     // MARK: Processing and committing
 
-    /// The output lines of `entries`, each as `--jsonl` prints it (without its newline).
-    private func process(_ entries: [Entry]) -> [Range<Int>] {
+    /// What became of one entry.
+    enum Result {
+        /// Its output line (`lines[range]`): a result, or an error object without --dead-letter
+        /// (its code).
+        case output(Range<Int>, ErrorCode?)
+        /// Failed for good, with --dead-letter.
+        case dead(ErrorCode, String)
+        /// Failed for a reason that may go away: held, not committed.
+        case transient(String)
+    }
+
+    /// The output line of each entry, as `--jsonl` prints it (without its newline).
+    private func process(_ entries: [Entry]) -> [Result] {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
         lines.removeAll(keepingCapacity: true)
-        var ranges: [Range<Int>] = []
-        ranges.reserveCapacity(entries.count)
+        var results: [Result] = []
+        results.reserveCapacity(entries.count)
         for entry in entries {
             let start = lines.count
-            if entry.deliveries > options.maxDeliveries {
-                let error = CLIError(
-                    .badInput,
-                    "the entry was delivered \(entry.deliveries) times (more than --max-deliveries \(options.maxDeliveries)): "
-                        + "it is answered with this error and acknowledged, so that the group goes on")
-                JSONWriter.write(error.jsonObject, to: &lines)
-            } else if let document = entry.document {
+            var failure: (code: ErrorCode, message: String)?
+            if let problem = entry.problem {
+                failure = (problem.code, problem.message)
+                JSONWriter.write(problem.jsonObject, to: &lines)
+            } else {
                 batch.bytes.removeAll(keepingCapacity: true)
                 batch.lines.removeAll(keepingCapacity: true)
-                if document.count > command.inputLimit {
-                    batch.lines.append(.oversized)
-                } else {
+                if let document = entry.document, document.count <= command.inputLimit {
                     batch.bytes += document
                     batch.lines.append(.text(0..<document.count))
+                } else {
+                    batch.lines.append(.oversized)
                 }
-                DocumentRunner.appendOutputLine(for: batch, at: 0, command: command, scratch: &scratch, to: &lines)
+                let outcome = DocumentRunner.appendOutputLine(for: batch, at: 0, command: command, scratch: &scratch, to: &lines)
                 lines.removeLast()
-            } else {
-                JSONWriter.write(CLIError(.badInput, "the entry has no \"doc\" field (one JSON document)").jsonObject, to: &lines)
+                if outcome.isTransient {
+                    lines.removeSubrange(start...)
+                    results.append(.transient(outcome.message))
+                    continue
+                }
+                if let code = outcome.error { failure = (code, outcome.message) }
             }
-            ranges.append(start..<lines.count)
+            if let failure, options.deadLetter != nil {
+                lines.removeSubrange(start...)
+                results.append(.dead(failure.code, failure.message))
+            } else {
+                results.append(.output(start..<lines.count, failure?.code))
+            }
         }
         batch.bytes.wipeCapacity()
-        return ranges
+        return results
     }
 
-    /// The `EVALSHA` of the commit script for `entries`, processed: group, then id and output
-    /// line of each entry.
+    /// The `EVALSHA` of the commit script for `entries`, processed: group and consumer, then
+    /// per entry id, kind, output line or code, message, deliveries. Entries that failed for a
+    /// transient reason are held (``hold(_:reason:)``), not committed.
     private func commitArguments(_ entries: [Entry]) -> [[UInt8]] {
-        let ranges = process(entries)
-        var arguments: [[UInt8]] = [Array("EVALSHA".utf8), scriptHash, Array("2".utf8), input, output, group]
-        arguments.reserveCapacity(6 + 2 * entries.count)
-        for (entry, range) in zip(entries, ranges) {
-            arguments.append(entry.id)
-            arguments.append(Array(lines[range]))
+        let started = Self.nanoseconds()
+        let results = process(entries)
+        var arguments: [[UInt8]] = [Array("EVALSHA".utf8), scriptHash, Array("3".utf8), input, output, deadLetter, group, consumer]
+        arguments.reserveCapacity(8 + 5 * entries.count)
+        var transient: [Entry] = []
+        var reason = ""
+        for (entry, result) in zip(entries, results) {
+            switch result {
+            case .output(let range, let code):
+                arguments += [entry.id, Array("o".utf8), Array(lines[range]), [], []]
+                metrics?.count(code?.rawValue ?? "result")
+            case .dead(let code, let message):
+                metrics?.count(code.rawValue)
+                arguments += [
+                    entry.id, Array("d".utf8), Array(code.rawValue.utf8), Array(message.utf8), Array(String(entry.deliveries).utf8),
+                ]
+            case .transient(let message):
+                transient.append(entry)
+                reason = message
+            }
         }
+        if !transient.isEmpty { hold(transient, reason: reason) }
+        metrics?.observe(seconds: Double(Self.nanoseconds() - started) / 1e9)
         return arguments
     }
 
@@ -456,25 +740,24 @@ final class RedisWorker<C: DocumentCommand> {
     private func commit(_ entries: [Entry], on connection: RedisConnection) throws(RedisConnectionLost) {
         var arguments = commitArguments(entries)
         let reply = try connection.command(arguments)
-        for index in arguments.indices.dropFirst(6) { arguments[index].wipeCapacity() }
+        for index in arguments.indices.dropFirst(7) { arguments[index].wipeCapacity() }
         try checkCommit(reply, of: entries, on: connection)
     }
 
     /// The commit script's answer for `entries`. `NOSCRIPT` (the server's scripts were flushed:
-    /// nothing ran) loads the script again and commits the batch again.
+    /// nothing ran) loads the scripts again and commits the batch again.
     private func checkCommit(_ reply: RedisReply, of entries: [Entry], on connection: RedisConnection) throws(RedisConnectionLost) {
         if let message = reply.errorMessage, message.hasPrefix("NOSCRIPT") {
-            let loaded = try connection.command([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.commitScript.utf8)])
-            guard case .string(let hash) = loaded else { throw RedisConnectionLost(reason: loaded.errorMessage ?? "SCRIPT LOAD failed") }
-            scriptHash = hash
+            try reloadScripts(on: connection)
             try commit(entries, on: connection)
             return
         }
         if let message = reply.errorMessage { try serverError(message) }
         // Entries another worker took over and committed first (this one stalled): not written.
-        if case .integer(let written) = reply, written < entries.count {
+        let committed = entries.count - entries.filter { entry in held.contains { $0.id == entry.id } }.count
+        if case .integer(let written) = reply, written < committed {
             Self.note(
-                "\(entries.count - written) of \(entries.count) entries were already committed (taken over by another worker): not written again"
+                "\(committed - written) of \(committed) entries were already committed (taken over by another worker): not written again"
             )
         }
     }

@@ -124,8 +124,43 @@ struct RedisOptionsTests {
         for arguments in [
             Array(base.prefix(6)), base + ["--batch", "0"], base + ["--claim-idle", "x"], ["--from", "in"],
             ["--redis", "redis://h", "--from", "s", "--group", "g", "--to", "s"],
+            base + ["--dead-letter", "in"], base + ["--dead-letter", "out"], base + ["--dead-letter", ""],
         ] {
             #expect(throws: CLIError.self, "\(arguments)") { try options(arguments) }
+        }
+    }
+
+    @Test("a URL's password leaves the arguments for KINDLY_PUSH_REDIS_PASSWORD; the user, host and database stay (issue 31, finding 1)")
+    func passwordOutOfArguments() {
+        var arguments = [
+            "seal", "--redis", "redis://alice:p%40ss@10.0.0.5:6380/3", "--from", "in", "--redis=unix://:pw@/run/r.sock", "--to",
+            "redis://:not-an-option-value@h",
+        ]
+        var environment: CommandEnvironment = ["HOME": "/h"]
+        RedisOptions.takePasswordOutOfArguments(&arguments, environment: &environment)
+        #expect(
+            arguments == [
+                "seal", "--redis", "redis://alice@10.0.0.5:6380/3", "--from", "in", "--redis=unix:///run/r.sock", "--to",
+                "redis://:not-an-option-value@h",
+            ])
+        // The password of the last URL that carries one is the one kept.
+        #expect(environment["KINDLY_PUSH_REDIS_PASSWORD"] == "pw")
+        var plain = ["decrypt", "--redis", "redis://h:1/2"]
+        var untouched: CommandEnvironment = [:]
+        RedisOptions.takePasswordOutOfArguments(&plain, environment: &untouched)
+        #expect(plain == ["decrypt", "--redis", "redis://h:1/2"] && untouched["KINDLY_PUSH_REDIS_PASSWORD"] == nil)
+        #expect(RedisOptions.withoutPassword("redis://secret@h")?.0 == "redis://h")
+        #expect(RedisOptions.withoutPassword("redis://u:s%3Ar@h/1")! == ("redis://u@h/1", "s:r"))
+    }
+
+    @Test("--metrics: PORT alone is loopback, HOST:PORT and [IPV6]:PORT as given; anything else is a usage error")
+    func metricsAddresses() throws {
+        func usage(_ text: String) -> CLIError { CLIError(.usage, text) }
+        #expect(try RedisOptions.parseMetrics("9464", usage) == .init(host: "127.0.0.1", port: 9464))
+        #expect(try RedisOptions.parseMetrics("0.0.0.0:80", usage) == .init(host: "0.0.0.0", port: 80))
+        #expect(try RedisOptions.parseMetrics("[::1]:9000", usage) == .init(host: "::1", port: 9000))
+        for bad in ["", "x", ":80", "h:0", "h:70000", "[::1]", "[::1]x9"] {
+            #expect(throws: CLIError.self, "\(bad)") { try RedisOptions.parseMetrics(bad, usage) }
         }
     }
 

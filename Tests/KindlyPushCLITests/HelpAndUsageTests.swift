@@ -70,6 +70,8 @@ struct HelpAndUsageTests {
                   verify                  Run test-vector files and report each failure.
                   doctor                  Check what decrypting needs here: keyring, session
                                           bus, Secret Service, key files, libraries.
+                  redis-status            Show a Redis Streams worker group's backlog: lag,
+                                          pending entries per consumer, dead letters.
                   completions             Print a shell completion script (bash, zsh or fish).
                   man                     Print the man page (roff; view it with `kindly-push
                                           man | man -l -`).
@@ -120,7 +122,8 @@ struct HelpAndUsageTests {
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
         arguments: [
-            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "doctor", "completions",
+            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "doctor", "redis-status",
+            "completions",
             "man",
         ])
     func subcommandHelp(_ name: String) throws {

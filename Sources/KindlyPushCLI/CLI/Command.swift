@@ -110,6 +110,10 @@ package protocol DocumentCommand: Command {
     /// strict reader and calls ``process(_:into:)``; a command may take a faster path that
     /// gives the same output for every input.
     func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion
+
+    /// The keyring the command looks device keys up in, for a worker's start line and its
+    /// refusal to start with no key at all; `nil` (the default) for a command that reads none.
+    var deviceKeyring: (any Keyring)? { get }
 }
 
 extension DocumentCommand {
@@ -131,6 +135,8 @@ extension DocumentCommand {
 
 extension DocumentCommand {
     package var inputLimit: Int { StandardInput.maximumDocumentSize }
+
+    package var deviceKeyring: (any Keyring)? { nil }
 }
 
 extension DocumentCommand where Scratch == Void {

@@ -244,6 +244,10 @@ package enum DocumentRunner {
         package var error: ErrorCode?
         /// The line was a JSON document cut by its newline (``spreadDocumentAdvice``).
         package var spread = false
+        /// The error may go away if asked again later (``CLIError/isTransient``).
+        package var isTransient = false
+        /// The error object's message, for a dead-letter entry.
+        package var message = ""
     }
 
     /// Appends the output line (newline included) of `batch.lines[index]` to `output`, and says
@@ -276,6 +280,8 @@ package enum DocumentRunner {
                 error = CLIError(.badInput, spreadDocumentAdvice)
             }
             outcome.error = error.code
+            outcome.isTransient = error.isTransient
+            outcome.message = error.message
             JSONWriter.write(error.jsonObject, to: &output)
         }
         output.append(0x0A)

@@ -62,6 +62,9 @@ package enum ErrorCode: Sendable, Hashable, CaseIterable {
 package struct CLIError: Error, Sendable {
     package let code: ErrorCode
     package let message: String
+    /// Whether asking again later may succeed (a locked or unreachable keyring): a Redis worker
+    /// leaves such an entry pending and backs off instead of answering it.
+    package var isTransient = false
 
     package init(_ code: ErrorCode, _ message: String) {
         self.code = code
@@ -70,6 +73,7 @@ package struct CLIError: Error, Sendable {
 
     package init(_ failure: DecryptionFailure) {
         self.init(ErrorCode(failure.reason), failure.detail)
+        isTransient = failure.keyringError?.isTransient == true
     }
 
     /// A usage error of `command`: `text`, then where its help is.

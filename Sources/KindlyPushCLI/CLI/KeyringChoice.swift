@@ -83,7 +83,8 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
 
     /// `the file keyring (FOLDER)`, `the secret-service keyring`: for notes on standard error.
     package static func description(of keyring: any Keyring) -> String {
-        let location = (keyring as? FileKeyring).map { " (\($0.folder))" } ?? ""
+        if let caching = keyring as? CachingKeyring { return description(of: caching.base) }
+        let location = (keyring as? FileKeyring).map { " (\($0.folder))" } ?? (keyring as? KeyFileKeyring).map { " (\($0.path))" } ?? ""
         return "\(keyring.name) keyring\(location)"
     }
 

@@ -80,6 +80,9 @@ package enum ManPage {
             .TP
             74
             io: a file, the keyring or standard output failed.
+            .TP
+            78
+            config: a \\fB\\-\\-redis\\fR worker of decrypt or route whose keyring holds no device key refuses to start.
             .SH ENVIRONMENT
             .TP
             .B KINDLY_PUSH_KEYRING_DIR
@@ -91,6 +94,14 @@ package enum ManPage {
             .B DBUS_SESSION_BUS_ADDRESS
             The session bus; with \\fB\\-\\-keyring auto\\fR (the default), keys live in the Secret Service when it
             answers, and in the file keyring without one.
+            .TP
+            .B KINDLY_PUSH_REDIS_PASSWORD
+            With \\fB\\-\\-redis\\fR, the Redis password (a password in the URL is taken out of the command line, with
+            a warning, and passed on here).
+            .TP
+            .B KINDLY_PUSH_REDIS_PASSWORD_FILE
+            With \\fB\\-\\-redis\\fR and no \\fBKINDLY_PUSH_REDIS_PASSWORD\\fR, a file (mode 0600, owned by the user; a
+            systemd credential) holding the password.
             .TP
             .B XDG_DATA_HOME
             Where the file keyring's default folder is (default: \\fI\\(ti/.local/share\\fR).

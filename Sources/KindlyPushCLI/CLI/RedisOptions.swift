@@ -10,6 +10,26 @@ internal import KindlyPushCore
 /// entry's `doc` field is one document, as one `--jsonl` line; each output entry has `doc`, the
 /// line `--jsonl` prints for it, and `in`, the input entry's id.
 package struct RedisOptions: Sendable, Equatable {
+    /// `--metrics HOST:PORT`: where a worker serves its metrics.
+    package struct MetricsAddress: Sendable, Equatable {
+        package var host: String
+        package var port: Int32
+
+        package init(host: String, port: Int32) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// `rediss://`: TLS with the server's certificate verified (against `--ca-file`, else the
+    /// system's authorities) and its name or address checked; a client certificate with
+    /// `--tls-cert` and `--tls-key`.
+    package struct TLS: Sendable, Equatable {
+        package var caFile: String?
+        package var certificateFile: String?
+        package var keyFile: String?
+    }
+
     /// Where the server listens.
     package enum Endpoint: Sendable, Equatable {
         case tcp(host: String, port: Int32)
@@ -17,9 +37,13 @@ package struct RedisOptions: Sendable, Equatable {
     }
 
     package var endpoint: Endpoint
+    /// TLS, for a `rediss://` URL; `nil` for `redis://` and `unix://`.
+    package var tls: TLS?
     /// The ACL user (`AUTH user password`), when the URL names one.
     package var user: String?
-    /// The password of the URL, else of `KINDLY_PUSH_REDIS_PASSWORD`; `nil` for none.
+    /// The password of `KINDLY_PUSH_REDIS_PASSWORD` (where the command puts a URL's, taken out of
+    /// its arguments: ``takePasswordOutOfArguments(_:environment:)``), else of the file
+    /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for none.
     package var password: String?
     /// The database of `/db` (0 by default).
     package var database: Int
@@ -36,6 +60,10 @@ package struct RedisOptions: Sendable, Equatable {
     package var exitWhenIdle: Int?
     /// `--max-deliveries N`: an entry delivered more often gets an error object and is acknowledged.
     package var maxDeliveries: Int
+    /// `--dead-letter STREAM`: where entries that failed for good go, with their original `doc`.
+    package var deadLetter: String?
+    /// `--metrics HOST:PORT`: Prometheus metrics and a health check, off by default.
+    package var metrics: MetricsAddress?
 
     package static let defaultClaimIdle = 30_000
     package static let defaultBatch = 100
@@ -43,7 +71,8 @@ package struct RedisOptions: Sendable, Equatable {
 
     package static let url = Option<String>(
         "--redis", "URL",
-        "Run as a Redis Streams worker on URL: redis://HOST[:PORT][/DB] or unix:///PATH, each with an optional USER:PASSWORD@ after the //."
+        "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
+            + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning)."
     )
     package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(
@@ -58,10 +87,31 @@ package struct RedisOptions: Sendable, Equatable {
         worker: "--exit-when-idle", "MS", "exit 0 after MS with nothing to read and nothing pending.")
     package static let maxDeliveryCount = Option<Int>(
         worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: \(defaultMaxDeliveries)).")
+    package static let deadLetterStream = Option<String>(
+        worker: "--dead-letter", "STREAM",
+        "put each entry that failed for good (its original doc, the code, message, delivery count and consumer) on STREAM "
+            + "instead of an error object on the output stream.")
+
+    package static let metricsAddress = Option<String>(
+        worker: "--metrics", "HOST:PORT",
+        "serve Prometheus metrics at http://HOST:PORT/metrics and a health check at /healthz (off by default; PORT alone is 127.0.0.1:PORT)."
+    )
+
+    package static let caFile = Option<String>(
+        worker: "--ca-file", "PATH", "rediss:// only: verify the server's certificate against the authorities in PATH (PEM).")
+    package static let tlsCertificate = Option<String>(
+        worker: "--tls-cert", "PATH", "rediss:// only: present this client certificate (PEM) to the server.")
+    package static let tlsKey = Option<String>(
+        worker: "--tls-key", "PATH", "rediss:// only: the client certificate's private key (PEM).")
+
+    /// The variables a worker reads for the password (the help and the man page list them).
+    package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
+    package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
 
     /// The options that go with `--redis`, in the order help lists them.
     package static let workerKeys: [any OptionKey] = [
-        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount,
+        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream, metricsAddress,
+        caFile, tlsCertificate, tlsKey,
     ]
 
     /// The options of the document commands that can run as workers.
@@ -88,10 +138,9 @@ package struct RedisOptions: Sendable, Equatable {
             }
             return number
         }
-        (endpoint, user, password, database) = try RedisOptions.parseURL(url)
-        if password == nil, let fromEnvironment = environment["KINDLY_PUSH_REDIS_PASSWORD"], !fromEnvironment.isEmpty {
-            password = fromEnvironment
-        }
+        (endpoint, tls) = try Self.tlsEndpoint(url, arguments, usage)
+        (_, user, password, database) = try RedisOptions.parseURL(Self.plainScheme(url))
+        if password == nil { password = try Self.password(environment) }
         input = try required(Self.from)
         group = try required(Self.groupName)
         output = try required(Self.to)
@@ -102,6 +151,139 @@ package struct RedisOptions: Sendable, Equatable {
         batch = try number(Self.batchSize, default: RedisOptions.defaultBatch, range: 1...10_000)!
         exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
         maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
+        deadLetter = arguments[Self.deadLetterStream]
+        metrics = try arguments[Self.metricsAddress].map { (text) throws(CLIError) in try Self.parseMetrics(text, usage) }
+        if let deadLetter {
+            if deadLetter.isEmpty { throw usage("'\(Self.deadLetterStream.name)' takes a stream name") }
+            if deadLetter == input || deadLetter == output {
+                throw usage("'\(Self.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
+            }
+        }
+    }
+
+    /// `url` with `rediss://` spelt `redis://` (the rest is read the same way).
+    package static func plainScheme(_ url: String) -> String {
+        url.hasPrefix("rediss://") ? "redis://" + url.dropFirst(9) : url
+    }
+
+    /// The endpoint of `url`, and TLS for `rediss://` with `--ca-file`, `--tls-cert`, `--tls-key`
+    /// (which go with `rediss://` only, and the last two together).
+    static func tlsEndpoint(_ url: String, _ arguments: ParsedArguments, _ usage: (String) -> CLIError) throws(CLIError)
+        -> (Endpoint, TLS?)
+    {
+        let (endpoint, _, _, _) = try parseURL(plainScheme(url))
+        guard url.hasPrefix("rediss://") else {
+            if let given = [caFile, tlsCertificate, tlsKey].first(where: { arguments.isGiven($0) }) {
+                throw usage("'\(given.name)' goes with a rediss:// URL")
+            }
+            return (endpoint, nil)
+        }
+        let tls = TLS(caFile: arguments[caFile], certificateFile: arguments[tlsCertificate], keyFile: arguments[tlsKey])
+        if (tls.certificateFile == nil) != (tls.keyFile == nil) { throw usage("'\(tlsCertificate.name)' and '\(tlsKey.name)' go together") }
+        return (endpoint, tls)
+    }
+
+    /// The password of `KINDLY_PUSH_REDIS_PASSWORD`, else of the file
+    /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for neither.
+    package static func password(_ environment: CommandEnvironment) throws(CLIError) -> String? {
+        if let password = environment[passwordVariable], !password.isEmpty { return password }
+        if let path = environment[passwordFileVariable], !path.isEmpty { return try readPassword(path) }
+        return nil
+    }
+
+    /// `PORT`, `HOST:PORT` or `[IPV6]:PORT` (the host an address, or `localhost`).
+    package static func parseMetrics(_ text: String, _ usage: (String) -> CLIError) throws(CLIError) -> MetricsAddress {
+        var host = "127.0.0.1"
+        var portText = Substring(text)
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(after: close)...]
+            guard portText.hasPrefix(":") else { throw usage("'\(metricsAddress.name)' takes HOST:PORT or PORT") }
+            portText = portText.dropFirst()
+        } else if let colon = text.lastIndex(of: ":") {
+            host = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int32(portText), (1...65535).contains(port) else {
+            throw usage("'\(metricsAddress.name)' takes HOST:PORT or PORT (a port from 1 to 65535)")
+        }
+        return MetricsAddress(host: host, port: port)
+    }
+
+    /// The password in the file `path` (mode 0600 or stricter, owned by this user, as key files
+    /// are; a credential of systemd's `LoadCredential=`): its text without the final line break.
+    static func readPassword(_ path: String) throws(CLIError) -> String {
+        var text: String
+        do throws(PrivateFileError) {
+            text = try PrivateFile.readText(path)
+        } catch {
+            throw CLIError(.io, "\(passwordFileVariable): \(error)")
+        }
+        while text.last?.isNewline == true { text.removeLast() }
+        guard !text.isEmpty else { throw CLIError(.usage, "\(passwordFileVariable): the file '\(path)' is empty") }
+        return text
+    }
+
+    /// Takes the password of a `--redis` URL out of the command's arguments before anything else
+    /// runs (issue 31, finding 1): the URL keeps its user, host, port and database; the password
+    /// goes to `KINDLY_PUSH_REDIS_PASSWORD` in the environment the command runs with (and passes
+    /// on to `kindly-push-redis`, whose argument list never holds it); the text of the process's
+    /// own arguments (what `/proc/PID/cmdline` shows every local user) is overwritten in place.
+    /// A URL that carries a password is warned about on standard error, once.
+    package static func takePasswordOutOfArguments(_ arguments: inout [String], environment: inout CommandEnvironment) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            var prefix = ""
+            var value: String?
+            if argument == Self.url.name, index + 1 < arguments.count {
+                index += 1
+                value = arguments[index]
+            } else if argument.hasPrefix(Self.url.name + "=") {
+                prefix = Self.url.name + "="
+                value = String(argument.dropFirst(prefix.count))
+            }
+            if let value, let (stripped, password) = withoutPassword(value) {
+                arguments[index] = prefix + stripped
+                environment[passwordVariable] = password
+                overwriteProcessArgument(matching: prefix + value, with: prefix + stripped)
+                Diagnostics.line(
+                    "kindly-push: warning: the --redis URL carries a password, which every local user can read in the command line: "
+                        + "it was taken out; give it in \(passwordVariable) or \(passwordFileVariable) instead")
+            }
+            index += 1
+        }
+    }
+
+    /// `url` without its password, and the password (percent-decoded); `nil` when it has none
+    /// (or is not a URL this option takes: the option's own check reports that).
+    package static func withoutPassword(_ url: String) -> (String, String)? {
+        guard let (_, _, password, _) = try? parseURL(plainScheme(url)), let password else { return nil }
+        let bytes = Array(url.utf8)
+        let schemeEnd = bytes.starts(with: "rediss://".utf8) ? 9 : bytes.starts(with: "redis://".utf8) ? 8 : 7
+        let rest = bytes[schemeEnd...]
+        let authorityEnd = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return nil }
+        let credentials = rest[..<at]
+        let user = credentials.firstIndex(of: UInt8(ascii: ":")).map { credentials[..<$0] } ?? []
+        let kept = Array(bytes[..<schemeEnd]) + (user.isEmpty ? [] : Array(user) + [UInt8(ascii: "@")]) + Array(bytes[(at + 1)...])
+        return (String(decoding: kept, as: UTF8.self), password)
+    }
+
+    /// Rewrites the argument of this process that reads `old` to `new` (not longer), in the
+    /// memory the kernel shows as `/proc/PID/cmdline`; the bytes left over become NULs.
+    private static func overwriteProcessArgument(matching old: String, with new: String) {
+        let oldBytes = Array(old.utf8)
+        let newBytes = Array(new.utf8)
+        guard newBytes.count <= oldBytes.count else { return }
+        for index in 1..<Int(CommandLine.argc) {
+            guard let pointer = CommandLine.unsafeArgv[index], strlen(pointer) == oldBytes.count,
+                memcmp(pointer, oldBytes, oldBytes.count) == 0
+            else { continue }
+            let raw = UnsafeMutableRawPointer(pointer)
+            raw.initializeMemory(as: UInt8.self, repeating: 0, count: oldBytes.count)
+            newBytes.withUnsafeBytes { raw.copyMemory(from: $0.baseAddress!, byteCount: newBytes.count) }
+        }
     }
 
     /// The parts of `redis://[user:password@]host[:port][/db]` or
@@ -219,6 +401,9 @@ package struct RedisOptions: Sendable, Equatable {
 package protocol RedisServices: Sendable {
     /// Runs `command` as a worker until `--exit-when-idle` or SIGTERM; the exit status.
     func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32
+
+    /// Prints `redis-status`'s view of a group; the exit status.
+    func status(_ request: RedisStatusCommand.Request) -> Int32
 }
 
 /// Finding and running `kindly-push-redis`.
@@ -237,6 +422,26 @@ package enum RedisBinary {
             return ErrorCode.io.exitStatus
         }
         return services.runWorker(command, options: options)
+    }
+
+    /// `redis-status` here, or the `io` error of a binary without hiredis.
+    package static func status(_ request: RedisStatusCommand.Request) -> Int32 {
+        guard let services = installed else {
+            Diagnostics.report(CLIError(.io, "redis-status needs \(name), which was not run"))
+            return ErrorCode.io.exitStatus
+        }
+        return services.status(request)
+    }
+
+    /// Blocks SIGTERM and SIGINT (`held`), or unblocks them once the worker's handler is in
+    /// place: one that comes before waits for the handler, and stops the worker before it reads
+    /// anything.
+    package static func holdStopSignals(_ held: Bool = true) {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        sigprocmask(held ? SIG_BLOCK : SIG_UNBLOCK, &signals, nil)
     }
 
     /// Replaces this process with `kindly-push-redis` from the folder of this executable; returns

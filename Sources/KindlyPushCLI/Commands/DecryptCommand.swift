@@ -25,6 +25,8 @@ package struct DecryptCommand: DocumentCommand {
     package let applies: Bool
     package let stream: StreamOptions
 
+    package var deviceKeyring: (any Keyring)? { decryption.keyring }
+
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         applies = arguments[Self.apply]
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)

@@ -64,6 +64,8 @@ package struct RouteCommand: DocumentCommand {
     package let decryption: KindlyPushDecryption
     package let stream: StreamOptions
 
+    package var deviceKeyring: (any Keyring)? { decryption.keyring }
+
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments[Self.hasExtension])
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)

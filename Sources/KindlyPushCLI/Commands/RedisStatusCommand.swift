@@ -1,0 +1,70 @@
+internal import KindlyPushBase
+internal import KindlyPushCore
+
+/// `kindly-push redis-status --redis URL --from STREAM --group GROUP`: a consumer group's backlog
+/// as an operator reads it (issue 33, item 2): the stream's length, the group's lag and pending
+/// entries, each consumer's pending entries and idle time, the dead-letter stream's length.
+package struct RedisStatusCommand: Command {
+    package static let name = "redis-status"
+    package static let abstract = "Show a Redis Streams worker group's backlog: lag, pending entries per consumer, dead letters."
+    package static let examples = [
+        Example(
+            "The backlog of the sealers group, as JSON",
+            "kindly-push redis-status --redis redis://redis.internal --from outbox --group sealers --dead-letter outbox:dead --json")
+    ]
+    package static let arguments = [""]
+    package static let discussion = """
+        Reads XLEN, XINFO GROUPS and XINFO CONSUMERS of the input stream (and XLEN of the
+        dead-letter stream) and prints them as a table, or with --json as one object: {"stream",
+        "length", "group", "lag", "pending", "last_delivered_id", "consumers": [{"name",
+        "pending", "idle_ms"}], "dead_letter": {"stream", "length"}}. The password comes from
+        KINDLY_PUSH_REDIS_PASSWORD or the file KINDLY_PUSH_REDIS_PASSWORD_FILE names, as for a
+        worker. A group that does not exist is an io error (74).
+        """
+    package static let url = Option<String>(
+        "--redis", "URL",
+        "The server: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH (the password as a worker takes it).")
+    package static let from = Option<String>("--from", "STREAM", "The workers' input stream.")
+    package static let group = Option<String>("--group", "GROUP", "The workers' consumer group.")
+    package static let deadLetter = Option<String>("--dead-letter", "STREAM", "The workers' dead-letter stream, whose length is shown.")
+    package static let json = Flag("--json", "Print one JSON object instead of the table.")
+    package static let options: [OptionSpec] =
+        [url.spec, from.spec, group.spec, deadLetter.spec, json.spec]
+        + [RedisOptions.caFile.spec, RedisOptions.tlsCertificate.spec, RedisOptions.tlsKey.spec, SharedOptions.help.spec]
+
+    /// What to read, for ``RedisServices/status(_:)``.
+    package struct Request: Sendable {
+        package var endpoint: RedisOptions.Endpoint
+        /// For `rediss://`.
+        package var tls: RedisOptions.TLS?
+        package var user: String?
+        package var password: String?
+        package var database: Int
+        package var stream: String
+        package var group: String
+        package var deadLetter: String?
+        package var json: Bool
+    }
+
+    package let request: Request
+
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+        try SharedOptions.noPositionals(arguments, command: Self.name)
+        func required(_ key: Option<String>) throws(CLIError) -> String {
+            guard let value = arguments[key], !value.isEmpty else { throw CLIError.usage("missing '\(key.name)'", command: Self.name) }
+            return value
+        }
+        let url = try required(Self.url)
+        let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments) { CLIError.usage($0, command: Self.name) }
+        let (_, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
+        var password = urlPassword
+        if password == nil { password = try RedisOptions.password(environment) }
+        let stream = try required(Self.from)
+        let group = try required(Self.group)
+        request = Request(
+            endpoint: endpoint, tls: tls, user: user, password: password, database: database, stream: stream, group: group,
+            deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
+    }
+
+    package func run() -> Int32 { RedisBinary.status(request) }
+}

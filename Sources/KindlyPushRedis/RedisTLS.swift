@@ -1,0 +1,185 @@
+internal import CHiredis
+internal import COpenSSL
+internal import KindlyPushCLI
+internal import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A `rediss://` connection (issue 31, finding 13): a TCP socket, TLS from OpenSSL over it
+/// (the server's certificate verified against `--ca-file` or the system's authorities, its
+/// host name or IP address checked; a client certificate when given), and hiredis's protocol
+/// reader fed with what TLS decrypts. Debian's hiredis (0.14) has no TLS of its own.
+final class RedisTLSStream {
+    private let descriptor: Int32
+    private let context: OpaquePointer
+    private let ssl: OpaquePointer
+    let reader: UnsafeMutablePointer<redisReader>
+    private var output: [UInt8] = []
+
+    init(host: String, port: Int32, tls: RedisOptions.TLS, connectTimeout: Int, commandTimeout: Int) throws(RedisConnectionLost) {
+        let place = "\(host):\(port)"
+        let socket = try Self.connect(host: host, port: port, timeout: connectTimeout, place: place)
+        var limit = timeval(tv_sec: commandTimeout / 1000, tv_usec: (commandTimeout % 1000) * 1000)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let (made, session): (OpaquePointer, OpaquePointer)
+        do throws(RedisConnectionLost) {
+            (made, session) = try Self.handshake(socket, host: host, tls: tls, place: place)
+        } catch {
+            close(socket)
+            throw error
+        }
+        guard let created = redisReaderCreate() else {
+            SSL_free(session)
+            SSL_CTX_free(made)
+            close(socket)
+            throw RedisConnectionLost(reason: "out of memory")
+        }
+        descriptor = socket
+        context = made
+        ssl = session
+        reader = created
+    }
+
+    /// The TLS context and session over `socket`, handshake done and the certificate verified.
+    private static func handshake(_ socket: Int32, host: String, tls: RedisOptions.TLS, place: String) throws(RedisConnectionLost)
+        -> (OpaquePointer, OpaquePointer)
+    {
+        guard let made = SSL_CTX_new(TLS_client_method()) else { throw RedisConnectionLost(reason: "TLS to \(place): \(sslError())") }
+        func fail(_ what: String) -> RedisConnectionLost {
+            let reason = RedisConnectionLost(reason: "TLS to \(place): \(what): \(sslError())")
+            SSL_CTX_free(made)
+            return reason
+        }
+        SSL_CTX_set_verify(made, SSL_VERIFY_PEER, nil)
+        if let caFile = tls.caFile {
+            guard SSL_CTX_load_verify_locations(made, caFile, nil) == 1 else { throw fail("cannot read the CA file '\(caFile)'") }
+        } else {
+            SSL_CTX_set_default_verify_paths(made)
+        }
+        if let certificate = tls.certificateFile, let key = tls.keyFile {
+            guard SSL_CTX_use_certificate_chain_file(made, certificate) == 1 else {
+                throw fail("cannot read the client certificate '\(certificate)'")
+            }
+            guard SSL_CTX_use_PrivateKey_file(made, key, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(made) == 1 else {
+                throw fail("cannot read the client key '\(key)', or it is not the certificate's")
+            }
+        }
+        guard let session = SSL_new(made) else { throw fail("no session") }
+        var address = in6_addr()
+        if inet_pton(AF_INET, host, &address) == 1 || inet_pton(AF_INET6, host, &address) == 1 {
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(session), host)
+        } else {
+            SSL_set1_host(session, host)
+            // SSL_set_tlsext_host_name, a macro: the name the server chooses its certificate by.
+            _ = host.withCString {
+                SSL_ctrl(session, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: $0))
+            }
+        }
+        SSL_set_fd(session, socket)
+        guard SSL_connect(session) == 1 else {
+            let verify = SSL_get_verify_result(session)
+            let detail = verify == X509_V_OK ? sslError() : String(cString: X509_verify_cert_error_string(verify))
+            SSL_free(session)
+            SSL_CTX_free(made)
+            throw RedisConnectionLost(reason: "TLS to \(place) failed: \(detail)")
+        }
+        return (made, session)
+    }
+
+    deinit {
+        SSL_shutdown(ssl)
+        SSL_free(ssl)
+        SSL_CTX_free(context)
+        close(descriptor)
+        redisReaderFree(reader)
+        output.wipeCapacity()
+    }
+
+    private static func sslError() -> String {
+        let code = ERR_get_error()
+        guard code != 0 else { return "\(Errno.current)" }
+        var text = [UInt8](repeating: 0, count: 256)
+        text.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { ERR_error_string_n(code, $0.baseAddress, $0.count) }
+        }
+        return String(decoding: text.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    /// A TCP connection to `host:port` within `timeout` ms (each address in turn).
+    private static func connect(host: String, port: Int32, timeout: Int, place: String) throws(RedisConnectionLost) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else {
+            throw RedisConnectionLost(reason: "cannot connect to Redis at \(place): the name does not resolve")
+        }
+        defer { freeaddrinfo(first) }
+        var reason = "no address"
+        var next: UnsafeMutablePointer<addrinfo>? = first
+        while let item = next {
+            next = item.pointee.ai_next
+            let descriptor = socket(item.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { continue }
+            let flags = fcntl(descriptor, F_GETFL)
+            _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+            var result = Glibc.connect(descriptor, item.pointee.ai_addr, item.pointee.ai_addrlen)
+            if result != 0, errno == EINPROGRESS {
+                var waiting = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                if poll(&waiting, 1, Int32(timeout)) == 1 {
+                    var error: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
+                    result = error == 0 ? 0 : -1
+                    if error != 0 { errno = error }
+                } else {
+                    errno = ETIMEDOUT
+                }
+            }
+            if result == 0 {
+                _ = fcntl(descriptor, F_SETFL, flags)
+                return descriptor
+            }
+            reason = "\(Errno.current)"
+            close(descriptor)
+        }
+        throw RedisConnectionLost(reason: "cannot connect to Redis at \(place): \(reason)")
+    }
+
+    /// Adds one command, in the protocol's form, to what ``flush()`` sends.
+    func append(_ arguments: [[UInt8]]) throws(RedisConnectionLost) {
+        output += Array("*\(arguments.count)\r\n".utf8)
+        for argument in arguments {
+            output += Array("$\(argument.count)\r\n".utf8)
+            output += argument
+            output += [0x0D, 0x0A]
+        }
+    }
+
+    /// Sends what ``append(_:)`` added (and wipes it: AUTH carries the password).
+    func flush() throws(RedisConnectionLost) {
+        defer { output.wipeCapacity() }
+        var sent = 0
+        while sent < output.count {
+            let count = output[sent...].withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+            guard count > 0 else { throw RedisConnectionLost(reason: "TLS write failed: \(Self.sslError())") }
+            sent += Int(count)
+        }
+        output.removeAll(keepingCapacity: false)
+    }
+
+    /// Reads what TLS has next into the reader; a lost connection or a timeout throws.
+    func fill() throws(RedisConnectionLost) {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        let count = SSL_read(ssl, &chunk, Int32(chunk.count))
+        guard count > 0 else {
+            throw RedisConnectionLost(reason: count == 0 ? "the server closed the connection" : "TLS read failed: \(Self.sslError())")
+        }
+        _ = chunk.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { redisReaderFeed(reader, $0.baseAddress, Int(count)) }
+        }
+        chunk.wipeCapacity()
+    }
+}
