@@ -1,5 +1,5 @@
 internal import CProcessGuard
-internal import KindlyPushCore
+package import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -123,7 +123,7 @@ package enum PrivateFile {
 
     /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
     /// only its owner can access.
-    static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {
+    package static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             let code = errno

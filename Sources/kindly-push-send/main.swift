@@ -1,0 +1,9 @@
+internal import KindlyPushAPNs
+internal import KindlyPushCLI
+
+// `kindly-push-send`: the commands of `kindly-push` with `send`, the only one that needs libcurl
+// and libcrypto (APNs over HTTP/2, the ES256 provider token). `kindly-push send` runs it; it can
+// be run directly too.
+kindlyPushMain {
+    SendBinary.installed = APNsSendServices()
+}
