@@ -142,6 +142,12 @@ final class APNsSender {
         action.sa_flags = 0
         sigaction(SIGTERM, &action, nil)
         sigaction(SIGINT, &action, nil)
+        // A parent may have left them blocked (a test runner does): they must arrive.
+        var wanted = sigset_t()
+        sigemptyset(&wanted)
+        sigaddset(&wanted, SIGTERM)
+        sigaddset(&wanted, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &wanted, nil)
     }
 
     static var stopRequested: Bool { sendStopRequested != 0 }
