@@ -250,3 +250,41 @@ struct SendTests {
         }
     }
 }
+
+@Suite("seal --recipients-inline carries \"token\" to send")
+struct RecipientsInlineTokenTests {
+    @Test(
+        "the token (and the id) before the push, on the fast path and the strict one; a token that is not a string is bad_input; send delivers the output"
+    )
+    func outboxToResults() throws {
+        let key = DeviceKey.generate()
+        let publicKey = key.publicKey.base64URL
+        let plaintext = #"{"chat_id":"c-1","title":"Anna","body":"Hi!"}"#
+        let token = APNsTestServer.token(5)
+        let input = [
+            #"{"id":"row-1","token":"\#(token)","public_key":"\#(publicKey)","plaintext":\#(plaintext)}"#,
+            #"{"token": "\#(token)", "public_key": "\#(publicKey)", "plaintext": \#(plaintext)}"#,
+            #"{"public_key":"\#(publicKey)","token":7,"plaintext":\#(plaintext)}"#,
+            #"{"public_key":"\#(publicKey)","plaintext":\#(plaintext)}"#,
+        ].map { $0 + "\n" }.joined()
+        let sealed = try CLI.run(["seal", "--jsonl", "--recipients-inline"], stdin: input)
+        #expect(sealed.status == 0)
+        let lines = sealed.stdout.split(separator: "\n").map(String.init)
+        try #require(lines.count == 4)
+        #expect(lines[0].hasPrefix(#"{"id":"row-1","token":"\#(token)","push":{"aps":"#))
+        #expect(lines[1].hasPrefix(#"{"token":"\#(token)","push":{"aps":"#))
+        #expect(lines[2].hasPrefix(#"{"error":{"code":"bad_input","message":"\"token\" is a number, not a string"},"token":7}"#))
+        #expect(lines[3].hasPrefix(#"{"aps":"#))
+        // The pushes decrypt with the device's key, in the independent implementation.
+        let pushes = try lines[0...1].map { try #require(try JSONValue(parsing: $0)["push"]).compactText }
+        let decrypted = try ReferenceDecryption.decrypt(pushes.map { (key, $0) })
+        #expect(decrypted.allSatisfy { (try? $0.get()) == (try? JSONValue(parsing: plaintext)) })
+        let server = try APNsTestServer()
+        let sent = try server.send(["--jsonl"], stdin: lines[0...1].map { $0 + "\n" }.joined())
+        #expect(sent.status == 0)
+        let results = SendTests.lines(sent)
+        #expect(results.map { $0["status"] as? Int } == [200, 200])
+        #expect(results.map { $0["token"] as? String } == [token, token])
+        #expect(try server.records().count == 2)
+    }
+}
