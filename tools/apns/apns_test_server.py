@@ -17,7 +17,8 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
 - SETTINGS_MAX_CONCURRENT_STREAMS 1 on a new connection, raised after its first request is
   answered (as APNs does once a token is accepted);
 - faults on demand from a script: answers per device token (429, 500, 503, 410, ...), a GOAWAY
-  or a dropped connection after N requests, a delay before each answer;
+  or a dropped connection after N requests, a delay before each answer; the initial and raised
+  stream limits; the least time between two tokens (for tools/bench, whose runs each sign one);
 - everything received recorded, one JSON line per request, in DIR/received.jsonl.
 
 Usage:
@@ -137,7 +138,7 @@ class Server:
         if self.last_token is None or self.last_token[1] != text:
             if self.last_token is not None and iat < self.last_token[0]:
                 return 403, "ExpiredProviderToken"
-            if self.last_token is not None and iat - self.last_token[0] < TOKEN_MIN_RENEWAL:
+            if self.last_token is not None and iat - self.last_token[0] < self.script.get("token_min_renewal", TOKEN_MIN_RENEWAL):
                 return 429, "TooManyProviderTokenUpdates"
             self.token_changes.append(iat)
             self.last_token = (iat, text)

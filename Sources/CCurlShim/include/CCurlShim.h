@@ -18,6 +18,9 @@ CURLcode kp_curl_easy_set_pointer(CURL *handle, CURLoption option, const void *v
 CURLcode kp_curl_easy_set_off(CURL *handle, CURLoption option, curl_off_t value);
 CURLcode kp_curl_easy_set_callback(CURL *handle, CURLoption option, kp_curl_data_callback callback);
 CURLMcode kp_curl_multi_set_long(CURLM *multi, CURLMoption option, long value);
+CURLMcode kp_curl_multi_set_pointer(CURLM *multi, CURLMoption option, void *value);
+CURLMcode kp_curl_multi_set_socket_function(CURLM *multi, curl_socket_callback callback);
+CURLMcode kp_curl_multi_set_timer_function(CURLM *multi, curl_multi_timer_callback callback);
 CURLcode kp_curl_easy_get_long(CURL *handle, CURLINFO info, long *value);
 CURLcode kp_curl_easy_get_pointer(CURL *handle, CURLINFO info, void **value);
 
