@@ -178,7 +178,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "kindly-push-send",
-            dependencies: ["KindlyPushCLI", "KindlyPushAPNs"],
+            // KindlyPushRedis: `send --redis`, a send worker of a consumer group.
+            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushRedis"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.

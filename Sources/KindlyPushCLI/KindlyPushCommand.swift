@@ -72,14 +72,14 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
             Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
         if parsed[SharedOptions.help] { return Terminal.printText(Help.command(command, width: width)) }
+        // `send` runs in kindly-push-send, the only binary that links libcurl and libcrypto.
+        if SendBinary.installed == nil, command == SendCommand.self {
+            return SendBinary.exec(arguments, environment: environment)
+        }
         // A Redis Streams worker runs in kindly-push-redis (hiredis; it has the desktop services
         // too), what needs libsecret, GIO or SQLite in kindly-push-desktop (see DesktopServices).
         if RedisBinary.installed == nil, parsed.isGiven(RedisOptions.url), command.options.contains(RedisOptions.url) {
             return RedisBinary.exec(arguments, environment: environment)
-        }
-        // `send` runs in kindly-push-send, the only binary that links libcurl and libcrypto.
-        if SendBinary.installed == nil, command == SendCommand.self {
-            return SendBinary.exec(arguments, environment: environment)
         }
         if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {
             return DesktopBinary.exec(arguments, environment: environment)

@@ -9,7 +9,7 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
   {"alg": "ES256", "kid": KEY_ID} and claims {"iss": TEAM_ID, "iat": SECONDS}, its ES256
   signature verified with the team's public key (PyPI `cryptography`), its age at most an
   hour (403 ExpiredProviderToken), a new token at most every 20 minutes (429
-  TooManyProviderTokenUpdates);
+  TooManyProviderTokenUpdates, on one connection);
 - the headers required: apns-topic, apns-push-type (alert or background), apns-priority (10, 5 or
   1; background only 5), apns-expiration (a number), apns-collapse-id (at most 64 bytes), a
   64-hex-digit device token, a body of 1 to 4096 bytes;
@@ -91,7 +91,6 @@ class Server:
         self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
         self.connections = []
         self.connection_count = 0
-        self.last_token = None  # (iat, text) of the newest token accepted
         self.token_changes = []
 
     def now(self):
@@ -106,8 +105,9 @@ class Server:
     def record(self, entry):
         self.record_file.write(json.dumps(entry, sort_keys=True) + "\n")
 
-    def check_token(self, authorization):
-        """None when the provider token is good, else (status, reason)."""
+    def check_token(self, authorization, connection):
+        """None when the provider token is good, else (status, reason). A token renewed more
+        often than every 20 minutes on one connection is refused, as APNs does."""
         if not authorization:
             return 403, "MissingProviderToken"
         if not authorization.startswith("bearer "):
@@ -135,16 +135,17 @@ class Server:
             return 403, "ExpiredProviderToken"
         if iat > now + 60:
             return 403, "InvalidProviderToken"
-        if self.last_token is None or self.last_token[1] != text:
-            if self.last_token is not None and iat < self.last_token[0]:
+        last = connection.last_token
+        if last is None or last[1] != text:
+            if last is not None and iat < last[0]:
                 return 403, "ExpiredProviderToken"
-            if self.last_token is not None and iat - self.last_token[0] < self.script.get("token_min_renewal", TOKEN_MIN_RENEWAL):
+            if last is not None and iat - last[0] < self.script.get("token_min_renewal", TOKEN_MIN_RENEWAL):
                 return 429, "TooManyProviderTokenUpdates"
             self.token_changes.append(iat)
-            self.last_token = (iat, text)
+            connection.last_token = (iat, text)
         return None
 
-    def decide(self, headers, body):
+    def decide(self, headers, body, connection):
         """(status, reason) for one request, in the order APNs checks."""
         if headers.get(":method") != "POST":
             return 405, "MethodNotAllowed"
@@ -152,7 +153,7 @@ class Server:
         if not path.startswith("/3/device/"):
             return 404, "BadPath"
         token = path[len("/3/device/"):]
-        refusal = self.check_token(headers.get("authorization"))
+        refusal = self.check_token(headers.get("authorization"), connection)
         if refusal:
             return refusal
         if len(token) != 64 or any(c not in "0123456789abcdefABCDEF" for c in token):
@@ -206,6 +207,7 @@ class Connection:
         self.goaway_sent = None  # the last stream id of our GOAWAY
         self.raised = False
         self.closed = False
+        self.last_token = None  # (iat, text) of the newest token accepted on this connection
 
     def flush(self):
         data = self.h2.data_to_send()
@@ -297,7 +299,7 @@ class Connection:
         if self.closed or stream_id not in self.streams:
             return
         stream = self.streams[stream_id]
-        status, reason = self.server.decide(stream["headers"], stream["body"])
+        status, reason = self.server.decide(stream["headers"], stream["body"], self)
         apns_id = stream["headers"].get("apns-id") or str(uuid.uuid4()).upper()
         body = b""
         if reason:

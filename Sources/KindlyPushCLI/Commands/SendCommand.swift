@@ -40,6 +40,10 @@ package struct SendCommand: Command {
         again what was in flight, so a push can reach APNs twice (at least once, never lost).
         SIGTERM or SIGINT stop the reading; what was read is sent and answered, then send exits.
         The exit status is 0 whenever a result was printed, whatever APNs answered.
+
+        With --redis, send is a worker of a Redis Streams consumer group: each entry's "doc" is
+        one such document and its result goes to the output stream once (docs/running-at-scale.md);
+        an entry taken over from a worker that died is sent again.
         """
 
     package static let authKeyFile = Option<String>(
@@ -59,10 +63,11 @@ package struct SendCommand: Command {
         "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
     package static let jsonl = StreamOptions.jsonl.help("Read one document per line and write one result per line, in input order.")
 
-    package static let options: [OptionSpec] = [
-        authKeyFile.spec, keyID.spec, teamID.spec, topic.spec, sandbox.spec, apnsURL.spec, caFile.spec, expiration.spec, jsonl.spec,
-        StreamOptions.output.spec, SharedOptions.help.spec,
-    ]
+    package static let options: [OptionSpec] =
+        [
+            authKeyFile.spec, keyID.spec, teamID.spec, topic.spec, sandbox.spec, apnsURL.spec, caFile.spec, expiration.spec, jsonl.spec,
+            StreamOptions.output.spec,
+        ] + RedisOptions.specs + [SharedOptions.help.spec]
 
     /// The production server and the development one.
     package static let productionURL = "https://api.push.apple.com"
@@ -89,7 +94,7 @@ package struct SendCommand: Command {
             keyFile: try required(Self.authKeyFile), keyID: try identifier(Self.keyID), teamID: try identifier(Self.teamID),
             topic: try required(Self.topic), serverURL: arguments[Self.sandbox] ? Self.sandboxURL : Self.productionURL,
             caFile: arguments[Self.caFile], expiration: nil, isLineMode: stream.isLineMode, inputs: stream.inputs,
-            outputPath: stream.outputPath, clockFile: environment[SendOptions.testClockVariable])
+            outputPath: stream.outputPath, clockFile: environment[SendOptions.testClockVariable], redis: stream.redis)
         if options.topic.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { throw usage("'\(Self.topic.name)' takes a bundle ID") }
         if let url = arguments[Self.apnsURL] {
             if arguments[Self.sandbox] { throw usage("give either --sandbox or --apns-url, not both") }
@@ -143,6 +148,8 @@ package struct SendOptions: Sendable {
     package var outputPath: String?
     /// ``testClockVariable``'s file.
     package var clockFile: String?
+    /// `--redis` and its options: send runs as a Redis Streams worker.
+    package var redis: RedisOptions?
 }
 
 /// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send.
