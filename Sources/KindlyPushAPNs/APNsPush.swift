@@ -3,7 +3,8 @@ package import KindlyPushCLI
 internal import KindlyPushCore
 
 /// One input document of `kindly-push send`, checked: `{"token": HEX, "push": {...}}` and
-/// optionally `"collapse_id"`.
+/// optionally `"collapse_id"` and `"id"` (copied into the result, as `seal --recipients-inline`
+/// copies it).
 package struct APNsPush: Sendable, Equatable {
     /// APNs's limit for a notification's JSON document, in bytes.
     package static let maximumPayloadSize = 4096
@@ -20,12 +21,16 @@ package struct APNsPush: Sendable, Equatable {
     package var isSilent: Bool
     /// `apns-collapse-id`: APNs shows only the newest push of a collapse id.
     package var collapseID: String?
+    /// The document's `"id"`, as given.
+    package var id: JSONValue?
 
     /// A refused document: the error, and its token when it had a readable one (the result
     /// line names it).
     package struct Refusal: Error, Sendable {
         package var token: String?
         package var error: CLIError
+        /// The document's `"id"`, when it had one.
+        package var id: JSONValue?
     }
 
     /// Reads one input document's bytes.
@@ -41,9 +46,12 @@ package struct APNsPush: Sendable, Equatable {
 
     /// Checks one input document.
     package init(document: JSONValue) throws(Refusal) {
-        func bad(_ text: String, token: String? = nil) -> Refusal { Refusal(token: token, error: CLIError(.badInput, text)) }
-        guard let object = document.objectValue else { throw bad("the input is not a JSON object") }
-        if object.hasDuplicateKeys { throw bad("the input has a member name twice") }
+        guard let object = document.objectValue else {
+            throw Refusal(token: nil, error: CLIError(.badInput, "the input is not a JSON object"))
+        }
+        if object.hasDuplicateKeys { throw Refusal(token: nil, error: CLIError(.badInput, "the input has a member name twice")) }
+        let id = object["id"]
+        func bad(_ text: String, token: String? = nil) -> Refusal { Refusal(token: token, error: CLIError(.badInput, text), id: id) }
         guard let token = object["token"]?.stringValue else { throw bad("the input has no \"token\" string") }
         let isHex = token.utf8.allSatisfy {
             (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0)
@@ -75,6 +83,7 @@ package struct APNsPush: Sendable, Equatable {
             throw bad("\"collapse_id\" is not a string", token: token)
         }
         self.token = token
+        self.id = id
     }
 
     /// `apns-push-type` and `apns-priority`.

@@ -211,7 +211,7 @@ final class APNsSender {
         do throws(APNsPush.Refusal) {
             ready.append(Transfer(sequence: sequence, push: try APNsPush(bytes: bytes)))
         } catch {
-            complete(sequence, with: Self.errorLine(token: error.token, error.error))
+            complete(sequence, with: Self.errorLine(id: error.id, token: error.token, error.error))
         }
     }
 
@@ -285,7 +285,8 @@ final class APNsSender {
         do throws(AuthKeyError) {
             try token.refreshIfDue()
         } catch {
-            complete(transfer.sequence, with: Self.errorLine(token: transfer.push.token, CLIError(.io, error.description)))
+            complete(
+                transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CLIError(.io, error.description)))
             return
         }
         let easy: UnsafeMutableRawPointer
@@ -294,7 +295,9 @@ final class APNsSender {
             easy = idle
         } else {
             guard let new = curl_easy_init() else {
-                complete(transfer.sequence, with: Self.errorLine(token: transfer.push.token, CLIError(.io, "libcurl: out of memory")))
+                complete(
+                    transfer.sequence,
+                    with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CLIError(.io, "libcurl: out of memory")))
                 return
             }
             easy = new
@@ -369,7 +372,7 @@ final class APNsSender {
             } else {
                 let reason = String(cString: curl_easy_strerror(code))
                 let error = CLIError(.io, "no answer from \(host) after \(transfer.transportAttempts) attempts: \(reason)")
-                complete(transfer.sequence, with: Self.errorLine(token: token, error))
+                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
             }
             return
         }
@@ -383,7 +386,7 @@ final class APNsSender {
                 ready.insert(transfer, at: ready.firstIndex { $0.sequence > transfer.sequence } ?? ready.endIndex)
                 return
             } catch {
-                complete(transfer.sequence, with: Self.errorLine(token: token, CLIError(.io, error.description)))
+                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, CLIError(.io, error.description)))
                 return
             }
         }
@@ -394,9 +397,8 @@ final class APNsSender {
                 return
             }
         }
-        var members: [JSONObject.Member] = [
-            .init(key: "token", value: .string(token)), .init(key: "status", value: .number(JSONNumber(status))),
-        ]
+        var members: [JSONObject.Member] = transfer.push.id.map { [.init(key: "id", value: $0)] } ?? []
+        members += [.init(key: "token", value: .string(token)), .init(key: "status", value: .number(JSONNumber(status)))]
         if let id = transfer.apnsID { members.append(.init(key: "apns_id", value: .string(id))) }
         if status != 200 {
             members.append(.init(key: "reason", value: reason.map { .string($0) } ?? .null))
@@ -411,10 +413,10 @@ final class APNsSender {
         results[sequence - firstUnwritten] = line
     }
 
-    /// The error object of a line: `{"token": ..., "error": {"code", "message"}}`, the token
-    /// when the line had one.
-    static func errorLine(token: String?, _ error: CLIError) -> [UInt8] {
-        var members: [JSONObject.Member] = []
+    /// The error object of a line: `{"id": ..., "token": ..., "error": {"code", "message"}}`, the
+    /// id and the token when the line had them.
+    static func errorLine(id: JSONValue? = nil, token: String?, _ error: CLIError) -> [UInt8] {
+        var members: [JSONObject.Member] = id.map { [.init(key: "id", value: $0)] } ?? []
         if let token { members.append(.init(key: "token", value: .string(token))) }
         if case .object(let object) = error.jsonObject { members += object.members }
         return JSONWriter.compactBytes(.object(JSONObject(members)))

@@ -285,6 +285,7 @@ struct RecipientsInlineTokenTests {
         let results = SendTests.lines(sent)
         #expect(results.map { $0["status"] as? Int } == [200, 200])
         #expect(results.map { $0["token"] as? String } == [token, token])
+        #expect(results.map { $0["id"] as? String } == ["row-1", nil])
         #expect(try server.records().count == 2)
     }
 }

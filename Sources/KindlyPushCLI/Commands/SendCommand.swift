@@ -22,8 +22,8 @@ package struct SendCommand: Command {
         ),
     ]
     package static let discussion = """
-        Reads {"token": HEX, "push": {APNs document}} (optionally "collapse_id") on standard
-        input (with --jsonl, one per line) and POSTs each push to /3/device/TOKEN of
+        Reads {"token": HEX, "push": {APNs document}} (optionally "collapse_id", and "id", which
+        the result repeats) on standard input (with --jsonl, one per line) and POSTs each push to /3/device/TOKEN of
         api.push.apple.com over one HTTP/2 connection, as many at once as the server allows
         (its SETTINGS_MAX_CONCURRENT_STREAMS; the first request goes alone). Each input gives
         one result, in input order: {"token", "status", "apns_id"}, with "reason" (APNs's own
