@@ -47,6 +47,8 @@ let package = Package(
         .executable(name: "kindly-push-desktop", targets: ["kindly-push-desktop"]),
         // The Redis Streams workers (`--redis`); `kindly-push` runs it, so that only it links hiredis.
         .executable(name: "kindly-push-redis", targets: ["kindly-push-redis"]),
+        // `send` (APNs over HTTP/2); `kindly-push` runs it, so that only it links libcurl and libcrypto.
+        .executable(name: "kindly-push-send", targets: ["kindly-push-send"]),
     ],
     targets: [
         // System libraries: every cryptographic primitive comes from libsodium.
@@ -70,10 +72,17 @@ let package = Package(
         // hiredis (Debian libhiredis-dev), for the Redis Streams workers; its header is on the
         // compiler's default path. Only KindlyPushRedis links it.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
-        // OpenSSL's TLS (Debian libssl-dev), for `rediss://`: Debian's hiredis 0.14 has none,
-        // so the workers run hiredis's protocol reader over an OpenSSL connection. Only
-        // KindlyPushRedis links it.
+        // OpenSSL (Debian libssl-dev): TLS for `rediss://` (Debian's hiredis 0.14 has none, so the
+        // workers run hiredis's protocol reader over an OpenSSL connection), and libcrypto's
+        // ES256 for the APNs provider token (P-256, which libsodium lacks: the one primitive that
+        // is not libsodium's). Only KindlyPushRedis and KindlyPushAPNs link it.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        // libcurl (Debian libcurl4-openssl-dev: HTTP/2 through nghttp2, TLS through OpenSSL), for
+        // `send`; its headers are on the compiler's default path. Only KindlyPushAPNs links it.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // curl_easy_setopt, curl_multi_setopt and curl_easy_getinfo are C-variadic: one wrapper
+        // per argument type.
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
         // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
         // that runs on GDBus's worker thread), for the desktop notification client; only
         // KindlyPushDesktop links it.
@@ -147,6 +156,12 @@ let package = Package(
             dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL"],
             swiftSettings: strictSettings
         ),
+        // `send`: pushes to APNs over one HTTP/2 connection, with the ES256 provider token.
+        .target(
+            name: "KindlyPushAPNs",
+            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "CCurl", "CCurlShim", "COpenSSL"],
+            swiftSettings: strictSettings
+        ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.
         .executableTarget(
             name: "kindly-push",
@@ -161,6 +176,12 @@ let package = Package(
         .executableTarget(
             name: "kindly-push-redis",
             dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushRedis"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "kindly-push-send",
+            // KindlyPushRedis: `send --redis`, a send worker of a consumer group.
+            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushRedis"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.
@@ -189,7 +210,7 @@ let package = Package(
             // The documented-figures test reads the constants of every layer the command has.
             dependencies: [
                 "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
-                "KindlyPushSecretService", "KindlyPushRedis",
+                "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushAPNs",
             ]
         ),
     ],

@@ -11,8 +11,8 @@ internal import KindlyPushCore
 
 /// The commands that work on pushes and keys, in the order help lists them.
 package nonisolated let commands: [any Command.Type] = [
-    KeygenCommand.self, KeysCommand.self, SealCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self, NotifyCommand.self,
-    SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self, RedisStatusCommand.self,
+    KeygenCommand.self, KeysCommand.self, SealCommand.self, SendCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self,
+    NotifyCommand.self, SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self, RedisStatusCommand.self,
 ]
 
 /// Every command, in the order help lists them (top-level code initializes in order: this
@@ -26,7 +26,7 @@ package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
     return ErrorCode.usage.exitStatus
 }
 
-/// The `main` of `kindly-push`, `kindly-push-desktop` and `kindly-push-redis`. First, before any
+/// The `main` of `kindly-push`, `kindly-push-desktop`, `kindly-push-redis` and `kindly-push-send`. First, before any
 /// file is opened or any key is read (docs/hardening.md): closed standard streams are held on
 /// /dev/null, so that no file takes their numbers; the process is made not dumpable (no core
 /// file, no reading of its memory by the user's other processes); a crash prints one fixed line
@@ -75,6 +75,10 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
             Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
         if parsed[SharedOptions.help] { return Terminal.printText(Help.command(command, width: width)) }
+        // `send` runs in kindly-push-send, the only binary that links libcurl and libcrypto.
+        if SendBinary.installed == nil, command == SendCommand.self {
+            return SendBinary.exec(arguments, environment: environment)
+        }
         // A Redis Streams worker runs in kindly-push-redis (hiredis; it has the desktop services
         // too), what needs libsecret, GIO or SQLite in kindly-push-desktop (see DesktopServices).
         if RedisBinary.installed == nil, parsed.isGiven(RedisOptions.url), command.options.contains(RedisOptions.url) {

@@ -1,4 +1,5 @@
 import Foundation
+import KindlyPushAPNs
 import KindlyPushCore
 import KindlyPushDesktop
 import KindlyPushSecretService
@@ -89,6 +90,20 @@ struct DocumentedFiguresTests {
             ("docs/running-at-scale.md", "(`XAUTOCLAIM`) | \(RedisOptions.defaultClaimIdle) |"),
             ("docs/running-at-scale.md", "committed at a time | \(RedisOptions.defaultBatch) |"),
             ("docs/running-at-scale.md", "error object and acknowledged | \(RedisOptions.defaultMaxDeliveries) |"),
+            (
+                "docs/running-at-scale.md",
+                "(\(seconds(milliseconds: SendTiming.firstRetryDelay)) doubling to \(seconds(milliseconds: SendTiming.longestRetryDelay)), each delay drawn between its half and its whole), \(SendTiming.serverAttempts) attempts in all"
+            ),
+            ("docs/running-at-scale.md", "what was in flight (\(SendTiming.transportAttempts) attempts, the same backoff)"),
+            ("docs/running-at-scale.md", "reads at most \(number(SendTiming.readAhead)) lines ahead"),
+            ("docs/running-at-scale.md", "The token is renewed after \(ProviderToken.refreshAge / 60) minutes"),
+            ("docs/running-at-scale.md", "whose push is over \(APNsPush.maximumPayloadSize) bytes"),
+            ("docs/hardening.md", "its push at most \(APNsPush.maximumPayloadSize) bytes compact"),
+            ("docs/hardening.md", "a token of 16 to \(APNsPush.maximumTokenLength) hex digits"),
+            ("docs/hardening.md", "a `collapse_id` of 1 to \(APNsPush.maximumCollapseIDSize) printable bytes"),
+            ("docs/hardening.md", "an APNs answer kept up to \(bytes(SendTiming.maximumResponseSize))"),
+            ("docs/hardening.md", "at most \(number(SendTiming.readAhead)) lines read ahead"),
+            ("docs/hardening.md", "once in \(ProviderToken.refreshAge / 60) minutes"),
             ("docs/desktop.md", "over \(input)"),
             ("docs/desktop.md", "at most \(tap) s before is replayed"),
             ("docs/desktop.md", "within \(tap) s and is in the foreground"),

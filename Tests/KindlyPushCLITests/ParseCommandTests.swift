@@ -98,6 +98,7 @@ struct ParseCommandTests {
             (["notify"], [:], true),
             (["doctor"], [:], true),
             (["verify", "TestVectors"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
+            (["send", "--key-id", "X"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
         ] as [([String], [String: String], Bool)])
     func needsDesktop(_ arguments: [String], _ environment: [String: String], _ expected: Bool) throws {
         let command = try #require(allCommands.first { $0.name == arguments[0] })
@@ -105,7 +106,9 @@ struct ParseCommandTests {
         #expect(command.needsDesktop(parsed, environment: CommandEnvironment(environment)) == expected)
     }
 
-    @Test("kindly-push links neither Foundation, Dispatch's overlay nor libsecret, GIO or SQLite; kindly-push-desktop does")
+    @Test(
+        "kindly-push links neither Foundation, Dispatch's overlay nor libsecret, GIO, SQLite, libcurl or libcrypto; kindly-push-desktop and kindly-push-send do"
+    )
     func leanBinary() throws {
         func libraries(_ binary: URL) throws -> String {
             let process = Process()
@@ -121,13 +124,17 @@ struct ParseCommandTests {
         let lean = try libraries(CLI.binary)
         let unwanted = [
             "libFoundation", "_FoundationICU", "libswiftDispatch", "libswiftSynchronization", "libsecret", "libgio", "libglib",
-            "libsqlite3",
+            "libsqlite3", "libcurl", "libcrypto", "libhiredis",
         ]
         for library in unwanted {
             #expect(!lean.contains(library), "kindly-push links \(library)")
         }
         let desktop = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-desktop"))
         #expect(desktop.contains("libsecret") && desktop.contains("libgio") && desktop.contains("libsqlite3"))
+        let send = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-send"))
+        #expect(send.contains("libcurl") && send.contains("libcrypto"))
+        let redis = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-redis"))
+        #expect(!redis.contains("libcurl"))
     }
 
     @Test("the command's environment reads environ as Foundation does, values with '=' whole")

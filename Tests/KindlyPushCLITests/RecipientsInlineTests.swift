@@ -83,7 +83,7 @@ struct RecipientsInlineTests {
             ),
             (
                 Self.line(key, good, extra: #","device":"x""#),
-                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", \"mode\", \"placeholder_title\", \"placeholder_body\""}}"#
+                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\""}}"#
             ),
             (
                 Self.line(key, good, extra: #","plaintext":\#(good)"#),

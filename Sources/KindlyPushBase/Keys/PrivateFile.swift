@@ -1,5 +1,5 @@
 internal import CProcessGuard
-internal import KindlyPushCore
+package import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -121,14 +121,14 @@ package enum PrivateFile {
         }
     }
 
-    /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
-    /// only its owner can access.
     /// The text of `path`, checked as ``read(_:)`` checks it (a password file).
     package static func readText(_ path: String) throws(PrivateFileError) -> String {
         try read(path).withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
-    static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {
+    /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
+    /// only its owner can access.
+    package static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             let code = errno

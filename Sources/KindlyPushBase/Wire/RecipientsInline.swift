@@ -1,7 +1,7 @@
 internal import KindlyPushCore
 
 // The wire of `kindly-push seal --recipients-inline` (docs/spec/cli.md): one document per push,
-// `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, `"mode"`,
+// `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, `"token"`, `"mode"`,
 // `"placeholder_title"` and `"placeholder_body"`, read by the strict reader (a tree) or, for a
 // compact line, located in its bytes. The command keeps only its options and its output.
 
@@ -17,12 +17,14 @@ package struct RecipientsInlineError: Error, Sendable, Equatable {
 /// The members a line may have.
 package enum RecipientsInlineMember {
     package static let id = "id"
+    /// The device's APNs token, copied to the output for `send` (`{"token", "push"}`).
+    package static let token = "token"
     package static let publicKey = "public_key"
     package static let plaintext = "plaintext"
     package static let mode = "mode"
     package static let placeholderTitle = "placeholder_title"
     package static let placeholderBody = "placeholder_body"
-    package static let all = [id, publicKey, plaintext, mode, placeholderTitle, placeholderBody]
+    package static let all = [id, token, publicKey, plaintext, mode, placeholderTitle, placeholderBody]
 }
 
 /// A line's own push kind and alert, when it gives any.
@@ -69,13 +71,14 @@ package struct RecipientsInlineLine {
             JSONWriter.writeString(name, to: &quoted)
             throw RecipientsInlineError(
                 "unknown member \(String(decoding: quoted, as: UTF8.self)); a --recipients-inline input has \"public_key\", \"plaintext\" "
-                    + "and optionally \"id\", \"mode\", \"placeholder_title\", \"placeholder_body\"")
+                    + "and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\"")
         }
         func string(_ name: String) throws(RecipientsInlineError) -> String? {
             guard let value = object[name] else { return nil }
             guard case .string(let text) = value else { throw RecipientsInlineError("\"\(name)\" is \(value.typeName), not a string") }
             return text
         }
+        _ = try string(RecipientsInlineMember.token)
         guard let key = try string(RecipientsInlineMember.publicKey) else {
             throw RecipientsInlineError("\"public_key\" is missing (the device's public key)")
         }
@@ -117,6 +120,8 @@ package struct RecipientsInlineCompactLine {
     package let alert: LineAlert?
     /// The line's `"id"`, when it is a scalar (an array or object goes the strict way).
     package let id: Range<Int>?
+    /// The line's `"token"` string, quotes included.
+    package let token: Range<Int>?
 
     package init?(
         _ bytes: UnsafeRawBufferPointer, mode defaultMode: KindlyPushSealer.Mode,
@@ -135,6 +140,7 @@ package struct RecipientsInlineCompactLine {
         var title: String?
         var body: String?
         var id: Range<Int>?
+        var token: Range<Int>?
         var endsWithPlaintext = false
         guard reader.consume(UInt8(ascii: "{")) else { return nil }
         repeat {
@@ -161,6 +167,10 @@ package struct RecipientsInlineCompactLine {
                     return nil
                 }
                 id = start..<reader.index
+            } else if reader.text(name, is: "token") {
+                let start = reader.index
+                guard first(64), reader.compactString() != nil else { return nil }
+                token = start..<reader.index
             } else if reader.text(name, is: "mode") {
                 guard first(4), let text = reader.compactString() else { return nil }
                 if reader.text(text, is: "visible") {
@@ -194,6 +204,7 @@ package struct RecipientsInlineCompactLine {
         self.publicKey = publicKey
         self.plaintext = plaintext
         self.id = id
+        self.token = token
     }
 
     /// The text of a string with no escape (already checked as UTF-8); `nil` when it has one.

@@ -196,9 +196,12 @@ package struct StreamOptions: Sendable {
     /// `--redis` and its options: the command runs as a Redis Streams worker, each entry a line.
     package let redis: RedisOptions?
 
-    package init(_ arguments: ParsedArguments, command: String, environment: CommandEnvironment = [:]) throws(CLIError) {
+    /// `shared`: worker options the command also takes without `--redis` (see ``RedisOptions``).
+    package init(
+        _ arguments: ParsedArguments, command: String, environment: CommandEnvironment = [:], shared: [any OptionKey] = []
+    ) throws(CLIError) {
         func usage(_ text: String) -> CLIError { .usage(text, command: command) }
-        redis = try RedisOptions(arguments, command: command, environment: environment)
+        redis = try RedisOptions(arguments, command: command, environment: environment, shared: shared)
         if redis != nil {
             for key in [Self.jsonl, Self.summary] where arguments[key] {
                 throw usage("--redis reads entries, not lines: give no '\(key.name)'")

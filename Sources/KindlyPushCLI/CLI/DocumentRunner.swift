@@ -60,7 +60,7 @@ package enum DocumentRunner {
     /// Flushes the output and puts an `--output` file in place, unless the run is `incomplete`
     /// (its input failed): then PATH keeps what it held, as after any other failure. The status
     /// when writing failed.
-    private static func finish(_ stdout: inout OutputStream, _ target: consuming OutputTarget, incomplete: Bool = false) -> Int32? {
+    package static func finish(_ stdout: inout OutputStream, _ target: consuming OutputTarget, incomplete: Bool = false) -> Int32? {
         let status = Terminal.finish(&stdout)
         stdout.wipe()
         guard status == 0, !incomplete else {

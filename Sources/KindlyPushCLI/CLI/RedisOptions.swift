@@ -118,11 +118,17 @@ package struct RedisOptions: Sendable, Equatable {
     package static let specs: [OptionSpec] = [url.spec] + workerKeys.map(\.spec)
 
     /// The worker options of `arguments`, `nil` without `--redis`; a usage error for a bad URL,
-    /// a missing stream or group, a bad number, or worker options without `--redis`.
-    package init?(_ arguments: ParsedArguments, command: String, environment: CommandEnvironment) throws(CLIError) {
+    /// a missing stream or group, a bad number, or worker options without `--redis`. `shared`:
+    /// worker options that the command takes without `--redis` too (send's `--ca-file`, for
+    /// APNs and a `rediss://` server alike).
+    package init?(
+        _ arguments: ParsedArguments, command: String, environment: CommandEnvironment, shared: [any OptionKey] = []
+    ) throws(CLIError) {
         func usage(_ text: String) -> CLIError { .usage(text, command: command) }
+        let sharedNames = Set(shared.map(\.name))
         guard let url = arguments[Self.url] else {
-            if let other = RedisOptions.workerKeys.first(where: { arguments.isGiven($0) }) {
+            let alone = RedisOptions.workerKeys.filter { !sharedNames.contains($0.name) }
+            if let other = alone.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(other.name)' goes with --redis")
             }
             return nil
@@ -138,7 +144,7 @@ package struct RedisOptions: Sendable, Equatable {
             }
             return number
         }
-        (endpoint, tls) = try Self.tlsEndpoint(url, arguments, usage)
+        (endpoint, tls) = try Self.tlsEndpoint(url, arguments, sharedNames, usage)
         (_, user, password, database) = try RedisOptions.parseURL(Self.plainScheme(url))
         if password == nil { password = try Self.password(environment) }
         input = try required(Self.from)
@@ -168,12 +174,13 @@ package struct RedisOptions: Sendable, Equatable {
 
     /// The endpoint of `url`, and TLS for `rediss://` with `--ca-file`, `--tls-cert`, `--tls-key`
     /// (which go with `rediss://` only, and the last two together).
-    static func tlsEndpoint(_ url: String, _ arguments: ParsedArguments, _ usage: (String) -> CLIError) throws(CLIError)
-        -> (Endpoint, TLS?)
-    {
+    static func tlsEndpoint(
+        _ url: String, _ arguments: ParsedArguments, _ shared: Set<String>, _ usage: (String) -> CLIError
+    ) throws(CLIError) -> (Endpoint, TLS?) {
         let (endpoint, _, _, _) = try parseURL(plainScheme(url))
         guard url.hasPrefix("rediss://") else {
-            if let given = [caFile, tlsCertificate, tlsKey].first(where: { arguments.isGiven($0) }) {
+            let tlsKeys = [caFile, tlsCertificate, tlsKey].filter { !shared.contains($0.name) }
+            if let given = tlsKeys.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(given.name)' goes with a rediss:// URL")
             }
             return (endpoint, nil)

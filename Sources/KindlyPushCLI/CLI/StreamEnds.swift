@@ -11,7 +11,7 @@ package enum InputFiles {
     /// The descriptors of `paths` in order (`-` is standard input); standard input when empty.
     /// A path that cannot be opened, or a folder, is `io`. Standard input on a terminal is
     /// noted on standard error (``StandardInput/noteIfTerminal(lineMode:)``).
-    static func open(_ paths: [String], lineMode: Bool) throws(CLIError) -> [Int32] {
+    package static func open(_ paths: [String], lineMode: Bool) throws(CLIError) -> [Int32] {
         guard !paths.isEmpty else {
             StandardInput.noteIfTerminal(lineMode: lineMode)
             return [STDIN_FILENO]
@@ -118,7 +118,7 @@ package struct OutputTarget: ~Copyable {
     }
 
     /// Puts the finished output in place (or leaves standard output as it is); `io` on failure.
-    consuming func commit() -> CLIError? {
+    package consuming func commit() -> CLIError? {
         guard let path else {
             if descriptor != STDOUT_FILENO { close(descriptor) }
             return nil
@@ -160,7 +160,7 @@ package struct OutputTarget: ~Copyable {
     }
 
     /// Drops the unfinished output: PATH keeps what it held before.
-    consuming func abandon() {
+    package consuming func abandon() {
         if let temporary {
             unlink(temporary.path)
             temporary.close()

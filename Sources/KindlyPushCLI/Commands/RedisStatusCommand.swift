@@ -55,7 +55,7 @@ package struct RedisStatusCommand: Command {
             return value
         }
         let url = try required(Self.url)
-        let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments) { CLIError.usage($0, command: Self.name) }
+        let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments, []) { CLIError.usage($0, command: Self.name) }
         let (_, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
         var password = urlPassword
         if password == nil { password = try RedisOptions.password(environment) }

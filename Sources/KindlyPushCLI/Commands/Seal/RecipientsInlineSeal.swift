@@ -62,26 +62,24 @@ package struct RecipientsInlineSeal: DocumentCommand {
         -> Completion
     {
         if let line = RecipientsInlineCompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
-            // A line's own "id", copied as it is (a scalar in the writer's form: what the strict
-            // path writes for it).
-            let id = line.id.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
+            // A line's own "id" and "token", copied as they are (in the writer's form: what the
+            // strict path writes for them).
+            let tags = CorrelationID(
+                id: line.id.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) },
+                token: line.token.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) })
             let start = output.count
-            if let id {
-                output += CorrelationID.pushPrefix
-                output += id
-                output += CorrelationID.pushMember
-            }
+            tags.appendPushPrefix(to: &output)
             let plaintext = UnsafeRawBufferPointer(rebasing: bytes[line.plaintext])
             let outcome = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
                 Self.sealAndWipe(with: &sealer) { $0.seal(plaintext: plaintext, appendingTo: &output) }
             }
             switch outcome {
             case .sealed:
-                if id != nil { output.append(UInt8(ascii: "}")) }
+                if tags.isTagged { output.append(UInt8(ascii: "}")) }
                 return .success
             case .failed(let error):
                 output.removeSubrange(start...)
-                return try failure(CLIError(.badInput, error.description), id: id, into: &output)
+                return try failure(CLIError(.badInput, error.description), tags: tags, into: &output)
             case .notJSON, .notObject:
                 // What the compact reading took for the plaintext is not one JSON object (members
                 // may follow it): the line is read whole, for the strict reader's message.
@@ -96,41 +94,47 @@ package struct RecipientsInlineSeal: DocumentCommand {
         try processWithID(document, scratch: LRUCache(capacity: 1), into: &output)
     }
 
-    /// The general path with the line's `"id"`: the push as `{"id": ID, "push": PUSH}`, or in
-    /// line mode the error object with `"id"` after `"error"`. Without an `"id"` (or with a
-    /// member name twice), the output is the push or the error alone.
+    /// The general path with the line's `"id"` and `"token"`: the push as `{"id": ID, "token":
+    /// TOKEN, "push": PUSH}` (each when the line has it), or in line mode the error object with
+    /// them after `"error"`. Without either (or with a member name twice), the output is the
+    /// push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CLIError) -> Completion
     {
-        guard case .object(let object) = document, !object.hasDuplicateKeys, let id = object[RecipientsInlineMember.id] else {
+        guard case .object(let object) = document, !object.hasDuplicateKeys else {
             try process(document, scratch: scratch, into: &output)
             return .success
         }
-        let idText = JSONWriter.compactBytes(id)
-        return try idText.withBytes { (id) throws(CLIError) in
-            let start = output.count
-            output += CorrelationID.pushPrefix
-            output += id
-            output += CorrelationID.pushMember
-            do throws(CLIError) {
-                try process(document, scratch: scratch, into: &output)
-                output.append(UInt8(ascii: "}"))
-                return .success
-            } catch {
-                output.removeSubrange(start...)
-                return try failure(error, id: id, into: &output)
+        let id = object[RecipientsInlineMember.id].map(JSONWriter.compactBytes)
+        let token = object[RecipientsInlineMember.token].map(JSONWriter.compactBytes)
+        guard id != nil || token != nil else {
+            try process(document, scratch: scratch, into: &output)
+            return .success
+        }
+        return try (id ?? []).withBytes { (idBytes) throws(CLIError) in
+            try (token ?? []).withBytes { (tokenBytes) throws(CLIError) in
+                let tags = CorrelationID(id: id == nil ? nil : idBytes, token: token == nil ? nil : tokenBytes)
+                let start = output.count
+                tags.appendPushPrefix(to: &output)
+                do throws(CLIError) {
+                    try process(document, scratch: scratch, into: &output)
+                    output.append(UInt8(ascii: "}"))
+                    return .success
+                } catch {
+                    output.removeSubrange(start...)
+                    return try failure(error, tags: tags, into: &output)
+                }
             }
         }
     }
 
-    /// A line that fails: in line mode with an `"id"`, its error object with `"id"` after
-    /// `"error"` (``Completion/errorObject(_:)``); the error itself otherwise.
-    private func failure(_ error: CLIError, id: UnsafeRawBufferPointer?, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        guard let id, stream.isLineMode else { throw error }
+    /// A line that fails: in line mode with an `"id"` or a `"token"`, its error object with them
+    /// after `"error"` (``Completion/errorObject(_:)``); the error itself otherwise.
+    private func failure(_ error: CLIError, tags: CorrelationID, into output: inout [UInt8]) throws(CLIError) -> Completion {
+        guard tags.isTagged, stream.isLineMode else { throw error }
         JSONWriter.write(error.jsonObject, to: &output)
         output.removeLast()
-        output += CorrelationID.errorMember
-        output += id
+        tags.appendErrorMembers(to: &output)
         output.append(UInt8(ascii: "}"))
         return .errorObject(error.code)
     }
@@ -186,11 +190,41 @@ package struct RecipientsInlineSeal: DocumentCommand {
     }
 }
 
-/// The text around a line's `"id"` in its output line.
-private enum CorrelationID {
-    static let pushPrefix = Array(#"{"id":"#.utf8)
-    static let pushMember = Array(#","push":"#.utf8)
-    static let errorMember = Array(#","id":"#.utf8)
+/// A line's `"id"` and `"token"` (their JSON text), copied into its output line: before
+/// `"push"`, or after `"error"`.
+private struct CorrelationID {
+    let id: UnsafeRawBufferPointer?
+    let token: UnsafeRawBufferPointer?
+
+    var isTagged: Bool { id != nil || token != nil }
+
+    /// `{"id":ID,"token":TOKEN,"push":` (each member when there), or nothing when neither is.
+    func appendPushPrefix(to output: inout [UInt8]) {
+        guard isTagged else { return }
+        output.append(UInt8(ascii: "{"))
+        appendMembers(to: &output)
+        output += #""push":"#.utf8
+    }
+
+    /// `,"id":ID,"token":TOKEN` without the last comma: after the error object's members.
+    func appendErrorMembers(to output: inout [UInt8]) {
+        output.append(UInt8(ascii: ","))
+        appendMembers(to: &output)
+        output.removeLast()
+    }
+
+    private func appendMembers(to output: inout [UInt8]) {
+        if let id {
+            output += #""id":"#.utf8
+            output += id
+            output.append(UInt8(ascii: ","))
+        }
+        if let token {
+            output += #""token":"#.utf8
+            output += token
+            output.append(UInt8(ascii: ","))
+        }
+    }
 }
 
 /// What a thread's sealers are kept by: the device's public key, and the line's own alert when it

@@ -23,7 +23,9 @@ package struct SealCommand: DocumentCommand {
         mode_auth with --sender-key-file, mode_base without.
 
         With --recipients-inline each input is {"public_key": B64, "plaintext": {...}} (and
-        optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device.
+        optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device;
+        its "id" and "token" are copied into its output ({"id", "token", "push"}: what
+        'kindly-push send' reads).
         With --fit a body too long for APNs is cut to the longest prefix that fits.
         """
     package static let options: [OptionSpec] = SealingOptions.specs + StreamOptions.specs + RedisOptions.specs + [SharedOptions.help.spec]

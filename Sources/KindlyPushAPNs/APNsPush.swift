@@ -1,0 +1,92 @@
+package import KindlyPushBase
+package import KindlyPushCLI
+internal import KindlyPushCore
+
+/// One input document of `kindly-push send`, checked: `{"token": HEX, "push": {...}}` and
+/// optionally `"collapse_id"` and `"id"` (copied into the result, as `seal --recipients-inline`
+/// copies it).
+package struct APNsPush: Sendable, Equatable {
+    /// APNs's limit for a notification's JSON document, in bytes.
+    package static let maximumPayloadSize = 4096
+    /// APNs's limit for `apns-collapse-id`, in bytes.
+    package static let maximumCollapseIDSize = 64
+    /// The longest device token taken, in hex digits (APNs's are 64 today; Apple says they may grow).
+    package static let maximumTokenLength = 200
+
+    /// The device token as given (hex).
+    package var token: String
+    /// The push, compact, as the project's writer writes it (what `seal` measures).
+    package var body: [UInt8]
+    /// `aps` has `content-available` 1 and no `alert`: `apns-push-type: background`, priority 5.
+    package var isSilent: Bool
+    /// `apns-collapse-id`: APNs shows only the newest push of a collapse id.
+    package var collapseID: String?
+    /// The document's `"id"`, as given.
+    package var id: JSONValue?
+
+    /// A refused document: the error, and its token when it had a readable one (the result
+    /// line names it).
+    package struct Refusal: Error, Sendable {
+        package var token: String?
+        package var error: CLIError
+        /// The document's `"id"`, when it had one.
+        package var id: JSONValue?
+    }
+
+    /// Reads one input document's bytes.
+    package init(bytes: UnsafeRawBufferPointer) throws(Refusal) {
+        let document: JSONValue
+        do throws(CLIError) {
+            document = try StandardInput.parseObject(bytes)
+        } catch {
+            throw Refusal(token: nil, error: error)
+        }
+        try self.init(document: document)
+    }
+
+    /// Checks one input document.
+    package init(document: JSONValue) throws(Refusal) {
+        guard let object = document.objectValue else {
+            throw Refusal(token: nil, error: CLIError(.badInput, "the input is not a JSON object"))
+        }
+        if object.hasDuplicateKeys { throw Refusal(token: nil, error: CLIError(.badInput, "the input has a member name twice")) }
+        let id = object["id"]
+        func bad(_ text: String, token: String? = nil) -> Refusal { Refusal(token: token, error: CLIError(.badInput, text), id: id) }
+        guard let token = object["token"]?.stringValue else { throw bad("the input has no \"token\" string") }
+        let isHex = token.utf8.allSatisfy {
+            (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0)
+        }
+        guard isHex, token.utf8.count >= 16, token.utf8.count <= Self.maximumTokenLength, token.utf8.count % 2 == 0 else {
+            throw bad("\"token\" is not a device token (an even number of hex digits, 16 to \(Self.maximumTokenLength))")
+        }
+        guard let push = object["push"], let pushObject = push.objectValue else {
+            throw bad("the input has no \"push\" object", token: token)
+        }
+        if pushObject.hasDuplicateKeys { throw bad("the push has a member name twice", token: token) }
+        body = JSONWriter.compactBytes(push)
+        guard body.count <= Self.maximumPayloadSize else {
+            throw bad("the push is \(body.count) bytes, over APNs's \(Self.maximumPayloadSize)", token: token)
+        }
+        let aps = pushObject["aps"]?.objectValue
+        isSilent = aps?["alert"] == nil && aps?["content-available"] == .number(JSONNumber(1))
+        switch object["collapse_id"] {
+        case nil:
+            collapseID = nil
+        case .string(let text)?:
+            guard !text.isEmpty, text.utf8.count <= Self.maximumCollapseIDSize,
+                !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
+            else {
+                throw bad("\"collapse_id\" is 1 to \(Self.maximumCollapseIDSize) bytes of printable text", token: token)
+            }
+            collapseID = text
+        default:
+            throw bad("\"collapse_id\" is not a string", token: token)
+        }
+        self.token = token
+        self.id = id
+    }
+
+    /// `apns-push-type` and `apns-priority`.
+    package var pushType: String { isSilent ? "background" : "alert" }
+    package var priority: Int { isSilent ? 5 : 10 }
+}

@@ -1,0 +1,427 @@
+internal import CCurl
+internal import CCurlShim
+internal import KindlyPushBase
+internal import KindlyPushCLI
+internal import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The sender's bounds and timings (docs/running-at-scale.md states them; the documented-figures
+/// test checks it).
+package enum SendTiming {
+    /// Attempts of a push that APNs answers 429, 500 or 503 (the last answer is its result).
+    package static let serverAttempts = 5
+    /// Attempts of a push whose connection failed, was refused or went away (GOAWAY, reset)
+    /// before an answer: then the line's error is `io`.
+    package static let transportAttempts = 5
+    /// Retry backoff, in milliseconds: the first delay, doubled up to the longest; each delay is
+    /// drawn between its half and its whole (jitter).
+    package static let firstRetryDelay = 100
+    package static let longestRetryDelay = 5000
+    /// Connecting (TCP and TLS), and a whole request, in milliseconds.
+    package static let connectTimeout = 10_000
+    package static let requestTimeout = 30_000
+    /// Requests handed to libcurl at once; libcurl sends as many of them as the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS allows on the one connection and holds the rest.
+    package static let maximumHandedOver = 1000
+    /// Lines read ahead of the oldest one not yet answered (results are written in input order).
+    package static let readAhead = 4096
+    /// A response body kept, in bytes (APNs's are a few dozen).
+    package static let maximumResponseSize = 1 << 14
+}
+
+/// SIGTERM or SIGINT arrived: read no more, answer what was read, exit 0.
+nonisolated(unsafe) private var sendStopRequested: sig_atomic_t = 0
+
+/// One push on its way: what is sent, and what came back so far.
+final class Transfer {
+    let sequence: Int
+    let push: APNsPush
+    var response: [UInt8] = []
+    var apnsID: String?
+    var headers: UnsafeMutablePointer<curl_slist>?
+    /// The provider token the request carried (``ProviderToken/generation``).
+    var tokenGeneration = 0
+    var serverAttempts = 0
+    var transportAttempts = 0
+    /// It was sent again once after `ExpiredProviderToken`.
+    var renewedToken = false
+    /// When a delayed retry may go (monotonic milliseconds).
+    var due = 0
+
+    init(sequence: Int, push: APNsPush) {
+        self.sequence = sequence
+        self.push = push
+    }
+}
+
+private let writeCallback: kp_curl_data_callback = { data, size, count, context in
+    let length = size * count
+    guard let data, let context else { return length }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    if transfer.response.count + length <= SendTiming.maximumResponseSize {
+        transfer.response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+    }
+    return length
+}
+
+private let headerCallback: kp_curl_data_callback = { data, size, count, context in
+    let length = size * count
+    guard let data, let context else { return length }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let line = UnsafeRawBufferPointer(start: data, count: length)
+    let name = Array("apns-id:".utf8)
+    if line.count > name.count, zip(line.prefix(name.count), name).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) {
+        let value = line.dropFirst(name.count).filter { $0 > 0x20 && $0 < 0x7F }
+        transfer.apnsID = String(decoding: value, as: UTF8.self)
+    }
+    return length
+}
+
+/// What libcurl asked to be told about (`curl_multi_socket_action`): the sockets to watch, for
+/// what, and when its timer runs out.
+///
+/// Why not `curl_multi_perform`: it looks at every transfer in each call, each with a `poll` of
+/// its own, so that a connection with a hundred streams in flight cost a hundred system calls per
+/// wake-up (profiled: most of send's CPU time). `curl_multi_socket_action` hands libcurl the
+/// readiness this thread's one `poll` saw.
+final class CurlEvents {
+    /// Each socket and its `poll` events.
+    var sockets: [Int32: Int16] = [:]
+    /// When libcurl's timer runs out (monotonic milliseconds); nil for no timer.
+    var deadline: Int?
+}
+
+private let socketCallback: curl_socket_callback = { _, socket, what, context, _ in
+    guard let context else { return 0 }
+    let events = Unmanaged<CurlEvents>.fromOpaque(context).takeUnretainedValue()
+    switch what {
+    case Int32(CURL_POLL_IN): events.sockets[socket] = Int16(POLLIN)
+    case Int32(CURL_POLL_OUT): events.sockets[socket] = Int16(POLLOUT)
+    case Int32(CURL_POLL_INOUT): events.sockets[socket] = Int16(POLLIN | POLLOUT)
+    default: events.sockets[socket] = nil
+    }
+    return 0
+}
+
+private let timerCallback: curl_multi_timer_callback = { _, milliseconds, context in
+    guard let context else { return 0 }
+    let events = Unmanaged<CurlEvents>.fromOpaque(context).takeUnretainedValue()
+    events.deadline = milliseconds < 0 ? nil : APNsSender.now() + milliseconds
+    return 0
+}
+
+/// `kindly-push send`: reads documents, sends each push to APNs over one multiplexed HTTP/2
+/// connection (libcurl's multi interface, `CURLPIPE_MULTIPLEX`, one connection to the host),
+/// and writes one result per input, in input order.
+///
+/// One thread does everything: it reads lines while fewer than ``SendTiming/readAhead`` wait
+/// for their answer, hands requests to libcurl (the first alone, until the server has
+/// answered one and so raised its stream limit; then up to ``SendTiming/maximumHandedOver``),
+/// waits in `curl_multi_poll` on the connection and standard input together, and writes the
+/// answered prefix of the results.
+final class APNsSender {
+    let options: SendOptions
+    private var token: ProviderToken
+    private let multi: UnsafeMutableRawPointer
+    private let host: String
+    private var inFlight: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+    /// Ready to go, oldest input first.
+    private var ready: [Transfer] = []
+    /// Waiting for their backoff delay.
+    private var delayed: [Transfer] = []
+    /// The result line of each input from `firstUnwritten` on; nil while unanswered.
+    private var results: [[UInt8]?] = []
+    private var firstUnwritten = 0
+    private var nextSequence = 0
+    /// The connection answered a request: more than one may go at once.
+    private var connectionConfirmed = false
+    private let expirationHeader: Bool
+    private let events = CurlEvents()
+
+    init(options: SendOptions, token: ProviderToken) throws(CLIError) {
+        self.options = options
+        self.token = token
+        guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK, let multi = curl_multi_init() else {
+            throw CLIError(.io, "libcurl cannot start")
+        }
+        self.multi = multi
+        host = String(decoding: options.serverURL.utf8.dropFirst(8), as: UTF8.self)
+        expirationHeader = options.expiration != nil
+        _ = kp_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // One connection: every request is a stream of it, as APNs asks.
+        _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
+        _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 1)
+        // libcurl's own cap on streams (100 by default) raised: the server's SETTINGS decide.
+        _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, Int(SendTiming.maximumHandedOver))
+        let context = Unmanaged.passUnretained(events).toOpaque()
+        _ = kp_curl_multi_set_socket_function(multi, socketCallback)
+        _ = kp_curl_multi_set_pointer(multi, CURLMOPT_SOCKETDATA, context)
+        _ = kp_curl_multi_set_timer_function(multi, timerCallback)
+        _ = kp_curl_multi_set_pointer(multi, CURLMOPT_TIMERDATA, context)
+    }
+
+    deinit {
+        for (easy, transfer) in inFlight {
+            curl_multi_remove_handle(multi, easy)
+            curl_slist_free_all(transfer.headers)
+            curl_easy_cleanup(easy)
+        }
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        curl_multi_cleanup(multi)
+    }
+
+    static func installStopHandlers() {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in sendStopRequested = 1 }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = 0
+        sigaction(SIGTERM, &action, nil)
+        sigaction(SIGINT, &action, nil)
+        // A parent may have left them blocked (a test runner does): they must arrive.
+        var wanted = sigset_t()
+        sigemptyset(&wanted)
+        sigaddset(&wanted, SIGTERM)
+        sigaddset(&wanted, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &wanted, nil)
+    }
+
+    static var stopRequested: Bool { sendStopRequested != 0 }
+
+    static func now() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
+    }
+
+    /// Whether another input may be read now.
+    var hasRoom: Bool { results.count < SendTiming.readAhead }
+
+    /// Whether every input read has its result written.
+    var isIdle: Bool { results.isEmpty }
+
+    /// Takes one input document: sent, or answered at once with its error.
+    func submit(_ bytes: UnsafeRawBufferPointer) {
+        let sequence = nextSequence
+        nextSequence += 1
+        results.append(nil)
+        do throws(APNsPush.Refusal) {
+            ready.append(Transfer(sequence: sequence, push: try APNsPush(bytes: bytes)))
+        } catch {
+            complete(sequence, with: Self.errorLine(id: error.id, token: error.token, error.error))
+        }
+    }
+
+    /// Takes a line that was over the input limit: its error.
+    func submitOversized() {
+        let sequence = nextSequence
+        nextSequence += 1
+        results.append(nil)
+        complete(
+            sequence,
+            with: Self.errorLine(
+                token: nil, CLIError(.badInput, "the line is over \(StandardInput.sizeText(StandardInput.maximumDocumentSize))")))
+    }
+
+    /// The result lines answered in input order since the last call.
+    func takeWritable(into output: inout [UInt8]) {
+        var count = 0
+        while count < results.count, let line = results[count] {
+            output += line
+            output.append(0x0A)
+            count += 1
+        }
+        if count > 0 {
+            results.removeFirst(count)
+            firstUnwritten += count
+        }
+    }
+
+    /// Hands requests over, lets libcurl work, and takes the answers; waits up to `timeout`
+    /// milliseconds for the connection or for `input` (a descriptor to read, -1 for none).
+    func step(waitingFor input: Int32, timeout: Int) -> Bool {
+        let now = Self.now()
+        if !delayed.isEmpty {
+            let due = delayed.filter { $0.due <= now }
+            if !due.isEmpty {
+                delayed.removeAll { $0.due <= now }
+                ready = (ready + due).sorted { $0.sequence < $1.sequence }
+            }
+        }
+        let limit = connectionConfirmed ? SendTiming.maximumHandedOver : 1
+        let count = min(max(0, limit - inFlight.count), ready.count)
+        if count > 0 {
+            for transfer in ready[0..<count] { start(transfer) }
+            ready.removeFirst(count)
+        }
+        var wait = timeout
+        if let next = delayed.map(\.due).min() { wait = min(wait, next - now) }
+        if let deadline = events.deadline { wait = min(wait, deadline - now) }
+        if !ready.isEmpty, inFlight.count < limit { wait = 0 }
+        let watched = events.sockets.map { pollfd(fd: $0.key, events: $0.value, revents: 0) }
+        var descriptors = watched + (input >= 0 ? [pollfd(fd: input, events: Int16(POLLIN), revents: 0)] : [])
+        _ = poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, wait)))
+        var running: Int32 = 0
+        for descriptor in descriptors.prefix(watched.count) where descriptor.revents != 0 {
+            var mask: Int32 = 0
+            if descriptor.revents & Int16(POLLIN | POLLHUP) != 0 { mask |= Int32(CURL_CSELECT_IN) }
+            if descriptor.revents & Int16(POLLOUT) != 0 { mask |= Int32(CURL_CSELECT_OUT) }
+            if descriptor.revents & Int16(POLLERR | POLLNVAL) != 0 { mask |= Int32(CURL_CSELECT_ERR) }
+            curl_multi_socket_action(multi, descriptor.fd, mask, &running)
+        }
+        if let deadline = events.deadline, deadline <= Self.now() {
+            events.deadline = nil
+            // CURL_SOCKET_TIMEOUT: libcurl's timer ran out.
+            curl_multi_socket_action(multi, -1, 0, &running)
+        }
+        collect()
+        return input >= 0 && descriptors.last?.revents ?? 0 != 0
+    }
+
+    private func start(_ transfer: Transfer) {
+        do throws(AuthKeyError) {
+            try token.refreshIfDue()
+        } catch {
+            complete(
+                transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CLIError(.io, error.description)))
+            return
+        }
+        let easy: UnsafeMutableRawPointer
+        if let idle = idleHandles.popLast() {
+            curl_easy_reset(idle)
+            easy = idle
+        } else {
+            guard let new = curl_easy_init() else {
+                complete(
+                    transfer.sequence,
+                    with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CLIError(.io, "libcurl: out of memory")))
+                return
+            }
+            easy = new
+        }
+        transfer.response.removeAll(keepingCapacity: true)
+        transfer.apnsID = nil
+        transfer.tokenGeneration = token.generation
+        let push = transfer.push
+        var lines = [
+            token.header, "apns-topic: \(options.topic)", "apns-push-type: \(push.pushType)", "apns-priority: \(push.priority)",
+            "content-type: application/json", "accept:",
+        ]
+        if let expiration = options.expiration {
+            lines.append("apns-expiration: \(expiration == 0 ? 0 : token.clock.now() + expiration)")
+        }
+        if let collapse = push.collapseID { lines.append("apns-collapse-id: \(collapse)") }
+        var headers: UnsafeMutablePointer<curl_slist>?
+        for line in lines { headers = curl_slist_append(headers, line) }
+        transfer.headers = headers
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        "\(options.serverURL)/3/device/\(push.token)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
+        _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_PIPEWAIT, 1)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, SendTiming.connectTimeout)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_TIMEOUT_MS, SendTiming.requestTimeout)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_POST, 1)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_POSTFIELDSIZE, push.body.count)
+        push.body.withUnsafeBytes { _ = kp_curl_easy_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+        _ = kp_curl_easy_set_pointer(easy, CURLOPT_HTTPHEADER, headers)
+        _ = kp_curl_easy_set_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
+        _ = kp_curl_easy_set_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = kp_curl_easy_set_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
+        _ = kp_curl_easy_set_pointer(easy, CURLOPT_HEADERDATA, context)
+        "kindly-push/\(KindlyPushRelease.version)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_USERAGENT, $0) }
+        if let caFile = options.caFile { caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) } }
+        inFlight[easy] = transfer
+        curl_multi_add_handle(multi, easy)
+    }
+
+    private func collect() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            var status = 0
+            _ = kp_curl_easy_get_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            curl_multi_remove_handle(multi, easy)
+            guard let transfer = inFlight.removeValue(forKey: easy) else { continue }
+            curl_slist_free_all(transfer.headers)
+            transfer.headers = nil
+            idleHandles.append(easy)
+            finish(transfer, code: code, status: status)
+        }
+    }
+
+    private func retryLater(_ transfer: Transfer, attempt: Int) {
+        let delay = min(SendTiming.longestRetryDelay, SendTiming.firstRetryDelay << min(attempt - 1, 16))
+        transfer.due = Self.now() + delay / 2 + Int.random(in: 0...(delay / 2))
+        delayed.append(transfer)
+    }
+
+    private func finish(_ transfer: Transfer, code: CURLcode, status: Int) {
+        let token = transfer.push.token
+        guard code == CURLE_OK, status > 0 else {
+            // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
+            // timed out. The next connection starts with one request, as the first did.
+            connectionConfirmed = false
+            transfer.transportAttempts += 1
+            if transfer.transportAttempts < SendTiming.transportAttempts {
+                retryLater(transfer, attempt: transfer.transportAttempts)
+            } else {
+                let reason = String(cString: curl_easy_strerror(code))
+                let error = CLIError(.io, "no answer from \(host) after \(transfer.transportAttempts) attempts: \(reason)")
+                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
+            }
+            return
+        }
+        connectionConfirmed = true
+        let body = (try? JSONReader.parse(transfer.response))?.objectValue
+        let reason = body?["reason"]?.stringValue
+        if status == 403, reason == "ExpiredProviderToken", !transfer.renewedToken {
+            transfer.renewedToken = true
+            do throws(AuthKeyError) {
+                try self.token.renew(replacing: transfer.tokenGeneration)
+                ready.insert(transfer, at: ready.firstIndex { $0.sequence > transfer.sequence } ?? ready.endIndex)
+                return
+            } catch {
+                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, CLIError(.io, error.description)))
+                return
+            }
+        }
+        if status == 429 || status == 500 || status == 503 {
+            transfer.serverAttempts += 1
+            if transfer.serverAttempts < SendTiming.serverAttempts {
+                retryLater(transfer, attempt: transfer.serverAttempts)
+                return
+            }
+        }
+        var members: [JSONObject.Member] = transfer.push.id.map { [.init(key: "id", value: $0)] } ?? []
+        members += [.init(key: "token", value: .string(token)), .init(key: "status", value: .number(JSONNumber(status)))]
+        if let id = transfer.apnsID { members.append(.init(key: "apns_id", value: .string(id))) }
+        if status != 200 {
+            members.append(.init(key: "reason", value: reason.map { .string($0) } ?? .null))
+        }
+        if status == 410, let timestamp = body?["timestamp"], case .number = timestamp {
+            members.append(.init(key: "unregistered_at", value: timestamp))
+        }
+        complete(transfer.sequence, with: JSONWriter.compactBytes(.object(JSONObject(members))))
+    }
+
+    private func complete(_ sequence: Int, with line: [UInt8]) {
+        results[sequence - firstUnwritten] = line
+    }
+
+    /// The error object of a line: `{"id": ..., "token": ..., "error": {"code", "message"}}`, the
+    /// id and the token when the line had them.
+    static func errorLine(id: JSONValue? = nil, token: String?, _ error: CLIError) -> [UInt8] {
+        var members: [JSONObject.Member] = id.map { [.init(key: "id", value: $0)] } ?? []
+        if let token { members.append(.init(key: "token", value: .string(token))) }
+        if case .object(let object) = error.jsonObject { members += object.members }
+        return JSONWriter.compactBytes(.object(JSONObject(members)))
+    }
+
+    /// Whether nothing is left to send or answer.
+    var hasWork: Bool { !inFlight.isEmpty || !ready.isEmpty || !delayed.isEmpty }
+}

@@ -1,0 +1,141 @@
+internal import KindlyPushBase
+package import KindlyPushCLI
+internal import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The services of `kindly-push-send`: `send` on libcurl and libcrypto.
+package struct APNsSendServices: SendServices {
+    /// The services; `kindly-push-send` installs them at start.
+    package init() {}
+
+    package func send(_ options: SendOptions) -> Int32 {
+        do throws(CLIError) {
+            let token = try Self.providerToken(options)
+            let sender = try APNsSender(options: options, token: token)
+            if let redis = options.redis { return RedisBinary.run(SendWorkerCommand(sender: sender), options: redis) }
+            return options.isLineMode ? runLines(sender) : try runSingle(sender)
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+    }
+
+    /// The auth key, read from its file (regular, the user's, mode 0600) into wiped memory, and
+    /// the first provider token signed with it.
+    static func providerToken(_ options: SendOptions) throws(CLIError) -> ProviderToken {
+        let pem: SecureBytes
+        do throws(PrivateFileError) {
+            pem = try PrivateFile.read(options.keyFile)
+        } catch {
+            throw CLIError(.io, "--auth-key-file: \(error)")
+        }
+        do throws(AuthKeyError) {
+            let key = try ES256Key(pem: pem, path: options.keyFile)
+            return try ProviderToken(key: key, keyID: options.keyID, teamID: options.teamID, clock: SendClock(file: options.clockFile))
+        } catch {
+            throw CLIError(.io, error.description)
+        }
+    }
+
+    /// One document: its result on standard output (exit 0 whatever APNs answered), or its
+    /// error on standard error.
+    private func runSingle(_ sender: APNsSender) throws(CLIError) -> Int32 {
+        let descriptor = try InputFiles.open(sender.options.inputs, lineMode: false)[0]
+        defer { if descriptor != STDIN_FILENO { close(descriptor) } }
+        let input = try StandardInput.readDocument(descriptor: descriptor)
+        // A bad document is refused before anything is sent, on standard error.
+        let refusal = input.withUnsafeBytes { raw -> APNsPush.Refusal? in
+            do throws(APNsPush.Refusal) {
+                _ = try APNsPush(bytes: raw)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let refusal { throw refusal.error }
+        APNsSender.installStopHandlers()
+        input.withUnsafeBytes { sender.submit($0) }
+        var output: [UInt8] = []
+        while true {
+            sender.takeWritable(into: &output)
+            if sender.isIdle { break }
+            _ = sender.step(waitingFor: -1, timeout: 200)
+        }
+        // The one line: a result, or the io error of a push that found no server.
+        if let error = Self.errorOf(output) { throw error }
+        let target = try OutputTarget(path: sender.options.outputPath)
+        var stdout = OutputStream(descriptor: target.descriptor, capacity: output.count)
+        stdout.write(output)
+        return DocumentRunner.finish(&stdout, target) ?? 0
+    }
+
+    /// The error object of a single document's line, as the error it reports.
+    private static func errorOf(_ line: [UInt8]) -> CLIError? {
+        guard let object = (try? JSONReader.parse(Array(line.dropLast())))?.objectValue, let error = object["error"]?.objectValue,
+            let message = error["message"]?.stringValue
+        else { return nil }
+        return CLIError(error["code"]?.stringValue == "bad_input" ? .badInput : .io, message)
+    }
+
+    /// `--jsonl`: one result per line, in input order, each written once all before it are.
+    private func runLines(_ sender: APNsSender) -> Int32 {
+        let descriptors: [Int32]
+        let target: OutputTarget
+        do throws(CLIError) {
+            descriptors = try InputFiles.open(sender.options.inputs, lineMode: true)
+            target = try OutputTarget(path: sender.options.outputPath)
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+        defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
+        APNsSender.installStopHandlers()
+        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: StandardInput.maximumDocumentSize)
+        var stdout = OutputStream(descriptor: target.descriptor)
+        var batch = LineBatchReader.Batch()
+        var output: [UInt8] = []
+        var readError: CLIError?
+        var inputEnded = false
+        while true {
+            if APNsSender.stopRequested { inputEnded = true }
+            // Read what there is while there is room: never wait for input with answers to write.
+            while !inputEnded, sender.hasRoom, !reader.inputWouldBlock() {
+                do throws(Errno) {
+                    try reader.nextBatch(into: &batch, maximumLines: 256, maximumReads: 1, live: true)
+                } catch {
+                    readError = CLIError(.io, "cannot read standard input: \(error)")
+                    inputEnded = true
+                    break
+                }
+                for line in batch.lines {
+                    switch line {
+                    case .oversized: sender.submitOversized()
+                    case .text(let range): batch.bytes.withUnsafeBytes { sender.submit(UnsafeRawBufferPointer(rebasing: $0[range])) }
+                    }
+                }
+                if reader.isAtEnd { inputEnded = true }
+                if batch.lines.isEmpty { break }
+            }
+            sender.takeWritable(into: &output)
+            if !output.isEmpty {
+                stdout.write(output)
+                output.removeAll(keepingCapacity: true)
+                if !stdout.flush() { break }
+            }
+            if inputEnded, sender.isIdle { break }
+            let waitsForInput = !inputEnded && sender.hasRoom && descriptors.contains(STDIN_FILENO)
+            _ = sender.step(waitingFor: waitsForInput ? STDIN_FILENO : -1, timeout: sender.hasWork ? 200 : (waitsForInput ? 200 : 0))
+        }
+        reader.wipe()
+        let writeStatus = DocumentRunner.finish(&stdout, target, incomplete: readError != nil)
+        if readError == nil, let writeStatus { return writeStatus }
+        if let readError {
+            Diagnostics.report(readError)
+            return readError.code.exitStatus
+        }
+        return 0
+    }
+}

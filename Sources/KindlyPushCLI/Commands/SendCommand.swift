@@ -1,0 +1,182 @@
+internal import KindlyPushBase
+internal import KindlyPushCore
+
+/// `kindly-push send`: the backend's last hop. Reads `{"token", "push"}` documents and POSTs
+/// each push to APNs over one HTTP/2 connection, with provider-token authentication
+/// (docs/running-at-scale.md, "Sending to APNs").
+///
+/// Declared here, so that help, completions and the man page know it; it runs in
+/// `kindly-push-send`, the only binary that links libcurl and libcrypto (``SendBinary``).
+package struct SendCommand: Command {
+    package static let name = "send"
+    package static let arguments = ["[<file> ...]"]
+    package static let abstract = "Send sealed pushes to APNs over HTTP/2 and print APNs's answer to each."
+    package static let examples = [
+        Example(
+            "Send one push with the team's APNs auth key",
+            "kindly-push send --auth-key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --topic com.example.app < send.json"
+        ),
+        Example(
+            "Send a stream of pushes to the development server",
+            "kindly-push send --jsonl --sandbox --auth-key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --topic com.example.app < pushes.jsonl > results.jsonl"
+        ),
+    ]
+    package static let discussion = """
+        Reads {"token": HEX, "push": {APNs document}} (optionally "collapse_id", and "id", which
+        the result repeats) on standard input (with --jsonl, one per line) and POSTs each push to /3/device/TOKEN of
+        api.push.apple.com over one HTTP/2 connection, as many at once as the server allows
+        (its SETTINGS_MAX_CONCURRENT_STREAMS; the first request goes alone). Each input gives
+        one result, in input order: {"token", "status", "apns_id"}, with "reason" (APNs's own
+        word) when APNs refused the push and "unregistered_at" (milliseconds) for 410: drop that
+        device. A line that is not such a document, or whose push is over 4096 bytes, is that
+        line's error object and is not sent.
+
+        The provider token (ES256, signed with the .p8 key, which stays in wiped memory) is
+        made at the start and renewed after 50 minutes, and once more when APNs answers 403
+        ExpiredProviderToken (that request is sent again). A silent push (aps has
+        content-available and no alert) goes as apns-push-type background with priority 5,
+        every other as alert with priority 10. 429, 500 and 503 are retried with exponential
+        backoff and jitter (5 attempts); a GOAWAY or a dropped connection reconnects and sends
+        again what was in flight, so a push can reach APNs twice (at least once, never lost).
+        SIGTERM or SIGINT stop the reading; what was read is sent and answered, then send exits.
+        The exit status is 0 whenever a result was printed, whatever APNs answered.
+
+        With --redis, send is a worker of a Redis Streams consumer group: each entry's "doc" is
+        one such document and its result goes to the output stream once (docs/running-at-scale.md);
+        an entry taken over from a worker that died is sent again.
+        """
+
+    package static let authKeyFile = Option<String>(
+        "--auth-key-file", "PATH", "The APNs auth key (AuthKey_KEYID.p8, PKCS#8 PEM, mode 0600) that signs the provider token.",
+        required: true)
+    package static let keyID = Option<String>("--key-id", "KID", "The auth key's 10-character Key ID (the token's kid).", required: true)
+    package static let teamID = Option<String>(
+        "--team-id", "TEAM", "The 10-character Team ID of the key (the token's iss).", required: true)
+    package static let topic = Option<String>("--topic", "BUNDLE_ID", "The app's bundle ID (apns-topic).", required: true)
+    package static let sandbox = Flag("--sandbox", "Send to the development server, api.sandbox.push.apple.com.")
+    package static let apnsURL = Option<String>(
+        "--apns-url", "URL", "Send to this server instead of APNs: https://HOST[:PORT] (a test server).")
+    /// One `--ca-file` for every TLS server send talks to: APNs (or `--apns-url`) and a
+    /// `rediss://` Redis.
+    package static let caFile = RedisOptions.caFile.help(
+        "Trust the certificate authorities of this PEM file instead of the system's, for APNs (--apns-url: a test server) and a rediss:// server alike."
+    )
+    package static let expiration = Option<Int>(
+        "--expiration", "SECONDS",
+        "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
+    package static let jsonl = StreamOptions.jsonl.help("Read one document per line and write one result per line, in input order.")
+
+    package static let options: [OptionSpec] =
+        [
+            authKeyFile.spec, keyID.spec, teamID.spec, topic.spec, sandbox.spec, apnsURL.spec, caFile.spec, expiration.spec, jsonl.spec,
+            StreamOptions.output.spec,
+        ] + RedisOptions.specs.filter { $0.name != caFile.name } + [SharedOptions.help.spec]
+
+    /// The production server and the development one.
+    package static let productionURL = "https://api.push.apple.com"
+    package static let sandboxURL = "https://api.sandbox.push.apple.com"
+    /// The longest `--expiration`: 30 days (APNs keeps a push no longer).
+    package static let longestExpiration = 30 * 86_400
+
+    package let options: SendOptions
+
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+        func usage(_ text: String) -> CLIError { .usage(text, command: Self.name) }
+        func required(_ key: Option<String>) throws(CLIError) -> String {
+            guard let value = arguments[key], !value.isEmpty else { throw usage("missing '\(key.name)'") }
+            return value
+        }
+        func identifier(_ key: Option<String>) throws(CLIError) -> String {
+            let value = try required(key)
+            let isID = value.utf8.count == 10 && value.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
+            guard isID else { throw usage("'\(key.name)' takes Apple's 10-character ID (capital letters and digits)") }
+            return value
+        }
+        let stream = try StreamOptions(arguments, command: Self.name, environment: environment, shared: [Self.caFile])
+        var options = SendOptions(
+            keyFile: try required(Self.authKeyFile), keyID: try identifier(Self.keyID), teamID: try identifier(Self.teamID),
+            topic: try required(Self.topic), serverURL: arguments[Self.sandbox] ? Self.sandboxURL : Self.productionURL,
+            caFile: arguments[Self.caFile], expiration: nil, isLineMode: stream.isLineMode, inputs: stream.inputs,
+            outputPath: stream.outputPath, clockFile: environment[SendOptions.testClockVariable], redis: stream.redis)
+        if options.topic.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { throw usage("'\(Self.topic.name)' takes a bundle ID") }
+        if let url = arguments[Self.apnsURL] {
+            if arguments[Self.sandbox] { throw usage("give either --sandbox or --apns-url, not both") }
+            var text = url
+            while text.utf8.last == UInt8(ascii: "/") { text = String(text.utf8.dropLast())! }
+            let host = text.utf8.dropFirst(8)
+            guard text.utf8.starts(with: "https://".utf8), !host.isEmpty, !host.contains(where: { $0 == UInt8(ascii: "/") || $0 <= 0x20 })
+            else { throw usage("'\(Self.apnsURL.name)' takes https://HOST[:PORT]") }
+            options.serverURL = text
+        }
+        if options.caFile?.isEmpty == true { throw usage("'\(Self.caFile.name)' takes a path") }
+        if arguments.isGiven(Self.expiration) {
+            guard let seconds = arguments[Self.expiration], (0...Self.longestExpiration).contains(seconds) else {
+                throw usage("'\(Self.expiration.name)' takes a whole number of seconds from 0 to \(Self.longestExpiration)")
+            }
+            options.expiration = seconds
+        }
+        self.options = options
+    }
+
+    package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
+
+    package func run() -> Int32 {
+        guard let services = SendBinary.installed else {
+            Diagnostics.report(CLIError(.io, "'send' runs in \(SendBinary.name), which was not run"))
+            return ErrorCode.io.exitStatus
+        }
+        return services.send(options)
+    }
+}
+
+/// What `kindly-push send` was asked to do, checked; ``SendServices`` does it.
+package struct SendOptions: Sendable {
+    /// The environment variable of the test clock: a file holding the Unix time in seconds,
+    /// read instead of the system's clock for the provider token's `iat` and age, and for
+    /// `--expiration`. For tests only (the test server reads the same file).
+    package static let testClockVariable = "KINDLY_PUSH_TEST_CLOCK_FILE"
+
+    package var keyFile: String
+    package var keyID: String
+    package var teamID: String
+    package var topic: String
+    /// `https://HOST[:PORT]`, without a final `/`.
+    package var serverURL: String
+    package var caFile: String?
+    /// `--expiration SECONDS`.
+    package var expiration: Int?
+    package var isLineMode: Bool
+    /// The files to read, in order; empty: standard input.
+    package var inputs: [String]
+    package var outputPath: String?
+    /// ``testClockVariable``'s file.
+    package var clockFile: String?
+    /// `--redis` and its options: send runs as a Redis Streams worker.
+    package var redis: RedisOptions?
+}
+
+/// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send.
+package protocol SendServices: Sendable {
+    /// Sends every input document and writes the results; the exit status.
+    func send(_ options: SendOptions) -> Int32
+}
+
+/// Finding and running `kindly-push-send`.
+///
+/// Why a binary of its own (and not `kindly-push-redis`): libcurl maps a dozen libraries
+/// (nghttp2, OpenSSL, GSSAPI, LDAP, ...) at every start, which neither a one-shot `decrypt` nor
+/// a seal worker should pay for; only the sender needs them.
+package enum SendBinary {
+    /// Its file name, beside `kindly-push`.
+    package static let name = "kindly-push-send"
+
+    /// The services of this process: set once, by `kindly-push-send`'s `main`, before anything
+    /// else runs; read-only afterwards.
+    package nonisolated(unsafe) static var installed: (any SendServices)?
+
+    /// Replaces this process with `kindly-push-send` from the folder of this executable; returns
+    /// only when that fails (an `io` error, reported).
+    package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
+        SiblingBinary.exec(name, arguments, environment: environment, purpose: "the APNs sender")
+    }
+}

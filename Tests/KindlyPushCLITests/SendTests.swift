@@ -1,0 +1,306 @@
+import Foundation
+import KindlyPush
+import KindlyPushCLI
+import Testing
+
+/// `kindly-push send` against the APNs test server (tools/apns/apns_test_server.py), each test
+/// with a server of its own.
+@Suite("kindly-push send (APNs over HTTP/2)")
+struct SendTests {
+    static func lines(_ output: CLI.Output) -> [[String: Any]] {
+        output.stdout.split(separator: "\n").map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+    }
+
+    /// The answered records (status not null) of `token`.
+    static func answered(_ records: [[String: Any]], _ token: String) -> [[String: Any]] {
+        records.filter { $0["token"] as? String == token && $0["status"] is Int }
+    }
+
+    /// Every result line is what the server recorded for its token: the status, the reason and
+    /// the apns-id of one of its answers (the last one, unless a resend was answered twice).
+    static func expectResultsMatch(_ results: [[String: Any]], _ records: [[String: Any]]) {
+        for result in results {
+            guard let token = result["token"] as? String, let status = result["status"] as? Int else { continue }
+            let answers = answered(records, token).filter { $0["status"] as? Int == status }
+            #expect(!answers.isEmpty, "no answer \(status) recorded for \(token)")
+            let ids = answers.compactMap { $0["apns_id"] as? String }
+            #expect(ids.contains(result["apns_id"] as? String ?? "-"), "the apns_id of \(token) is none the server gave")
+            if status != 200 { #expect(answers.contains { $0["reason"] as? String == result["reason"] as? String }) }
+        }
+    }
+
+    @Test("every status: 200, and 400/403/410/413/429/500/503 with APNs's reason; results in input order, equal to the server's record")
+    func everyStatus() throws {
+        let refused = [
+            (400, "BadDeviceToken"), (403, "InvalidProviderToken"), (410, "Unregistered"), (413, "PayloadTooLarge"),
+            (429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"),
+        ]
+        var answers: [String: Any] = [:]
+        // Tokens 1000+: refused (429/500/503 five times, so that the last answer stands);
+        // tokens 2000+: 429, 500, 503 twice, then 200 (retried with backoff).
+        for (index, (status, reason)) in refused.enumerated() {
+            let times = [429, 500, 503].contains(status) ? 5 : 1
+            answers[APNsTestServer.token(1000 + index)] = Array(repeating: ["status": status, "reason": reason], count: times)
+        }
+        for (index, status) in [429, 500, 503].enumerated() {
+            answers[APNsTestServer.token(2000 + index)] = Array(repeating: ["status": status], count: 2)
+        }
+        let server = try APNsTestServer(script: ["answers": answers])
+        var tokens = (0..<200).map(APNsTestServer.token)
+        tokens.insert(contentsOf: refused.indices.map { APNsTestServer.token(1000 + $0) }, at: 50)
+        tokens.insert(contentsOf: (0..<3).map { APNsTestServer.token(2000 + $0) }, at: 120)
+        let output = try server.send(["--jsonl"], stdin: tokens.map { APNsTestServer.line($0) + "\n" }.joined())
+        #expect(output.status == 0)
+        #expect(output.stderr == "")
+        let results = Self.lines(output)
+        try #require(results.count == tokens.count)
+        #expect(results.map { $0["token"] as? String } == tokens)
+        for (index, (status, reason)) in refused.enumerated() {
+            let result = results[50 + index]
+            #expect(result["status"] as? Int == status)
+            #expect(result["reason"] as? String == reason)
+            #expect((result["unregistered_at"] != nil) == (status == 410))
+        }
+        for index in 0..<3 {
+            #expect(results[120 + index]["status"] as? Int == 200)
+            #expect(Self.answered(try server.records(), tokens[120 + index]).count == 3)
+        }
+        let accepted = results.filter { $0["status"] as? Int == 200 }
+        #expect(accepted.count == 203)
+        #expect(accepted.allSatisfy { $0["reason"] == nil && ($0["apns_id"] as? String)?.isEmpty == false })
+        let records = try server.records()
+        Self.expectResultsMatch(results, records)
+        // One connection; the first request alone, then several streams at once, never more
+        // than the server's limit.
+        #expect(Set(records.compactMap { $0["connection"] as? Int }) == [1])
+        #expect(records.first?["open_streams"] as? Int == 1)
+        let open = records.compactMap { $0["open_streams"] as? Int }
+        #expect(open.max() ?? 0 > 1)
+        #expect(zip(open, records.compactMap { $0["limit"] as? Int }).allSatisfy { $0 <= max($1, 1) })
+        #expect(!records.contains { $0["protocol_error"] != nil })
+    }
+
+    @Test("the headers come from the push: alert/10 or background/5, apns-topic, apns-expiration, apns-collapse-id")
+    func derivedHeaders() throws {
+        let clock = 1_800_000_000
+        let server = try APNsTestServer(clock: clock)
+        let silent = #"{"aps":{"content-available":1},"kindly":{"v":1}}"#
+        let input = [
+            APNsTestServer.line(APNsTestServer.token(1)), APNsTestServer.line(APNsTestServer.token(2), push: silent),
+            APNsTestServer.line(APNsTestServer.token(3), extra: #","collapse_id":"chat-7f3a""#),
+        ].map { $0 + "\n" }.joined()
+        let output = try server.send(["--jsonl", "--expiration", "3600"], stdin: input)
+        #expect(output.status == 0)
+        #expect(Self.lines(output).map { $0["status"] as? Int } == [200, 200, 200])
+        let records = try server.records()
+        func headers(_ number: Int) -> [String: String] {
+            Self.answered(records, APNsTestServer.token(number)).first?["headers"] as? [String: String] ?? [:]
+        }
+        #expect(headers(1)["apns-push-type"] == "alert")
+        #expect(headers(1)["apns-priority"] == "10")
+        #expect(headers(2)["apns-push-type"] == "background")
+        #expect(headers(2)["apns-priority"] == "5")
+        #expect(headers(1)["apns-collapse-id"] == nil)
+        #expect(headers(3)["apns-collapse-id"] == "chat-7f3a")
+        for number in 1...3 {
+            #expect(headers(number)["apns-topic"] == APNsTestServer.topic)
+            #expect(headers(number)["apns-expiration"] == "\(clock + 3600)")
+        }
+        #expect(Self.answered(records, APNsTestServer.token(2)).first?["payload"] as? String == silent)
+    }
+
+    @Test("a bad line is that line's error and is not sent: not JSON, no token, a push over 4096 bytes, a bad collapse id")
+    func badLines() throws {
+        let server = try APNsTestServer()
+        let big = #"{"aps":{"alert":"x"},"pad":""# + String(repeating: "a", count: 4100) + #""}"#
+        let input = [
+            "not json", #"{"push":{"aps":{}}}"#, APNsTestServer.line(APNsTestServer.token(3), push: big),
+            APNsTestServer.line(APNsTestServer.token(4), extra: #","collapse_id":"\#(String(repeating: "c", count: 65))""#),
+            #"{"token":"xyz","push":{}}"#, APNsTestServer.line(APNsTestServer.token(6)),
+        ].map { $0 + "\n" }.joined()
+        let output = try server.send(["--jsonl"], stdin: input)
+        #expect(output.status == 0)
+        let results = Self.lines(output)
+        try #require(results.count == 6)
+        for index in 0..<5 {
+            #expect((results[index]["error"] as? [String: Any])?["code"] as? String == "bad_input")
+        }
+        #expect(results[2]["token"] as? String == APNsTestServer.token(3))
+        #expect(((results[2]["error"] as? [String: Any])?["message"] as? String)?.contains("over APNs's 4096") == true)
+        #expect(results[5]["status"] as? Int == 200)
+        #expect(try server.records().map { $0["token"] as? String } == [APNsTestServer.token(6)])
+    }
+
+    @Test("the provider token is renewed after 50 minutes of the test clock, not before 20, and once on 403 ExpiredProviderToken")
+    func tokenRefresh() throws {
+        let start = 1_800_000_000
+        let server = try APNsTestServer(
+            script: ["answers": [APNsTestServer.token(4): [["status": 403, "reason": "ExpiredProviderToken"]]]], clock: start)
+        let run = try RunningCLI(server.sendArguments(["--jsonl"]), environment: server.environment)
+        func send(_ number: Int, at minutes: Int) throws -> [String: Any] {
+            try server.setClock(start + minutes * 60)
+            let before = run.stdout.split(separator: "\n").count
+            run.write(APNsTestServer.line(APNsTestServer.token(number)) + "\n")
+            #expect(run.waitUntil { run.stdout.split(separator: "\n").count > before })
+            let last = run.stdout.split(separator: "\n").last.map(String.init) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(last.utf8))) as? [String: Any] ?? [:]
+        }
+        #expect(try send(1, at: 0)["status"] as? Int == 200)
+        #expect(try send(2, at: 19)["status"] as? Int == 200)
+        #expect(try send(3, at: 51)["status"] as? Int == 200)
+        // 25 minutes after the last renewal, APNs calls the token expired: renewed, sent again.
+        #expect(try send(4, at: 76)["status"] as? Int == 200)
+        run.closeInput()
+        #expect(run.finish() == 0)
+        let records = try server.records()
+        func issued(_ number: Int) -> [Int] { Self.answered(records, APNsTestServer.token(number)).compactMap(APNsTestServer.issuedAt) }
+        #expect(issued(1) == [start])
+        #expect(issued(2) == [start])
+        #expect(issued(3) == [start + 51 * 60])
+        #expect(issued(4) == [start + 51 * 60, start + 76 * 60])
+        #expect(!records.contains { $0["reason"] as? String == "TooManyProviderTokenUpdates" })
+    }
+
+    @Test(
+        "a GOAWAY mid-run, and a dropped connection: reconnected, what was in flight sent again, every push answered 200",
+        arguments: ["goaway_after", "drop_after"])
+    func connectionFaults(_ fault: String) throws {
+        let server = try APNsTestServer(script: [fault: 150, "delay_ms": 20])
+        let tokens = (0..<600).map(APNsTestServer.token)
+        let output = try server.send(["--jsonl"], stdin: tokens.map { APNsTestServer.line($0) + "\n" }.joined())
+        #expect(output.status == 0)
+        let results = Self.lines(output)
+        #expect(results.map { $0["token"] as? String } == tokens)
+        #expect(results.allSatisfy { $0["status"] as? Int == 200 })
+        let records = try server.records()
+        #expect(Set(records.compactMap { $0["connection"] as? Int }).count >= 2)
+        #expect(records.contains { $0["status"] is NSNull })
+        Self.expectResultsMatch(results, records)
+    }
+
+    @Test("SIGTERM: no more input is read, what was read is answered, exit 0")
+    func sigtermDrains() throws {
+        let server = try APNsTestServer(script: ["delay_ms": 400])
+        let run = try RunningCLI(server.sendArguments(["--jsonl"]), environment: server.environment)
+        run.write((0..<20).map { APNsTestServer.line(APNsTestServer.token($0)) + "\n" }.joined())
+        #expect(run.waitUntil { (try? server.records().count) ?? 0 >= 1 })
+        kill(run.process.processIdentifier, SIGTERM)
+        // Standard input stays open: send ends of itself.
+        #expect(run.finish() == 0)
+        let results = run.stdout.split(separator: "\n").map {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:]
+        }
+        #expect(results.count == 20)
+        #expect(results.allSatisfy { $0["status"] as? Int == 200 })
+    }
+
+    @Test("no server: each line's error is io after the retries; one document exits 74")
+    func noServer() throws {
+        let server = try APNsTestServer()
+        var arguments = server.sendArguments()
+        arguments[arguments.firstIndex(of: "--apns-url")! + 1] = "https://127.0.0.1:1"
+        let input = APNsTestServer.line(APNsTestServer.token(1))
+        let lines = try CLI.run(arguments + ["--jsonl"], stdin: input + "\n" + input + "\n")
+        #expect(lines.status == 0)
+        let results = Self.lines(lines)
+        #expect(results.count == 2)
+        #expect(results.allSatisfy { ($0["error"] as? [String: Any])?["code"] as? String == "io" })
+        let single = try CLI.run(arguments, stdin: input)
+        #expect(single.status == 74)
+        #expect(single.stdout == "")
+        #expect(single.stderr.hasPrefix("kindly-push: io: no answer from 127.0.0.1:1 after 5 attempts"))
+    }
+
+    @Test("the auth key: refused when others may read it or when it is not a P-256 key, and never quoted")
+    func authKey() throws {
+        let server = try APNsTestServer()
+        let input = APNsTestServer.line(APNsTestServer.token(1))
+        chmod(server.keyFile, 0o644)
+        let open = try server.send([], stdin: input)
+        #expect(open.status == 74)
+        #expect(open.stderr.contains("--auth-key-file"))
+        chmod(server.keyFile, 0o600)
+        let secret = "-----BEGIN PRIVATE KEY-----\nTUlJQ1NFQ1JFVEtFWU1BVEVSSUFMCg==\n-----END PRIVATE KEY-----\n"
+        try secret.write(toFile: server.keyFile, atomically: false, encoding: .utf8)
+        let bad = try server.send([], stdin: input)
+        #expect(bad.status == 74)
+        #expect(
+            bad.stderr
+                == "kindly-push: io: the auth key '\(server.keyFile)' is not an EC P-256 private key in PEM (PKCS#8, as Apple's .p8)\n")
+        #expect(!bad.stderr.contains("TUlJ"))
+        #expect(try server.records().isEmpty)
+    }
+
+    @Test("usage: the required options, Apple's 10-character IDs, --apns-url's form, --expiration's range")
+    func usage() throws {
+        let server = try APNsTestServer()
+        var missing = server.sendArguments()
+        missing.removeSubrange(missing.firstIndex(of: "--key-id")!...missing.firstIndex(of: "--key-id")! + 1)
+        for (arguments, message) in [
+            (missing, "missing '--key-id'"),
+            (server.sendArguments() + ["--team-id", "x"], "'--team-id' is given twice"),
+            (server.sendArguments().map { $0 == APNsTestServer.keyID ? "abc" : $0 }, "'--key-id' takes Apple's 10-character ID"),
+            (server.sendArguments().map { $0 == server.url ? "http://127.0.0.1" : $0 }, "'--apns-url' takes https://HOST[:PORT]"),
+            (server.sendArguments(["--expiration", "-1"]), "'--expiration' takes a whole number of seconds"),
+            (server.sendArguments(["--sandbox"]), "give either --sandbox or --apns-url"),
+        ] {
+            let output = try CLI.run(arguments, stdin: "")
+            #expect(output.status == 64)
+            #expect(output.stderr.contains(message), "\(output.stderr)")
+        }
+    }
+
+    @Test("one --ca-file: send lists it once and takes it without --redis (for APNs); the other TLS options still go with --redis")
+    func oneCAFile() throws {
+        let help = try CLI.run(["send", "--help"])
+        #expect(help.stdout.components(separatedBy: "--ca-file <path>").count == 3, "\(help.stdout)")
+        let server = try APNsTestServer()
+        let tokens = ["a1", "b2"].map { String(repeating: $0, count: 32) }
+        let lines = tokens.map { #"{"token":"\#($0)","push":{"aps":{"alert":{"title":"t"}}}}"# }.joined(separator: "\n") + "\n"
+        let sent = try CLI.run(server.sendArguments(["--jsonl"]), stdin: lines)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(SendTests.lines(sent).map { $0["status"] as? Int } == [200, 200])
+        // A worker option other than --ca-file still goes with --redis only.
+        let alone = try CLI.run(server.sendArguments(["--tls-cert", "x.pem"]), stdin: "")
+        #expect(alone.status == 64 && alone.stderr.contains("'--tls-cert' goes with --redis"), "\(alone.stderr)")
+    }
+}
+
+@Suite("seal --recipients-inline carries \"token\" to send")
+struct RecipientsInlineTokenTests {
+    @Test(
+        "the token (and the id) before the push, on the fast path and the strict one; a token that is not a string is bad_input; send delivers the output"
+    )
+    func outboxToResults() throws {
+        let key = DeviceKey.generate()
+        let publicKey = key.publicKey.base64URL
+        let plaintext = #"{"chat_id":"c-1","title":"Anna","body":"Hi!"}"#
+        let token = APNsTestServer.token(5)
+        let input = [
+            #"{"id":"row-1","token":"\#(token)","public_key":"\#(publicKey)","plaintext":\#(plaintext)}"#,
+            #"{"token": "\#(token)", "public_key": "\#(publicKey)", "plaintext": \#(plaintext)}"#,
+            #"{"public_key":"\#(publicKey)","token":7,"plaintext":\#(plaintext)}"#,
+            #"{"public_key":"\#(publicKey)","plaintext":\#(plaintext)}"#,
+        ].map { $0 + "\n" }.joined()
+        let sealed = try CLI.run(["seal", "--jsonl", "--recipients-inline"], stdin: input)
+        #expect(sealed.status == 0)
+        let lines = sealed.stdout.split(separator: "\n").map(String.init)
+        try #require(lines.count == 4)
+        #expect(lines[0].hasPrefix(#"{"id":"row-1","token":"\#(token)","push":{"aps":"#))
+        #expect(lines[1].hasPrefix(#"{"token":"\#(token)","push":{"aps":"#))
+        #expect(lines[2].hasPrefix(#"{"error":{"code":"bad_input","message":"\"token\" is a number, not a string"},"token":7}"#))
+        #expect(lines[3].hasPrefix(#"{"aps":"#))
+        // The pushes decrypt with the device's key, in the independent implementation.
+        let pushes = try lines[0...1].map { try #require(try JSONValue(parsing: $0)["push"]).compactText }
+        let decrypted = try ReferenceDecryption.decrypt(pushes.map { (key, $0) })
+        #expect(decrypted.allSatisfy { (try? $0.get()) == (try? JSONValue(parsing: plaintext)) })
+        let server = try APNsTestServer()
+        let sent = try server.send(["--jsonl"], stdin: lines[0...1].map { $0 + "\n" }.joined())
+        #expect(sent.status == 0)
+        let results = SendTests.lines(sent)
+        #expect(results.map { $0["status"] as? Int } == [200, 200])
+        #expect(results.map { $0["token"] as? String } == [token, token])
+        #expect(results.map { $0["id"] as? String } == ["row-1", nil])
+        #expect(try server.records().count == 2)
+    }
+}

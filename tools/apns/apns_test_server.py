@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""A stand-in for APNs's provider API, for the tests and tools/bench of `kindly-push send`.
+
+APNs cannot be reached from a test machine, so this server behaves as Apple documents it
+("Sending notification requests to APNs", "Handling notification responses from APNs"): HTTP/2
+over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
+
+- the provider token checked: an `authorization: bearer JWT` whose header is
+  {"alg": "ES256", "kid": KEY_ID} and claims {"iss": TEAM_ID, "iat": SECONDS}, its ES256
+  signature verified with the team's public key (PyPI `cryptography`), its age at most an
+  hour (403 ExpiredProviderToken), a new token at most every 20 minutes (429
+  TooManyProviderTokenUpdates, on one connection);
+- the headers required: apns-topic, apns-push-type (alert or background), apns-priority (10, 5 or
+  1; background only 5), apns-expiration (a number), apns-collapse-id (at most 64 bytes), a
+  64-hex-digit device token, a body of 1 to 4096 bytes;
+- 200 with an apns-id, or APNs's status and {"reason"} body (410 with "timestamp");
+- SETTINGS_MAX_CONCURRENT_STREAMS 1 on a new connection, raised after its first request is
+  answered (as APNs does once a token is accepted);
+- faults on demand from a script: answers per device token (429, 500, 503, 410, ...), a GOAWAY
+  or a dropped connection after N requests, a delay before each answer; the initial and raised
+  stream limits; the least time between two tokens (for tools/bench, whose runs each sign one);
+- everything received recorded, one JSON line per request, in DIR/received.jsonl.
+
+Usage:
+  apns_test_server.py --make-credentials DIR     the TLS certificate and the team's auth key
+  apns_test_server.py --dir DIR [--script FILE] [--clock-file FILE]
+The server writes its port to DIR/port once it listens, and stops on SIGTERM. SIGUSR1 sends
+GOAWAY on every open connection. Nothing but loopback is ever listened on.
+"""
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import uuid
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+import h2.settings
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+KEY_ID = "ABC123DEFG"
+TEAM_ID = "DEF123GHIJ"
+TOPIC = "ai.kindly.test"
+TOKEN_MAX_AGE = 3600
+TOKEN_MIN_RENEWAL = 20 * 60
+REASON_OF = {
+    400: "BadDeviceToken", 403: "InvalidProviderToken", 405: "MethodNotAllowed", 410: "Unregistered",
+    413: "PayloadTooLarge", 429: "TooManyRequests", 500: "InternalServerError", 503: "ServiceUnavailable",
+}
+
+
+def make_credentials(folder):
+    """The server's self-signed certificate (for 127.0.0.1 and localhost) and the team's auth
+    key, AuthKey_KEYID.p8 (PKCS#8 PEM, as Apple gives it), made with openssl."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
+    subprocess.run([
+        "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", os.path.join(folder, "server.key"), "-out", os.path.join(folder, "server.crt"),
+        "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], **quiet)
+    key = os.path.join(folder, f"AuthKey_{KEY_ID}.p8")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key], **quiet)
+    os.chmod(key, 0o600)
+    subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-out", os.path.join(folder, "team.pub.pem")], **quiet)
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Server:
+    def __init__(self, folder, script, clock_file):
+        self.folder = folder
+        self.script = script
+        self.clock_file = clock_file
+        with open(os.path.join(folder, "team.pub.pem"), "rb") as f:
+            self.team_key = serialization.load_pem_public_key(f.read())
+        self.answers = {token: list(steps) for token, steps in script.get("answers", {}).items()}
+        self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
+        self.connections = []
+        self.connection_count = 0
+        self.token_changes = []
+
+    def now(self):
+        if self.clock_file:
+            try:
+                with open(self.clock_file) as f:
+                    return int(f.read().strip())
+            except (OSError, ValueError):
+                pass
+        return int(time.time())
+
+    def record(self, entry):
+        self.record_file.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    def check_token(self, authorization, connection):
+        """None when the provider token is good, else (status, reason). A token renewed more
+        often than every 20 minutes on one connection is refused, as APNs does."""
+        if not authorization:
+            return 403, "MissingProviderToken"
+        if not authorization.startswith("bearer "):
+            return 403, "InvalidProviderToken"
+        text = authorization[len("bearer "):]
+        try:
+            header_b64, claims_b64, signature_b64 = text.split(".")
+            header = json.loads(b64url_decode(header_b64))
+            claims = json.loads(b64url_decode(claims_b64))
+            signature = b64url_decode(signature_b64)
+        except ValueError:
+            return 403, "InvalidProviderToken"
+        if header != {"alg": "ES256", "kid": KEY_ID} or set(claims) != {"iss", "iat"} or claims["iss"] != TEAM_ID:
+            return 403, "InvalidProviderToken"
+        if len(signature) != 64 or not isinstance(claims["iat"], int):
+            return 403, "InvalidProviderToken"
+        der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
+        try:
+            self.team_key.verify(der, f"{header_b64}.{claims_b64}".encode(), ec.ECDSA(hashes.SHA256()))
+        except InvalidSignature:
+            return 403, "InvalidProviderToken"
+        iat = claims["iat"]
+        now = self.now()
+        if now - iat > TOKEN_MAX_AGE:
+            return 403, "ExpiredProviderToken"
+        if iat > now + 60:
+            return 403, "InvalidProviderToken"
+        last = connection.last_token
+        if last is None or last[1] != text:
+            if last is not None and iat < last[0]:
+                return 403, "ExpiredProviderToken"
+            if last is not None and iat - last[0] < self.script.get("token_min_renewal", TOKEN_MIN_RENEWAL):
+                return 429, "TooManyProviderTokenUpdates"
+            self.token_changes.append(iat)
+            connection.last_token = (iat, text)
+        return None
+
+    def decide(self, headers, body, connection):
+        """(status, reason) for one request, in the order APNs checks."""
+        if headers.get(":method") != "POST":
+            return 405, "MethodNotAllowed"
+        path = headers.get(":path", "")
+        if not path.startswith("/3/device/"):
+            return 404, "BadPath"
+        token = path[len("/3/device/"):]
+        refusal = self.check_token(headers.get("authorization"), connection)
+        if refusal:
+            return refusal
+        if len(token) != 64 or any(c not in "0123456789abcdefABCDEF" for c in token):
+            return 400, "BadDeviceToken"
+        if "apns-topic" not in headers:
+            return 400, "MissingTopic"
+        if headers["apns-topic"] != TOPIC:
+            return 400, "TopicDisallowed"
+        push_type = headers.get("apns-push-type")
+        if push_type not in ("alert", "background"):
+            return 400, "InvalidPushType"
+        priority = headers.get("apns-priority", "10")
+        if priority not in ("10", "5", "1") or (push_type == "background" and priority != "5"):
+            return 400, "BadPriority"
+        if "apns-expiration" in headers and not headers["apns-expiration"].isdigit():
+            return 400, "BadExpirationDate"
+        if len(headers.get("apns-collapse-id", "").encode()) > 64:
+            return 400, "BadCollapseId"
+        if not body:
+            return 400, "PayloadEmpty"
+        if len(body) > 4096:
+            return 413, "PayloadTooLarge"
+        steps = self.answers.get(token)
+        if steps:
+            step = steps.pop(0)
+            return step["status"], step.get("reason", REASON_OF.get(step["status"]))
+        return 200, None
+
+
+class Connection:
+    def __init__(self, server, reader, writer):
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        server.connection_count += 1
+        self.number = server.connection_count
+        script = server.script
+        first = self.number == 1
+        self.goaway_after = script.get("goaway_after") if first or script.get("faults_every_connection") else None
+        self.drop_after = script.get("drop_after") if first or script.get("faults_every_connection") else None
+        self.delay = script.get("delay_ms", 0) / 1000
+        self.max_streams = script.get("max_streams", 100)
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        self.h2 = h2.connection.H2Connection(config=config)
+        self.h2.local_settings = h2.settings.Settings(
+            client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: script.get("initial_streams", 1)})
+        self.streams = {}
+        self.received = 0
+        self.answered = 0
+        self.open_streams = 0
+        self.goaway_sent = None  # the last stream id of our GOAWAY
+        self.raised = False
+        self.closed = False
+        self.last_token = None  # (iat, text) of the newest token accepted on this connection
+
+    def flush(self):
+        data = self.h2.data_to_send()
+        if data and not self.closed:
+            self.writer.write(data)
+
+    async def run(self):
+        self.h2.initiate_connection()
+        self.flush()
+        try:
+            while not self.closed:
+                data = await self.reader.read(65536)
+                if not data:
+                    break
+                try:
+                    events = self.h2.receive_data(data)
+                except h2.exceptions.ProtocolError as error:
+                    self.server.record({"connection": self.number, "protocol_error": type(error).__name__})
+                    self.flush()
+                    break
+                for event in events:
+                    self.handle(event)
+                self.flush()
+                await self.writer.drain()
+        except (ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            self.close()
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+        if self in self.server.connections:
+            self.server.connections.remove(self)
+
+    def goaway(self):
+        last = max([sid for sid, s in self.streams.items() if s.get("ended")] or [0])
+        self.goaway_sent = last
+        self.h2.close_connection(last_stream_id=last)
+        self.flush()
+
+    def handle(self, event):
+        if isinstance(event, h2.events.RequestReceived):
+            self.streams[event.stream_id] = {"headers": dict(event.headers), "body": b""}
+            self.open_streams += 1
+        elif isinstance(event, h2.events.DataReceived):
+            stream = self.streams.get(event.stream_id)
+            if stream is not None:
+                stream["body"] += event.data
+            self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+        elif isinstance(event, h2.events.StreamEnded):
+            stream = self.streams.get(event.stream_id)
+            if stream is None:
+                return
+            stream["ended"] = True
+            self.received += 1
+            stream["open_streams"] = self.open_streams
+            stream["limit"] = self.h2.local_settings.max_concurrent_streams
+            if self.goaway_sent is not None and event.stream_id > self.goaway_sent:
+                self.record_stream(event.stream_id, None, "after GOAWAY")
+                return
+            if self.drop_after is not None and self.received >= self.drop_after:
+                self.record_stream(event.stream_id, None, "connection dropped")
+                self.writer.transport.abort()
+                self.closed = True
+                return
+            asyncio.get_running_loop().create_task(self.answer(event.stream_id))
+            if self.goaway_after is not None and self.received == self.goaway_after:
+                self.goaway()
+        elif isinstance(event, h2.events.StreamReset):
+            self.streams.pop(event.stream_id, None)
+        elif isinstance(event, h2.events.ConnectionTerminated):
+            self.close()
+
+    def record_stream(self, stream_id, status, note, reason=None, apns_id=None):
+        stream = self.streams[stream_id]
+        headers = stream["headers"]
+        self.server.record({
+            "connection": self.number, "stream": stream_id, "token": headers.get(":path", "").rpartition("/")[2],
+            "headers": {k: v for k, v in headers.items() if not k.startswith(":") and k != "authorization"},
+            "authorization": headers.get("authorization"), "payload": stream["body"].decode("utf-8", "replace"),
+            "status": status, "reason": reason, "apns_id": apns_id, "open_streams": stream["open_streams"],
+            "limit": stream["limit"], "note": note, "time": self.server.now()})
+
+    async def answer(self, stream_id):
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.closed or stream_id not in self.streams:
+            return
+        stream = self.streams[stream_id]
+        status, reason = self.server.decide(stream["headers"], stream["body"], self)
+        apns_id = stream["headers"].get("apns-id") or str(uuid.uuid4()).upper()
+        body = b""
+        if reason:
+            document = {"reason": reason}
+            if status == 410:
+                document["timestamp"] = self.server.now() * 1000
+            body = json.dumps(document).encode()
+        headers = [(":status", str(status)), ("apns-id", apns_id)]
+        if body:
+            headers += [("content-type", "application/json"), ("content-length", str(len(body)))]
+        self.record_stream(stream_id, status, None, reason, apns_id)
+        try:
+            self.h2.send_headers(stream_id, headers, end_stream=not body)
+            if body:
+                self.h2.send_data(stream_id, body, end_stream=True)
+        except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
+            return
+        self.open_streams -= 1
+        self.answered += 1
+        del self.streams[stream_id]
+        # The first answer of a connection raises its stream limit, as APNs does.
+        if not self.raised:
+            self.raised = True
+            self.h2.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams})
+        self.flush()
+        if self.goaway_sent is not None and not any(sid <= self.goaway_sent for sid in self.streams):
+            try:
+                await self.writer.drain()
+            except ConnectionError:
+                pass
+            self.close()
+
+
+async def main_async(arguments):
+    script = {}
+    if arguments.script:
+        with open(arguments.script) as f:
+            script = json.load(f)
+    server = Server(arguments.dir, script, arguments.clock_file)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(os.path.join(arguments.dir, "server.crt"), os.path.join(arguments.dir, "server.key"))
+    context.set_alpn_protocols(["h2"])
+
+    async def accept(reader, writer):
+        connection = Connection(server, reader, writer)
+        server.connections.append(connection)
+        await connection.run()
+
+    listener = await asyncio.start_server(accept, "127.0.0.1", arguments.port, ssl=context)
+    port = listener.sockets[0].getsockname()[1]
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+    loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
+    loop.add_signal_handler(signal.SIGINT, lambda: stop.done() or stop.set_result(None))
+    loop.add_signal_handler(signal.SIGUSR1, lambda: [c.goaway() for c in list(server.connections)])
+    with open(os.path.join(arguments.dir, "port.tmp"), "w") as f:
+        f.write(f"{port}\n")
+    os.rename(os.path.join(arguments.dir, "port.tmp"), os.path.join(arguments.dir, "port"))
+    await stop
+    listener.close()
+    for connection in list(server.connections):
+        connection.close()
+    with open(os.path.join(arguments.dir, "summary.json"), "w") as f:
+        json.dump({"connections": server.connection_count, "token_changes": server.token_changes}, f)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--make-credentials", metavar="DIR")
+    parser.add_argument("--dir", help="the credentials' folder; the port, the records and the summary go there")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--script", help="a JSON file of answers and faults (see the module's text)")
+    parser.add_argument("--clock-file", help="read the Unix time from this file (the test clock of kindly-push send)")
+    arguments = parser.parse_args()
+    if arguments.make_credentials:
+        make_credentials(arguments.make_credentials)
+        return 0
+    if not arguments.dir:
+        parser.error("--dir or --make-credentials")
+    asyncio.run(main_async(arguments))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
