@@ -368,6 +368,7 @@ final class NotifySession {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
+        if command.follow != nil { announce(input.description) }
         var readFailure: CLIError?
         var lineNumber = 0
         var waitDeadline: ContinuousClock.Instant?
@@ -440,6 +441,24 @@ final class NotifySession {
             return readFailure.code.exitStatus
         }
         return 0
+    }
+
+    /// The agent's one line at start (issue 33, item 4): what it follows, its bus name, its
+    /// keyring and how many keys it holds, its store; with no key at all, one warning that every
+    /// push will show its placeholder. Never a secret.
+    func announce(_ source: String) {
+        let keyring = command.decryption.keyring
+        let name = KeyringChoice.description(of: keyring)
+        let inventory = KeyringChoice.inventory(of: keyring)
+        let state = (try? command.statePath.get()) ?? "none (shown pushes are remembered in memory only)"
+        Diagnostics.line(
+            "kindly-push: notify agent: follows \(source), owns ai.kindly.Push1 on the session bus; the \(name) \(inventory.phrase); state \(state)"
+        )
+        if case .keys(0) = inventory {
+            Diagnostics.line(
+                "kindly-push: warning: the \(name) holds no device key: every push will show its placeholder; create the key there "
+                    + "(kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)")
+        }
     }
 
     /// Whether SIGTERM or SIGINT arrived (a byte waits in the signal pipe).
@@ -567,6 +586,14 @@ struct FollowedInput: ~Copyable {
         if file != STDIN_FILENO { close(file) }
         if fifoWriter >= 0 { close(fifoWriter) }
         if watch >= 0 { close(watch) }
+    }
+
+    /// `standard input`, `the FIFO PATH`, `the file PATH`: for the agent's start line.
+    var description: String {
+        switch source {
+        case .standardInput: return "standard input"
+        case .path(let path): return isRegularFile ? "the file \(path)" : "the FIFO \(path)"
+        }
     }
 
     /// What to poll: the inotify descriptor for a FILE (a regular file is always readable), the

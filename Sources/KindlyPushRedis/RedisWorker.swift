@@ -262,21 +262,18 @@ final class RedisWorker<C: DocumentCommand> {
     private func checkKeyring() -> String? {
         guard let keyring = command.deviceKeyring else { return "no keyring (\(C.name) reads none)" }
         let name = KeyringChoice.description(of: keyring)
-        do throws(KeyringError) {
-            let count = try keyring.list().count
-            if count == 0 {
-                Diagnostics.line(
-                    "kindly-push: config: the \(name) holds no device key: a worker would answer every entry key_unavailable; "
-                        + "add the device's key (kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)")
-                return nil
-            }
-            return "the \(name) with \(count) key\(count == 1 ? "" : "s")"
-        } catch {
-            guard error.isTransient else {
-                Diagnostics.line("kindly-push: config: the \(name) cannot list its keys: \(error)")
-                return nil
-            }
-            return "the \(name) (keys not counted: \(error))"
+        let inventory = KeyringChoice.inventory(of: keyring)
+        switch inventory {
+        case .keys(0):
+            Diagnostics.line(
+                "kindly-push: config: the \(name) holds no device key: a worker would answer every entry key_unavailable; "
+                    + "add the device's key (kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)")
+            return nil
+        case .unreadable:
+            Diagnostics.line("kindly-push: config: the \(name) \(inventory.phrase)")
+            return nil
+        case .keys, .uncounted:
+            return "the \(name) \(inventory.phrase)"
         }
     }
 

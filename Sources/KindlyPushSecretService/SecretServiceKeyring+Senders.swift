@@ -18,7 +18,7 @@ extension SecretServiceKeyring {
         if let problem = KeyringLabel.problem(with: label) { throw .io("cannot pin the sender key: \(problem)") }
         let operation = try Operation(self, "pin a sender key")
         guard let collection = try operation.unlockedCollection() else {
-            throw .io("\(self.collection) does not exist; create it in the keyring first (KindlyPush never prompts)")
+            throw .io("\(self.collection) does not exist: \(Self.missingCollectionAction) (KindlyPush never prompts)")
         }
         guard try senderItems(operation, in: collection, sid: key.sid).isEmpty else { throw .senderAlreadyPinned(key.sid) }
         let attributes = Attributes([

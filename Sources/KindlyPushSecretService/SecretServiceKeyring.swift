@@ -139,7 +139,7 @@ public struct SecretServiceKeyring: Keyring {
         let operation = try Operation(self, "store a key")
         guard let collection = try operation.unlockedCollection() else {
             // Creating a collection needs a password prompt, which this keyring never shows.
-            throw .io("\(self.collection) does not exist; create it in the keyring first (KindlyPush never prompts)")
+            throw .io("\(self.collection) does not exist: \(Self.missingCollectionAction) (KindlyPush never prompts)")
         }
         guard try operation.items(in: collection, kid: key.kid).isEmpty else { throw .alreadyExists(key.kid) }
 
@@ -200,8 +200,19 @@ public struct SecretServiceKeyring: Keyring {
     }
 
     public func list() throws(KeyringError) -> [KeyringEntry] {
+        try listIfPresent() ?? []
+    }
+
+    /// What to do when the collection does not exist: creating one needs the service's
+    /// password prompt, which KindlyPush never shows (doctor and keygen say the same).
+    package static let missingCollectionAction =
+        "create it where your keyring prompts for its password (Seahorse: File, New, Password Keyring, then Set as Default; "
+        + "gnome-keyring-daemon --unlock at login makes the 'login' one), or use --keyring file"
+
+    /// The keys, or `nil` when the collection does not exist (``list()`` answers `[]` then).
+    package func listIfPresent() throws(KeyringError) -> [KeyringEntry]? {
         let operation = try Operation(self, "list keys")
-        guard let collection = try operation.unlockedCollection() else { return [] }
+        guard let collection = try operation.unlockedCollection() else { return nil }
         var entries: [KeyringEntry] = []
         for item in try operation.items(in: collection, kid: nil) {
             guard secret_item_get_locked(item.pointer) == 0 else {

@@ -479,4 +479,36 @@ struct AgentTests {
         }
     }
 
+    @Test(
+        "issue 33, item 4: the agent's start line names what it follows, its bus name, its keyring and key count and its store; a keyring with no key gets one warning"
+    )
+    func startLine() async throws {
+        try await DesktopSession.exclusive {
+            func startLines(_ run: RunningCLI) -> [String] {
+                _ = run.waitUntil { run.stderr.contains("notify agent:") }
+                return run.stderr.split(separator: "\n").map(String.init).filter { $0.contains("notify agent:") || $0.contains("warning:") }
+            }
+            let run = try agent()
+            #expect(
+                startLines(run) == [
+                    "kindly-push: notify agent: follows standard input, owns ai.kindly.Push1 on the session bus; the key-file keyring (\(keys.keyFile)) with 1 key; state \(state)"
+                ], "\(run.stderr)")
+            kill(run.process.processIdentifier, SIGTERM)
+            #expect(run.finish() == 0)
+            let empty = keys.url.appendingPathComponent("empty-keyring").path
+            try FileManager.default.createDirectory(
+                atPath: empty, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            var environment = DesktopSession.environment
+            environment["KINDLY_PUSH_KEYRING_DIR"] = empty
+            let bare = try RunningCLI(["notify", "--follow", "-", "--keyring", "file", "--state", state], environment: environment)
+            #expect(
+                startLines(bare) == [
+                    "kindly-push: notify agent: follows standard input, owns ai.kindly.Push1 on the session bus; the file keyring (\(empty)) with 0 keys; state \(state)",
+                    "kindly-push: warning: the file keyring (\(empty)) holds no device key: every push will show its placeholder; create the key there (kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)",
+                ], "\(bare.stderr)")
+            kill(bare.process.processIdentifier, SIGTERM)
+            #expect(bare.finish() == 0)
+        }
+    }
+
 }

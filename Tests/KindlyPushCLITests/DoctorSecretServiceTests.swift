@@ -60,6 +60,33 @@ struct DoctorSecretServiceTests {
         try SecretServiceSession.control(["unlock", collection])
     }
 
+    @Test(
+        "issue 33, item 4: a collection that does not exist is a problem for doctor (it said unlocked), and keygen's refusal gives the same way out"
+    )
+    func missingCollection() throws {
+        var environment = SecretServiceSession.environment
+        let alias = "kindly-missing-\(UInt32.random(in: 0...UInt32.max))"
+        environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"] = alias
+        let keyring = try DoctorTests.Keyring(keys: 0)
+        let doctor = try DoctorTests.doctor(keyring: keyring, environment: environment)
+        #expect(doctor.status == 1)
+        let lines = DoctorTests.lines(doctor)
+        try #require(lines.count == 11, "\(doctor.stdout)")
+        let name = "the Secret Service collection '\(alias)'"
+        let action =
+            "create it where your keyring prompts for its password (Seahorse: File, New, Password Keyring, then Set as Default; "
+            + "gnome-keyring-daemon --unlock at login makes the 'login' one), or use --keyring file"
+        #expect(
+            lines[3] == "problem  secret-service-collection: \(name) does not exist: keygen cannot store a key in it; to fix: \(action)")
+        #expect(lines[5] == "warning  device-keys: not listed: the Secret Service collection does not exist (see above)")
+        let keygen = try CLI.run(["keygen", "--keyring", "secret-service"], environment: environment)
+        #expect(keygen.status == 74)
+        #expect(
+            keygen.stderr
+                == "kindly-push: io: cannot store the key in the secret-service keyring: \(name) does not exist: \(action) (KindlyPush never prompts)\n"
+        )
+    }
+
     @Test("a Secret Service that never answers is a problem within the 1.5 s budget")
     func hungService() throws {
         let bus = try TestBus()

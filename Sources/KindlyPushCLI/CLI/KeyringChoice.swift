@@ -88,6 +88,34 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         return "\(keyring.name) keyring\(location)"
     }
 
+    /// What a start line says of a keyring's device keys (a Redis worker's, the desktop agent's).
+    package enum Inventory {
+        /// The keyring listed this many keys.
+        case keys(Int)
+        /// Locked or unreachable: waiting may mend it (a worker's entries wait).
+        case uncounted(KeyringError)
+        /// It cannot list its keys for a reason that waiting does not mend.
+        case unreadable(KeyringError)
+
+        /// `with 3 keys`, `(keys not counted: …)`, `cannot list its keys: …`.
+        package var phrase: String {
+            switch self {
+            case .keys(let count): return "with \(count) key\(count == 1 ? "" : "s")"
+            case .uncounted(let error): return "(keys not counted: \(error))"
+            case .unreadable(let error): return "cannot list its keys: \(error)"
+            }
+        }
+    }
+
+    /// The device keys of `keyring`, counted once for a start line.
+    package static func inventory(of keyring: any Keyring) -> Inventory {
+        do throws(KeyringError) {
+            return .keys(try keyring.list().count)
+        } catch {
+            return error.isTransient ? .uncounted(error) : .unreadable(error)
+        }
+    }
+
     /// The file keyring's folder; a `usage` error when the variable that places it is relative
     /// or holds a line break, an `io` error when there is no home folder to put it in.
     package static func fileFolder(_ environment: CommandEnvironment) throws(CLIError) -> String {

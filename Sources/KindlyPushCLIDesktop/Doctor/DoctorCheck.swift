@@ -72,7 +72,8 @@ final class DoctorContext {
     static let busBudget: Duration = SecretServiceKeyring.defaultTimeout
 
     /// A listing of the Secret Service collection, and how long it took.
-    typealias Listing = (result: Result<[KeyringEntry], KeyringError>, took: Duration)
+    /// A listing of `nil`: the collection does not exist.
+    typealias Listing = (result: Result<[KeyringEntry]?, KeyringError>, took: Duration)
 
     /// What the notification server said.
     enum NotificationServer: Sendable {
@@ -168,7 +169,7 @@ final class DoctorContext {
                 let keyring = SecretServiceKeyring(
                     collection: collection, busAddress: address, timeout: max(.milliseconds(1), budget - (clock.now - start)))
                 let listed = clock.now
-                let result = Result { () throws(KeyringError) in try keyring.list() }
+                let result = Result { () throws(KeyringError) in try keyring.listIfPresent() }
                 listing.withLock { $0 = (result, clock.now - listed) }
             }
             done.signal()

@@ -87,7 +87,15 @@ enum KeyringChecks {
         guard let listing = context.secretServiceListing else { return [] }
         let took = "\(listing.took.components.seconds * 1000 + listing.took.components.attoseconds / 1_000_000_000_000_000) ms"
         switch listing.result {
-        case .success(let entries):
+        case .success(nil):
+            // issue 33, item 4: doctor said "unlocked" here, and keygen then failed.
+            return [
+                DoctorCheck("secret-service", .ok, "answers (in \(took))"),
+                DoctorCheck(
+                    "secret-service-collection", failing, "\(context.collection) does not exist: keygen cannot store a key in it",
+                    action: SecretServiceKeyring.missingCollectionAction),
+            ]
+        case .success(let entries?):
             return [
                 DoctorCheck("secret-service", .ok, "answers (in \(took))"),
                 DoctorCheck(
@@ -123,7 +131,10 @@ enum KeyringChecks {
             if case .failure = listing.result {
                 return [DoctorCheck("device-keys", .warning, "not listed: the Secret Service collection cannot be read (see above)")]
             }
-            result = listing.result
+            guard case .success(let listed?) = listing.result else {
+                return [DoctorCheck("device-keys", .warning, "not listed: the Secret Service collection does not exist (see above)")]
+            }
+            result = .success(listed)
         case .file, .auto:
             let keyring = FileKeyring(folder: context.fileFolder)
             result = Result { () throws(KeyringError) in try keyring.list() }
