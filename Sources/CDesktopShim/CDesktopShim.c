@@ -385,10 +385,20 @@ struct KpdService {
     int fd;
 };
 
-static void service_queue(KpdService *service, KpdServiceCall call) {
+// Queues `call`, or answers the invocation with LimitsExceeded (and frees the call) when
+// KPD_SERVICE_MAX_QUEUED calls wait already (issue 31, finding 5: a flood took the agent to
+// 900 MB). TRUE when queued.
+static gboolean service_queue(KpdService *service, KpdServiceCall call, GDBusMethodInvocation *invocation) {
     pthread_mutex_lock(&service->lock);
-    queue_push_locked(&service->calls, service->fd, g_memdup2(&call, sizeof call));
+    gboolean room = g_queue_get_length(&service->calls) < KPD_SERVICE_MAX_QUEUED;
+    if (room) queue_push_locked(&service->calls, service->fd, g_memdup2(&call, sizeof call));
     pthread_mutex_unlock(&service->lock);
+    if (!room) {
+        kpd_service_call_clear(&call);
+        g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                              "%d calls wait for the agent already: try again", KPD_SERVICE_MAX_QUEUED);
+    }
+    return room;
 }
 
 // Runs on the service's thread. The call is queued before it is answered, so that a host whose
@@ -407,11 +417,17 @@ static void service_method_call(GDBusConnection *connection, const gchar *sender
                                                   "state must be killed, background or foreground");
             return;
         }
+        if (strlen(chat_id) > KPD_SERVICE_MAX_CHAT_ID) {
+            g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                  "chat_id is over %d bytes: no push carries one that long",
+                                                  KPD_SERVICE_MAX_CHAT_ID);
+            return;
+        }
         KpdServiceCall call = {KPD_SERVICE_SET_APP_STATE, g_strdup(state), g_strdup(chat_id)};
-        service_queue(service, call);
+        if (!service_queue(service, call, invocation)) return;
     } else if (g_strcmp0(method, "Started") == 0) {
         KpdServiceCall call = {KPD_SERVICE_STARTED, NULL, NULL};
-        service_queue(service, call);
+        if (!service_queue(service, call, invocation)) return;
     } else {
         g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD, "no method %s",
                                               method);

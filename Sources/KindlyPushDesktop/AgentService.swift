@@ -22,6 +22,14 @@ package final class AgentService: @unchecked Sendable {
     /// The well-known name.
     package static let busName = "ai.kindly.Push1"
 
+    /// The longest chat id `SetAppState` takes, in bytes (no push carries a longer one); a longer
+    /// one is refused with `org.freedesktop.DBus.Error.InvalidArgs` and not kept.
+    package static let maximumChatIDBytes = Int(KPD_SERVICE_MAX_CHAT_ID)
+
+    /// The most calls that wait for the agent to take them; one more is refused with
+    /// `org.freedesktop.DBus.Error.LimitsExceeded`.
+    package static let maximumQueuedCalls = Int(KPD_SERVICE_MAX_QUEUED)
+
     /// What a host asked.
     package enum Call: Sendable, Equatable {
         /// `SetAppState(state, chat_id)`: `chatOnScreen` is `nil` for `""`.

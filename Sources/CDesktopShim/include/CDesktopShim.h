@@ -115,6 +115,13 @@ typedef struct {
 
 void kpd_service_call_clear(KpdServiceCall *call);
 
+/// The longest chat id SetAppState takes, in bytes: no push (4096 bytes at most) carries a longer
+/// one. A longer one is refused with org.freedesktop.DBus.Error.InvalidArgs, and never kept.
+#define KPD_SERVICE_MAX_CHAT_ID 4096
+/// The most calls that wait for the agent to take them; one more is refused with
+/// org.freedesktop.DBus.Error.LimitsExceeded (a host tries again once the agent caught up).
+#define KPD_SERVICE_MAX_QUEUED 64
+
 /// The object /ai/kindly/Push1 with interface ai.kindly.Push1 (SetAppState, Started, signal
 /// Opened), exported on a private connection to the bus at `address`, and the well-known name
 /// ai.kindly.Push1 requested without queueing. Its calls are answered on a thread of its own (no
