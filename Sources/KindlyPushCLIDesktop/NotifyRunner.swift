@@ -136,6 +136,8 @@ final class NotifySession {
     var children: [pid_t] = []
     var stdout = OutputStream(descriptor: STDOUT_FILENO, capacity: 4096)
     var lastPurge: Int64 = 0
+    /// The state store, when it is SQLite's: it keeps a followed FILE's position too.
+    let positions: SQLiteDeduplicator?
 
     init(command: NotifyRunner) throws(CLIError) {
         self.command = command
@@ -153,8 +155,10 @@ final class NotifySession {
         }
         // The store, or an in-memory one with one line on standard error: never a lost banner.
         let store: any Deduplicator
+        var positions: SQLiteDeduplicator?
         do throws(DeduplicationError) {
             let sqlite = try SQLiteDeduplicator(path: try command.statePath.get())
+            positions = sqlite
             // For the tests: a SIGKILL at an exact point of the Nth claim ("after-claim:N",
             // "after-post:N"), the two windows of a kill while the server has the request.
             if let kill = command.environment["KINDLY_PUSH_TEST_KILL"].flatMap(SQLiteDeduplicator.KillPoint.init(_:)) {
@@ -165,6 +169,7 @@ final class NotifySession {
             NotifySession.warnAboutStore(error)
             store = InMemoryDeduplicator()
         }
+        self.positions = positions
         presenter = DesktopPresenter(
             handler: handler, store: store, options: command.options, storeFailed: { NotifySession.warnAboutStore($0) })
         if command.follow != nil {
@@ -368,6 +373,8 @@ final class NotifySession {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
+        let followKey = followedFileKey()
+        if let followKey, let saved = try? positions?.followPosition(of: followKey) { input.resume(from: saved) }
         if command.follow != nil { announce(input.description) }
         var readFailure: CLIError?
         var lineNumber = 0
@@ -430,6 +437,14 @@ final class NotifySession {
                     break
                 }
             }
+            // Every line read so far was handled: a restart goes on after them.
+            if !stopping, !lines.isEmpty, let followKey, let position = input.position {
+                do throws(DeduplicationError) {
+                    try positions?.recordFollowPosition(position, of: followKey, at: NotifySession.now())
+                } catch {
+                    NotifySession.warnAboutStore(error)
+                }
+            }
             if input.isAtEnd {
                 waitDeadline = command.wait.map { ContinuousClock.now.advanced(by: $0) }
             }
@@ -441,6 +456,15 @@ final class NotifySession {
             return readFailure.code.exitStatus
         }
         return 0
+    }
+
+    /// The key of a followed FILE's position in the store: its real path (`nil` for standard
+    /// input; a FIFO has no position to keep).
+    func followedFileKey() -> String? {
+        guard case .path(let path) = command.follow else { return nil }
+        guard let real = realpath(path, nil) else { return path }
+        defer { free(real) }
+        return String(cString: real)
     }
 
     /// The agent's one line at start (issue 33, item 4): what it follows, its bus name, its
@@ -588,12 +612,39 @@ struct FollowedInput: ~Copyable {
         if watch >= 0 { close(watch) }
     }
 
-    /// `standard input`, `the FIFO PATH`, `the file PATH`: for the agent's start line.
+    /// `standard input`, `the FIFO PATH`, `the file PATH` (`from byte N` when it goes on where
+    /// the last run stopped): for the agent's start line.
     var description: String {
         switch source {
         case .standardInput: return "standard input"
-        case .path(let path): return isRegularFile ? "the file \(path)" : "the FIFO \(path)"
+        case .path(let path):
+            guard isRegularFile else { return "the FIFO \(path)" }
+            return "the file \(path)" + (resumedAt.map { " from byte \($0), where the last run stopped" } ?? "")
         }
+    }
+
+    /// The offset ``resume(from:)`` went on from, if it did.
+    private(set) var resumedAt: Int64?
+
+    /// For a FILE: its device and inode, and the offset where the lines handed on so far end
+    /// (`nil` while an oversized line is being skipped, or for standard input and a FIFO).
+    var position: SQLiteDeduplicator.FollowPosition? {
+        guard isRegularFile, !pendingOversized else { return nil }
+        var status = stat()
+        guard fstat(file, &status) == 0 else { return nil }
+        return .init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), offset: offset - Int64(pending.count))
+    }
+
+    /// Goes on from `position` when it is this FILE's (same device and inode) and within it
+    /// (issue 31, finding 8); otherwise the FILE is read from its start, as before.
+    mutating func resume(from position: SQLiteDeduplicator.FollowPosition) {
+        var status = stat()
+        guard isRegularFile, offset == 0, fstat(file, &status) == 0, UInt64(status.st_dev) == position.device,
+            UInt64(status.st_ino) == position.inode, position.offset > 0, position.offset <= Int64(status.st_size),
+            lseek(file, off_t(position.offset), SEEK_SET) == off_t(position.offset)
+        else { return }
+        offset = position.offset
+        resumedAt = position.offset
     }
 
     /// What to poll: the inotify descriptor for a FILE (a regular file is always readable), the

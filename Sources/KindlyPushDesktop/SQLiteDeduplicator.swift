@@ -224,6 +224,46 @@ public final class SQLiteDeduplicator: Deduplicator {
         }
     }
 
+    /// How far a followed FILE was read and shown (issue 31, finding 8): the file's device and
+    /// inode, and the offset after its last line that was handled. A restart on the same file
+    /// goes on from there, instead of showing again what the store has forgotten since
+    /// (`--dedup-ttl`); another file under that path is read from its start.
+    package struct FollowPosition: Sendable, Equatable {
+        package var device: UInt64
+        package var inode: UInt64
+        package var offset: Int64
+
+        package init(device: UInt64, inode: UInt64, offset: Int64) {
+            self.device = device
+            self.inode = inode
+            self.offset = offset
+        }
+    }
+
+    /// Where `path` was read up to, if a run recorded it.
+    package func followPosition(of path: String) throws(DeduplicationError) -> FollowPosition? {
+        let key = digest("follow", Array(path.utf8))
+        return try database.withLock { database throws(DeduplicationError) in
+            let sql = "SELECT device, inode, offset FROM follow_positions WHERE key = ?1"
+            guard let row = try database.integers(sql, [.blob(key)], columns: 3) else { return nil }
+            return FollowPosition(device: UInt64(bitPattern: row[0]), inode: UInt64(bitPattern: row[1]), offset: row[2])
+        }
+    }
+
+    /// Records where `path` was read up to (kept for as long as the store, not purged: one row
+    /// per followed path).
+    package func recordFollowPosition(_ position: FollowPosition, of path: String, at time: Int64) throws(DeduplicationError) {
+        let key = digest("follow", Array(path.utf8))
+        try database.withLock { database throws(DeduplicationError) in
+            try database.run(
+                "INSERT OR REPLACE INTO follow_positions (key, device, inode, offset, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                [
+                    .blob(key), .integer(Int64(bitPattern: position.device)), .integer(Int64(bitPattern: position.inode)),
+                    .integer(position.offset), .integer(time),
+                ])
+        }
+    }
+
     /// The store's secret, `PATH.key`: read when it exists (a regular 0600 file of 32 bytes),
     /// else made from the system's CSPRNG and published with `link`, so that of several
     /// processes opening a new store at once, all end up with the one secret that won.
@@ -353,6 +393,10 @@ private final class Database: @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS placeholders (
                 key BLOB PRIMARY KEY NOT NULL, server TEXT NOT NULL, notification INTEGER NOT NULL, at INTEGER NOT NULL
             ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS follow_positions (
+                key BLOB PRIMARY KEY NOT NULL, device INTEGER NOT NULL, inode INTEGER NOT NULL, offset INTEGER NOT NULL,
+                at INTEGER NOT NULL
+            ) WITHOUT ROWID;
             COMMIT;
             """,
         ]
@@ -412,6 +456,17 @@ private final class Database: @unchecked Sendable {
         try withStatement(sql, values) { statement throws(DeduplicationError) in
             switch sqlite3_step(statement) {
             case SQLITE_ROW: return sqlite3_column_int64(statement, 0)
+            case SQLITE_DONE: return nil
+            default: throw error("cannot read the state store")
+            }
+        }
+    }
+
+    /// The first `columns` columns of the first row, as integers; `nil` without rows.
+    func integers(_ sql: String, _ values: [Value], columns: Int32) throws(DeduplicationError) -> [Int64]? {
+        try withStatement(sql, values) { statement throws(DeduplicationError) in
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: return (0..<columns).map { sqlite3_column_int64(statement, $0) }
             case SQLITE_DONE: return nil
             default: throw error("cannot read the state store")
             }

@@ -511,4 +511,45 @@ struct AgentTests {
         }
     }
 
+    @Test(
+        "issue 31, finding 8: restarted on a followed FILE after its pushes left the store (--dedup-ttl), the agent goes on where it stopped: nothing shown twice; a new file under the path is read from its start"
+    )
+    func followPositionKept() async throws {
+        try await DesktopSession.exclusive {
+            let file = keys.url.appendingPathComponent("stream.jsonl").path
+            let items = try pushes(12, chatPrefix: "k-")
+            func append(_ range: Range<Int>) throws {
+                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+                handle.seekToEndOfFile()
+                handle.write(Data(items[range].map { $0.line + "\n" }.joined().utf8))
+                try handle.close()
+            }
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(items[0..<5].map { $0.line + "\n" }.joined().utf8)))
+            let first = try agent(file: file, extra: ["--dedup-ttl", "0s"])
+            try #require(Self.waitForDecided(first, 5), "\(first.stderr)")
+            kill(first.process.processIdentifier, SIGTERM)
+            #expect(first.finish() == 0, "\(first.stderr)")
+            // Older than --dedup-ttl 0s: the store forgets them at the next start.
+            sleep(2)
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+            let second = try agent(file: file, extra: ["--dedup-ttl", "0s"])
+            #expect(second.waitUntil { second.stderr.contains("from byte \(size), where the last run stopped") }, "\(second.stderr)")
+            try append(5..<8)
+            try #require(Self.waitForDecided(second, 3), "\(second.stderr)")
+            usleep(300_000)
+            #expect(Self.decided(second) == 3, "\(second.stderr)")
+            kill(second.process.processIdentifier, SIGTERM)
+            #expect(second.finish() == 0, "\(second.stderr)")
+            // Another file in its place (another inode): read from its start.
+            try FileManager.default.removeItem(atPath: file)
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(items[8..<12].map { $0.line + "\n" }.joined().utf8)))
+            let third = try agent(file: file, extra: ["--dedup-ttl", "0s"])
+            try #require(Self.waitForDecided(third, 4), "\(third.stderr)")
+            #expect(!third.stderr.contains("where the last run stopped"), "\(third.stderr)")
+            kill(third.process.processIdentifier, SIGTERM)
+            #expect(third.finish() == 0, "\(third.stderr)")
+            try checkShown(items)
+        }
+    }
+
 }
