@@ -138,6 +138,10 @@ final class NotifySession {
     var lastPurge: Int64 = 0
     /// The state store, when it is SQLite's: it keeps a followed FILE's position too.
     let positions: SQLiteDeduplicator?
+    /// Pushes that wait for the notification server, oldest first, their bytes, and when to try.
+    var kept: [[UInt8]] = []
+    var keptBytes = 0
+    var nextTry = ContinuousClock.now
 
     init(command: NotifyRunner) throws(CLIError) {
         self.command = command
@@ -390,6 +394,8 @@ final class NotifySession {
             if let service { descriptors.append(pollfd(fd: service.descriptor, events: Int16(POLLIN), revents: 0)) }
             if signals >= 0 { descriptors.append(pollfd(fd: signals, events: Int16(POLLIN), revents: 0)) }
             var timeout: Int32 = children.isEmpty ? input.pollTimeout : 250
+            // Kept pushes are tried again each second.
+            if !kept.isEmpty { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }
             if input.isAtEnd {
                 guard let waitDeadline, presenter.hasOpenBanners, notifier != nil else { break }
                 let left = ContinuousClock.now.duration(to: waitDeadline)
@@ -409,6 +415,7 @@ final class NotifySession {
             reapChildren()
             applyHostCalls()
             guard handleEvents() != nil else { break }
+            presentKeptIfDue()
             guard !input.isAtEnd else { continue }
             let lines: [FollowedInput.Line]
             do throws(CLIError) {
@@ -426,7 +433,16 @@ final class NotifySession {
                     case .oversized:
                         throw CLIError(.badInput, "the line is over 64 KiB")
                     case .text(let bytes):
-                        try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
+                        // While pushes wait for the server, the new ones wait behind them.
+                        if !kept.isEmpty, command.follow != nil {
+                            keep(bytes, line: lineNumber, because: nil)
+                        } else {
+                            do throws(CLIError) {
+                                try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
+                            } catch where error.code == .io && command.follow != nil {
+                                keep(bytes, line: lineNumber, because: error)
+                            }
+                        }
                     }
                 } catch {
                     Diagnostics.line("kindly-push: \(error.code.rawValue): line \(lineNumber): \(error.message)")
@@ -437,8 +453,9 @@ final class NotifySession {
                     break
                 }
             }
-            // Every line read so far was handled: a restart goes on after them.
-            if !stopping, !lines.isEmpty, let followKey, let position = input.position {
+            // Every line read so far was handled: a restart goes on after them (not while some
+            // wait for the server: a restart reads those again).
+            if !stopping, !lines.isEmpty, kept.isEmpty, let followKey, let position = input.position {
                 do throws(DeduplicationError) {
                     try positions?.recordFollowPosition(position, of: followKey, at: NotifySession.now())
                 } catch {
@@ -449,6 +466,12 @@ final class NotifySession {
                 waitDeadline = command.wait.map { ContinuousClock.now.advanced(by: $0) }
             }
         }
+        if !kept.isEmpty {
+            let again = followKey == nil ? "they are lost" : "a restart on the same FILE reads them again"
+            Diagnostics.line(
+                "kindly-push: warning: \(kept.count) kept push\(kept.count == 1 ? " was" : "es were") not shown: the notification server did not answer again; \(again)"
+            )
+        }
         let status = Terminal.finish(&stdout)
         guard status == 0 else { return status }
         if let readFailure {
@@ -456,6 +479,51 @@ final class NotifySession {
             return readFailure.code.exitStatus
         }
         return 0
+    }
+
+    // MARK: Pushes kept while the server does not answer (issue 31, finding 9)
+
+    /// At most this many pushes wait for the notification server (the oldest goes first).
+    static let maximumKept = 256
+    /// And at most this many bytes of them.
+    static let maximumKeptBytes = 4 << 20
+
+    /// Keeps a push that could not be shown because the notification server hangs or is gone
+    /// (`reason`; `nil`: others wait already), within ``maximumKept`` and ``maximumKeptBytes``.
+    func keep(_ bytes: [UInt8], line: Int, because reason: CLIError?) {
+        kept.append(bytes)
+        keptBytes += bytes.count
+        nextTry = ContinuousClock.now.advanced(by: .seconds(1))
+        let why = reason.map { ": \($0.message)" } ?? ""
+        Diagnostics.line(
+            "kindly-push: io: line \(line) kept\(why): it is shown once the notification server answers (\(kept.count) waiting)")
+        while kept.count > Self.maximumKept || keptBytes > Self.maximumKeptBytes {
+            keptBytes -= kept.removeFirst().count
+            Diagnostics.line("kindly-push: warning: the oldest kept push is dropped: over \(Self.maximumKept) pushes or 4 MiB wait")
+        }
+    }
+
+    /// Once a second while pushes are kept: tries the server, and when it answers presents
+    /// them newest first, each by its display rules in the app's state now (a chat the user
+    /// reads shows nothing; one shown since is not shown again).
+    func presentKeptIfDue() {
+        guard !kept.isEmpty, ContinuousClock.now >= nextTry else { return }
+        nextTry = ContinuousClock.now.advanced(by: .seconds(1))
+        applyHostCalls()
+        var presented = 0
+        while let bytes = kept.last {
+            do throws(CLIError) {
+                try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
+            } catch where error.code == .io {
+                if presented > 0 { Diagnostics.line("kindly-push: notify: \(presented) kept pushes presented; the server failed again") }
+                return
+            } catch {
+                Diagnostics.line("kindly-push: \(error.code.rawValue): a kept push: \(error.message)")
+            }
+            keptBytes -= kept.removeLast().count
+            presented += 1
+        }
+        Diagnostics.line("kindly-push: notify: the notification server answers again: \(presented) kept push\(presented == 1 ? "" : "es") presented, newest first")
     }
 
     /// The key of a followed FILE's position in the store: its real path (`nil` for standard

@@ -552,4 +552,41 @@ struct AgentTests {
         }
     }
 
+    @Test(
+        "issue 31, finding 9: pushes that arrive while the notification server hangs are kept and shown once it answers again, each once"
+    )
+    func keptWhileServerHangs() async throws {
+        try await DesktopSession.exclusive {
+            let owner = try Self.gdbus([
+                "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                "org.freedesktop.DBus.GetConnectionUnixProcessID", "org.freedesktop.Notifications",
+            ])
+            let digits = owner.stdout.split(whereSeparator: { !$0.isNumber }).last.map(String.init) ?? ""
+            let dunst = try #require(pid_t(digits), "\(owner.stdout) \(owner.stderr)")
+            let file = keys.url.appendingPathComponent("stream.jsonl").path
+            #expect(FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600]))
+            let run = try agent(file: file)
+            let items = try (0..<3).map { index in
+                Item(index: index, line: try push(index, chat: "h-\(index)"), expected: .banner)
+            }
+            #expect(kill(dunst, SIGSTOP) == 0)
+            var stopped = true
+            defer { if stopped { kill(dunst, SIGCONT) } }
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+            handle.write(Data(items.map { $0.line + "\n" }.joined().utf8))
+            try handle.close()
+            #expect(run.waitUntil(seconds: 20) { run.stderr.contains("(3 waiting)") }, "\(run.stderr)")
+            kill(dunst, SIGCONT)
+            stopped = false
+            #expect(
+                run.waitUntil(seconds: 20) {
+                    run.stderr.contains("the notification server answers again: 3 kept pushes presented, newest first")
+                },
+                "\(run.stderr)")
+            kill(run.process.processIdentifier, SIGTERM)
+            #expect(run.finish() == 0, "\(run.stderr)")
+            try checkShown(items)
+        }
+    }
+
 }
