@@ -439,7 +439,7 @@ final class NotifySession {
                         } else {
                             do throws(CLIError) {
                                 try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
-                            } catch where error.code == .io && command.follow != nil {
+                            } catch  where error.code == .io && command.follow != nil {
                                 keep(bytes, line: lineNumber, because: error)
                             }
                         }
@@ -514,7 +514,7 @@ final class NotifySession {
         while let bytes = kept.last {
             do throws(CLIError) {
                 try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
-            } catch where error.code == .io {
+            } catch  where error.code == .io {
                 if presented > 0 { Diagnostics.line("kindly-push: notify: \(presented) kept pushes presented; the server failed again") }
                 return
             } catch {
@@ -523,7 +523,9 @@ final class NotifySession {
             keptBytes -= kept.removeLast().count
             presented += 1
         }
-        Diagnostics.line("kindly-push: notify: the notification server answers again: \(presented) kept push\(presented == 1 ? "" : "es") presented, newest first")
+        Diagnostics.line(
+            "kindly-push: notify: the notification server answers again: \(presented) kept push\(presented == 1 ? "" : "es") presented, newest first"
+        )
     }
 
     /// The key of a followed FILE's position in the store: its real path (`nil` for standard
