@@ -23,9 +23,12 @@ struct SendWorkerCommand: DocumentCommand {
 
     let box: Box
     let stream: StreamOptions
+    /// `--dead-letter` is given: APNs's permanent refusals go there instead of the results.
+    let deadLetters: Bool
 
-    init(sender: APNsSender) {
+    init(sender: APNsSender, deadLetters: Bool) {
         box = Box(sender)
+        self.deadLetters = deadLetters
         stream = try! StreamOptions(ParsedArguments.parse(["--jsonl"], specs: StreamOptions.specs, command: Self.name), command: Self.name)
     }
 
@@ -45,10 +48,35 @@ struct SendWorkerCommand: DocumentCommand {
             _ = sender.step(waitingFor: -1, timeout: 200)
         }
         if line.last == 0x0A { line.removeLast() }
+        try Self.check(line, deadLetters: deadLetters)
         output += line
         // A result is a success whatever APNs answered; a line's error object names its code.
         guard line.firstRange(of: Array(#""error":{"code":"#.utf8)) != nil else { return .success }
-        return .errorObject(line.firstRange(of: Array(#""code":"io""#.utf8)) != nil ? .io : .badInput)
+        return .errorObject(.badInput)
+    }
+
+    /// What the worker must not commit as the entry's result: a push that reached no server
+    /// after the sender's retries (`io`), or that APNs answered 429 or 5xx to after them, is a
+    /// transient failure (the entry stays pending and is sent again later: at least once); with
+    /// `--dead-letter`, a permanent refusal (4xx other than 410 and 429) goes to the dead letters
+    /// with its original document. A 410 is a result: the backend drops the device.
+    static func check(_ line: [UInt8], deadLetters: Bool) throws(CLIError) {
+        guard let result = try? JSONReader.parse(line) else { return }
+        if let error = result["error"], error["code"]?.stringValue == ErrorCode.io.rawValue {
+            var failure = CLIError(.io, error["message"]?.stringValue ?? "no answer from APNs")
+            failure.isTransient = true
+            throw failure
+        }
+        guard let status = result["status"]?.numberValue?.integerValue(in: 100...599) else { return }
+        let reason = result["reason"]?.stringValue.map { " \($0)" } ?? ""
+        if status == 429 || status >= 500 {
+            var failure = CLIError(.io, "APNs answered \(status)\(reason) after the retries")
+            failure.isTransient = true
+            throw failure
+        }
+        if deadLetters, (400..<500).contains(status), status != 410 {
+            throw CLIError(.badInput, "APNs refused the push: \(status)\(reason)")
+        }
     }
 
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
