@@ -15,7 +15,9 @@ package struct APNsSendServices: SendServices {
         do throws(CLIError) {
             let token = try Self.providerToken(options)
             let sender = try APNsSender(options: options, token: token)
-            if let redis = options.redis { return RedisBinary.run(SendWorkerCommand(sender: sender, deadLetters: redis.deadLetter != nil), options: redis) }
+            if let redis = options.redis {
+                return RedisBinary.run(SendWorkerCommand(sender: sender, deadLetters: redis.deadLetter != nil), options: redis)
+            }
             return options.isLineMode ? runLines(sender) : try runSingle(sender)
         } catch {
             Diagnostics.report(error)
