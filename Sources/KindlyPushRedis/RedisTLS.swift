@@ -17,9 +17,14 @@ final class RedisTLSStream {
     private let ssl: OpaquePointer
     let reader: UnsafeMutablePointer<redisReader>
     private var output: [UInt8] = []
+    /// Whether the server has sent anything yet, and whether a client certificate was given: a
+    /// server that wants one closes TLS 1.3 right after the handshake, before its first answer.
+    private var hasReceived = false
+    private let presentsCertificate: Bool
 
     init(host: String, port: Int32, tls: RedisOptions.TLS, connectTimeout: Int, commandTimeout: Int) throws(RedisConnectionLost) {
         let place = "\(host):\(port)"
+        presentsCertificate = tls.certificateFile != nil
         let socket = try Self.connect(host: host, port: port, timeout: connectTimeout, place: place)
         var limit = timeval(tv_sec: commandTimeout / 1000, tv_usec: (commandTimeout % 1000) * 1000)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
@@ -175,8 +180,14 @@ final class RedisTLSStream {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         let count = SSL_read(ssl, &chunk, Int32(chunk.count))
         guard count > 0 else {
+            if !hasReceived && !presentsCertificate {
+                throw RedisConnectionLost(
+                    reason: "TLS: the server closed the connection before its first answer"
+                        + " (a server that asks for a client certificate does: give --tls-cert and --tls-key)")
+            }
             throw RedisConnectionLost(reason: count == 0 ? "the server closed the connection" : "TLS read failed: \(Self.sslError())")
         }
+        hasReceived = true
         _ = chunk.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { redisReaderFeed(reader, $0.baseAddress, Int(count)) }
         }
