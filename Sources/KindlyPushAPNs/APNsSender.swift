@@ -32,9 +32,6 @@ package enum SendTiming {
     package static let maximumResponseSize = 1 << 14
 }
 
-/// SIGTERM or SIGINT arrived: read no more, answer what was read, exit 0.
-nonisolated(unsafe) private var sendStopRequested: sig_atomic_t = 0
-
 /// One push on its way: what is sent, and what came back so far.
 final class Transfer {
     let sequence: Int
@@ -173,23 +170,6 @@ final class APNsSender {
         for easy in idleHandles { curl_easy_cleanup(easy) }
         curl_multi_cleanup(multi)
     }
-
-    static func installStopHandlers() {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in sendStopRequested = 1 }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = 0
-        sigaction(SIGTERM, &action, nil)
-        sigaction(SIGINT, &action, nil)
-        // A parent may have left them blocked (a test runner does): they must arrive.
-        var wanted = sigset_t()
-        sigemptyset(&wanted)
-        sigaddset(&wanted, SIGTERM)
-        sigaddset(&wanted, SIGINT)
-        pthread_sigmask(SIG_UNBLOCK, &wanted, nil)
-    }
-
-    static var stopRequested: Bool { sendStopRequested != 0 }
 
     static func now() -> Int {
         var time = timespec()

@@ -58,7 +58,7 @@ package struct APNsSendServices: SendServices {
             }
         }
         if let refusal { throw refusal.error }
-        APNsSender.installStopHandlers()
+        StopSignals.install()
         input.withUnsafeBytes { sender.submit($0) }
         var output: [UInt8] = []
         while true {
@@ -94,7 +94,7 @@ package struct APNsSendServices: SendServices {
             return error.code.exitStatus
         }
         defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
-        APNsSender.installStopHandlers()
+        StopSignals.install()
         var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: StandardInput.maximumDocumentSize)
         var stdout = OutputStream(descriptor: target.descriptor)
         var batch = LineBatchReader.Batch()
@@ -102,7 +102,7 @@ package struct APNsSendServices: SendServices {
         var readError: CLIError?
         var inputEnded = false
         while true {
-            if APNsSender.stopRequested { inputEnded = true }
+            if StopSignals.requested { inputEnded = true }
             // Read what there is while there is room: never wait for input with answers to write.
             while !inputEnded, sender.hasRoom, !reader.inputWouldBlock() {
                 do throws(Errno) {

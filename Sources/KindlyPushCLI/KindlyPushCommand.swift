@@ -84,7 +84,7 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
         if RedisBinary.installed == nil, parsed.isGiven(RedisOptions.url), command.options.contains(RedisOptions.url) {
             // A worker's SIGTERM is held from here (the mask survives exec) until its handler is
             // in place: a stop during start-up is a clean stop too (issue 33, item 5).
-            if command is any DocumentCommand.Type { RedisBinary.holdStopSignals() }
+            if command is any DocumentCommand.Type { StopSignals.hold() }
             return RedisBinary.exec(arguments, environment: environment)
         }
         if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {

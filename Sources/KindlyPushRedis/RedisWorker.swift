@@ -35,10 +35,6 @@ enum RedisTiming {
 /// EX_CONFIG (sysexits.h): a worker whose keyring holds no device key refuses to start with it.
 let configExitStatus: Int32 = 78
 
-/// SIGTERM or SIGINT arrived: finish the batch in hand, commit it, exit 0. Written only by the
-/// handler, read by the worker's loop.
-nonisolated(unsafe) private var stopRequested: sig_atomic_t = 0
-
 /// One worker of a consumer group (issue 23, docs/running-at-scale.md).
 ///
 /// Its loop: take over entries pending longer than `--claim-idle` (`XAUTOCLAIM`), else read new
@@ -218,14 +214,8 @@ final class RedisWorker<C: DocumentCommand> {
     }
 
     func run() -> Int32 {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in stopRequested = 1 }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = 0
-        sigaction(SIGTERM, &action, nil)
-        sigaction(SIGINT, &action, nil)
-        // Held by kindly-push until now (RedisBinary.holdStopSignals): a pending one arrives here.
-        RedisBinary.holdStopSignals(false)
+        // Held by kindly-push until now (StopSignals.hold): a pending one arrives here.
+        StopSignals.install()
         guard let keys = checkKeyring() else { return configExitStatus }
         if let address = options.metrics {
             do throws(CLIError) {
@@ -399,7 +389,7 @@ final class RedisWorker<C: DocumentCommand> {
         metrics?.update { $0.healthy = false }
         Self.note("lost Redis (\(lost.reason)); reconnecting")
         var delay = RedisTiming.firstRetryDelay
-        while stopRequested == 0 {
+        while !StopSignals.requested {
             Self.sleep(milliseconds: delay / 2 + Int.random(in: 0...(delay / 2)))
             do throws(RedisConnectionLost) {
                 try connect()
@@ -415,7 +405,7 @@ final class RedisWorker<C: DocumentCommand> {
     /// Sleeps, waking every 50 ms to see SIGTERM.
     static func sleep(milliseconds: Int) {
         var left = milliseconds
-        while left > 0, stopRequested == 0 {
+        while left > 0, !StopSignals.requested {
             let step = min(left, 50)
             usleep(UInt32(step * 1000))
             left -= step
@@ -435,7 +425,7 @@ final class RedisWorker<C: DocumentCommand> {
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
                 for entries in unconfirmed { try commit(entries, on: connection) }
                 unconfirmed = []
-                if stopRequested != 0 {
+                if StopSignals.requested {
                     if !held.isEmpty { Self.note("stopped: \(held.count) entries stay pending for another worker") }
                     return
                 }
@@ -483,7 +473,7 @@ final class RedisWorker<C: DocumentCommand> {
     private func retryHeld(on connection: RedisConnection) throws(RedisConnectionLost) {
         Self.sleep(milliseconds: heldDelay)
         heldDelay = min(heldDelay * 2, RedisTiming.longestRetryDelay)
-        guard stopRequested == 0 else { return }
+        guard !StopSignals.requested else { return }
         let kept = try connection.command(
             [Array("XCLAIM".utf8), input, group, consumer, Array("0".utf8)] + held.map(\.id) + [Array("JUSTID".utf8)])
         if let message = kept.errorMessage { try serverError(message) }
@@ -525,7 +515,7 @@ final class RedisWorker<C: DocumentCommand> {
         while true {
             unconfirmed = [current] + (committing.map { [$0] } ?? [])
             var arguments = commitArguments(current)
-            let prefetches = stopRequested == 0 && Self.now() < nextClaim && held.isEmpty
+            let prefetches = !StopSignals.requested && Self.now() < nextClaim && held.isEmpty
             if prefetches { try connection.send(readCommand(claiming: false)) }
             // Both replies are read before either is acted on: a NOSCRIPT answer sends commands.
             let committed = committing == nil ? nil : try connection.receive()

@@ -440,17 +440,6 @@ package enum RedisBinary {
         return services.status(request)
     }
 
-    /// Blocks SIGTERM and SIGINT (`held`), or unblocks them once the worker's handler is in
-    /// place: one that comes before waits for the handler, and stops the worker before it reads
-    /// anything.
-    package static func holdStopSignals(_ held: Bool = true) {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
-        sigprocmask(held ? SIG_BLOCK : SIG_UNBLOCK, &signals, nil)
-    }
-
     /// Replaces this process with `kindly-push-redis` from the folder of this executable; returns
     /// only when that fails (an `io` error, reported).
     package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
