@@ -156,6 +156,31 @@ struct ReferenceTextTests {
         return (output.stderr, output.stdout)
     }
 
+    @Test("issue 33, item 3: every environment variable the sources read is in the man page's ENVIRONMENT")
+    func everyVariableInTheManPage() throws {
+        let page = try CLI.run(["man"]).stdout
+        let environment = try #require(
+            page.range(of: ".SH ENVIRONMENT").flatMap { start in
+                page.range(of: ".SH FILES", range: start.upperBound..<page.endIndex).map { String(page[start.upperBound..<$0.lowerBound]) }
+            })
+        let listed = Set(environment.split(separator: "\n").filter { $0.hasPrefix(".B ") }.map { String($0.dropFirst(3)) })
+        let pattern = try NSRegularExpression(pattern: #""(KINDLY_PUSH_[A-Z_]+|XDG_[A-Z_]+|DBUS_SESSION_BUS_ADDRESS|HOME|COLUMNS)""#)
+        var read = Set<String>()
+        let sources = CLI.packageRoot.appendingPathComponent("Sources")
+        for case let url as URL in FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)!
+        where url.pathExtension == "swift" {
+            let text = try String(contentsOf: url, encoding: .utf8)
+            for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                read.insert(String(text[Range(match.range(at: 1), in: text)!]))
+            }
+        }
+        #expect(read.count > 10)
+        for name in read.sorted() {
+            let covered = listed.contains(name) || (name.hasPrefix("KINDLY_PUSH_TEST_") && listed.contains("KINDLY_PUSH_TEST_*"))
+            #expect(covered, "\(name) is read but not in the man page's ENVIRONMENT")
+        }
+    }
+
     @Test("the man page renders with no groff warning in the C and UTF-8 locales, in 80 columns, with every section")
     func manPage() throws {
         let output = try CLI.run(["man"])

@@ -95,6 +95,17 @@ package enum ManPage {
             The session bus; with \\fB\\-\\-keyring auto\\fR (the default), keys live in the Secret Service when it
             answers, and in the file keyring without one.
             .TP
+            .B XDG_RUNTIME_DIR
+            Without \\fBDBUS_SESSION_BUS_ADDRESS\\fR, the session bus is \\fI$XDG_RUNTIME_DIR/bus\\fR when that socket
+            exists; the agent's unit follows the FIFO \\fI$XDG_RUNTIME_DIR/kindly\\-push/inbox\\fR.
+            .TP
+            .B HOME
+            Where \\fBXDG_DATA_HOME\\fR and \\fBXDG_STATE_HOME\\fR default to, when they are not set.
+            .TP
+            .B XDG_DATA_DIRS
+            Where \\fBkeygen\\fR looks for the Secret Service's D\\-Bus activation files (default:
+            \\fI/usr/local/share:/usr/share\\fR).
+            .TP
             .B KINDLY_PUSH_REDIS_PASSWORD
             With \\fB\\-\\-redis\\fR, the Redis password (a password in the URL is taken out of the command line, with
             a warning, and passed on here).
@@ -114,13 +125,20 @@ package enum ManPage {
             .TP
             .B COLUMNS
             The width help is wrapped to (default: the terminal's, else 80).
+            .TP
+            .B KINDLY_PUSH_TEST_*
+            Hooks of the test suite (a clock file, kill points, no O_TMPFILE); never set them otherwise.
             .SH FILES
             .TP
             .I $XDG_DATA_HOME/kindly\\-push/keys/
             The file keyring: one file per key, mode 0600, in a folder of mode 0700.
             .TP
             .I $XDG_STATE_HOME/kindly\\-push/state.sqlite3
-            notify's state store (the pushes shown, mode 0600).
+            notify's state store (the pushes shown, a followed file's position; mode 0600).
+            .TP
+            .I $XDG_CONFIG_HOME/kindly\\-push/agent.env
+            The agent's unit and bus activation read \\fBKINDLY_PUSH_AGENT_OPTIONS\\fR (notify's options, such as
+            \\fB\\-\\-keyring file\\fR) and the variables above from it: one NAME=VALUE per line, no quotes.
             .TP
             .I device.json
             A key file (\\fB\\-\\-key\\-file\\fR): {"kid", "public_key", "secret_key"}, base64url, mode 0600;
