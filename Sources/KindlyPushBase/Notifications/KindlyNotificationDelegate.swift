@@ -58,12 +58,21 @@ public protocol KindlyNotificationDelegate {
     /// `true` (allow) lets the SDK present the push; `false` (suppress) means the host shows it
     /// its own way, or not at all.
     ///
-    /// The requirement has no default implementation, on purpose: a conformance whose method is
-    /// spelled slightly differently (`shouldHandleNotification(_:)`, say) does not compile, instead
-    /// of compiling into a default that silently allows every banner. A host that sets no
-    /// delegate sees every banner; for a delegate without a type of its own, use
+    /// As in the iOS SDK, the requirement has a default implementation that returns `true`, so a
+    /// type that only observes other events conforms with nothing to write
+    /// (`final class AppCoordinator: KindlyNotificationDelegate {}`). The price: a method spelled
+    /// slightly differently (`shouldHandleNotification(_:)`, say) is a method of its own, the
+    /// default answers instead, and every banner shows. Spell it exactly
+    /// `shouldHandleNotification(notification:)`. For a delegate without a type of its own, use
     /// ``ClosureNotificationDelegate``.
     func shouldHandleNotification(notification: ExternalNotification) -> Bool
+}
+
+extension KindlyNotificationDelegate {
+    /// The iOS SDK's default: `true`, every push is presented (subject to the display rule).
+    public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        true
+    }
 }
 
 /// A delegate of any type, owned: it was handed over as `sending`, so no other isolation domain

@@ -277,9 +277,11 @@ public final class KindlyNotificationHandler: Sendable {
     }
 
     /// ``notificationWillPresent(_:)`` in the shape of `userNotificationCenter(_:willPresent:
-    /// withCompletionHandler:)`: `completionHandler` is called exactly once, with the options.
+    /// withCompletionHandler:)`: `completionHandler` is called exactly once, with the options,
+    /// before this returns and on the caller's thread. So it need not be `Sendable`: a host's
+    /// `willPresent` (on the main actor, say) passes its own completion handler straight through.
     public func notificationWillPresent(
-        _ content: NotificationContent, completionHandler: @Sendable (PresentationOptions) -> Void
+        _ content: NotificationContent, completionHandler: (PresentationOptions) -> Void
     ) {
         completionHandler(notificationWillPresent(content).options)
     }
@@ -305,6 +307,13 @@ public final class KindlyNotificationHandler: Sendable {
             postBanner(banner)
         }
         return decision
+    }
+
+    /// ``notificationReceived(_:)-(JSONValue)`` for a notification, as the iOS SDK's
+    /// `notificationReceived(_ notification: UNNotification)` takes one: its `userInfo` is the push.
+    @discardableResult
+    public func notificationReceived(_ notification: NotificationContent) -> RouteDecision? {
+        notificationReceived(JSONValue.object(notification.userInfo))
     }
 
     func context(appState: DisplayRules.AppState) -> RouteContext {

@@ -212,6 +212,24 @@ struct IOSPortingTests {
         #expect(arrayOrder != (try DecryptedPayload(chatId: "c-1", title: "T", body: "B", extras: ["list": [2, 1]])))
     }
 
+    // MARK: Issue 32: a notification, and a delegate that implements nothing
+
+    @Test("notificationReceived takes a notification, as the iOS SDK's does; a delegate that implements nothing allows")
+    func notificationFormAndDefaultDelegate() throws {
+        final class AppCoordinator: KindlyNotificationDelegate {}
+        let posted = Recorder<NotificationContent>()
+        let handler = Self.handler(posted: posted)
+        handler.setDelegate(AppCoordinator())
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        let decision = try #require(handler.notificationReceived(NotificationContent(userInfo: push)))
+        #expect(decision.presentation == .banner)
+        #expect(decision == handler.notificationReceived(push))
+        #expect(posted.all.count == 2)
+        #expect(posted.all.first?.title == "Anna")
+        let foreign = NotificationContent(userInfo: TestPushes.foreign(.silent))
+        #expect(handler.notificationReceived(foreign) == .notKindly(kind: .silent))
+    }
+
     // MARK: 7. The dropped tap, with default settings
 
     @Test(
