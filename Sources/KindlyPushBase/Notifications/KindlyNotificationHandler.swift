@@ -46,7 +46,8 @@ public enum TapOutcome: Sendable, Equatable {
     /// `openChatOnNotificationTap` is off: consumed, nothing opened.
     case disabled
     /// Kindly's, but no chat id could be read (it is not marked decrypted and does not decrypt
-    /// now): consumed, nothing opened, a log line written.
+    /// now, a placeholder): consumed, a log line written, and the app opened with no chat, as on
+    /// iOS (the handler called its `openApp`).
     case noChat
 
     /// Whether the SDK took the tap (every Kindly push; never another provider's).
@@ -75,7 +76,7 @@ public enum TapOutcome: Sendable, Equatable {
 /// same way. Times come from the injected ``KindlyClock``.
 ///
 /// All methods are safe to call from any thread. Callbacks (the delegate, `openChat`,
-/// `postBanner`, ``sendRegistration``) are called without the handler's lock held, so they may
+/// `postBanner`, `openApp`, ``sendRegistration``) are called without the handler's lock held, so they may
 /// call back into the handler; a delegate set with ``setDelegate(_:)`` is called under a gate of
 /// its own (one call at a time), which the same thread may take again.
 public final class KindlyNotificationHandler: Sendable {
@@ -87,6 +88,9 @@ public final class KindlyNotificationHandler: Sendable {
         var tappedAt: ContinuousClock.Instant
         /// True once `start()` has run within the window (or the tap came after `start()`).
         var admitted: Bool
+        /// False for a tap the host presents itself (``deviceTapped(_:chatId:)``): that host
+        /// opens the app on its own, so the handler does not call `openApp` for it.
+        var opensApp: Bool
     }
 
     private struct State {
@@ -99,6 +103,9 @@ public final class KindlyNotificationHandler: Sendable {
         var chatOnScreen: String?
         var isStarted = false
         var pendingTap: PendingTap?
+        /// Whether the missing `postBanner`, or the missing `openApp`, was logged already.
+        var loggedNoPostBanner = false
+        var loggedNoOpenApp = false
     }
 
     /// How pushes are decrypted (the keyring the app shares with its extension).
@@ -111,7 +118,8 @@ public final class KindlyNotificationHandler: Sendable {
     /// Where the handler logs (``KindlyLogger/default`` unless the host gave one).
     package let logger: KindlyLogger
     private let openChat: @Sendable (String) -> Void
-    private let postBanner: @Sendable (NotificationContent) -> Void
+    private let postBanner: (@Sendable (NotificationContent) -> Void)?
+    private let openApp: (@Sendable () -> Void)?
     private let state = Locked(State())
 
     /// A handler for the app process.
@@ -124,11 +132,19 @@ public final class KindlyNotificationHandler: Sendable {
     ///   - logger: where the handler logs; by default ``KindlyLogger/default`` as it is when the
     ///     handler is made (warnings and errors to the system log, unless the host set another).
     ///   - openChat: opens the chat with this id (called on the caller's thread).
-    ///   - postBanner: posts a local notification with this decrypted content (the SDK's own banner).
+    ///   - postBanner: posts a local notification with this decrypted content (the SDK's own
+    ///     banner), the presenter of the silent path and of a foreground push the app decrypts
+    ///     itself. The library has no presenter of its own on Linux (the iOS SDK posts through the
+    ///     system): with none given (`nil`, the default), a banner the display rule decides is not
+    ///     shown, and the handler says so once, at `warning`, the first time it happens.
+    ///   - openApp: brings the app up with no chat open, for a tap on a Kindly notification whose
+    ///     chat cannot be read (a placeholder that does not decrypt): on iOS the system opens the
+    ///     app for a tap on any Kindly notification. With none given (`nil`, the default), such a
+    ///     tap opens nothing, and the handler says so once, at `warning`.
     public init(
         decryption: KindlyPushDecryption, hasExtension: Bool, clock: any KindlyClock = SystemKindlyClock(),
         logger: KindlyLogger = .default, openChat: @escaping @Sendable (String) -> Void,
-        postBanner: @escaping @Sendable (NotificationContent) -> Void = { _ in }
+        postBanner: (@Sendable (NotificationContent) -> Void)? = nil, openApp: (@Sendable () -> Void)? = nil
     ) {
         self.decryption = decryption
         self.hasExtension = hasExtension
@@ -136,6 +152,7 @@ public final class KindlyNotificationHandler: Sendable {
         self.logger = logger
         self.openChat = openChat
         self.postBanner = postBanner
+        self.openApp = openApp
     }
 
     /// The host's `shouldHandleNotification`, for a `Sendable` delegate (it may be asked from
@@ -269,7 +286,7 @@ public final class KindlyNotificationHandler: Sendable {
             if case .decrypted(let payload)? = resolution {
                 var banner = content
                 KindlyPushDecryption.apply(payload, to: &banner)
-                postBanner(banner)
+                post(banner)
                 return ForegroundPresentation(decision: decision, options: [], postedBanner: banner)
             }
             return ForegroundPresentation(decision: decision, options: .bannerAndSound, postedBanner: nil)
@@ -304,9 +321,27 @@ public final class KindlyNotificationHandler: Sendable {
         if decision.presentation == .banner {
             var banner = NotificationContent(userInfo: userInfo)
             if case .decrypted(let payload)? = resolution { KindlyPushDecryption.apply(payload, to: &banner) }
-            postBanner(banner)
+            post(banner)
         }
         return decision
+    }
+
+    /// Hands `banner` to `postBanner`, or, with none, logs once that banners are not shown.
+    private func post(_ banner: NotificationContent) {
+        if let postBanner {
+            postBanner(banner)
+            return
+        }
+        let first = state.withLock { state in
+            defer { state.loggedNoPostBanner = true }
+            return !state.loggedNoPostBanner
+        }
+        if first {
+            logger.log(
+                .warning,
+                "the display rule decided a banner for a Kindly push, but no postBanner is set: it was not shown"
+                    + " (give KindlyNotificationHandler a postBanner to present banners; logged once)")
+        }
     }
 
     /// ``notificationReceived(_:)-(JSONValue)`` for a notification, as the iOS SDK's
@@ -331,19 +366,24 @@ public final class KindlyNotificationHandler: Sendable {
     /// documentation on taps), or not at all when ``openChatOnNotificationTap`` is off.
     @discardableResult
     public func notificationTapped(_ userInfo: JSONValue) -> TapOutcome {
+        tapped(userInfo, opensApp: true)
+    }
+
+    /// ``notificationTapped(_:)-(JSONValue)``; `opensApp` false when the host opens the app itself.
+    func tapped(_ userInfo: JSONValue, opensApp: Bool) -> TapOutcome {
         guard KindlyPushDecryption.isKindlyNotification(userInfo) else { return .notKindly }
         let now = clock.now
         let openNow: Bool? = state.withLock { state in
             guard state.openChatOnNotificationTap else { return nil }
             if state.isStarted, state.appState == .foreground { return true }
             // Only the latest tap is worth replaying: it is the chat the user asked for last.
-            state.pendingTap = PendingTap(userInfo: userInfo, tappedAt: now, admitted: state.isStarted)
+            state.pendingTap = PendingTap(userInfo: userInfo, tappedAt: now, admitted: state.isStarted, opensApp: opensApp)
             return false
         }
         switch openNow {
         case nil: return .disabled
         case false?: return .deferred
-        case true?: return open(userInfo)
+        case true?: return open(userInfo, opensApp: opensApp)
         }
     }
 
@@ -354,13 +394,13 @@ public final class KindlyNotificationHandler: Sendable {
             state.pendingTap = nil
             return state.openChatOnNotificationTap ? tap : nil
         }
-        if let tap { open(tap.userInfo) }
+        if let tap { open(tap.userInfo, opensApp: tap.opensApp) }
     }
 
     /// Opens the chat of a tapped Kindly push: `kindly.chat_id` when the push is marked
     /// decrypted, otherwise the chat id of the payload decrypted now.
     @discardableResult
-    private func open(_ userInfo: JSONValue) -> TapOutcome {
+    private func open(_ userInfo: JSONValue, opensApp: Bool) -> TapOutcome {
         let chatId: String?
         switch KindlyPushRouter.resolve(userInfo: userInfo, decryption: decryption) {
         case .alreadyDecrypted(let message): chatId = message.chatId
@@ -372,8 +412,29 @@ public final class KindlyNotificationHandler: Sendable {
             logger.log(.warning, "a tapped Kindly notification does not decrypt (\(failure.reason.code)): no chat opened")
             chatId = nil
         }
-        guard let chatId else { return .noChat }
+        guard let chatId else {
+            if opensApp { bringUpApp() }
+            return .noChat
+        }
         openChat(chatId)
         return .opened(chatId: chatId)
+    }
+
+    /// Calls `openApp`, or, with none, logs once that a tap with no chat opens nothing.
+    private func bringUpApp() {
+        if let openApp {
+            openApp()
+            return
+        }
+        let first = state.withLock { state in
+            defer { state.loggedNoOpenApp = true }
+            return !state.loggedNoOpenApp
+        }
+        if first {
+            logger.log(
+                .warning,
+                "a tapped Kindly notification has no chat to open, and no openApp is set: the app was not brought up"
+                    + " (give KindlyNotificationHandler an openApp; logged once)")
+        }
     }
 }
