@@ -13,6 +13,11 @@ final class AppDelegate {
         handler.notificationReceived(notification)
     }
 
+    // Seed (class reference, KindlySDK): class func notificationResponseReceived(_ response: UNNotificationResponse)
+    func userNotificationCenter(didReceive response: NotificationContent) {
+        handler.notificationResponseReceived(response)
+    }
+
     func application(didReceiveRemoteNotification userInfo: [AnyHashable: Any]) {
         if KindlyPushDecryption.isKindlyNotification(userInfo) {
             handler.notificationReceived(userInfo)

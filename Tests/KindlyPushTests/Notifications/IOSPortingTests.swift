@@ -228,6 +228,11 @@ struct IOSPortingTests {
         #expect(posted.all.first?.title == "Anna")
         let foreign = NotificationContent(userInfo: TestPushes.foreign(.silent))
         #expect(handler.notificationReceived(foreign) == .notKindly(kind: .silent))
+        // A tap, with the tapped notification (the response's `notification` on iOS).
+        handler.start()
+        handler.setAppState(.foreground)
+        let tapped = NotificationContent(userInfo: try TestPushes.sealed(.visible, for: Self.key))
+        #expect(handler.notificationResponseReceived(tapped) == .opened(chatId: "c-1"))
     }
 
     // MARK: 7. The dropped tap, with default settings
