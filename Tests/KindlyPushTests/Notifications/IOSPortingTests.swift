@@ -36,6 +36,23 @@ class ChatListScreen: HostScreen, KindlyNotificationDelegate {
     }
 }
 
+/// A view controller on the main actor as the delegate, with the one word Swift 6 asks (issue 32).
+@MainActor
+final class MainActorScreen {
+    var isShowingCustomInbox = false
+    var customInbox: [ExternalNotification] = []
+}
+
+extension MainActorScreen: @preconcurrency KindlyNotificationDelegate {
+    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        if isShowingCustomInbox {
+            customInbox.append(notification)
+            return false
+        }
+        return true
+    }
+}
+
 /// Issue 22's iOS-parity items that need no process-wide setting.
 @Suite("Porting from iOS")
 struct IOSPortingTests {
@@ -233,6 +250,21 @@ struct IOSPortingTests {
         handler.setAppState(.foreground)
         let tapped = NotificationContent(userInfo: try TestPushes.sealed(.visible, for: Self.key))
         #expect(handler.notificationResponseReceived(tapped) == .opened(chatId: "c-1"))
+    }
+
+    @MainActor
+    @Test("a main-actor delegate (@preconcurrency) set with delegate = self is asked when pushes come from the main actor")
+    func mainActorDelegate() throws {
+        let posted = Recorder<NotificationContent>()
+        let handler = Self.handler(posted: posted)
+        let screen = MainActorScreen()
+        handler.delegate = screen
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        #expect(handler.notificationReceived(push)?.presentation == .banner)
+        screen.isShowingCustomInbox = true
+        #expect(handler.notificationReceived(push)?.presentation == DisplayRules.Presentation.none)
+        #expect(screen.customInbox.map(\.title) == ["Anna"])
+        #expect(posted.all.count == 1)
     }
 
     // MARK: 7. The dropped tap, with default settings
