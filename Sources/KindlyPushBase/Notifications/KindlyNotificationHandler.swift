@@ -58,7 +58,9 @@ public enum TapOutcome: Sendable, Equatable {
 /// `notificationWillPresent(_:completionHandler:)`, `notificationReceived(_:)` and tap handling.
 ///
 /// The host tells it the app state and the screen, forwards its notification callbacks, and
-/// supplies two actions: opening a chat, and posting a banner of the SDK's own. Decisions follow
+/// supplies its actions: opening a chat, posting a banner of the SDK's own (`postBanner`), and
+/// bringing the app up with no chat for a tap on a placeholder (`openApp`); with no `postBanner`
+/// or `openApp`, what they would have done is logged once instead (see the initializer). Decisions follow
 /// docs/spec/display-rules.md through ``KindlyPushRouter``: content the extension marked decrypted is not
 /// decrypted again (its chat id comes from `kindly.chat_id`); the delegate is asked once for
 /// each push the app process has decrypted, before the rule; pushes that are not Kindly's are
