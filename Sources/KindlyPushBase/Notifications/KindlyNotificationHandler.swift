@@ -160,7 +160,9 @@ public final class KindlyNotificationHandler: Sendable {
     /// The host's `shouldHandleNotification`, for a `Sendable` delegate (it may be asked from
     /// several threads at once); `nil` allows every push. A delegate of any other type, such as
     /// a non-final class, is set with ``setDelegate(_:)``, after which this is the handler's
-    /// owner of it.
+    /// owner of it. A class on the main actor (a view controller) is `Sendable` and is set here
+    /// (`handler.delegate = self`) once it conforms with `@preconcurrency`; the handler asks it on
+    /// the thread that delivered the push, so forward pushes from the main actor, as UIKit does.
     public var delegate: (any KindlyNotificationDelegate & Sendable)? {
         get { state.withLock { $0.delegate } }
         set { state.withLock { $0.delegate = newValue } }
