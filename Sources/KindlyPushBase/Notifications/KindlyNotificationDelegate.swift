@@ -69,9 +69,32 @@ public protocol KindlyNotificationDelegate {
 }
 
 extension KindlyNotificationDelegate {
-    /// The iOS SDK's default: `true`, every push is presented (subject to the display rule).
+    /// The iOS SDK's default: `true`, every push is presented (subject to the display rule). A
+    /// handler whose delegate answers with it says so once, at `info` (a misspelled method is
+    /// easier to find with that line).
     public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
-        true
+        DefaultDelegateAnswer.used?.withLock { $0 = true }
+        return true
+    }
+}
+
+/// Whether the default `shouldHandleNotification` answered, while a handler asks its delegate.
+enum DefaultDelegateAnswer {
+    @TaskLocal static var used: Locked<Bool>?
+}
+
+/// A handler's delegate, watched for the default answer: `defaulted` is called when it answered.
+struct DefaultWatchingDelegate: KindlyNotificationDelegate, Sendable {
+    let delegate: any KindlyNotificationDelegate & Sendable
+    let defaulted: @Sendable () -> Void
+
+    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        let used = Locked(false)
+        let answer = DefaultDelegateAnswer.$used.withValue(used) {
+            delegate.shouldHandleNotification(notification: notification)
+        }
+        if used.withLock({ $0 }) { defaulted() }
+        return answer
     }
 }
 

@@ -107,6 +107,8 @@ public final class KindlyNotificationHandler: Sendable {
         var pendingTap: PendingTap?
         /// Whether the missing `postBanner`, or the missing `openApp`, was logged already.
         var loggedNoPostBanner = false
+        /// Whether the delegate's answering with the default was logged already.
+        var loggedDefaultAnswer = false
         var loggedNoOpenApp = false
     }
 
@@ -330,6 +332,20 @@ public final class KindlyNotificationHandler: Sendable {
         return decision
     }
 
+    /// Logs, once, that the delegate answered with the default `shouldHandleNotification`.
+    private func logDefaultAnswer() {
+        let first = state.withLock { state in
+            defer { state.loggedDefaultAnswer = true }
+            return !state.loggedDefaultAnswer
+        }
+        if first {
+            logger.log(
+                .info,
+                "the delegate does not implement shouldHandleNotification(notification:): the default allowed the push"
+                    + " (a method with other labels is not the requirement; logged once)")
+        }
+    }
+
     /// Hands `banner` to `postBanner`, or, with none, logs once that banners are not shown.
     private func post(_ banner: NotificationContent) {
         if let postBanner {
@@ -358,7 +374,9 @@ public final class KindlyNotificationHandler: Sendable {
     func context(appState: DisplayRules.AppState) -> RouteContext {
         let (screen, chatOnScreen, delegate) = state.withLock { ($0.screen, $0.chatOnScreen, $0.delegate) }
         var context = RouteContext(appState: appState, screen: screen, hasExtension: hasExtension)
-        if let delegate { context.delegate = .object(delegate) }
+        if let delegate {
+            context.delegate = .object(DefaultWatchingDelegate(delegate: delegate) { [self] in logDefaultAnswer() })
+        }
         context.chatOnScreen = chatOnScreen
         return context
     }

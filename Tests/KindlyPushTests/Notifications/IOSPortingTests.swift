@@ -252,6 +252,27 @@ struct IOSPortingTests {
         #expect(handler.notificationResponseReceived(tapped) == .opened(chatId: "c-1"))
     }
 
+    @Test("a delegate that answers with the default, a misspelled one too, is allowed and logged once at info")
+    func defaultAnswerLogged() throws {
+        struct Misspelled: KindlyNotificationDelegate {
+            func shouldHandleNotification(_ notification: ExternalNotification) -> Bool { false }
+        }
+        let logs = LogRecorder()
+        let handler = Self.handler(logger: logs.logger)
+        handler.delegate = Misspelled()
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        #expect(handler.notificationReceived(push)?.presentation == .banner)
+        #expect(handler.notificationReceived(push)?.presentation == .banner)
+        let lines = logs.entries.filter { $0.message.contains("does not implement shouldHandleNotification") }
+        #expect(lines.map(\.level) == [.info])
+
+        let quiet = LogRecorder()
+        let implemented = Self.handler(logger: quiet.logger)
+        implemented.delegate = ClosureNotificationDelegate { _ in false }
+        #expect(implemented.notificationReceived(push)?.presentation == DisplayRules.Presentation.none)
+        #expect(quiet.messages.isEmpty)
+    }
+
     @MainActor
     @Test("a main-actor delegate (@preconcurrency) set with delegate = self is asked when pushes come from the main actor")
     func mainActorDelegate() throws {
