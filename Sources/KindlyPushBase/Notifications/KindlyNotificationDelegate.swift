@@ -63,7 +63,8 @@ public protocol KindlyNotificationDelegate {
     /// (`final class AppCoordinator: KindlyNotificationDelegate {}`). The price: a method spelled
     /// slightly differently (`shouldHandleNotification(_:)`, say) is a method of its own, the
     /// default answers instead, and every banner shows. Spell it exactly
-    /// `shouldHandleNotification(notification:)`. For a delegate without a type of its own, use
+    /// `shouldHandleNotification(notification:)` (the handler logs once, at `info`, when the
+    /// default answered, which finds such a method). For a delegate without a type of its own, use
     /// ``ClosureNotificationDelegate``.
     func shouldHandleNotification(notification: ExternalNotification) -> Bool
 }
