@@ -49,6 +49,12 @@ extension KindlyPushDecryption {
         standard.decrypt(userInfo: userInfo)
     }
 
+    /// The static `decrypt(userInfo:)` for a ``NotificationContent/userInfo``, as the iOS SDK's
+    /// `decrypt(userInfo: content.userInfo)` is called: decrypts with ``standard``'s keyring.
+    public static func decrypt(userInfo: JSONObject) -> DecryptedPayload? {
+        standard.decrypt(userInfo: userInfo)
+    }
+
     /// ``isDecrypted(userInfo:)-(JSONValue)``, unlabeled as in the iOS SDK.
     public static func isDecrypted(_ userInfo: JSONValue) -> Bool {
         isDecrypted(userInfo: userInfo)

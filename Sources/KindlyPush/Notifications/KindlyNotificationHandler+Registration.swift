@@ -105,6 +105,13 @@ extension KindlyNotificationHandler {
         notificationTapped(userInfo)
     }
 
+    /// The iOS SDK's `notificationResponseReceived(_ response:)` for the tapped notification
+    /// (`response.notification` on iOS): ``notificationTapped(_:)-(JSONValue)`` of its `userInfo`.
+    @discardableResult
+    public func notificationResponseReceived(_ notification: NotificationContent) -> TapOutcome {
+        notificationTapped(JSONValue.object(notification.userInfo))
+    }
+
     // MARK: [AnyHashable: Any]
 
     /// ``notificationReceived(_:)-(JSONValue)`` for the userInfo dictionary of

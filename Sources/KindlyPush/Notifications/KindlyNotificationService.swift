@@ -31,10 +31,12 @@ internal import KindlyPushCore
 /// The class is isolated to the main actor, which is what makes a non-final class `Sendable`
 /// with the compiler checking it (and every subclass, with nothing to restate). None of its work
 /// runs there: every member is `nonisolated`, so the service is made and called from any thread,
-/// and so are the overrides of ``customize(_:payload:)``, ``didReceive(_:withContentHandler:)``
+/// and so are the overrides of `customize(_:payload:)` (both forms), ``didReceive(_:withContentHandler:)``
 /// and ``serviceExtensionTimeWillExpire()``. What a subclass adds is checked: a stored `var` is
 /// the main actor's and cannot be touched from those overrides (the compiler says so); state
-/// they share goes in a `let` of a `Sendable` type, such as a lock-protected box.
+/// they share goes in a `let` of a `Sendable` type, such as a lock-protected box. A stored
+/// property that only `customize` touches may instead be declared `nonisolated(unsafe) var`:
+/// the service calls `customize` for one push at a time, so no two threads touch it at once.
 ///
 /// The extension never consults the host's `shouldHandleNotification`: that delegate lives in
 /// the app process.
@@ -55,6 +57,8 @@ open class KindlyNotificationService {
 
     /// The deliveries whose content handler has not been called yet.
     nonisolated private let pending = Locked<[Delivery]>([])
+    /// Held while `customize` runs, so that it runs for one push at a time.
+    nonisolated private let customizing = Locked((), recursive: true)
     /// Serves the deadlines. A private serial queue always gets a thread of its own, so the
     /// deadline fires even when decryption threads are blocked.
     nonisolated private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
@@ -72,9 +76,13 @@ open class KindlyNotificationService {
 
     /// The service as the system makes an extension: the keys of ``KindlyPushDecryption/standard``
     /// (the process's default keyring, read now), the default deadline, ``KindlyLogger/default``.
-    /// A subclass that declares no initializer of its own inherits it.
-    nonisolated public convenience init() {
-        self.init(decryption: .standard)
+    /// A subclass that declares no initializer of its own inherits it; it is designated, as the
+    /// iOS SDK's `override public init()` is, so a subclass may override it (`override init()`)
+    /// and call `super.init()`.
+    nonisolated public init() {
+        self.decryption = .standard
+        self.deadline = KindlyNotificationService.defaultDeadline
+        self.logger = .default
     }
 
     /// Override to change the content before it is shown: called once per push with the content
@@ -84,6 +92,16 @@ open class KindlyNotificationService {
     /// thread, inside the deadline: a slow `customize` also ends in the placeholder. The default
     /// changes nothing.
     nonisolated open func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {}
+
+    /// The iOS SDK's form of the `inout` `customize(_:payload:)`, for code ported
+    /// from it (`UNMutableNotificationContent` becomes ``MutableNotificationContent``): change
+    /// `content` in place. Called at the same moments, just before the `inout` form, and with
+    /// the same content. The default changes nothing.
+    ///
+    /// The service calls the two forms for one push at a time (a lock of its own, held across
+    /// both), so a stored property that only `customize` touches is never touched by two threads
+    /// at once; see <doc:PortingFromIOS> for the one word Swift asks of such a property.
+    nonisolated open func customize(_ content: MutableNotificationContent, payload: DecryptedPayload?) {}
 
     /// Decrypts the push of `content` and calls `contentHandler` exactly once (see the type's
     /// documentation). A push that is not Kindly's, or that is already marked decrypted, is
@@ -114,20 +132,33 @@ open class KindlyNotificationService {
                 return
             }
             var updated = delivery.original
+            let payload: DecryptedPayload?
             switch result {
-            case .success(let payload):
-                KindlyPushDecryption.apply(payload, to: &updated)
-                customize(&updated, payload: payload)
+            case .success(let decrypted):
+                KindlyPushDecryption.apply(decrypted, to: &updated)
+                payload = decrypted
             case .failure(let failure):
                 logger.log(.warning, "a Kindly push did not decrypt (\(failure.reason.code)): delivered the placeholder")
-                customize(&updated, payload: nil)
+                payload = nil
             }
+            updated = customized(updated, payload: payload)
             if !finish(delivery, with: updated) {
                 logger.log(.info, "decryption finished after the content was delivered: its result was discarded")
             }
         }
         worker.name = "kindly-push.notification-service.decrypt"
         worker.start()
+    }
+
+    /// `content` after both forms of `customize`, one push at a time.
+    nonisolated private func customized(_ content: NotificationContent, payload: DecryptedPayload?) -> NotificationContent {
+        customizing.whileLocked {
+            let reference = MutableNotificationContent(content)
+            customize(reference, payload: payload)
+            var updated = reference.content
+            customize(&updated, payload: payload)
+            return updated
+        }
     }
 
     /// The system is about to kill the extension: every push not yet delivered is handed over

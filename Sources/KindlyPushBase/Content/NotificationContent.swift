@@ -1,7 +1,9 @@
 internal import KindlyPushCore
 
-/// The content of a notification, standing in for `UNMutableNotificationContent` so that
-/// ``KindlyPushDecryption/apply(_:to:)`` has the SDK's shape.
+/// The content of a notification as a value, standing in for `UNNotificationContent` (and, with
+/// ``KindlyPushDecryption/apply(_:to:)-(DecryptedPayload,_)`` changing it through `inout`, for
+/// `UNMutableNotificationContent`). The `KindlyPush` module's `MutableNotificationContent` is the
+/// same content held by reference, for code ported from iOS that changes it in place.
 public struct NotificationContent: Sendable, Equatable {
     /// The banner title.
     public var title: String

@@ -57,6 +57,17 @@ public struct KindlyPushDecryption: Sendable {
         try? decryptResult(userInfo: userInfo).get()
     }
 
+    /// ``isKindlyNotification(_:)-(JSONValue)`` for a ``NotificationContent/userInfo``, as the iOS
+    /// SDK's `isKindlyNotification(content.userInfo)` is called.
+    public static func isKindlyNotification(_ userInfo: JSONObject) -> Bool {
+        isKindlyNotification(JSONValue.object(userInfo))
+    }
+
+    /// ``decrypt(userInfo:)-(JSONValue)`` for a ``NotificationContent/userInfo``.
+    public func decrypt(userInfo: JSONObject) -> DecryptedPayload? {
+        decrypt(userInfo: JSONValue.object(userInfo))
+    }
+
     /// The decrypted payload or the reason it failed, checked in the order of sections 5, 7.3 and 8.2.
     public func decryptResult(userInfo: JSONValue) -> Result<DecryptedPayload, DecryptionFailure> {
         Result { () throws(DecryptionFailure) in
@@ -172,6 +183,11 @@ public struct KindlyPushDecryption: Sendable {
         case .number(let number)?: return number.integerValue(in: 1...1) != nil
         default: return false
         }
+    }
+
+    /// ``isDecrypted(userInfo:)-(JSONValue)`` for a ``NotificationContent/userInfo``.
+    public static func isDecrypted(userInfo: JSONObject) -> Bool {
+        isDecrypted(userInfo: JSONValue.object(userInfo))
     }
 
     /// The push rewritten for display (section 5, apply): the alert's title and body become the

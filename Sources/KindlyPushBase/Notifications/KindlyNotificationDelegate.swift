@@ -58,12 +58,45 @@ public protocol KindlyNotificationDelegate {
     /// `true` (allow) lets the SDK present the push; `false` (suppress) means the host shows it
     /// its own way, or not at all.
     ///
-    /// The requirement has no default implementation, on purpose: a conformance whose method is
-    /// spelled slightly differently (`shouldHandleNotification(_:)`, say) does not compile, instead
-    /// of compiling into a default that silently allows every banner. A host that sets no
-    /// delegate sees every banner; for a delegate without a type of its own, use
+    /// As in the iOS SDK, the requirement has a default implementation that returns `true`, so a
+    /// type that only observes other events conforms with nothing to write
+    /// (`final class AppCoordinator: KindlyNotificationDelegate {}`). The price: a method spelled
+    /// slightly differently (`shouldHandleNotification(_:)`, say) is a method of its own, the
+    /// default answers instead, and every banner shows. Spell it exactly
+    /// `shouldHandleNotification(notification:)` (the handler logs once, at `info`, when the
+    /// default answered, which finds such a method). For a delegate without a type of its own, use
     /// ``ClosureNotificationDelegate``.
     func shouldHandleNotification(notification: ExternalNotification) -> Bool
+}
+
+extension KindlyNotificationDelegate {
+    /// The iOS SDK's default: `true`, every push is presented (subject to the display rule). A
+    /// handler whose delegate answers with it says so once, at `info` (a misspelled method is
+    /// easier to find with that line).
+    public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        DefaultDelegateAnswer.used?.withLock { $0 = true }
+        return true
+    }
+}
+
+/// Whether the default `shouldHandleNotification` answered, while a handler asks its delegate.
+enum DefaultDelegateAnswer {
+    @TaskLocal static var used: Locked<Bool>?
+}
+
+/// A handler's delegate, watched for the default answer: `defaulted` is called when it answered.
+struct DefaultWatchingDelegate: KindlyNotificationDelegate, Sendable {
+    let delegate: any KindlyNotificationDelegate & Sendable
+    let defaulted: @Sendable () -> Void
+
+    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        let used = Locked(false)
+        let answer = DefaultDelegateAnswer.$used.withValue(used) {
+            delegate.shouldHandleNotification(notification: notification)
+        }
+        if used.withLock({ $0 }) { defaulted() }
+        return answer
+    }
 }
 
 /// A delegate of any type, owned: it was handed over as `sending`, so no other isolation domain

@@ -102,7 +102,8 @@ extension KindlyNotificationHandler {
     /// with the chat id of a banner (``DevicePresentation/chatToOpen``), with none for a
     /// placeholder, or when ``openChatOnNotificationTap`` is off.
     public func deviceTapped(_ userInfo: JSONValue, chatId: String?) -> DeviceTap {
-        switch notificationTapped(userInfo) {
+        // This host opens the app itself (``DeviceTap/openApp(chatId:)``): not through `openApp`.
+        switch tapped(userInfo, opensApp: false) {
         case .notKindly: return .notKindly
         case .opened(let chat): return .opened(chatId: chat)
         case .deferred: return .openApp(chatId: chatId)

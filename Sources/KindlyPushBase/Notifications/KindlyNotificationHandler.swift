@@ -46,7 +46,8 @@ public enum TapOutcome: Sendable, Equatable {
     /// `openChatOnNotificationTap` is off: consumed, nothing opened.
     case disabled
     /// Kindly's, but no chat id could be read (it is not marked decrypted and does not decrypt
-    /// now): consumed, nothing opened, a log line written.
+    /// now, a placeholder): consumed, a log line written, and the app opened with no chat, as on
+    /// iOS (the handler called its `openApp`).
     case noChat
 
     /// Whether the SDK took the tap (every Kindly push; never another provider's).
@@ -57,7 +58,9 @@ public enum TapOutcome: Sendable, Equatable {
 /// `notificationWillPresent(_:completionHandler:)`, `notificationReceived(_:)` and tap handling.
 ///
 /// The host tells it the app state and the screen, forwards its notification callbacks, and
-/// supplies two actions: opening a chat, and posting a banner of the SDK's own. Decisions follow
+/// supplies its actions: opening a chat, posting a banner of the SDK's own (`postBanner`), and
+/// bringing the app up with no chat for a tap on a placeholder (`openApp`); with no `postBanner`
+/// or `openApp`, what they would have done is logged once instead (see the initializer). Decisions follow
 /// docs/spec/display-rules.md through ``KindlyPushRouter``: content the extension marked decrypted is not
 /// decrypted again (its chat id comes from `kindly.chat_id`); the delegate is asked once for
 /// each push the app process has decrypted, before the rule; pushes that are not Kindly's are
@@ -75,7 +78,7 @@ public enum TapOutcome: Sendable, Equatable {
 /// same way. Times come from the injected ``KindlyClock``.
 ///
 /// All methods are safe to call from any thread. Callbacks (the delegate, `openChat`,
-/// `postBanner`, ``sendRegistration``) are called without the handler's lock held, so they may
+/// `postBanner`, `openApp`, ``sendRegistration``) are called without the handler's lock held, so they may
 /// call back into the handler; a delegate set with ``setDelegate(_:)`` is called under a gate of
 /// its own (one call at a time), which the same thread may take again.
 public final class KindlyNotificationHandler: Sendable {
@@ -87,6 +90,9 @@ public final class KindlyNotificationHandler: Sendable {
         var tappedAt: ContinuousClock.Instant
         /// True once `start()` has run within the window (or the tap came after `start()`).
         var admitted: Bool
+        /// False for a tap the host presents itself (``deviceTapped(_:chatId:)``): that host
+        /// opens the app on its own, so the handler does not call `openApp` for it.
+        var opensApp: Bool
     }
 
     private struct State {
@@ -99,6 +105,11 @@ public final class KindlyNotificationHandler: Sendable {
         var chatOnScreen: String?
         var isStarted = false
         var pendingTap: PendingTap?
+        /// Whether the missing `postBanner`, or the missing `openApp`, was logged already.
+        var loggedNoPostBanner = false
+        /// Whether the delegate's answering with the default was logged already.
+        var loggedDefaultAnswer = false
+        var loggedNoOpenApp = false
     }
 
     /// How pushes are decrypted (the keyring the app shares with its extension).
@@ -111,7 +122,8 @@ public final class KindlyNotificationHandler: Sendable {
     /// Where the handler logs (``KindlyLogger/default`` unless the host gave one).
     package let logger: KindlyLogger
     private let openChat: @Sendable (String) -> Void
-    private let postBanner: @Sendable (NotificationContent) -> Void
+    private let postBanner: (@Sendable (NotificationContent) -> Void)?
+    private let openApp: (@Sendable () -> Void)?
     private let state = Locked(State())
 
     /// A handler for the app process.
@@ -124,11 +136,19 @@ public final class KindlyNotificationHandler: Sendable {
     ///   - logger: where the handler logs; by default ``KindlyLogger/default`` as it is when the
     ///     handler is made (warnings and errors to the system log, unless the host set another).
     ///   - openChat: opens the chat with this id (called on the caller's thread).
-    ///   - postBanner: posts a local notification with this decrypted content (the SDK's own banner).
+    ///   - postBanner: posts a local notification with this decrypted content (the SDK's own
+    ///     banner), the presenter of the silent path and of a foreground push the app decrypts
+    ///     itself. The library has no presenter of its own on Linux (the iOS SDK posts through the
+    ///     system): with none given (`nil`, the default), a banner the display rule decides is not
+    ///     shown, and the handler says so once, at `warning`, the first time it happens.
+    ///   - openApp: brings the app up with no chat open, for a tap on a Kindly notification whose
+    ///     chat cannot be read (a placeholder that does not decrypt): on iOS the system opens the
+    ///     app for a tap on any Kindly notification. With none given (`nil`, the default), such a
+    ///     tap opens nothing, and the handler says so once, at `warning`.
     public init(
         decryption: KindlyPushDecryption, hasExtension: Bool, clock: any KindlyClock = SystemKindlyClock(),
         logger: KindlyLogger = .default, openChat: @escaping @Sendable (String) -> Void,
-        postBanner: @escaping @Sendable (NotificationContent) -> Void = { _ in }
+        postBanner: (@Sendable (NotificationContent) -> Void)? = nil, openApp: (@Sendable () -> Void)? = nil
     ) {
         self.decryption = decryption
         self.hasExtension = hasExtension
@@ -136,12 +156,15 @@ public final class KindlyNotificationHandler: Sendable {
         self.logger = logger
         self.openChat = openChat
         self.postBanner = postBanner
+        self.openApp = openApp
     }
 
     /// The host's `shouldHandleNotification`, for a `Sendable` delegate (it may be asked from
     /// several threads at once); `nil` allows every push. A delegate of any other type, such as
     /// a non-final class, is set with ``setDelegate(_:)``, after which this is the handler's
-    /// owner of it.
+    /// owner of it. A class on the main actor (a view controller) is `Sendable` and is set here
+    /// (`handler.delegate = self`) once it conforms with `@preconcurrency`; the handler asks it on
+    /// the thread that delivered the push, so forward pushes from the main actor, as UIKit does.
     public var delegate: (any KindlyNotificationDelegate & Sendable)? {
         get { state.withLock { $0.delegate } }
         set { state.withLock { $0.delegate = newValue } }
@@ -269,7 +292,7 @@ public final class KindlyNotificationHandler: Sendable {
             if case .decrypted(let payload)? = resolution {
                 var banner = content
                 KindlyPushDecryption.apply(payload, to: &banner)
-                postBanner(banner)
+                post(banner)
                 return ForegroundPresentation(decision: decision, options: [], postedBanner: banner)
             }
             return ForegroundPresentation(decision: decision, options: .bannerAndSound, postedBanner: nil)
@@ -277,9 +300,11 @@ public final class KindlyNotificationHandler: Sendable {
     }
 
     /// ``notificationWillPresent(_:)`` in the shape of `userNotificationCenter(_:willPresent:
-    /// withCompletionHandler:)`: `completionHandler` is called exactly once, with the options.
+    /// withCompletionHandler:)`: `completionHandler` is called exactly once, with the options,
+    /// before this returns and on the caller's thread. So it need not be `Sendable`: a host's
+    /// `willPresent` (on the main actor, say) passes its own completion handler straight through.
     public func notificationWillPresent(
-        _ content: NotificationContent, completionHandler: @Sendable (PresentationOptions) -> Void
+        _ content: NotificationContent, completionHandler: (PresentationOptions) -> Void
     ) {
         completionHandler(notificationWillPresent(content).options)
     }
@@ -302,15 +327,56 @@ public final class KindlyNotificationHandler: Sendable {
         if decision.presentation == .banner {
             var banner = NotificationContent(userInfo: userInfo)
             if case .decrypted(let payload)? = resolution { KindlyPushDecryption.apply(payload, to: &banner) }
-            postBanner(banner)
+            post(banner)
         }
         return decision
+    }
+
+    /// Logs, once, that the delegate answered with the default `shouldHandleNotification`.
+    private func logDefaultAnswer() {
+        let first = state.withLock { state in
+            defer { state.loggedDefaultAnswer = true }
+            return !state.loggedDefaultAnswer
+        }
+        if first {
+            logger.log(
+                .info,
+                "the delegate does not implement shouldHandleNotification(notification:): the default allowed the push"
+                    + " (a method with other labels is not the requirement; logged once)")
+        }
+    }
+
+    /// Hands `banner` to `postBanner`, or, with none, logs once that banners are not shown.
+    private func post(_ banner: NotificationContent) {
+        if let postBanner {
+            postBanner(banner)
+            return
+        }
+        let first = state.withLock { state in
+            defer { state.loggedNoPostBanner = true }
+            return !state.loggedNoPostBanner
+        }
+        if first {
+            logger.log(
+                .warning,
+                "the display rule decided a banner for a Kindly push, but no postBanner is set: it was not shown"
+                    + " (give KindlyNotificationHandler a postBanner to present banners; logged once)")
+        }
+    }
+
+    /// ``notificationReceived(_:)-(JSONValue)`` for a notification, as the iOS SDK's
+    /// `notificationReceived(_ notification: UNNotification)` takes one: its `userInfo` is the push.
+    @discardableResult
+    public func notificationReceived(_ notification: NotificationContent) -> RouteDecision? {
+        notificationReceived(JSONValue.object(notification.userInfo))
     }
 
     func context(appState: DisplayRules.AppState) -> RouteContext {
         let (screen, chatOnScreen, delegate) = state.withLock { ($0.screen, $0.chatOnScreen, $0.delegate) }
         var context = RouteContext(appState: appState, screen: screen, hasExtension: hasExtension)
-        if let delegate { context.delegate = .object(delegate) }
+        if let delegate {
+            context.delegate = .object(DefaultWatchingDelegate(delegate: delegate) { [self] in logDefaultAnswer() })
+        }
         context.chatOnScreen = chatOnScreen
         return context
     }
@@ -322,19 +388,24 @@ public final class KindlyNotificationHandler: Sendable {
     /// documentation on taps), or not at all when ``openChatOnNotificationTap`` is off.
     @discardableResult
     public func notificationTapped(_ userInfo: JSONValue) -> TapOutcome {
+        tapped(userInfo, opensApp: true)
+    }
+
+    /// ``notificationTapped(_:)-(JSONValue)``; `opensApp` false when the host opens the app itself.
+    func tapped(_ userInfo: JSONValue, opensApp: Bool) -> TapOutcome {
         guard KindlyPushDecryption.isKindlyNotification(userInfo) else { return .notKindly }
         let now = clock.now
         let openNow: Bool? = state.withLock { state in
             guard state.openChatOnNotificationTap else { return nil }
             if state.isStarted, state.appState == .foreground { return true }
             // Only the latest tap is worth replaying: it is the chat the user asked for last.
-            state.pendingTap = PendingTap(userInfo: userInfo, tappedAt: now, admitted: state.isStarted)
+            state.pendingTap = PendingTap(userInfo: userInfo, tappedAt: now, admitted: state.isStarted, opensApp: opensApp)
             return false
         }
         switch openNow {
         case nil: return .disabled
         case false?: return .deferred
-        case true?: return open(userInfo)
+        case true?: return open(userInfo, opensApp: opensApp)
         }
     }
 
@@ -345,13 +416,13 @@ public final class KindlyNotificationHandler: Sendable {
             state.pendingTap = nil
             return state.openChatOnNotificationTap ? tap : nil
         }
-        if let tap { open(tap.userInfo) }
+        if let tap { open(tap.userInfo, opensApp: tap.opensApp) }
     }
 
     /// Opens the chat of a tapped Kindly push: `kindly.chat_id` when the push is marked
     /// decrypted, otherwise the chat id of the payload decrypted now.
     @discardableResult
-    private func open(_ userInfo: JSONValue) -> TapOutcome {
+    private func open(_ userInfo: JSONValue, opensApp: Bool) -> TapOutcome {
         let chatId: String?
         switch KindlyPushRouter.resolve(userInfo: userInfo, decryption: decryption) {
         case .alreadyDecrypted(let message): chatId = message.chatId
@@ -363,8 +434,29 @@ public final class KindlyNotificationHandler: Sendable {
             logger.log(.warning, "a tapped Kindly notification does not decrypt (\(failure.reason.code)): no chat opened")
             chatId = nil
         }
-        guard let chatId else { return .noChat }
+        guard let chatId else {
+            if opensApp { bringUpApp() }
+            return .noChat
+        }
         openChat(chatId)
         return .opened(chatId: chatId)
+    }
+
+    /// Calls `openApp`, or, with none, logs once that a tap with no chat opens nothing.
+    private func bringUpApp() {
+        if let openApp {
+            openApp()
+            return
+        }
+        let first = state.withLock { state in
+            defer { state.loggedNoOpenApp = true }
+            return !state.loggedNoOpenApp
+        }
+        if first {
+            logger.log(
+                .warning,
+                "a tapped Kindly notification has no chat to open, and no openApp is set: the app was not brought up"
+                    + " (give KindlyNotificationHandler an openApp; logged once)")
+        }
     }
 }

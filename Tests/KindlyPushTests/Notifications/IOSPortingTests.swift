@@ -36,6 +36,23 @@ class ChatListScreen: HostScreen, KindlyNotificationDelegate {
     }
 }
 
+/// A view controller on the main actor as the delegate, with the one word Swift 6 asks (issue 32).
+@MainActor
+final class MainActorScreen {
+    var isShowingCustomInbox = false
+    var customInbox: [ExternalNotification] = []
+}
+
+extension MainActorScreen: @preconcurrency KindlyNotificationDelegate {
+    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        if isShowingCustomInbox {
+            customInbox.append(notification)
+            return false
+        }
+        return true
+    }
+}
+
 /// Issue 22's iOS-parity items that need no process-wide setting.
 @Suite("Porting from iOS")
 struct IOSPortingTests {
@@ -210,6 +227,65 @@ struct IOSPortingTests {
         #expect(changed != payload)
         let arrayOrder = try DecryptedPayload(chatId: "c-1", title: "T", body: "B", extras: ["list": [1, 2]])
         #expect(arrayOrder != (try DecryptedPayload(chatId: "c-1", title: "T", body: "B", extras: ["list": [2, 1]])))
+    }
+
+    // MARK: Issue 32: a notification, and a delegate that implements nothing
+
+    @Test("notificationReceived takes a notification, as the iOS SDK's does; a delegate that implements nothing allows")
+    func notificationFormAndDefaultDelegate() throws {
+        final class AppCoordinator: KindlyNotificationDelegate {}
+        let posted = Recorder<NotificationContent>()
+        let handler = Self.handler(posted: posted)
+        handler.setDelegate(AppCoordinator())
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        let decision = try #require(handler.notificationReceived(NotificationContent(userInfo: push)))
+        #expect(decision.presentation == .banner)
+        #expect(decision == handler.notificationReceived(push))
+        #expect(posted.all.count == 2)
+        #expect(posted.all.first?.title == "Anna")
+        let foreign = NotificationContent(userInfo: TestPushes.foreign(.silent))
+        #expect(handler.notificationReceived(foreign) == .notKindly(kind: .silent))
+        // A tap, with the tapped notification (the response's `notification` on iOS).
+        handler.start()
+        handler.setAppState(.foreground)
+        let tapped = NotificationContent(userInfo: try TestPushes.sealed(.visible, for: Self.key))
+        #expect(handler.notificationResponseReceived(tapped) == .opened(chatId: "c-1"))
+    }
+
+    @Test("a delegate that answers with the default, a misspelled one too, is allowed and logged once at info")
+    func defaultAnswerLogged() throws {
+        struct Misspelled: KindlyNotificationDelegate {
+            func shouldHandleNotification(_ notification: ExternalNotification) -> Bool { false }
+        }
+        let logs = LogRecorder()
+        let handler = Self.handler(logger: logs.logger)
+        handler.delegate = Misspelled()
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        #expect(handler.notificationReceived(push)?.presentation == .banner)
+        #expect(handler.notificationReceived(push)?.presentation == .banner)
+        let lines = logs.entries.filter { $0.message.contains("does not implement shouldHandleNotification") }
+        #expect(lines.map(\.level) == [.info])
+
+        let quiet = LogRecorder()
+        let implemented = Self.handler(logger: quiet.logger)
+        implemented.delegate = ClosureNotificationDelegate { _ in false }
+        #expect(implemented.notificationReceived(push)?.presentation == DisplayRules.Presentation.none)
+        #expect(quiet.messages.isEmpty)
+    }
+
+    @MainActor
+    @Test("a main-actor delegate (@preconcurrency) set with delegate = self is asked when pushes come from the main actor")
+    func mainActorDelegate() throws {
+        let posted = Recorder<NotificationContent>()
+        let handler = Self.handler(posted: posted)
+        let screen = MainActorScreen()
+        handler.delegate = screen
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        #expect(handler.notificationReceived(push)?.presentation == .banner)
+        screen.isShowingCustomInbox = true
+        #expect(handler.notificationReceived(push)?.presentation == DisplayRules.Presentation.none)
+        #expect(screen.customInbox.map(\.title) == ["Anna"])
+        #expect(posted.all.count == 1)
     }
 
     // MARK: 7. The dropped tap, with default settings

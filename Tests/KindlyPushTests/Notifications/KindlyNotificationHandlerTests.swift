@@ -160,4 +160,27 @@ struct KindlyNotificationHandlerTests {
         #expect(fixture.handler.notificationReceived(TestPushes.foreign(kind)) == .notKindly(kind: kind))
         #expect(fixture.keyring.lookupCount == 0)
     }
+
+    @Test(
+        "The silent path with no postBanner given: a banner the rule decides is not dropped silently, it is logged once (issue 32, 9)"
+    )
+    func silentBannerWithoutPresenter() throws {
+        let logs = LogRecorder()
+        let handler = KindlyNotificationHandler(
+            decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key])), hasExtension: true, logger: logs.logger,
+            openChat: { _ in })
+        for _ in 0..<3 {
+            let decision = try #require(handler.notificationReceived(try TestPushes.sealed(.silent, for: Self.key)))
+            #expect(decision.presentation == .banner)
+        }
+        let warnings = logs.messages.filter { $0.contains("postBanner") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("no postBanner is set") == true)
+
+        // The foreground path's own banner is the same banner: the same one line covers it.
+        handler.setAppState(.foreground)
+        let visible = NotificationContent(userInfo: try TestPushes.sealed(.visible, for: Self.key))
+        #expect(handler.notificationWillPresent(visible).options == [])
+        #expect(logs.messages.filter { $0.contains("postBanner") }.count == 1)
+    }
 }

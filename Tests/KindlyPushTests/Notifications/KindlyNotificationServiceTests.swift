@@ -13,6 +13,24 @@ final class RecordingService: KindlyNotificationService {
     }
 }
 
+/// A service in the iOS SDK's shape (issue 32): `customize` on the reference content, and a
+/// stored property it updates.
+final class ReferenceCustomizingService: KindlyNotificationServiceExtension {
+    nonisolated(unsafe) var customizedCount = 0
+    let seen = Recorder<String>()
+
+    override func customize(_ content: MutableNotificationContent, payload: DecryptedPayload?) {
+        customizedCount += 1
+        seen.record("reference: \(content.title)")
+        content.categoryIdentifier = "kindly-message"
+        if let payload { content.threadIdentifier = payload.chatId }
+    }
+
+    override func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {
+        seen.record("value: \(content.categoryIdentifier)")
+    }
+}
+
 @Suite("The notification service extension")
 struct KindlyNotificationServiceTests {
     static let key = DeviceKey.generate()
@@ -167,6 +185,39 @@ struct KindlyNotificationServiceTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(delivered.all.count == 20)
         #expect(delivered.all.allSatisfy { $0.body == "Hi!" })
+    }
+
+    @Test("customize in the iOS SDK's form changes the content in place, before the inout form, one push at a time")
+    func referenceCustomize() async throws {
+        let service = ReferenceCustomizingService(
+            decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key])), deadline: .seconds(10), logger: .disabled)
+        let delivered = Recorder<NotificationContent>()
+        for _ in 0..<20 {
+            service.didReceive(try Self.content()) { delivered.record($0) }
+        }
+        await delivered.wait(forCount: 20)
+        #expect(delivered.all.count == 20)
+        #expect(delivered.all.allSatisfy { $0.threadIdentifier == "c-1" && $0.categoryIdentifier == "kindly-message" })
+        #expect(service.customizedCount == 20)
+        #expect(service.seen.all.prefix(2) == ["reference: Anna", "value: kindly-message"])
+    }
+
+    @Test("apply(_:to:) rewrites a MutableNotificationContent in place, as on iOS")
+    func applyToReference() throws {
+        let original = try Self.content()
+        let content = MutableNotificationContent(original)
+        let payload = try #require(KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key])).decrypt(userInfo: content.userInfo))
+        KindlyPushDecryption.apply(payload, to: content)
+        #expect(content.title == "Anna")
+        #expect(content.body == "Hi!")
+        #expect(KindlyPushDecryption.isDecrypted(userInfo: content.userInfo))
+        #expect((content.userInfo["kindly"] as? [AnyHashable: Any])?["chat_id"] as? String == "c-1")
+        var value = original
+        KindlyPushDecryption.apply(payload, to: &value)
+        #expect(content.content == value)
+        #expect(original.title != "Anna")  // the value given is copied, not changed
+        let rebuilt = NotificationContent(userInfo: content.userInfo)
+        #expect(rebuilt.title == "Anna" && rebuilt.body == "Hi!" && rebuilt.sound == value.sound)
     }
 
     @Test("The default deadline leaves a margin below the system's 30 seconds")

@@ -188,6 +188,40 @@ struct NotificationTapTests {
         #expect(fixture.keyring.lookupCount == 0)
     }
 
+    @Test("A tap on a placeholder opens the app with no chat, as on iOS, now or once start() has run (issue 32, 10)")
+    func placeholderOpensApp() throws {
+        let logs = LogRecorder()
+        let opened = Recorder<String>()
+        let apps = Recorder<Bool>()
+        let handler = KindlyNotificationHandler(
+            decryption: KindlyPushDecryption(keyring: InMemoryKeyring()), hasExtension: true, logger: logs.logger,
+            openChat: { opened.record($0) }, openApp: { apps.record(true) })
+        // Before start(): remembered, and the app is opened when the tap is replayed.
+        #expect(handler.notificationTapped(try Self.push()) == .deferred)
+        #expect(apps.all.isEmpty)
+        handler.start()
+        handler.setAppState(.foreground)
+        #expect(apps.all.count == 1)
+        // Started and active: at once.
+        #expect(handler.notificationTapped(try Self.push()) == .noChat)
+        #expect(apps.all.count == 2)
+        #expect(opened.all.isEmpty)
+        // A host that presents notifications itself opens the app on its own: not twice.
+        #expect(handler.deviceTapped(try Self.push(), chatId: nil) == .openApp(chatId: nil))
+        #expect(apps.all.count == 2)
+        #expect(!logs.messages.contains { $0.contains("openApp") })
+    }
+
+    @Test("A tap on a placeholder with no openApp given says once that the app was not brought up (issue 32, 10)")
+    func placeholderWithoutOpenApp() throws {
+        let fixture = Fixture(keys: [])
+        fixture.handler.start()
+        fixture.handler.setAppState(.foreground)
+        #expect(fixture.handler.notificationTapped(try Self.push()) == .noChat)
+        #expect(fixture.handler.notificationTapped(try Self.push()) == .noChat)
+        #expect(fixture.logs.messages.filter { $0.contains("no openApp is set") }.count == 1)
+    }
+
     @Test("A tap on a Kindly push that does not decrypt is consumed, opens nothing, and is logged")
     func undecryptable() throws {
         let fixture = Fixture(keys: [])

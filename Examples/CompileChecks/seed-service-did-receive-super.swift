@@ -1,0 +1,29 @@
+// Compiles: a service subclass that overrides `didReceive`, serves another provider's pushes and
+// calls `super` with the content handler for Kindly's, as the iOS SDK's class reference declares
+// it (tools/examples; issue 32, shape 5). Seed (class reference,
+// KindlyNotificationServiceExtension):
+//   override open func didReceive(_ request: UNNotificationRequest,
+//       withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void)
+// `UNNotificationRequest` and `UNNotificationContent` become `NotificationContent`. One word
+// more than on iOS, `@Sendable` (see "Porting from iOS"): the service calls the handler later,
+// from its own threads (the decryption's, the deadline's), so Swift 6 refuses to hand it a
+// closure that is not `Sendable`.
+import KindlyPush
+
+enum OtherProvider {
+    static func didReceive(_ content: NotificationContent, _ contentHandler: @escaping @Sendable (NotificationContent) -> Void) {
+        contentHandler(content)
+    }
+}
+
+final class NotificationService: KindlyNotificationServiceExtension {
+    override func didReceive(
+        _ request: NotificationContent, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void
+    ) {
+        guard KindlyPushDecryption.isKindlyNotification(request.userInfo) else {
+            OtherProvider.didReceive(request, contentHandler)
+            return
+        }
+        super.didReceive(request, withContentHandler: contentHandler)
+    }
+}
