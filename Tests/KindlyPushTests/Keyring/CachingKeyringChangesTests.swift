@@ -48,7 +48,8 @@ struct CachingKeyringChangesTests {
         clock.advance(by: .milliseconds(499))
         #expect(try keyring.pinnedSenders().map(\.sid) == [folder.sender.sid], "checked before the interval")
         clock.advance(by: .milliseconds(1))
-        #expect(try keyring.pinnedSenders() == [])
+        // The last pin gone by hand, the marker keeps pinned mode (issue 31, finding 4).
+        #expect(throws: KeyringError.self) { try keyring.pinnedSenders() }
         #expect(!SenderSecretCache.shared.contains(kid: folder.key.kid, sid: folder.sender.sid), "the secret of a dropped pin is kept")
 
         // And deletes the key file (loaded again after the drop).
