@@ -15,8 +15,8 @@ internal import KindlyPushCore
 /// The pinning requirements have default implementations for keyrings that cannot hold pinned
 /// keys: they hold none (so their reader is never in pinned mode), pinning fails, and unpinning
 /// finds nothing. A keyring that wraps another must forward all three, or its reader would
-/// leave pinned mode, and ``changeToken()`` too, or a cache in front of it would re-read it on
-/// every check.
+/// leave pinned mode, and ``changeToken()`` too, or a cache in front of it would take it for
+/// a keyring without one (re-read every 5 s rather than followed within 0.5 s).
 public protocol Keyring: Sendable {
     /// A short name for messages (`file`, `secret-service`, `memory`).
     var name: String { get }
@@ -50,8 +50,9 @@ public protocol Keyring: Sendable {
     /// it (``CachingKeyring``) to notice changes made elsewhere, such as another process's
     /// `senders delete`: two equal tokens mean that nothing was stored, deleted, pinned or
     /// unpinned between them. `nil` means the keyring cannot tell now (it keeps no fingerprint,
-    /// or reading it failed): the cache then drops what it holds and reads the keyring again.
-    /// The default implementation returns `nil`.
+    /// or reading it failed): the cache then drops what it holds and reads the keyring again,
+    /// at once for a keyring that gave a token before, and after at most 5 s for one that never
+    /// gives any. The default implementation returns `nil`.
     func changeToken() -> KeyringChangeToken?
 }
 
@@ -72,8 +73,8 @@ public struct KeyringChangeToken: Sendable, Hashable {
 }
 
 extension Keyring {
-    /// A keyring that keeps no fingerprint cannot tell: a cache in front of it re-reads it on
-    /// every check.
+    /// A keyring that keeps no fingerprint cannot tell: a cache in front of it re-reads it every
+    /// 5 s (``CachingKeyring``'s time-to-live for a keyring without a token).
     public func changeToken() -> KeyringChangeToken? {
         nil
     }
