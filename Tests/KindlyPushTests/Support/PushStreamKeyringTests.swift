@@ -59,6 +59,46 @@ struct PushStreamKeyringTests {
         }
     }
 
+    @Test(
+        "finding 11: a stream cancelled while a look-up blocks for 2 s ends at once (threads and reading task too); the abandoned look-up returns harmlessly",
+        arguments: [false, true])
+    func cancelledWhileLookupBlocks(caching: Bool) async throws {
+        let keyring = SlowKeyring(keys: [PushStreamTests.key], seconds: 2)
+        let decryption = KindlyPushDecryption(keyring: caching ? CachingKeyring(keyring) : keyring)
+        let documents = CountingDocuments(try Self.pushes(20))
+        let threads = Locked(0)
+        let ended = Locked<ContinuousClock.Instant?>(nil)
+        let results = Locked(0)
+        let task = BatchRunnerThreads.$counter.withValue(threads) {
+            Task {
+                for await _ in decryption.decryptStream(documents, jobs: 2) { results.withLock { $0 += 1 } }
+                ended.withLock { $0 = .now }
+            }
+        }
+        while keyring.started.withLock({ $0 }) == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let cancelled = ContinuousClock.now
+        task.cancel()
+        // Not `await task.value`: a stream that does not end would hold the test for minutes.
+        while ended.withLock({ $0 }) == nil, ContinuousClock.now - cancelled < .seconds(10) {
+            try await Task.sleep(nanoseconds: 2_000_000)
+        }
+        let took = ended.withLock { $0 }.map { $0 - cancelled }
+        #expect(took != nil, "the cancelled stream had not ended 10 s after its cancellation")
+        guard let took else { return }
+        #expect(took < .milliseconds(500), "the cancelled stream took \(took) to end")
+        #expect(results.withLock { $0 } == 0, "a result came after the look-up was abandoned")
+        try await PushStreamTests.expectEnded(documents, threads: threads)
+        // The abandoned look-up returns after its 2 s: nothing waits for it, nothing breaks.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while keyring.finished.withLock({ $0 }) < keyring.started.withLock({ $0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        #expect(keyring.finished.withLock { $0 } == keyring.started.withLock { $0 })
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(threads.withLock { $0 } == 0)
+    }
+
     @Test("finding 11: behind CachingKeyring, a keyring with no change token is read once per time-to-live, not once per push")
     func noTokenCached() async throws {
         let clock = ManualClock()
