@@ -23,17 +23,17 @@ internal import KindlyPushCore
 /// - Changes made elsewhere (another process's `senders add`, `senders delete`, `keys delete`)
 ///   are followed: at most every `changeCheckInterval` (0.5 s by default), on the first look-up
 ///   after it, the keyring's ``Keyring/changeToken()`` is read and compared with the last one.
-///   When it differs, or the keyring gave one before and cannot now (a failed reading, a locked
-///   collection, a change too recent to tell), or the breaker is open, every remembered key, pin
-///   and failure is dropped (the keys' secure storage is wiped as it is released, and their
+///   When it differs, or the keyring cannot give one now (`nil`: a failed reading, a locked
+///   collection, a change too recent to tell, an open breaker), every remembered key, pin and
+///   failure is dropped (the keys' secure storage is wiped as it is released, and their
 ///   entries in the cache of version 2 secrets go too) and the keyring is read again. So a
 ///   long-running reader applies a pin or key change within about `changeCheckInterval` plus one
 ///   reading, never later. A look-up that began before a drop does not put its answer back.
 ///   Between checks a remembered key costs one dictionary look-up and one clock reading.
-/// - A keyring that has given no change token since the cache began (`nil` every time: it keeps
-///   no fingerprint, as the protocol's default) cannot be watched: what was read from it is
-///   remembered for at most `untrackedLifetime` (5 s by default) after the last drop, then
-///   dropped and read again at the next check. A change made elsewhere to such a keyring is
+/// - A keyring that keeps no fingerprint (its token is ``KeyringChangeToken/untracked``, the
+///   protocol's default) cannot be watched: what was read from it is remembered for at most
+///   `untrackedLifetime` (5 s by default) after the last drop, then dropped and read again at the
+///   next check. A change made elsewhere to such a keyring is
 ///   applied within about `untrackedLifetime` plus `changeCheckInterval` and one reading; the
 ///   pushes in between cost no reading (before, every check dropped everything, so a keyring
 ///   taking 2 s per look-up was read again for every push).
@@ -46,7 +46,7 @@ public final class CachingKeyring: Keyring {
     package let retryInterval: Duration
     /// How often, at most, the keyring's change token is read to follow changes made elsewhere.
     package let changeCheckInterval: Duration
-    /// How long what was read from a keyring that gives no change token is remembered.
+    /// How long what was read from a keyring that keeps no fingerprint is remembered.
     package let untrackedLifetime: Duration
     private let clock: any KindlyClock
 
@@ -66,12 +66,9 @@ public final class CachingKeyring: Keyring {
         var token: KeyringChangeToken?
         var nextCheck: ContinuousClock.Instant
         var checking = false
-        /// The last drop (or the start): a keyring without a token is read again after
-        /// ``untrackedLifetime`` from it.
+        /// The last drop (or the start): a keyring that keeps no fingerprint is read again
+        /// after ``untrackedLifetime`` from it.
         var since: ContinuousClock.Instant
-        /// Whether the keyring has given a token: if so, a `nil` is a reading that failed (or
-        /// a keyring that cannot tell for now), and drops everything at once.
-        var hasGivenToken = false
     }
 
     private let state: Locked<State>
@@ -86,11 +83,11 @@ public final class CachingKeyring: Keyring {
     package static let defaultRetryInterval: Duration = .seconds(3)
     /// How often, at most, the keyring's change token is read.
     package static let defaultChangeCheckInterval: Duration = .milliseconds(500)
-    /// How long what was read from a keyring without a change token is remembered.
+    /// How long what was read from a keyring that keeps no fingerprint is remembered.
     package static let defaultUntrackedLifetime: Duration = .seconds(5)
 
     /// A cache in front of `base`, remembering failures for 3 s and following changes made
-    /// elsewhere within 0.5 s (within 5 s for a keyring that gives no change token).
+    /// elsewhere within 0.5 s (within 5 s for a keyring that keeps no fingerprint).
     public convenience init(_ base: any Keyring) {
         self.init(
             base, failureLifetime: Self.defaultFailureLifetime, retryInterval: Self.defaultRetryInterval,
@@ -205,9 +202,10 @@ public final class CachingKeyring: Keyring {
     }
 
     /// Reads the keyring's change token and drops everything remembered when it is not the last
-    /// one, when the keyring has given one and cannot now, when the breaker is open, or, for a
-    /// keyring that has given none, when ``untrackedLifetime`` has passed since the last drop.
-    /// Called by the one thread that found a check due.
+    /// one, when there is none (`nil`: the keyring cannot tell now, or the breaker is open), or,
+    /// for a keyring that keeps no fingerprint (``KeyringChangeToken/untracked``), when
+    /// ``untrackedLifetime`` has passed since the last drop. Called by the one thread that found
+    /// a check due.
     private func followChanges() {
         let inOutage = state.withLock { state in state.outage.map { clock.now < $0.until } ?? false }
         // An open breaker means the keyring does not answer: no token, so nothing stays cached.
@@ -218,11 +216,11 @@ public final class CachingKeyring: Keyring {
                 state.checking = false
                 state.nextCheck = now + changeCheckInterval
             }
-            if let token {
-                state.hasGivenToken = true
-                if token == state.token { return ([], []) }
-            } else if !inOutage, !state.hasGivenToken, now < state.since + untrackedLifetime {
-                return ([], [])  // a keyring that keeps no token: kept for a bounded time
+            if let token, token.isUntracked {
+                // A keyring that keeps no fingerprint: what it gave is kept for a bounded time.
+                if now < state.since + untrackedLifetime { return ([], []) }
+            } else if let token, token == state.token {
+                return ([], [])
             }
             state.token = token
             state.since = now

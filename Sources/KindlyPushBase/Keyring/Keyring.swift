@@ -49,10 +49,11 @@ public protocol Keyring: Sendable {
     /// A cheap fingerprint of which keys and pins the keyring holds now, for a cache in front of
     /// it (``CachingKeyring``) to notice changes made elsewhere, such as another process's
     /// `senders delete`: two equal tokens mean that nothing was stored, deleted, pinned or
-    /// unpinned between them. `nil` means the keyring cannot tell now (it keeps no fingerprint,
-    /// or reading it failed): the cache then drops what it holds and reads the keyring again,
-    /// at once for a keyring that gave a token before, and after at most 5 s for one that never
-    /// gives any. The default implementation returns `nil`.
+    /// unpinned between them. `nil` means the keyring cannot tell now (reading it failed, or a
+    /// change is too recent to tell): the cache then drops what it holds and reads the keyring
+    /// again. ``KeyringChangeToken/untracked`` means it keeps no fingerprint at all: the cache
+    /// then keeps what it read for a bounded time (``CachingKeyring``: 5 s) and reads it again.
+    /// The default implementation returns ``KeyringChangeToken/untracked``.
     func changeToken() -> KeyringChangeToken?
 }
 
@@ -60,23 +61,36 @@ public protocol Keyring: Sendable {
 /// keyring exactly when nothing changed in between (as far as the keyring can see).
 public struct KeyringChangeToken: Sendable, Hashable {
     package let bytes: [UInt8]
+    /// Whether this is ``untracked``, which no token made of bytes equals.
+    package let isUntracked: Bool
 
     /// A token made of `bytes`; keyrings outside this package build one from their own state.
     public init(_ bytes: [UInt8]) {
         self.bytes = bytes
+        isUntracked = false
     }
 
     /// A token made of the UTF-8 of `text`.
     public init(_ text: String) {
-        self.bytes = Array(text.utf8)
+        self.init(Array(text.utf8))
     }
+
+    private init(untracked: Void) {
+        bytes = []
+        isUntracked = true
+    }
+
+    /// What a keyring that keeps no fingerprint gives (the protocol's default): nothing can be
+    /// followed, so a cache in front of it keeps what it read for a bounded time and then reads
+    /// it again (``CachingKeyring``: 5 s), rather than on every check as for `nil`.
+    public static let untracked = KeyringChangeToken(untracked: ())
 }
 
 extension Keyring {
-    /// A keyring that keeps no fingerprint cannot tell: a cache in front of it re-reads it every
-    /// 5 s (``CachingKeyring``'s time-to-live for a keyring without a token).
+    /// A keyring that keeps no fingerprint cannot tell: ``KeyringChangeToken/untracked``, so a
+    /// cache in front of it re-reads it every 5 s (``CachingKeyring``'s time-to-live for it).
     public func changeToken() -> KeyringChangeToken? {
-        nil
+        .untracked
     }
 }
 

@@ -10,22 +10,21 @@ import Testing
 #endif
 
 /// A keyring whose look-ups (a key, the pins) each take `seconds`, on the real clock (a sleep)
-/// or on a ``ManualClock`` (moved on, no wait); it gives no change token unless `hasToken`.
+/// or on a ``ManualClock`` (moved on, no wait). It has no `changeToken()` of its own: the
+/// protocol's default (``KeyringChangeToken/untracked``), a keyring that keeps no fingerprint.
 final class SlowKeyring: Keyring {
     let name = "slow"
     let inner: InMemoryKeyring
     let seconds: Double
     let clock: ManualClock?
-    let hasToken: Bool
     /// Look-ups begun, and look-ups that have returned.
     let started = Locked(0)
     let finished = Locked(0)
 
-    init(keys: [DeviceKey], seconds: Double, clock: ManualClock? = nil, hasToken: Bool = false) {
+    init(keys: [DeviceKey], seconds: Double, clock: ManualClock? = nil) {
         inner = InMemoryKeyring(keys: keys)
         self.seconds = seconds
         self.clock = clock
-        self.hasToken = hasToken
     }
 
     private func slowly<T>(_ body: () throws(KeyringError) -> T) throws(KeyringError) -> T {
@@ -46,7 +45,6 @@ final class SlowKeyring: Keyring {
     func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         try slowly { () throws(KeyringError) in try inner.pinnedSenders() }
     }
-    func changeToken() -> KeyringChangeToken? { hasToken ? inner.changeToken() : nil }
 }
 
 /// Issue 31, finding 11: the library's stream with a keyring that blocks, and with one that
