@@ -91,9 +91,9 @@ extension KindlyPushDecryption {
     /// pushes it holds, each of which then fails at once instead of asking the keyring:
     /// milliseconds, whatever the keyring does (6 to 13 ms measured from `cancel()` to the end of
     /// the consumer's loop with a keyring that blocks 2 s per look-up, which is waited for no
-    /// longer). So that this costs nothing per push, the
-    /// threads ask a ``CachingKeyring``'s remembered keys and pins directly between its checks,
-    /// and an in-memory keyring directly; any other look-up is made on a thread of its own.
+    /// longer). So that this costs nothing per push, the threads ask a ``CachingKeyring``'s
+    /// remembered keys and pins directly between its checks, and an in-memory keyring directly;
+    /// any other look-up is made on a thread of its own.
     ///
     /// - Parameters:
     ///   - documents: the pushes' JSON texts, one document each (as APNs delivers `userInfo`).
