@@ -86,4 +86,67 @@ struct HardeningRoundFourTests {
             ])
         #expect(good.status == 0, "\(good.stderr)")
     }
+
+    @Test(
+        "finding 4: with the senders.pinned marker and no correctly named pin (emptied, or an alias copy only), no push is trusted; doctor says so once and flags the alias",
+        arguments: ["emptied", "alias"])
+    func markerWithoutPins(_ how: String) throws {
+        let keyring = try HardeningRoundThreeTests.SharedKeyring("file")
+        var sender = try keyring.senderKey()
+        // A sid whose standard spelling can be a file name (no "/").
+        while sender.sid.contains("_") { sender = try keyring.senderKey() }
+        #expect(try keyring.run(["senders", "add", "--public-key", sender.publicKey]).status == 0)
+        func seal(_ extra: [String]) throws -> String {
+            let sealed = try CLI.run(
+                ["seal", "--public-key", keyring.devicePublicKey] + extra, stdin: HardeningRoundThreeTests.plaintext)
+            try #require(sealed.status == 0, "\(sealed.stderr)")
+            return sealed.stdout.trimmingCharacters(in: .newlines)
+        }
+        let pushes = [
+            ("version 1", try seal([])), ("version 2", try seal(["--sender-key-file", sender.file])),
+            ("version 3 mode_base", try seal(["--wire", "3"])),
+            ("version 3 mode_auth", try seal(["--wire", "3", "--sender-key-file", sender.file])),
+        ]
+        func decrypt(_ push: String) throws -> CLI.Output {
+            try CLI.run(["decrypt", "--keyring", "file"], stdin: push, environment: keyring.environment)
+        }
+        let senders = keyring.folder.appendingPathComponent("keys/senders")
+        let pin = senders.appendingPathComponent(sender.sid + ".json")
+        let alias = senders.appendingPathComponent(
+            sender.sid.replacingOccurrences(of: "-", with: "+") + String(repeating: "=", count: (4 - sender.sid.count % 4) % 4) + ".json")
+        if how == "alias" {
+            try FileManager.default.moveItem(at: pin, to: alias)
+        } else {
+            try FileManager.default.removeItem(at: pin)
+        }
+        for (name, push) in pushes {
+            let output = try decrypt(push)
+            #expect(output.status == 7, "\(how), \(name) decrypted or failed otherwise: \(output.stderr)")
+            #expect(output.stdout == "", "\(how), \(name)")
+            #expect(output.stderr.contains("untrusted_sender") || output.stderr.contains("the pins cannot be read"), "\(output.stderr)")
+        }
+        let doctor = try CLI.run(["doctor", "--keyring", "file"], environment: keyring.environment)
+        let lines = doctor.stdout.split(separator: "\n").map(String.init)
+        let pinned = lines.filter { $0.contains("pinned-senders:") }
+        #expect(pinned.count == 1 && pinned.allSatisfy { $0.hasPrefix("problem") }, "\(doctor.stdout)")
+        let marker = lines.filter { $0.contains("senders.pinned:") }
+        #expect(marker.count == 1 && marker.allSatisfy { $0.hasPrefix("problem") }, "\(doctor.stdout)")
+        #expect(
+            !lines.contains { $0.hasPrefix("ok") && ($0.contains("pins sender keys") || $0.contains("pinned-senders: none")) },
+            "\(doctor.stdout)")
+        let flagged = lines.filter { $0.contains(alias.path) && $0.contains("not the canonical name of sid \(sender.sid)") }
+        #expect(flagged.count == (how == "alias" ? 1 : 0), "\(doctor.stdout)")
+        #expect(flagged.allSatisfy { $0.hasPrefix("warning  pin-file: ") }, "\(doctor.stdout)")
+
+        // The ways out: pin again (version 2 and version 3 mode_auth decrypt, the others stay
+        // refused), then delete the last pin (its alias goes with it; version 1 reads again).
+        #expect(try keyring.run(["senders", "add", "--public-key", sender.publicKey]).status == 0)
+        for (name, push) in pushes {
+            #expect(
+                try decrypt(push).status == (name.hasSuffix("2") || name.hasSuffix("mode_auth") ? 0 : 7), "\(how), pinned again: \(name)")
+        }
+        #expect(try keyring.run(["senders", "delete", "--", sender.sid]).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: senders.path) == [])
+        #expect(try decrypt(pushes[0].1).status == 0)
+    }
 }

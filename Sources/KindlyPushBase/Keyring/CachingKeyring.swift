@@ -23,13 +23,20 @@ internal import KindlyPushCore
 /// - Changes made elsewhere (another process's `senders add`, `senders delete`, `keys delete`)
 ///   are followed: at most every `changeCheckInterval` (0.5 s by default), on the first look-up
 ///   after it, the keyring's ``Keyring/changeToken()`` is read and compared with the last one.
-///   When it differs, or the keyring cannot give one (`nil`: no fingerprint, a failed reading, an
-///   open breaker), every remembered key, pin and failure is dropped (the keys' secure storage is
-///   wiped as it is released, and their entries in the cache of version 2 secrets go too) and
-///   the keyring is read again. So a long-running reader applies a pin or key change within
-///   about `changeCheckInterval` plus one reading, never later, and a keyring it cannot watch is
-///   re-read, never trusted stale. A look-up that began before a drop does not put its answer
-///   back. Between checks a remembered key costs one dictionary look-up and one clock reading.
+///   When it differs, or the keyring cannot give one now (`nil`: a failed reading, a locked
+///   collection, a change too recent to tell, an open breaker), every remembered key, pin and
+///   failure is dropped (the keys' secure storage is wiped as it is released, and their
+///   entries in the cache of version 2 secrets go too) and the keyring is read again. So a
+///   long-running reader applies a pin or key change within about `changeCheckInterval` plus one
+///   reading, never later. A look-up that began before a drop does not put its answer back.
+///   Between checks a remembered key costs one dictionary look-up and one clock reading.
+/// - A keyring that keeps no fingerprint (its token is ``KeyringChangeToken/untracked``, the
+///   protocol's default) cannot be watched: what was read from it is remembered for at most
+///   `untrackedLifetime` (5 s by default) after the last drop, then dropped and read again at the
+///   next check. A change made elsewhere to such a keyring is
+///   applied within about `untrackedLifetime` plus `changeCheckInterval` and one reading; the
+///   pushes in between cost no reading (before, every check dropped everything, so a keyring
+///   taking 2 s per look-up was read again for every push).
 public final class CachingKeyring: Keyring {
     /// The keyring asked on a miss.
     public let base: any Keyring
@@ -39,6 +46,8 @@ public final class CachingKeyring: Keyring {
     package let retryInterval: Duration
     /// How often, at most, the keyring's change token is read to follow changes made elsewhere.
     package let changeCheckInterval: Duration
+    /// How long what was read from a keyring that keeps no fingerprint is remembered.
+    package let untrackedLifetime: Duration
     private let clock: any KindlyClock
 
     private struct Failure: Sendable {
@@ -57,6 +66,9 @@ public final class CachingKeyring: Keyring {
         var token: KeyringChangeToken?
         var nextCheck: ContinuousClock.Instant
         var checking = false
+        /// The last drop (or the start): a keyring that keeps no fingerprint is read again
+        /// after ``untrackedLifetime`` from it.
+        var since: ContinuousClock.Instant
     }
 
     private let state: Locked<State>
@@ -71,29 +83,36 @@ public final class CachingKeyring: Keyring {
     package static let defaultRetryInterval: Duration = .seconds(3)
     /// How often, at most, the keyring's change token is read.
     package static let defaultChangeCheckInterval: Duration = .milliseconds(500)
+    /// How long what was read from a keyring that keeps no fingerprint is remembered.
+    package static let defaultUntrackedLifetime: Duration = .seconds(5)
 
     /// A cache in front of `base`, remembering failures for 3 s and following changes made
-    /// elsewhere within 0.5 s.
+    /// elsewhere within 0.5 s (within 5 s for a keyring that keeps no fingerprint).
     public convenience init(_ base: any Keyring) {
         self.init(
             base, failureLifetime: Self.defaultFailureLifetime, retryInterval: Self.defaultRetryInterval,
-            changeCheckInterval: Self.defaultChangeCheckInterval, clock: SystemKindlyClock())
+            changeCheckInterval: Self.defaultChangeCheckInterval, untrackedLifetime: Self.defaultUntrackedLifetime,
+            clock: SystemKindlyClock())
     }
 
     /// A cache in front of `base` with the given lifetimes, reading time from `clock`.
     package init(
         _ base: any Keyring, failureLifetime: Duration, retryInterval: Duration,
         changeCheckInterval: Duration = CachingKeyring.defaultChangeCheckInterval,
+        untrackedLifetime: Duration = CachingKeyring.defaultUntrackedLifetime,
         clock: any KindlyClock
     ) {
         self.base = base
         self.failureLifetime = failureLifetime
         self.retryInterval = retryInterval
         self.changeCheckInterval = changeCheckInterval
+        self.untrackedLifetime = untrackedLifetime
         self.clock = clock
         // The first check comes one interval after the start and drops what was read before it
-        // (there is no earlier token to compare with): a one-shot run never reads a token.
-        state = Locked(State(nextCheck: clock.now + changeCheckInterval))
+        // (there is no earlier token to compare with): a one-shot run never reads a token. A
+        // keyring without a token keeps it for `untrackedLifetime` from the start.
+        let now = clock.now
+        state = Locked(State(nextCheck: now + changeCheckInterval, since: now))
     }
 
     public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
@@ -152,6 +171,25 @@ public final class CachingKeyring: Keyring {
         }
     }
 
+    /// What the caches hold for `kid` now when that can be told without asking the keyring or
+    /// reading its change token (no check is due); `nil` when ``key(for:)`` would have to. For a
+    /// caller that must not block (a stream's threads, which can then give up a look-up).
+    package func rememberedWithoutAsking(_ kid: KeyID) -> Result<DeviceKey, KeyringError>? {
+        state.withLock { state in
+            let now = clock.now
+            guard state.checking || now < state.nextCheck else { return nil }
+            return Self.lookUp(kid, in: &state, now: now)
+        }
+    }
+
+    /// The remembered pins when no check is due, else `nil` (as ``rememberedWithoutAsking(_:)``).
+    package func rememberedPinsWithoutAsking() -> [PinnedSender]? {
+        state.withLock { state in
+            guard state.checking || clock.now < state.nextCheck else { return nil }
+            return state.senders
+        }
+    }
+
     /// What `state` holds for `kid` at `now` (an expired failure is forgotten).
     private static func lookUp(_ kid: KeyID, in state: inout State, now: ContinuousClock.Instant) -> Result<DeviceKey, KeyringError>? {
         if let key = state.keys[kid] { return .success(key) }
@@ -164,18 +202,28 @@ public final class CachingKeyring: Keyring {
     }
 
     /// Reads the keyring's change token and drops everything remembered when it is not the last
-    /// one (or there is none). Called by the one thread that found a check due.
+    /// one, when there is none (`nil`: the keyring cannot tell now, or the breaker is open), or,
+    /// for a keyring that keeps no fingerprint (``KeyringChangeToken/untracked``), when
+    /// ``untrackedLifetime`` has passed since the last drop. Called by the one thread that found
+    /// a check due.
     private func followChanges() {
         let inOutage = state.withLock { state in state.outage.map { clock.now < $0.until } ?? false }
         // An open breaker means the keyring does not answer: no token, so nothing stays cached.
         let token = inOutage ? nil : base.changeToken()
         let dropped = state.withLock { state -> (kids: [KeyID], sids: [SenderID]) in
+            let now = clock.now
             defer {
                 state.checking = false
-                state.nextCheck = clock.now + changeCheckInterval
+                state.nextCheck = now + changeCheckInterval
             }
-            if let token, token == state.token { return ([], []) }
+            if let token, token.isUntracked {
+                // A keyring that keeps no fingerprint: what it gave is kept for a bounded time.
+                if now < state.since + untrackedLifetime { return ([], []) }
+            } else if let token, token == state.token {
+                return ([], [])
+            }
             state.token = token
+            state.since = now
             return Self.drop(&state)
         }
         Self.evictSecrets(dropped)

@@ -13,8 +13,10 @@ internal import KindlyPushCore
 /// The first pin also writes the marker `senders.pinned` in the key folder, which the last
 /// `unpinSender` removes: it records in the keyring itself that its reader is in pinned mode, so
 /// that a `senders` folder that vanished reads as "the pins cannot be read" (the reader trusts
-/// nothing: `untrusted_sender`), never as "no pins" (which would read version 1 again). A `senders` folder that is a symbolic link is refused, as pin files that
-/// are links are. Only canonical names (`SID.json`, the sid in unpadded base64url) are pins:
+/// nothing: `untrusted_sender`), never as "no pins" (which would read version 1 again). The
+/// marker alone decides: a `senders` folder that holds no canonically named pin (emptied, or
+/// only a copy under another spelling) reads as "the pins cannot be read" too. A `senders`
+/// folder that is a symbolic link is refused, as pin files that are links are. Only canonical names (`SID.json`, the sid in unpadded base64url) are pins:
 /// another spelling of a sid (`TrkPvSnYcmY=.json`) is ignored by the reader, and removed by
 /// ``unpinSender(_:)`` with the pin.
 extension FileKeyring {
@@ -67,7 +69,7 @@ extension FileKeyring {
     }
 
     /// The sids of the canonically named pin files in `names`.
-    static func pinnedSIDs(in names: [String]) -> [SenderID] {
+    package static func pinnedSIDs(in names: [String]) -> [SenderID] {
         names.compactMap { name in
             guard name.hasSuffix(".json"), !name.hasPrefix(".") else { return nil }
             let stem = String(name.dropLast(5))
@@ -98,7 +100,8 @@ extension FileKeyring {
             try PrivateFile.makePrivateFolder(sendersFolder)
             _ = PrivateFile.removeLeftovers(in: sendersFolder)
             // The marker before the pin: from then on a vanished senders folder is not "no pins".
-            // (A run killed in between leaves an empty folder: no pins, as before the run.)
+            // (A run killed in between leaves the marker and no pin: no push is trusted until the
+            // pin is added again, as the run meant to enter pinned mode.)
             try markPinned()
             let object = JSONObject([
                 .init(key: KindlyKey.senderID, value: .string(key.sid.base64URL)),
@@ -158,6 +161,13 @@ extension FileKeyring {
                 // A pin that cannot be read is not skipped: that could leave pinned mode.
                 throw .io(error.description)
             }
+        }
+        // The marker alone decides pinned mode: a folder emptied, or holding only copies under
+        // other spellings (which are no pins), is "the pins cannot be read", never "no pins".
+        if marked, pinned.isEmpty {
+            throw .io(
+                "\(sendersFolder) holds no pin (SID.json), but \(pinnedModeMarker) says this keyring pins sender keys: "
+                    + "the pins cannot be read")
         }
         return pinned.sorted()
     }

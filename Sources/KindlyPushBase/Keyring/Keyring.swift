@@ -15,8 +15,8 @@ internal import KindlyPushCore
 /// The pinning requirements have default implementations for keyrings that cannot hold pinned
 /// keys: they hold none (so their reader is never in pinned mode), pinning fails, and unpinning
 /// finds nothing. A keyring that wraps another must forward all three, or its reader would
-/// leave pinned mode, and ``changeToken()`` too, or a cache in front of it would re-read it on
-/// every check.
+/// leave pinned mode, and ``changeToken()`` too, or a cache in front of it would take it for
+/// a keyring without one (re-read every 5 s rather than followed within 0.5 s).
 public protocol Keyring: Sendable {
     /// A short name for messages (`file`, `secret-service`, `memory`).
     var name: String { get }
@@ -49,9 +49,11 @@ public protocol Keyring: Sendable {
     /// A cheap fingerprint of which keys and pins the keyring holds now, for a cache in front of
     /// it (``CachingKeyring``) to notice changes made elsewhere, such as another process's
     /// `senders delete`: two equal tokens mean that nothing was stored, deleted, pinned or
-    /// unpinned between them. `nil` means the keyring cannot tell now (it keeps no fingerprint,
-    /// or reading it failed): the cache then drops what it holds and reads the keyring again.
-    /// The default implementation returns `nil`.
+    /// unpinned between them. `nil` means the keyring cannot tell now (reading it failed, or a
+    /// change is too recent to tell): the cache then drops what it holds and reads the keyring
+    /// again. ``KeyringChangeToken/untracked`` means it keeps no fingerprint at all: the cache
+    /// then keeps what it read for a bounded time (``CachingKeyring``: 5 s) and reads it again.
+    /// The default implementation returns ``KeyringChangeToken/untracked``.
     func changeToken() -> KeyringChangeToken?
 }
 
@@ -59,23 +61,36 @@ public protocol Keyring: Sendable {
 /// keyring exactly when nothing changed in between (as far as the keyring can see).
 public struct KeyringChangeToken: Sendable, Hashable {
     package let bytes: [UInt8]
+    /// Whether this is ``untracked``, which no token made of bytes equals.
+    package let isUntracked: Bool
 
     /// A token made of `bytes`; keyrings outside this package build one from their own state.
     public init(_ bytes: [UInt8]) {
         self.bytes = bytes
+        isUntracked = false
     }
 
     /// A token made of the UTF-8 of `text`.
     public init(_ text: String) {
-        self.bytes = Array(text.utf8)
+        self.init(Array(text.utf8))
     }
+
+    private init(untracked: Void) {
+        bytes = []
+        isUntracked = true
+    }
+
+    /// What a keyring that keeps no fingerprint gives (the protocol's default): nothing can be
+    /// followed, so a cache in front of it keeps what it read for a bounded time and then reads
+    /// it again (``CachingKeyring``: 5 s), rather than on every check as for `nil`.
+    public static let untracked = KeyringChangeToken(untracked: ())
 }
 
 extension Keyring {
-    /// A keyring that keeps no fingerprint cannot tell: a cache in front of it re-reads it on
-    /// every check.
+    /// A keyring that keeps no fingerprint cannot tell: ``KeyringChangeToken/untracked``, so a
+    /// cache in front of it re-reads it every 5 s (``CachingKeyring``'s time-to-live for it).
     public func changeToken() -> KeyringChangeToken? {
-        nil
+        .untracked
     }
 }
 

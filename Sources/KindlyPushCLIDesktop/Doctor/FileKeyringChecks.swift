@@ -69,6 +69,7 @@ enum FileKeyringChecks {
             if name == FileKeyring.sendersFolderName {
                 if file.st_mode & S_IFMT == S_IFDIR {
                     lines.append(ownershipCheck("file-keyring", path: path, status: file, wantedMode: 0o700, kind: "folder"))
+                    lines += pinFiles(in: path)
                 } else {
                     let what = file.st_mode & S_IFMT == S_IFLNK ? "is a symbolic link" : "is not a folder"
                     lines.append(
@@ -80,18 +81,12 @@ enum FileKeyringChecks {
                 continue
             }
             if name == FileKeyring.pinnedModeMarkerName {
-                lines.append(
-                    DoctorCheck(
-                        "file-keyring", .ok, "\(path): this keyring pins sender keys (kept until the last senders delete)",
-                        details: [pathDetail]))
+                lines.append(pinnedModeMarker(path, senders: folder + "/" + FileKeyring.sendersFolderName))
                 continue
             }
             let stem = String(name.dropLast(5))
-            if name.hasSuffix(".json"), !name.hasPrefix("."), let kid = KeyID(base64: stem), kid.base64URL != stem {
-                lines.append(
-                    DoctorCheck(
-                        "key-file", .warning, "\(path): not the canonical name of kid \(kid) (\(kid).json); the keyring ignores it",
-                        action: "remove it if \(kid).json is there, else rename it to \(kid).json", details: [pathDetail]))
+            if let alias = aliasCheck("key-file", path: path, name: name, id: "kid", canonical: { KeyID(base64: $0)?.base64URL }) {
+                lines.append(alias)
                 continue
             }
             guard name.hasSuffix(".json"), !name.hasPrefix("."), KeyID(base64: stem) != nil else {
@@ -118,6 +113,48 @@ enum FileKeyringChecks {
             }
         }
         return lines
+    }
+
+    /// The marker of pinned mode (`senders.pinned`): it alone puts the reader in pinned mode, so
+    /// with no canonically named pin beside it (an emptied `senders` folder, or one holding only
+    /// a copy under another spelling) no push is trusted, which is a problem, said as the
+    /// `pinned-senders` line says it.
+    private static func pinnedModeMarker(_ path: String, senders: String) -> DoctorCheck {
+        let pathDetail = JSONObject.Member(key: "path", value: .string(path))
+        // A missing or unreadable senders folder has its own line (above, or as `file-keyring`).
+        guard let names = PrivateFile.entryNames(in: senders), FileKeyring.pinnedSIDs(in: names).isEmpty else {
+            return DoctorCheck(
+                "file-keyring", .ok, "\(path): this keyring pins sender keys (kept until the last senders delete)", details: [pathDetail])
+        }
+        return DoctorCheck(
+            "file-keyring", .problem,
+            "\(path): this keyring pins sender keys, but \(senders) holds no pin (SID.json): no push is trusted (untrusted_sender)",
+            action: "pin the sender keys again (kindly-push senders add --public-key KEY), or rm \(path) to read version 1 again",
+            details: [pathDetail])
+    }
+
+    /// The `pin-file` lines of the `senders` folder: a file under another spelling of a sid
+    /// than its canonical one, which the keyring ignores (as `key-file` lines flag one among the
+    /// keys).
+    private static func pinFiles(in senders: String) -> [DoctorCheck] {
+        guard let names = PrivateFile.entryNames(in: senders) else { return [] }
+        return names.sorted().compactMap { name in
+            aliasCheck("pin-file", path: senders + "/" + name, name: name, id: "sid", canonical: { SenderID(base64: $0)?.base64URL })
+        }
+    }
+
+    /// A warning for a file `name` (at `path`) named by an id of kind `id` (`kid`, `sid`) spelt
+    /// otherwise than canonically (`TrkPvSnYcmY=.json`), which the keyring ignores; `nil` for
+    /// any other name. `canonical` gives the canonical spelling of a stem that is an id.
+    private static func aliasCheck(_ check: String, path: String, name: String, id: String, canonical: (String) -> String?)
+        -> DoctorCheck?
+    {
+        let stem = String(name.dropLast(5))
+        guard name.hasSuffix(".json"), !name.hasPrefix("."), let spelling = canonical(stem), spelling != stem else { return nil }
+        return DoctorCheck(
+            check, .warning, "\(path): not the canonical name of \(id) \(spelling) (\(spelling).json); the keyring ignores it",
+            action: "remove it if \(spelling).json is there, else rename it to \(spelling).json",
+            details: [.init(key: "path", value: .string(path))])
     }
 
     /// The owner and mode of a folder (`wantedMode` 0700) or key file (0600): a problem when

@@ -76,6 +76,12 @@ package final class BatchSlot<Work: BatchWork>: @unchecked Sendable {
     /// Processes one chunk and, when it was the batch's last, wakes whoever waits for it.
     func process(chunk: Int, _ work: Work, scratch: inout Work.Scratch) {
         work.process(batch, lines: lines(ofChunk: chunk), scratch: &scratch, into: &outputs[chunk])
+        complete()
+    }
+
+    /// Counts one chunk as done (processed, or skipped by a cancelled runner) and, when it was
+    /// the batch's last, wakes whoever waits for it.
+    func complete() {
         let waiter = progress.withLock { progress -> Waiter in
             progress.remaining -= 1
             guard progress.remaining == 0 else { return .none }
@@ -158,6 +164,8 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
     private var inFlight: [Slot] = []
     private var allSlots: [Slot]
     private var finished = false
+    /// Set by ``cancel()``: the threads skip the chunks they take.
+    private let cancelled = Locked(false)
 
     /// The count of running threads of the task that made this runner
     /// (``BatchRunnerThreads/counter``), if it bound one.
@@ -231,6 +239,13 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
         return slot
     }
 
+    /// From any thread: the chunks not processed yet are skipped (counted as done, so that a
+    /// wait for a batch ends as soon as the threads finish the chunks they hold), for a run that
+    /// ends without using what is in flight. ``finish()`` still stops and joins the threads.
+    package func cancel() {
+        cancelled.withLock { $0 = true }
+    }
+
     /// Stops the threads (the chunks not taken yet are dropped), joins them and wipes every
     /// buffer. Once only; the runner's end calls it too.
     package func finish() {
@@ -256,7 +271,11 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
             available.wait()
             let item = items.withLock { items in items.removeFirst() }
             guard let slot = item.slot else { return }
-            slot.process(chunk: item.chunk, work, scratch: &scratches[worker])
+            if cancelled.withLock({ $0 }) {
+                slot.complete()
+            } else {
+                slot.process(chunk: item.chunk, work, scratch: &scratches[worker])
+            }
         }
     }
 }

@@ -48,7 +48,8 @@ struct CachingKeyringChangesTests {
         clock.advance(by: .milliseconds(499))
         #expect(try keyring.pinnedSenders().map(\.sid) == [folder.sender.sid], "checked before the interval")
         clock.advance(by: .milliseconds(1))
-        #expect(try keyring.pinnedSenders() == [])
+        // The last pin gone by hand, the marker keeps pinned mode (issue 31, finding 4).
+        #expect(throws: KeyringError.self) { try keyring.pinnedSenders() }
         #expect(!SenderSecretCache.shared.contains(kid: folder.key.kid, sid: folder.sender.sid), "the secret of a dropped pin is kept")
 
         // And deletes the key file (loaded again after the drop).
@@ -59,7 +60,9 @@ struct CachingKeyringChangesTests {
         #expect(throws: KeyringError.notFound(folder.key.kid)) { try keyring.key(for: folder.key.kid) }
     }
 
-    @Test("with no change between checks nothing is read again; a keyring that gives no token is read again at each check")
+    @Test(
+        "with no change between checks nothing is read again; one that cannot tell now (nil) is read again at each check, one that keeps no fingerprint once its time-to-live has passed"
+    )
     func tokensDecideRereads() throws {
         let key = DeviceKey.generate()
         let clock = ManualClock()
@@ -73,15 +76,44 @@ struct CachingKeyringChangesTests {
         // Once before the first check, once after it dropped that, then never again.
         #expect(counted.lookupsStarted == 2)
 
-        // A keyring that cannot tell (one written before change tokens) is read again each time.
-        let silent = PinnedSenderTests.DeviceKeysOnly()
-        try silent.inner.store(key, label: "test")
-        let rereading = Self.caching(silent, clock)
+        // A keyring that cannot tell now (nil: a failed reading) is read again at each check.
+        let unsure = CannotTell()
+        try unsure.inner.store(key, label: "test")
+        let rereadingUnsure = Self.caching(unsure, clock)
         for _ in 0..<5 {
             clock.advance(by: .seconds(1))
-            #expect(try rereading.key(for: key.kid).kid == key.kid)
+            #expect(try rereadingUnsure.key(for: key.kid).kid == key.kid)
         }
-        #expect(silent.inner.lookupCount == 5)
+        #expect(unsure.inner.lookupCount == 5)
+
+        // A keyring that keeps no fingerprint (one written before change tokens: the default,
+        // `untracked`) is read again once its time-to-live (5 s from the start, then from each
+        // drop) has passed, never at each check (issue 31, finding 11: it was, so a slow keyring
+        // was read for every push).
+        let silent = PinnedSenderTests.DeviceKeysOnly()
+        #expect(silent.changeToken() == .untracked)
+        try silent.inner.store(key, label: "test")
+        let rereading = Self.caching(silent, clock)
+        #expect(rereading.untrackedLifetime == .seconds(5))
+        var reads: [Int] = []
+        for _ in 0..<11 {
+            clock.advance(by: .seconds(1))
+            #expect(try rereading.key(for: key.kid).kid == key.kid)
+            reads.append(silent.inner.lookupCount)
+        }
+        // Read at 1 s, dropped and read again at 5 s and at 10 s.
+        #expect(reads == [1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3])
+    }
+
+    /// A keyring whose change token is always `nil`: it can never tell now.
+    struct CannotTell: Keyring {
+        let name = "cannot-tell"
+        let inner = InMemoryKeyring()
+        func store(_ key: DeviceKey, label: String) throws(KeyringError) { try inner.store(key, label: label) }
+        func key(for kid: KeyID) throws(KeyringError) -> DeviceKey { try inner.key(for: kid) }
+        func list() throws(KeyringError) -> [KeyringEntry] { try inner.list() }
+        func delete(_ kid: KeyID) throws(KeyringError) { try inner.delete(kid) }
+        func changeToken() -> KeyringChangeToken? { nil }
     }
 
     /// A keyring whose look-ups, once `holds` is set, read the key and then wait for `answer`
