@@ -15,6 +15,7 @@ internal import KindlyPushCore
 extension SecretServiceKeyring {
     /// Pins `key` with `label` (see `Keyring/pinSender(_:label:)`).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
+        if let problem = key.unusableReason { throw .io("cannot pin the sender key: \(problem)") }
         if let problem = KeyringLabel.problem(with: label) { throw .io("cannot pin the sender key: \(problem)") }
         let operation = try Operation(self, "pin a sender key")
         guard let collection = try operation.unlockedCollection() else {

@@ -89,6 +89,7 @@ extension FileKeyring {
 
     /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
+        if let problem = key.unusableReason { throw .io("cannot pin the sender key: \(problem)") }
         if let problem = KeyringLabel.problem(with: label) { throw .io("cannot pin the sender key: \(problem)") }
         do throws(PrivateFileError) {
             try PrivateFile.makePrivateFolder(folder)

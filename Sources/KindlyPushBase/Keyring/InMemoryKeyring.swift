@@ -23,7 +23,9 @@ public final class InMemoryKeyring: Keyring {
     /// pinned once).
     public init(keys: [DeviceKey] = [], pinnedSenders: [SenderPublicKey] = []) {
         for key in keys { try? store(key, label: "test key") }
-        for sender in pinnedSenders { try? pinSender(sender, label: "test sender") }
+        // Given pins are kept as they are, degenerate or not: a test can hold what a keyring
+        // pinned before ``pinSender(_:label:)`` refused such keys, and see it fail authentication.
+        for sender in pinnedSenders { try? insertPin(sender, label: "test sender") }
     }
 
     /// While locked every look-up fails with ``KeyringError/locked(_:)``.
@@ -72,6 +74,11 @@ public final class InMemoryKeyring: Keyring {
 
     /// Pins `key` with `label` (see ``Keyring/pinSender(_:label:)``).
     public func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError) {
+        if let problem = key.unusableReason { throw .io("cannot pin the sender key: \(problem)") }
+        try insertPin(key, label: label)
+    }
+
+    private func insertPin(_ key: SenderPublicKey, label: String) throws(KeyringError) {
         let result: KeyringError? = state.withLock { state in
             if state.isLocked { return .locked("in-memory keyring") }
             if state.senders[key.sid] != nil { return .senderAlreadyPinned(key.sid) }

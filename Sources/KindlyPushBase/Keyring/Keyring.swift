@@ -35,7 +35,9 @@ public protocol Keyring: Sendable {
 
     /// Pins the sender key `key` with a human-readable `label`. Pinned keys are public, but
     /// whoever adds one can send pushes that authenticate: they are stored with the same care as
-    /// device keys.
+    /// device keys. A degenerate key (not canonical, the base point, or of small order: with the
+    /// base point pinned anybody can seal a mode_auth push that authenticates) is refused with
+    /// ``KeyringError/io(_:)`` by the keyrings of this package.
     func pinSender(_ key: SenderPublicKey, label: String) throws(KeyringError)
 
     /// Every pinned sender key, oldest first. The reader is in pinned mode exactly when there is

@@ -21,6 +21,23 @@ enum PinnedSenderContract {
         let before = try keyring.pinnedSenders().map(\.sid)
         #expect(decryptionFailure(v1, with: keyring) == (before.isEmpty ? nil : .untrustedSender))
 
+        // Issue 31, finding 3: degenerate keys (all-zero, the base point, an order-8 point, the
+        // base point spelt p + 9) are refused with their reason, and nothing is pinned.
+        let order8: [UInt8] = [
+            0xE0, 0xEB, 0x7A, 0x7C, 0x3B, 0x41, 0xB8, 0xAE, 0x16, 0x56, 0xE3, 0xFA, 0xF1, 0x9F, 0xC4, 0x6A, 0xDA, 0x09, 0x8D, 0xEB, 0x9C,
+            0x32, 0xB1, 0xFD, 0x86, 0x62, 0x05, 0x16, 0x5F, 0x49, 0xB8, 0x00,
+        ]
+        let pPlus9: [UInt8] = [0xF6] + [UInt8](repeating: 0xFF, count: 30) + [0x7F]
+        for bytes in [[UInt8](repeating: 0, count: 32), [9] + [UInt8](repeating: 0, count: 31), order8, pPlus9] {
+            let key = try SenderPublicKey(rawRepresentation: bytes)
+            guard case .io(let message)? = keyringError({ try keyring.pinSender(key, label: "degenerate") }) else {
+                Issue.record("\(key) was pinned")
+                continue
+            }
+            #expect(message.hasPrefix("cannot pin the sender key: the sender public key "), "\(message)")
+        }
+        #expect(try keyring.pinnedSenders().map(\.sid) == before)
+
         try keyring.pinSender(first.publicKey, label: "first")
         try keyring.pinSender(second.publicKey, label: "second")
         #expect(keyringError { try keyring.pinSender(first.publicKey, label: "again") } == .senderAlreadyPinned(first.sid))
