@@ -122,4 +122,64 @@ struct WireParityTests {
             }
         }
     }
+    /// The real redis-server of `tools/with-redis` (tools/test runs this test beside it; without
+    /// one it is skipped).
+    static let redis: (port: String, password: String)? = {
+        let environment = ProcessInfo.processInfo.environment
+        guard let port = environment["KINDLY_PUSH_TEST_REDIS_PORT"], let password = environment["KINDLY_PUSH_TEST_REDIS_PASSWORD"] else {
+            return nil
+        }
+        return (port, password)
+    }()
+
+    /// `redis-cli` against that server; its standard output (`--raw`).
+    func redisCLI(_ arguments: [String]) throws -> String {
+        let redis = try #require(Self.redis)
+        let output = try CLI.run(
+            ["-h", "127.0.0.1", "-p", redis.port, "--raw"] + arguments, environment: ["REDISCLI_AUTH": redis.password],
+            executable: URL(fileURLWithPath: "/usr/bin/redis-cli"))
+        #expect(output.status == 0, "redis-cli \(arguments): \(output.stderr)")
+        return output.stdout
+    }
+
+    @Test(
+        "Redis workers: every case through decrypt, --apply and route --redis, as version 1 (check has no --redis)",
+        .enabled(if: redis != nil, "needs tools/with-redis"))
+    func redisWorkers() throws {
+        let redis = try #require(Self.redis)
+        let workers: [(String, [String])] = [
+            ("decrypt", ["decrypt"]),
+            ("decrypt --apply", ["decrypt", "--apply"]),
+            ("route", ["route", "--app-state", "foreground", "--screen", "chat", "--chat-id", "c-1"]),
+        ]
+        let run = UUID().uuidString.prefix(8)
+        for (frontEnd, arguments) in workers {
+            func outputs(_ sealing: Sealing) throws -> String {
+                let name =
+                    "parity:\(run):\(frontEnd.replacingOccurrences(of: " ", with: "")):\(sealing.rawValue.replacingOccurrences(of: " ", with: ""))"
+                for line in try Self.cases.map({ try input($0, sealing) }) {
+                    _ = try redisCLI(["XADD", name + ":in", "*", "doc", line])
+                }
+                let command =
+                    arguments + reader(sealing) + [
+                        "--redis", "redis://127.0.0.1:\(redis.port)", "--from", name + ":in", "--group", "g", "--to", name + ":out",
+                        "--exit-when-idle", "300",
+                    ]
+                let worker = try CLI.run(command, stdin: "", environment: ["KINDLY_PUSH_REDIS_PASSWORD": redis.password])
+                #expect(worker.status == 0, "\(frontEnd), \(sealing.rawValue): \(worker.stderr)")
+                // `--raw` prints each entry as its id, then field and value lines: "doc", the
+                // output line, "in", the input id.
+                let lines = try redisCLI(["XRANGE", name + ":out", "-", "+"]).split(separator: "\n").map(String.init)
+                let docs = lines.indices.filter { lines[$0] == "doc" && $0 + 1 < lines.count }.map { lines[$0 + 1] }
+                #expect(docs.count == Self.cases.count, "\(frontEnd), \(sealing.rawValue): \(lines)")
+                let result = try outcome(
+                    CLI.Output(status: 0, stdout: docs.joined(separator: "\n"), stderr: "", stdoutBytes: [], timedOut: false))
+                return result
+            }
+            let reference = try outputs(.one)
+            for sealing in Sealing.allCases.dropFirst() {
+                #expect(try outputs(sealing) == reference, "\(frontEnd) --redis, \(sealing.rawValue)")
+            }
+        }
+    }
 }

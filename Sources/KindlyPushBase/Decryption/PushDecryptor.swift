@@ -165,7 +165,7 @@ struct PushDocument {
 }
 
 /// The members of a `kindly` object in a document's bytes that some version reads
-/// (``EnvelopeRules/memberNames``): each one's type and text, the first time it occurs.
+/// (``EnvelopeMember``): each one's type and text, the first time it occurs.
 struct LocatedEnvelope {
     struct Member {
         var kind: JSONKind
@@ -176,39 +176,33 @@ struct LocatedEnvelope {
     }
 
     var hasDuplicateNames = false
-    /// By their name's place in ``EnvelopeRules/memberNames`` (no allocation per push).
-    private var members: (Member?, Member?, Member?, Member?, Member?, Member?, Member?, Member?) = (
-        nil, nil, nil, nil, nil, nil, nil, nil
-    )
+    /// One per ``EnvelopeMember``, stored inline (no allocation per push).
+    private var version, kid, senderID, ephemeralPublicKey, encapsulatedKey, nonce, ciphertext: Member?
 
-    static let names: [[UInt8]] = {
-        precondition(EnvelopeRules.memberNames.count <= 8)
-        return EnvelopeRules.memberNames.map { Array($0.utf8) }
-    }()
+    /// Each member's name, to find it by.
+    static let names: [(member: EnvelopeMember, name: [UInt8])] = EnvelopeMember.allCases.map { ($0, Array($0.name.utf8)) }
 
-    subscript(slot: Int) -> Member? {
+    subscript(member: EnvelopeMember) -> Member? {
         get {
-            switch slot {
-            case 0: return members.0
-            case 1: return members.1
-            case 2: return members.2
-            case 3: return members.3
-            case 4: return members.4
-            case 5: return members.5
-            case 6: return members.6
-            default: return members.7
+            switch member {
+            case .version: return version
+            case .kid: return kid
+            case .senderID: return senderID
+            case .ephemeralPublicKey: return ephemeralPublicKey
+            case .encapsulatedKey: return encapsulatedKey
+            case .nonce: return nonce
+            case .ciphertext: return ciphertext
             }
         }
         set {
-            switch slot {
-            case 0: members.0 = newValue
-            case 1: members.1 = newValue
-            case 2: members.2 = newValue
-            case 3: members.3 = newValue
-            case 4: members.4 = newValue
-            case 5: members.5 = newValue
-            case 6: members.6 = newValue
-            default: members.7 = newValue
+            switch member {
+            case .version: version = newValue
+            case .kid: kid = newValue
+            case .senderID: senderID = newValue
+            case .ephemeralPublicKey: ephemeralPublicKey = newValue
+            case .encapsulatedKey: encapsulatedKey = newValue
+            case .nonce: nonce = newValue
+            case .ciphertext: ciphertext = newValue
             }
         }
     }
@@ -230,7 +224,7 @@ struct LocatedEnvelope {
                 let decoded = UnsafeRawBufferPointer(rebasing: scratch[mark...])
                 let text = name.hasEscapes ? decoded : reader.bytes(name.raw)
                 let unique = name.hasEscapes ? names.insert(decoded: decoded, in: reader) : names.insert(name.raw, in: reader)
-                return (unique, LocatedEnvelope.names.firstIndex { $0.elementsEqual(text) })
+                return (unique, LocatedEnvelope.names.first { $0.name.elementsEqual(text) }?.member)
             }
             if scratch.count > mark { scratch.removeSubrange(mark...) }
             if !unique { hasDuplicateNames = true }
@@ -264,10 +258,10 @@ struct ByteEnvelopeMembers: EnvelopeMembers {
         self.scratch = scratch
     }
 
-    func kind(of field: EnvelopeField) -> JSONKind? { envelope.pointee[field.slot]?.kind }
+    func kind(of field: EnvelopeField) -> JSONKind? { envelope.pointee[field.member]?.kind }
 
     func integer(_ field: EnvelopeField, in range: ClosedRange<Int64>) -> Int64? {
-        guard let member = envelope.pointee[field.slot], member.kind == .number else { return nil }
+        guard let member = envelope.pointee[field.member], member.kind == .number else { return nil }
         let text = UnsafeRawBufferPointer(rebasing: document[member.raw])
         // One digit, as every push writes `v`; any other spelling as the tree reads it.
         if text.count == 1 {
@@ -278,7 +272,7 @@ struct ByteEnvelopeMembers: EnvelopeMembers {
     }
 
     private func text(_ field: EnvelopeField) -> UnsafeRawBufferPointer {
-        guard let member = envelope.pointee[field.slot] else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        guard let member = envelope.pointee[field.member] else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         if let decoded = member.decoded { return UnsafeRawBufferPointer(rebasing: scratch[decoded]) }
         return UnsafeRawBufferPointer(rebasing: document[member.raw])
     }

@@ -1,7 +1,28 @@
 package import KindlyPushCore
 
-/// One member of a version's `kindly` envelope: its name, the length its base64 must decode to,
-/// and whether it must be there.
+/// A member some version's `kindly` envelope reads, `v` first. Which of them a version reads, and
+/// what they hold, is its rules' (``EnvelopeRules``). A new member is a new case: the compiler
+/// then asks for its name here and for its place wherever one value per member is kept (the
+/// envelope located in a document's bytes, ``PushDecryptor``), so none is forgotten.
+package enum EnvelopeMember: Int, CaseIterable, Sendable {
+    case version, kid, senderID, ephemeralPublicKey, encapsulatedKey, nonce, ciphertext
+
+    /// The member's name in the envelope.
+    package var name: String {
+        switch self {
+        case .version: return KindlyKey.version
+        case .kid: return KindlyKey.kid
+        case .senderID: return KindlyKey.senderID
+        case .ephemeralPublicKey: return KindlyKey.ephemeralPublicKey
+        case .encapsulatedKey: return KindlyKey.encapsulatedKey
+        case .nonce: return KindlyKey.nonce
+        case .ciphertext: return KindlyKey.ciphertext
+        }
+    }
+}
+
+/// One member of a version's `kindly` envelope: which member, the length its base64 must decode
+/// to, and whether it must be there.
 package struct EnvelopeField: Sendable {
     /// Whether a member must be there (only `sid` is ever anything but required).
     package enum Presence: Sendable {
@@ -13,9 +34,7 @@ package struct EnvelopeField: Sendable {
         case optional
     }
 
-    package let name: String
-    /// The place of ``name`` in ``EnvelopeRules/memberNames``.
-    package let slot: Int
+    package let member: EnvelopeMember
     package let presence: Presence
     /// The decoded length, or for a ciphertext its tag's length…
     package let byteCount: Int
@@ -23,26 +42,27 @@ package struct EnvelopeField: Sendable {
     /// for a field of fixed length.
     package let block: Int
 
+    /// The member's name in the envelope.
+    package var name: String { member.name }
+
     /// A field of `bytes` decoded bytes.
-    init(_ name: String, bytes: Int, presence: Presence = .required) {
-        self.name = name
-        self.slot = EnvelopeRules.memberNames.firstIndex(of: name)!
+    init(_ member: EnvelopeMember, bytes: Int, presence: Presence = .required) {
+        self.member = member
         self.presence = presence
         self.byteCount = bytes
         self.block = 0
     }
 
     /// A ciphertext: one or more padded blocks of `block` bytes and a tag of `tag` bytes.
-    init(_ name: String, tag: Int, block: Int) {
-        self.name = name
-        self.slot = EnvelopeRules.memberNames.firstIndex(of: name)!
+    init(_ member: EnvelopeMember, tag: Int, block: Int) {
+        self.member = member
         self.presence = .required
         self.byteCount = tag
         self.block = block
     }
 
     /// `v`, which every version has.
-    package static let version = EnvelopeField(KindlyKey.version, bytes: 0)
+    package static let version = EnvelopeField(.version, bytes: 0)
 
     /// Whether `count` decoded bytes are what the field holds.
     package func accepts(_ count: Int) -> Bool {
@@ -71,13 +91,6 @@ package struct EnvelopeRules: Sendable {
     /// decrypt): `n` in versions 1 and 2, the encapsulated key `enc` in version 3 (RFC 9180's
     /// `Encap` draws a new ephemeral key for every message).
     package var delivery: EnvelopeField { nonce ?? ephemeralKey }
-
-    /// Every member name some version reads, `v` first: a field's ``EnvelopeField/slot``. Which
-    /// of them a version reads, and what they hold, is its rules'.
-    package static let memberNames = [
-        KindlyKey.version, KindlyKey.kid, KindlyKey.senderID, KindlyKey.ephemeralPublicKey, KindlyKey.encapsulatedKey, KindlyKey.nonce,
-        KindlyKey.ciphertext,
-    ]
 }
 
 extension WireVersion {

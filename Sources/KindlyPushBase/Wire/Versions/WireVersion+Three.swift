@@ -3,9 +3,9 @@ extension EnvelopeRules {
     /// present, it selects mode_auth), `enc`, `ct`; no `n` (HPKE derives the nonce).
     static let three = EnvelopeRules(
         version: .three,
-        kid: EnvelopeField(KindlyKey.kid, bytes: 8),
-        senderID: EnvelopeField(KindlyKey.senderID, bytes: 8, presence: .optional),
-        ephemeralKey: EnvelopeField(KindlyKey.encapsulatedKey, bytes: 32),
+        kid: EnvelopeField(.kid, bytes: 8),
+        senderID: EnvelopeField(.senderID, bytes: 8, presence: .optional),
+        ephemeralKey: EnvelopeField(.encapsulatedKey, bytes: 32),
         nonce: nil,
-        ciphertext: EnvelopeField(KindlyKey.ciphertext, tag: 16, block: 64))
+        ciphertext: EnvelopeField(.ciphertext, tag: 16, block: 64))
 }

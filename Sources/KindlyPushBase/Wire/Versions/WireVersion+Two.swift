@@ -3,9 +3,9 @@ extension EnvelopeRules {
     /// `epk`, `n`, `ct`.
     static let two = EnvelopeRules(
         version: .two,
-        kid: EnvelopeField(KindlyKey.kid, bytes: 8),
-        senderID: EnvelopeField(KindlyKey.senderID, bytes: 8, presence: .required),
-        ephemeralKey: EnvelopeField(KindlyKey.ephemeralPublicKey, bytes: 32),
-        nonce: EnvelopeField(KindlyKey.nonce, bytes: 24),
-        ciphertext: EnvelopeField(KindlyKey.ciphertext, tag: 16, block: 64))
+        kid: EnvelopeField(.kid, bytes: 8),
+        senderID: EnvelopeField(.senderID, bytes: 8, presence: .required),
+        ephemeralKey: EnvelopeField(.ephemeralPublicKey, bytes: 32),
+        nonce: EnvelopeField(.nonce, bytes: 24),
+        ciphertext: EnvelopeField(.ciphertext, tag: 16, block: 64))
 }
