@@ -418,12 +418,13 @@ final class RedisWorker<C: DocumentCommand> {
         var idleSince = Self.now()
         var idlePoll = RedisTiming.firstIdlePoll
         // Batches read and not known to be committed (the connection broke): committed again
-        // after reconnecting; entries already acknowledged are not written twice.
-        var unconfirmed: [[Entry]] = []
+        // after reconnecting, with the output lines they were given (``PendingCommit``);
+        // entries already acknowledged are not written twice.
+        var unconfirmed: [PendingCommit] = []
         while true {
             do throws(RedisConnectionLost) {
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
-                for entries in unconfirmed { try commit(entries, on: connection) }
+                for pending in unconfirmed { try commit(pending, on: connection) }
                 unconfirmed = []
                 if StopSignals.requested {
                     if !held.isEmpty { Self.note("stopped: \(held.count) entries stay pending for another worker") }
@@ -485,7 +486,7 @@ final class RedisWorker<C: DocumentCommand> {
             })
         let entries = held.filter { ours.contains($0.id) }
         held = []
-        if !entries.isEmpty { try commit(entries, on: connection) }
+        if !entries.isEmpty { try commit(PendingCommit(entries), on: connection) }
         if held.isEmpty {
             let waited = heldSince.map { Self.now() - $0 } ?? 0
             Self.note("the entries left pending were processed after \(waited / 1000) s")
@@ -509,30 +510,30 @@ final class RedisWorker<C: DocumentCommand> {
     /// commit of batch i - 1 (sent after the previous batch). Returns when a read finds nothing
     /// new, when a take-over scan is due, when entries are held for a transient failure, or on
     /// SIGTERM, with every batch committed.
-    private func stream(from first: [Entry], on connection: RedisConnection, unconfirmed: inout [[Entry]]) throws(RedisConnectionLost) {
-        var current = first
-        var committing: [Entry]?
+    private func stream(from first: [Entry], on connection: RedisConnection, unconfirmed: inout [PendingCommit]) throws(RedisConnectionLost)
+    {
+        var current = PendingCommit(first)
+        var committing: PendingCommit?
         while true {
+            prepare(current)
             unconfirmed = [current] + (committing.map { [$0] } ?? [])
-            var arguments = commitArguments(current)
             let prefetches = !StopSignals.requested && Self.now() < nextClaim && held.isEmpty
             if prefetches { try connection.send(readCommand(claiming: false)) }
             // Both replies are read before either is acted on: a NOSCRIPT answer sends commands.
             let committed = committing == nil ? nil : try connection.receive()
             let next = prefetches ? try readEntries(try connection.receive(), on: connection) : []
-            if let committing, let committed { try checkCommit(committed, of: committing, on: connection) }
+            if let committing, let committed { try confirm(committed, of: committing, on: connection) }
             committing = nil
-            unconfirmed = [current] + (next.isEmpty ? [] : [next])
-            arguments[1] = scriptHash
-            try connection.send(arguments)
-            for index in arguments.indices.dropFirst(7) { arguments[index].wipeCapacity() }
-            guard !next.isEmpty else {
-                try checkCommit(try connection.receive(), of: current, on: connection)
+            let following = next.isEmpty ? nil : PendingCommit(next)
+            unconfirmed = [current] + (following.map { [$0] } ?? [])
+            try connection.send(arguments(of: current))
+            guard let following else {
+                try confirm(try connection.receive(), of: current, on: connection)
                 unconfirmed = []
                 return
             }
             committing = current
-            current = next
+            current = following
         }
     }
 
@@ -723,24 +724,61 @@ final class RedisWorker<C: DocumentCommand> {
         return arguments
     }
 
-    /// Processes `entries` and commits them with the script, waiting for the answer.
-    private func commit(_ entries: [Entry], on connection: RedisConnection) throws(RedisConnectionLost) {
-        var arguments = commitArguments(entries)
-        let reply = try connection.command(arguments)
-        for index in arguments.indices.dropFirst(7) { arguments[index].wipeCapacity() }
-        try checkCommit(reply, of: entries, on: connection)
+    /// A batch on its way to the commit script: its entries and, once processed, the script's
+    /// arguments with their output lines, kept until the server confirms the commit. A batch sent
+    /// again (`NOSCRIPT`, a reconnection) is sent with the same lines: no entry is processed
+    /// twice. A reference, so that the one copy of the lines is wiped, once confirmed or when the
+    /// worker lets the batch go.
+    final class PendingCommit {
+        let entries: [Entry]
+        /// `nil` until processed; the first two are `EVALSHA` and the script's hash.
+        var arguments: [[UInt8]]?
+
+        init(_ entries: [Entry]) { self.entries = entries }
+
+        deinit { wipe() }
+
+        /// Zeroes the output lines (and the rest after the script's keys), then lets them go.
+        func wipe() {
+            guard let count = arguments?.count else { return }
+            // In place: a copy of the array would copy each line before zeroing it.
+            for index in (0..<count).dropFirst(7) { arguments![index].wipeCapacity() }
+            arguments = nil
+        }
     }
 
-    /// The commit script's answer for `entries`. `NOSCRIPT` (the server's scripts were flushed:
-    /// nothing ran) loads the scripts again and commits the batch again.
-    private func checkCommit(_ reply: RedisReply, of entries: [Entry], on connection: RedisConnection) throws(RedisConnectionLost) {
+    /// Processes `pending`'s entries, unless that was done.
+    private func prepare(_ pending: PendingCommit) {
+        if pending.arguments == nil { pending.arguments = commitArguments(pending.entries) }
+    }
+
+    /// The script call of `pending` (processed), with the script's current hash.
+    private func arguments(of pending: PendingCommit) -> [[UInt8]] {
+        prepare(pending)
+        pending.arguments![1] = scriptHash
+        return pending.arguments!
+    }
+
+    /// Commits `pending` (processed first unless it was) with the script, waiting for the answer.
+    private func commit(_ pending: PendingCommit, on connection: RedisConnection) throws(RedisConnectionLost) {
+        let reply = try connection.command(arguments(of: pending))
+        try confirm(reply, of: pending, on: connection)
+    }
+
+    /// The commit script's answer for `pending`. `NOSCRIPT` (the server's scripts were flushed:
+    /// nothing ran) loads the scripts again and sends the same batch again; the lines are wiped
+    /// once the script ran.
+    private func confirm(_ reply: RedisReply, of pending: PendingCommit, on connection: RedisConnection) throws(RedisConnectionLost) {
         if let message = reply.errorMessage, message.hasPrefix("NOSCRIPT") {
             try reloadScripts(on: connection)
-            try commit(entries, on: connection)
+            try commit(pending, on: connection)
             return
         }
+        // Another error: the connection is given up and the batch, lines and all, sent again.
         if let message = reply.errorMessage { try serverError(message) }
+        pending.wipe()
         // Entries another worker took over and committed first (this one stalled): not written.
+        let entries = pending.entries
         let committed = entries.count - entries.filter { entry in held.contains { $0.id == entry.id } }.count
         if case .integer(let written) = reply, written < committed {
             Self.note(
