@@ -29,7 +29,9 @@ struct SendWorkerCommand: DocumentCommand {
     init(sender: APNsSender, deadLetters: Bool) {
         box = Box(sender)
         self.deadLetters = deadLetters
-        stream = try! StreamOptions(ParsedArguments.parse(["--jsonl"], specs: StreamOptions.specs, command: Self.name), command: Self.name)
+        // One entry at a time: the sender is one HTTP/2 connection, used from this thread only.
+        stream = try! StreamOptions(
+            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.specs, command: Self.name), command: Self.name)
     }
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).

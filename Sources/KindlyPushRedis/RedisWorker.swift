@@ -157,8 +157,9 @@ final class RedisWorker<C: DocumentCommand> {
     private var connection: RedisConnection?
     private var scriptHash: [UInt8] = []
     private var readHash: [UInt8] = []
-    private var scratch: C.Scratch
-    private var batch = LineBatchReader.Batch()
+    /// `--jobs N`: the entries of a batch are processed on N threads (none for 1: this one), in
+    /// chunks, and their lines taken back in order.
+    private let runner: OrderedBatchRunner<EntryWork<C>>
     private var lines: [UInt8] = []
     private var claimCursor = Array("0-0".utf8)
     private var nextClaim = 0
@@ -180,12 +181,14 @@ final class RedisWorker<C: DocumentCommand> {
         deadLetter = Array((options.deadLetter ?? options.output).utf8)
         consumer = Array((options.consumer ?? Self.defaultConsumer()).utf8)
         blockMilliseconds = max(10, min(1000, options.claimIdle, options.exitWhenIdle ?? 1000))
-        scratch = command.makeScratch()
+        let jobs = command.stream.jobs
+        runner = OrderedBatchRunner(
+            EntryWork(command: command), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: 1, maximumBatchLines: options.batch,
+            chunkLines: max(1, min(StreamBatching.chunkLines, (options.batch + jobs - 1) / jobs)))
     }
 
     deinit {
-        command.wipe(&scratch)
-        batch.bytes.wipeCapacity()
+        runner.finish()
         lines.wipeCapacity()
     }
 
@@ -652,13 +655,31 @@ final class RedisWorker<C: DocumentCommand> {
         case transient(String)
     }
 
-    /// The output line of each entry, as `--jsonl` prints it (without its newline).
+    /// The output line of each entry, as `--jsonl` prints it (without its newline), into
+    /// ``lines``. The entries' documents are one batch of the runner: with `--jobs N` its chunks
+    /// are processed on N threads, and the lines come back in the entries' order.
     private func process(_ entries: [Entry]) -> [Result] {
-        batch.bytes.removeAll(keepingCapacity: true)
-        batch.lines.removeAll(keepingCapacity: true)
         lines.removeAll(keepingCapacity: true)
+        guard let slot = runner.takeFreeSlot() else { preconditionFailure("the worker's one batch is in flight") }
+        slot.batch.bytes.removeAll(keepingCapacity: true)
+        slot.batch.lines.removeAll(keepingCapacity: true)
+        for entry in entries where entry.problem == nil {
+            if let document = entry.document, document.count <= command.inputLimit {
+                let start = slot.batch.bytes.count
+                slot.batch.bytes += document
+                slot.batch.lines.append(.text(start..<slot.batch.bytes.count))
+            } else {
+                slot.batch.lines.append(.oversized)
+            }
+        }
+        var processed = slot
+        if !slot.batch.lines.isEmpty {
+            runner.publish(slot)
+            processed = runner.waitForOldest()
+        }
         var results: [Result] = []
         results.reserveCapacity(entries.count)
+        var line = 0
         for entry in entries {
             let start = lines.count
             var failure: (code: ErrorCode, message: String)?
@@ -666,21 +687,14 @@ final class RedisWorker<C: DocumentCommand> {
                 failure = (problem.code, problem.message)
                 JSONWriter.write(problem.jsonObject, to: &lines)
             } else {
-                batch.bytes.removeAll(keepingCapacity: true)
-                batch.lines.removeAll(keepingCapacity: true)
-                if let document = entry.document, document.count <= command.inputLimit {
-                    batch.bytes += document
-                    batch.lines.append(.text(0..<document.count))
-                } else {
-                    batch.lines.append(.oversized)
-                }
-                let outcome = DocumentRunner.appendOutputLine(for: batch, at: 0, command: command, scratch: &scratch, to: &lines)
-                lines.removeLast()
+                let chunk = line / processed.chunkLines
+                let (range, outcome) = processed[chunk].lines[line - chunk * processed.chunkLines]
+                line += 1
                 if outcome.isTransient {
-                    lines.removeSubrange(start...)
                     results.append(.transient(outcome.message))
                     continue
                 }
+                lines += processed[chunk].bytes[range]
                 if let code = outcome.error { failure = (code, outcome.message) }
             }
             if let failure, options.deadLetter != nil {
@@ -690,7 +704,10 @@ final class RedisWorker<C: DocumentCommand> {
                 results.append(.output(start..<lines.count, failure?.code))
             }
         }
-        batch.bytes.wipeCapacity()
+        // The plaintexts and documents of the batch are zeroed as soon as they are copied.
+        for chunk in 0..<processed.chunkCount { processed[chunk].bytes.wipeCapacity() }
+        processed.batch.bytes.wipeCapacity()
+        runner.giveBack(processed)
         return results
     }
 
@@ -784,6 +801,34 @@ final class RedisWorker<C: DocumentCommand> {
             Self.note(
                 "\(committed - written) of \(committed) entries were already committed (taken over by another worker): not written again"
             )
+        }
+    }
+}
+
+/// What the runner's threads do for a worker: each entry's output line (as `--jsonl` writes it,
+/// without its newline) into its chunk's buffer, and where it is with what it was.
+struct EntryWork<C: DocumentCommand>: BatchWork {
+    let command: C
+    typealias Scratch = C.Scratch
+
+    struct Output {
+        var bytes: [UInt8] = []
+        var lines: [(range: Range<Int>, outcome: DocumentRunner.LineOutcome)] = []
+    }
+
+    func makeScratch() -> C.Scratch { command.makeScratch() }
+    func wipe(_ scratch: inout C.Scratch) { command.wipe(&scratch) }
+    func makeOutput() -> Output { Output() }
+    func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
+
+    func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout C.Scratch, into output: inout Output) {
+        output.bytes.removeAll(keepingCapacity: true)
+        output.lines.removeAll(keepingCapacity: true)
+        for index in lines {
+            let start = output.bytes.count
+            let outcome = DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output.bytes)
+            output.bytes.removeLast()
+            output.lines.append((start..<output.bytes.count, outcome))
         }
     }
 }

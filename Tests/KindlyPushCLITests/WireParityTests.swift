@@ -142,6 +142,8 @@ struct WireParityTests {
         return output.stdout
     }
 
+    /// Version 1's worker processes one entry at a time, the others two at once (`--jobs 2`):
+    /// the same outputs in the same order.
     @Test(
         "Redis workers: every case through decrypt, --apply and route --redis, as version 1 (check has no --redis)",
         .enabled(if: redis != nil, "needs tools/with-redis"))
@@ -164,7 +166,7 @@ struct WireParityTests {
                     arguments + reader(sealing) + [
                         "--redis", "redis://127.0.0.1:\(redis.port)", "--from", name + ":in", "--group", "g", "--to", name + ":out",
                         "--exit-when-idle", "300",
-                    ]
+                    ] + (sealing == .one ? [] : ["--jobs", "2"])
                 let worker = try CLI.run(command, stdin: "", environment: ["KINDLY_PUSH_REDIS_PASSWORD": redis.password])
                 #expect(worker.status == 0, "\(frontEnd), \(sealing.rawValue): \(worker.stderr)")
                 // `--raw` prints each entry as its id, then field and value lines: "doc", the

@@ -183,7 +183,8 @@ package struct StreamOptions: Sendable {
 
     /// `--jsonl` given.
     package let isLineMode: Bool
-    /// `--jobs N` (lines processed at once); 1 is strictly sequential. Defaults to the number of cores.
+    /// `--jobs N` (lines processed at once); 1 is strictly sequential. Defaults to the number of
+    /// cores, or 1 for a `--redis` worker.
     package let jobs: Int
     /// The files to read, in order, as one stream; empty means standard input.
     package let inputs: [String]
@@ -206,8 +207,8 @@ package struct StreamOptions: Sendable {
             for key in [Self.jsonl, Self.summary] where arguments[key] {
                 throw usage("--redis reads entries, not lines: give no '\(key.name)'")
             }
-            for key: any OptionKey in [Self.output, Self.jobs] where arguments.isGiven(key) {
-                throw usage("--redis writes to its output stream, one entry at a time: give no '\(key.name)' (run one worker per core)")
+            if arguments.isGiven(Self.output) {
+                throw usage("--redis writes to its output stream: give no '\(Self.output.name)'")
             }
             if !arguments.positionals.isEmpty { throw usage("--redis reads its input stream: give no files") }
         }
@@ -220,8 +221,9 @@ package struct StreamOptions: Sendable {
         if !isLineMode, inputs.count > 1 { throw usage("one document is one file: give --jsonl to read several files as one stream") }
         if showsSummary, !isLineMode { throw usage("'\(Self.summary.name)' goes with --jsonl") }
         if outputPath?.isEmpty == true { throw usage("'\(Self.output.name)' takes a path") }
+        // A worker processes one entry at a time unless told otherwise: several run per host.
         guard arguments.isGiven(Self.jobs) else {
-            jobs = DocumentRunner.coreCount
+            jobs = redis == nil ? DocumentRunner.coreCount : 1
             return
         }
         guard let count = arguments[Self.jobs], (1...256).contains(count) else {

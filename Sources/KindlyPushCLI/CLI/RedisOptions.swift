@@ -72,7 +72,8 @@ package struct RedisOptions: Sendable, Equatable {
     package static let url = Option<String>(
         "--redis", "URL",
         "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
-            + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning)."
+            + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning); "
+            + "with --jobs N, N entries of a batch at once (default: 1)."
     )
     package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(
