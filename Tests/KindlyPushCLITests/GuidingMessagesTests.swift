@@ -6,6 +6,9 @@ import Testing
 /// Messages that say what to do (issue 24), through the real binary.
 @Suite("kindly-push messages that say what to do")
 struct GuidingMessagesTests {
+    /// A device public key to seal for.
+    static let sealingKey = DeviceKey.generate().publicKey.base64URL
+
     /// A push pretty-printed as `jq .` writes it: 17 lines.
     static let prettyPush = """
         {
@@ -32,7 +35,10 @@ struct GuidingMessagesTests {
         "a pretty-printed document in --jsonl: one output line per input line, the first naming jq -c, and one note on stderr",
         arguments: [
             ["decrypt", "--keyring", "file", "--jsonl"], ["check", "--jsonl", "--jobs", "1"],
-            ["route", "--app-state", "background", "--jsonl", "--jobs", "2"],
+            ["route", "--app-state", "background", "--jsonl", "--jobs", "2"], ["decrypt", "--keyring", "file", "--jsonl", "--apply"],
+            // Every reader of a line knows it from the reading that failed (issue 35: no line is
+            // read twice): the sealers' fast paths too.
+            ["seal", "--public-key", sealingKey, "--jsonl"], ["seal", "--recipients-inline", "--jsonl"],
         ])
     func prettyPrintedLines(_ arguments: [String]) throws {
         let output = try CLI.run(arguments, stdin: Self.prettyPush + Self.prettyPush)

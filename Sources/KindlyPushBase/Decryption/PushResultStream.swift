@@ -320,7 +320,8 @@ extension PushStreamResult {
 /// Why an input document is not a JSON object: the `bad_input` message of cli.md.
 package struct InputProblem: Error, Sendable {
     package let message: String
-    /// The line is the start of a JSON object or array that its end cuts short.
+    /// The text is the start of a JSON object or array that its end cuts short: with `lines`,
+    /// the message is ``PushStreamResult/spreadDocumentAdvice``.
     package let endsInsideDocument: Bool
 }
 
@@ -360,8 +361,9 @@ extension JSONReader {
         switch error.kind {
         case .invalidUTF8: return InputProblem(message: "the \(what) is not UTF-8 (\(error))", endsInsideDocument: false)
         case .empty: return InputProblem(message: "the \(what) is empty", endsInsideDocument: false)
-        case .unexpectedEnd where lines && startsDocument(bytes):
-            return InputProblem(message: PushStreamResult.spreadDocumentAdvice, endsInsideDocument: true)
+        case .unexpectedEnd where startsDocument(bytes):
+            return InputProblem(
+                message: lines ? PushStreamResult.spreadDocumentAdvice : "the \(what) is not JSON: \(error)", endsInsideDocument: true)
         default: return InputProblem(message: "the \(what) is not JSON: \(error)", endsInsideDocument: false)
         }
     }

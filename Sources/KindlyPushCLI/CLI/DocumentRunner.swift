@@ -273,9 +273,8 @@ package enum DocumentRunner {
         } catch {
             output.removeSubrange(start...)
             var error = error
-            if error.code == .badInput, case .text(let range) = batch.lines[index],
-                batch.bytes.withUnsafeBytes({ StandardInput.endsInsideDocument(UnsafeRawBufferPointer(rebasing: $0[range])) })
-            {
+            // Known from the reading that failed: the line is not read again.
+            if error.endsInsideDocument {
                 outcome.spread = true
                 error = CLIError(.badInput, spreadDocumentAdvice)
             }

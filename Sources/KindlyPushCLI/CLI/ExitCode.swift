@@ -65,10 +65,19 @@ package struct CLIError: Error, Sendable {
     /// Whether asking again later may succeed (a locked or unreachable keyring): a Redis worker
     /// leaves such an entry pending and backs off instead of answering it.
     package var isTransient = false
+    /// A `bad_input` text that is the start of a JSON object or array its end cuts short: in
+    /// `--jsonl`, a document pretty-printed over several lines (``InputProblem``).
+    package var endsInsideDocument = false
 
     package init(_ code: ErrorCode, _ message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// The `bad_input` error of an input that is no JSON object.
+    package init(_ problem: InputProblem) {
+        self.init(.badInput, problem.message)
+        endsInsideDocument = problem.endsInsideDocument
     }
 
     package init(_ failure: DecryptionFailure) {

@@ -45,7 +45,7 @@ package struct DecryptCommand: DocumentCommand {
         guard !applies else { return try process(bytes: bytes, into: &output) }
         let outcome = scratch.decrypt(bytes, appendingTo: &output)
         if case .failed(let failure) = outcome { throw CLIError(failure) }
-        if let problem = outcome.inputProblem(in: bytes, lines: false) { throw CLIError(.badInput, problem.message) }
+        if let problem = outcome.inputProblem(in: bytes, lines: false) { throw CLIError(problem) }
         return .success
     }
 

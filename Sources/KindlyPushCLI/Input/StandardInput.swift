@@ -44,20 +44,6 @@ package enum StandardInput {
         return [UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<length]))
     }
 
-    /// Whether `line` is the start of a JSON object or array that the line's end cuts short (`{`
-    /// alone, as `jq .` writes a document over several lines).
-    package static func endsInsideDocument(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard let first = line.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }),
-            first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
-        else { return false }
-        do {
-            _ = try JSONReader.parse(line)
-            return false
-        } catch {
-            return error.kind == .unexpectedEnd
-        }
-    }
-
     /// On a terminal, says on standard error that input is awaited: a command run with nothing
     /// piped in would otherwise wait in silence.
     package static func noteIfTerminal(lineMode: Bool) {
@@ -72,7 +58,7 @@ package enum StandardInput {
     package static func parseObject(_ bytes: UnsafeRawBufferPointer, what: String = "input") throws(CLIError) -> JSONValue {
         switch JSONReader.parseInputObject(bytes, what: what) {
         case .success(let value): return value
-        case .failure(let problem): throw CLIError(.badInput, problem.message)
+        case .failure(let problem): throw CLIError(problem)
         }
     }
 }

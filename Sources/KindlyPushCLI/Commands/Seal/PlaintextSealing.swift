@@ -59,8 +59,8 @@ package enum PlaintextSealing {
         switch outcome {
         case .sealed: return .success
         case .failed(let error): throw CLIError(.badInput, error.description)
-        case .notJSON(let error): throw CLIError(.badInput, JSONReader.inputProblem(error, in: input, what: "input", lines: false).message)
-        case .notObject(let kind): throw CLIError(.badInput, JSONReader.inputProblem(notObject: kind, what: "input").message)
+        case .notJSON(let error): throw CLIError(JSONReader.inputProblem(error, in: input, what: "input", lines: false))
+        case .notObject(let kind): throw CLIError(JSONReader.inputProblem(notObject: kind, what: "input"))
         }
     }
 }
