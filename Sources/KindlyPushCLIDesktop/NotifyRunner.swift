@@ -585,8 +585,8 @@ struct FollowedInput: ~Copyable {
     private var watch: Int32 = -1
     private var isRegularFile = false
     private var offset: Int64 = 0
-    private var pending: [UInt8] = []
-    private var pendingOversized = false
+    private var splitter = LineSplitter(maximumLineLength: StandardInput.maximumDocumentSize)
+    private var batch = LineBatchReader.Batch()
     private(set) var isAtEnd = false
 
     init(_ source: Source, follows: Bool) throws(CLIError) {
@@ -699,10 +699,10 @@ struct FollowedInput: ~Copyable {
     /// For a FILE: its device and inode, and the offset where the lines handed on so far end
     /// (`nil` while an oversized line is being skipped, or for standard input and a FIFO).
     var position: SQLiteDeduplicator.FollowPosition? {
-        guard isRegularFile, !pendingOversized else { return nil }
+        guard isRegularFile, !splitter.isInOversizedLine else { return nil }
         var status = stat()
         guard fstat(file, &status) == 0 else { return nil }
-        return .init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), offset: offset - Int64(pending.count))
+        return .init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), offset: offset - Int64(splitter.partialLineCount))
     }
 
     /// Goes on from `position` when it is this FILE's (same device and inode) and within it
@@ -766,7 +766,7 @@ struct FollowedInput: ~Copyable {
                 // Truncated (copytruncate): read it again from the start.
                 lseek(file, 0, SEEK_SET)
                 offset = 0
-                pending.removeAll()
+                splitter.discardPartialLine()
                 unread = try !drain(into: &lines)
             }
         }
@@ -793,35 +793,29 @@ struct FollowedInput: ~Copyable {
                 // The end of a FILE or a FIFO is only the end of what was written so far.
                 if isRegularFile || fifoWriter >= 0 { return true }
                 isAtEnd = true
-                if !pending.isEmpty || pendingOversized { lines.append(takePending()) }
+                splitter.finish(into: &batch)
+                takeBatch(into: &lines)
                 return true
             }
             offset += Int64(count)
             var start = 0
-            for index in 0..<count where chunk[index] == 0x0A {
-                append(chunk[start..<index])
-                lines.append(takePending())
-                start = index + 1
+            chunk.withUnsafeBytes { raw in
+                let bytes = UnsafeRawBufferPointer(rebasing: raw[..<count])
+                while splitter.takeLine(from: bytes, start: &start, into: &batch) {}
             }
-            append(chunk[start..<count])
+            takeBatch(into: &lines)
         }
     }
 
-    private mutating func append(_ bytes: ArraySlice<UInt8>) {
-        guard !pendingOversized else { return }
-        if pending.count + bytes.count > StandardInput.maximumDocumentSize {
-            pendingOversized = true
-            pending.removeAll()
-        } else {
-            pending.append(contentsOf: bytes)
+    /// The lines the splitter put in ``batch``, each its own bytes.
+    private mutating func takeBatch(into lines: inout [Line]) {
+        for line in batch.lines {
+            switch line {
+            case .oversized: lines.append(.oversized)
+            case .text(let range): lines.append(.text(Array(batch.bytes[range])))
+            }
         }
-    }
-
-    private mutating func takePending() -> Line {
-        defer {
-            pending.removeAll(keepingCapacity: true)
-            pendingOversized = false
-        }
-        return pendingOversized ? .oversized : .text(pending)
+        batch.bytes.wipeCapacity()
+        batch.lines.removeAll(keepingCapacity: true)
     }
 }

@@ -153,31 +153,23 @@ public struct PushLines<Chunks: AsyncSequence & Sendable>: AsyncSequence, Sendab
         var chunks: Chunks.AsyncIterator
         var chunk: [UInt8] = []
         var start = 0
-        var pending: [UInt8] = []
-        var pendingStarted = false
+        /// The command's splitter, lines over 64 KiB cut to 64 KiB and one byte.
+        var splitter = LineSplitter(maximumLineLength: WireFormat.maximumInputSize, oversized: .cut)
+        var line = LineBatchReader.Batch()
         var ended = false
+
+        init(chunks: Chunks.AsyncIterator) {
+            self.chunks = chunks
+        }
 
         /// The next line, or `nil` at the end of the input.
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(Chunks.Failure) -> [UInt8]? {
-            let limit = WireFormat.maximumInputSize + 1
+            line.bytes.removeAll(keepingCapacity: true)
+            line.lines.removeAll(keepingCapacity: true)
             while !ended {
                 if start < chunk.count {
-                    if let newline = chunk[start...].firstIndex(of: 0x0A) {
-                        let line: [UInt8]
-                        if pendingStarted {
-                            pending.append(contentsOf: chunk[start..<Swift.min(newline, start + Swift.max(0, limit - pending.count))])
-                            line = pending
-                            pending.removeAll(keepingCapacity: true)
-                            pendingStarted = false
-                        } else {
-                            line = Array(chunk[start..<Swift.min(newline, start + limit)])
-                        }
-                        start = newline + 1
-                        return line
-                    }
-                    pendingStarted = true
-                    pending.append(contentsOf: chunk[start..<Swift.min(chunk.count, start + Swift.max(0, limit - pending.count))])
-                    start = chunk.count
+                    let ended = chunk.withUnsafeBytes { splitter.takeLine(from: $0, start: &start, into: &line) }
+                    if ended { return takeLine() }
                     continue
                 }
                 guard let next = try await chunks.next(isolation: actor) else {
@@ -187,10 +179,13 @@ public struct PushLines<Chunks: AsyncSequence & Sendable>: AsyncSequence, Sendab
                 chunk = next
                 start = 0
             }
-            guard pendingStarted else { return nil }
-            pendingStarted = false
-            defer { pending = [] }
-            return pending
+            return splitter.finish(into: &line) ? takeLine() : nil
+        }
+
+        /// The one line in ``line``.
+        private func takeLine() -> [UInt8] {
+            guard case .text(let range) = line.lines[0] else { return [] }
+            return Array(line.bytes[range])
         }
 
         /// The next line, or `nil` at the end of the input.

@@ -28,15 +28,11 @@ package struct LineBatchReader: ~Copyable {
     private let descriptors: [Int32]
     private var current = 0
     private var descriptor: Int32 { descriptors[current] }
-    private let maximumLineLength: Int
     private var chunk: [UInt8]
     private var chunkStart = 0
     private var chunkEnd = 0
     private var endOfInput = false
-    /// The current line's bytes so far, when it spans chunks.
-    private var pending: [UInt8] = []
-    private var pendingOversized = false
-    private var pendingStarted = false
+    private var splitter: LineSplitter
 
     /// A reader of `descriptor` (not closed by the reader) whose lines over `maximumLineLength`
     /// bytes are oversized, reading `chunkSize` bytes at a time.
@@ -50,12 +46,12 @@ package struct LineBatchReader: ~Copyable {
         precondition(chunkSize > 0, "the chunk size must be positive")
         precondition(!descriptors.isEmpty, "there must be a descriptor to read")
         self.descriptors = descriptors
-        self.maximumLineLength = maximumLineLength
+        self.splitter = LineSplitter(maximumLineLength: maximumLineLength)
         self.chunk = [UInt8](repeating: 0, count: chunkSize)
     }
 
     /// Whether the input has ended and every line has been returned.
-    package var isAtEnd: Bool { endOfInput && chunkStart == chunkEnd && !pendingStarted }
+    package var isAtEnd: Bool { endOfInput && chunkStart == chunkEnd && !splitter.hasPartialLine }
 
     /// Whether the next read would wait: nothing is buffered, the input has not ended, and the
     /// descriptor has nothing to read right now (`poll` with no timeout). A live filter writes
@@ -91,62 +87,20 @@ package struct LineBatchReader: ~Copyable {
                 try refill()
                 if chunkStart == chunkEnd {
                     // End of input: a final line without a newline still counts.
-                    if pendingStarted { finishLine(into: &batch) }
+                    splitter.finish(into: &batch)
                     break
                 }
             }
-            let newline = chunk.withUnsafeBytes { raw -> Int? in
-                let start = raw.baseAddress! + chunkStart
-                guard let found = memchr(start, 0x0A, chunkEnd - chunkStart) else { return nil }
-                return chunkStart + (UnsafeRawPointer(found) - UnsafeRawPointer(start))
+            chunk.withUnsafeBytes { raw in
+                _ = splitter.takeLine(from: UnsafeRawBufferPointer(rebasing: raw[..<chunkEnd]), start: &chunkStart, into: &batch)
             }
-            if let newline, !pendingStarted {
-                // The whole line is in the chunk: straight into the batch.
-                if newline - chunkStart > maximumLineLength {
-                    batch.lines.append(.oversized)
-                } else {
-                    let start = batch.bytes.count
-                    batch.bytes.append(contentsOf: chunk[chunkStart..<newline])
-                    batch.lines.append(.text(start..<batch.bytes.count))
-                }
-                chunkStart = newline + 1
-                continue
-            }
-            let end = newline ?? chunkEnd
-            appendToPending(chunkStart..<end)
-            chunkStart = newline.map { $0 + 1 } ?? chunkEnd
-            if newline != nil { finishLine(into: &batch) }
         }
-    }
-
-    private mutating func appendToPending(_ range: Range<Int>) {
-        pendingStarted = true
-        guard !pendingOversized else { return }
-        if pending.count + range.count > maximumLineLength {
-            pendingOversized = true
-            pending.removeAll(keepingCapacity: true)
-            return
-        }
-        pending.append(contentsOf: chunk[range])
-    }
-
-    private mutating func finishLine(into batch: inout Batch) {
-        if pendingOversized {
-            batch.lines.append(.oversized)
-        } else {
-            let start = batch.bytes.count
-            batch.bytes.append(contentsOf: pending)
-            batch.lines.append(.text(start..<batch.bytes.count))
-        }
-        pending.removeAll(keepingCapacity: true)
-        pendingOversized = false
-        pendingStarted = false
     }
 
     /// Zeroes the reader's buffers (what it read last may be a plaintext, for `seal`).
     package mutating func wipe() {
         chunk.wipeCapacity()
-        pending.wipeCapacity()
+        splitter.wipe()
     }
 
     private mutating func refill() throws(Errno) {
