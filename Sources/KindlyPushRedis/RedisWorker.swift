@@ -159,7 +159,7 @@ final class RedisWorker<C: DocumentCommand> {
     private var readHash: [UInt8] = []
     /// `--jobs N`: the entries of a batch are processed on N threads (none for 1: this one), in
     /// chunks, and their lines taken back in order.
-    private let runner: OrderedBatchRunner<EntryWork<C>>
+    private let runner: OrderedBatchRunner<DocumentRunner.LineWork<C>>
     private var lines: [UInt8] = []
     private var claimCursor = Array("0-0".utf8)
     private var nextClaim = 0
@@ -183,7 +183,8 @@ final class RedisWorker<C: DocumentCommand> {
         blockMilliseconds = max(10, min(1000, options.claimIdle, options.exitWhenIdle ?? 1000))
         let jobs = command.stream.jobs
         runner = OrderedBatchRunner(
-            EntryWork(command: command), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: 1, maximumBatchLines: options.batch,
+            DocumentRunner.LineWork(command: command, keepsLines: true), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: 1,
+            maximumBatchLines: options.batch,
             chunkLines: max(1, min(StreamBatching.chunkLines, (options.batch + jobs - 1) / jobs)))
     }
 
@@ -801,34 +802,6 @@ final class RedisWorker<C: DocumentCommand> {
             Self.note(
                 "\(committed - written) of \(committed) entries were already committed (taken over by another worker): not written again"
             )
-        }
-    }
-}
-
-/// What the runner's threads do for a worker: each entry's output line (as `--jsonl` writes it,
-/// without its newline) into its chunk's buffer, and where it is with what it was.
-struct EntryWork<C: DocumentCommand>: BatchWork {
-    let command: C
-    typealias Scratch = C.Scratch
-
-    struct Output {
-        var bytes: [UInt8] = []
-        var lines: [(range: Range<Int>, outcome: DocumentRunner.LineOutcome)] = []
-    }
-
-    func makeScratch() -> C.Scratch { command.makeScratch() }
-    func wipe(_ scratch: inout C.Scratch) { command.wipe(&scratch) }
-    func makeOutput() -> Output { Output() }
-    func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
-
-    func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout C.Scratch, into output: inout Output) {
-        output.bytes.removeAll(keepingCapacity: true)
-        output.lines.removeAll(keepingCapacity: true)
-        for index in lines {
-            let start = output.bytes.count
-            let outcome = DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output.bytes)
-            output.bytes.removeLast()
-            output.lines.append((start..<output.bytes.count, outcome))
         }
     }
 }

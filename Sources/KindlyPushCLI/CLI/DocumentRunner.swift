@@ -144,33 +144,46 @@ package enum DocumentRunner {
     }
 
     /// What the runner's threads do for a command: each chunk's output lines into its buffer.
-    private struct LineWork<C: DocumentCommand>: BatchWork {
+    package struct LineWork<C: DocumentCommand>: BatchWork {
         let command: C
         /// `--summary`: each line's outcome is counted.
         let counts: Bool
-        typealias Scratch = C.Scratch
+        /// A Redis worker's: where each line's output is (without its newline), and what it was.
+        let keepsLines: Bool
+        package typealias Scratch = C.Scratch
 
-        struct Output {
-            var bytes: [UInt8] = []
+        package init(command: C, counts: Bool = false, keepsLines: Bool = false) {
+            self.command = command
+            self.counts = counts
+            self.keepsLines = keepsLines
+        }
+
+        package struct Output {
+            package var bytes: [UInt8] = []
             /// A line of the chunk was a document that went on past its line.
             var spread = false
             /// The outcome of each line, for `--summary`.
             var outcomes = ResultCounts()
+            /// With ``keepsLines``: each line's output in ``bytes``, without its newline, and what it was.
+            package var lines: [(range: Range<Int>, outcome: LineOutcome)] = []
         }
 
-        func makeScratch() -> C.Scratch { command.makeScratch() }
-        func wipe(_ scratch: inout C.Scratch) { command.wipe(&scratch) }
-        func makeOutput() -> Output { Output() }
-        func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
+        package func makeScratch() -> C.Scratch { command.makeScratch() }
+        package func wipe(_ scratch: inout C.Scratch) { command.wipe(&scratch) }
+        package func makeOutput() -> Output { Output() }
+        package func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
 
-        func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout C.Scratch, into output: inout Output) {
+        package func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout C.Scratch, into output: inout Output) {
             output.bytes.removeAll(keepingCapacity: true)
             output.spread = false
             output.outcomes.removeAll()
+            output.lines.removeAll(keepingCapacity: true)
             for index in lines {
+                let start = output.bytes.count
                 let line = DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output.bytes)
                 output.spread = line.spread || output.spread
                 if counts { output.outcomes.count(line.error) }
+                if keepsLines { output.lines.append((start..<output.bytes.count - 1, line)) }
             }
         }
     }
