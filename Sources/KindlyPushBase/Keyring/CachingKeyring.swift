@@ -117,7 +117,7 @@ public final class CachingKeyring: Keyring {
 
     public func key(for kid: KeyID) throws(KeyringError) -> DeviceKey {
         if let known = remembered(kid) { return try known.get() }
-        return try lookups.withLock { (_) throws(KeyringError) -> DeviceKey in
+        return try lookups.whileLocked { () throws(KeyringError) -> DeviceKey in
             // Another thread may have had the answer while this one waited.
             if let known = remembered(kid, checking: false) { return try known.get() }
             let generation = state.withLock { $0.generation }
@@ -287,7 +287,7 @@ public final class CachingKeyring: Keyring {
     public func pinnedSenders() throws(KeyringError) -> [PinnedSender] {
         followChangesIfDue()
         if let pinned = state.withLock({ $0.senders }) { return pinned }
-        return try lookups.withLock { (_) throws(KeyringError) -> [PinnedSender] in
+        return try lookups.whileLocked { () throws(KeyringError) -> [PinnedSender] in
             let (cached, generation) = state.withLock { ($0.senders, $0.generation) }
             if let cached { return cached }
             let now = clock.now
