@@ -63,7 +63,9 @@ extension KindlyNotificationHandler {
     public func devicePresentation(for userInfo: JSONValue, placeholder: KindlyPushSealer.Placeholder = .default) -> DevicePresentation {
         let (decision, resolution) = KindlyPushRouter.evaluate(
             userInfo: userInfo, context: context(appState: appState), decryption: decryption)
-        let envelope = KindlyNotificationHandler.envelopeIdentity(userInfo)
+        // The envelope is found once, for both identities.
+        let found = KindlyNotificationHandler.envelopeAndRules(userInfo)
+        let envelope = KindlyNotificationHandler.envelopeIdentity(found)
         switch decision.presentation {
         case .banner:
             guard let chatId = decision.chatId, let title = decision.title, let body = decision.body else {
@@ -79,7 +81,7 @@ extension KindlyNotificationHandler {
                 decision: decision,
                 content: .banner(
                     title: NotificationText.cleaned(title), body: NotificationText.cleaned(body, keepsLines: true), chatId: chatId),
-                messageIdentity: KindlyNotificationHandler.messageIdentity(userInfo, messageID: messageID), envelopeIdentity: envelope)
+                messageIdentity: KindlyNotificationHandler.messageIdentity(found, messageID: messageID), envelopeIdentity: envelope)
         case .placeholder:
             var text = placeholder
             let alert = NotificationContent(userInfo: userInfo)
@@ -111,11 +113,12 @@ extension KindlyNotificationHandler {
         }
     }
 
-    /// `kid` and `n` of the first envelope, length-prefixed; `nil` without them.
-    static func envelopeIdentity(_ userInfo: JSONValue) -> [UInt8]? {
+    /// `kid` and `n` of the first envelope (``envelopeAndRules(_:)``), length-prefixed; `nil`
+    /// without them.
+    static func envelopeIdentity(_ found: (JSONObject, EnvelopeRules)?) -> [UInt8]? {
         // The members come from the version's rules (Wire/Versions): `kid`, and the one that is
         // new for every sealing (`n`, or version 3's `enc`).
-        guard let (envelope, rules) = envelopeAndRules(userInfo), let kid = envelope[rules.kid.name]?.stringValue,
+        guard let (envelope, rules) = found, let kid = envelope[rules.kid.name]?.stringValue,
             let delivery = envelope[rules.delivery.name]?.stringValue
         else { return nil }
         var bytes: [UInt8] = [2]
@@ -125,9 +128,9 @@ extension KindlyNotificationHandler {
     }
 
     /// `kid` with the message id, or the envelope identity without one.
-    static func messageIdentity(_ userInfo: JSONValue, messageID: String?) -> [UInt8]? {
-        guard let messageID else { return envelopeIdentity(userInfo) }
-        guard let (envelope, rules) = envelopeAndRules(userInfo), let kid = envelope[rules.kid.name]?.stringValue else {
+    static func messageIdentity(_ found: (JSONObject, EnvelopeRules)?, messageID: String?) -> [UInt8]? {
+        guard let messageID else { return envelopeIdentity(found) }
+        guard let (envelope, rules) = found, let kid = envelope[rules.kid.name]?.stringValue else {
             return nil
         }
         var bytes: [UInt8] = [1]
@@ -139,7 +142,7 @@ extension KindlyNotificationHandler {
     /// The push's envelope and the rules of the version it names (a placeholder's envelope may
     /// name none: it is read with version 1's, as before version 3 existed); `nil` for a push
     /// that is not Kindly's.
-    private static func envelopeAndRules(_ userInfo: JSONValue) -> (JSONObject, EnvelopeRules)? {
+    static func envelopeAndRules(_ userInfo: JSONValue) -> (JSONObject, EnvelopeRules)? {
         guard let envelope = SealedEnvelope.envelopes(in: userInfo).first else { return nil }
         let number = TreeEnvelopeMembers(object: envelope).integer(.version, in: 1...3)
         return (envelope, number.flatMap { WireVersion(rawValue: Int($0)) }?.rules ?? .one)
