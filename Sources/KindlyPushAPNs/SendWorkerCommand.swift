@@ -34,7 +34,7 @@ struct SendWorkerCommand: DocumentCommand {
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        throw CLIError(.io, "'send --redis' runs in \(SendBinary.name)")
+        throw CLIError(.io, "'send --redis' runs in \(SiblingBinary.send.name)")
     }
 
     /// Sends one document and appends its result line (or its error object), without a newline.

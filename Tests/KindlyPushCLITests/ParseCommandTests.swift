@@ -71,9 +71,9 @@ struct ParseCommandTests {
 
     @Test("a suggestion is made only for a near miss")
     func suggestions() {
-        #expect(Suggestion.closest(to: "decyrpt", among: allCommands.map { $0.name }) == "decrypt")
-        #expect(Suggestion.closest(to: "snders", among: allCommands.map { $0.name }) == "senders")
-        #expect(Suggestion.closest(to: "frobnicate", among: allCommands.map { $0.name }) == nil)
+        #expect(Suggestion.closest(to: "decyrpt", among: CommandTable.kindlyPush.commands.map { $0.name }) == "decrypt")
+        #expect(Suggestion.closest(to: "snders", among: CommandTable.kindlyPush.commands.map { $0.name }) == "senders")
+        #expect(Suggestion.closest(to: "frobnicate", among: CommandTable.kindlyPush.commands.map { $0.name }) == nil)
         #expect(Suggestion.distance("ab", "ba") == 1)
     }
 
@@ -101,7 +101,7 @@ struct ParseCommandTests {
             (["send", "--key-id", "X"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
         ] as [([String], [String: String], Bool)])
     func needsDesktop(_ arguments: [String], _ environment: [String: String], _ expected: Bool) throws {
-        let command = try #require(allCommands.first { $0.name == arguments[0] })
+        let command = try #require(CommandTable.kindlyPush.commands.first { $0.name == arguments[0] })
         let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
         #expect(command.needsDesktop(parsed, environment: CommandEnvironment(environment)) == expected)
     }

@@ -118,7 +118,7 @@ package protocol DocumentCommand: Command {
 
 extension DocumentCommand {
     package func run() -> Int32 {
-        if let redis = stream.redis { return RedisBinary.run(self, options: redis) }
+        if let redis = stream.redis { return stream.services.runWorker(self, options: redis) }
         return stream.isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
     }
 
@@ -195,6 +195,8 @@ package struct StreamOptions: Sendable {
     package let showsSummary: Bool
     /// `--redis` and its options: the command runs as a Redis Streams worker, each entry a line.
     package let redis: RedisOptions?
+    /// The services of this binary, that run the worker.
+    package let services: CommandTable.Services
 
     /// `shared`: worker options the command also takes without `--redis` (see ``RedisOptions``).
     package init(
@@ -202,6 +204,7 @@ package struct StreamOptions: Sendable {
     ) throws(CLIError) {
         func usage(_ text: String) -> CLIError { .usage(text, command: command) }
         redis = try RedisOptions(arguments, command: command, environment: environment, shared: shared)
+        services = environment.table.services
         if redis != nil {
             for key in [Self.jsonl, Self.summary] where arguments[key] {
                 throw usage("--redis reads entries, not lines: give no '\(key.name)'")

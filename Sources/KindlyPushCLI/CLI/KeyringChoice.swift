@@ -65,11 +65,14 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         case .file:
             keyring = FileKeyring(folder: try fileFolder(environment))
         case .secretService:
-            keyring = try DesktopBinary.required().secretServiceKeyring(environment: environment, for: purpose)
+            guard let services = environment.table.services.desktop else {
+                throw CLIError(.io, "this needs \(SiblingBinary.desktop.name), which was not run")
+            }
+            keyring = try services.secretServiceKeyring(environment: environment, for: purpose)
         case .auto:
             // `kindly-push` runs `kindly-push-desktop` whenever a session bus is named (see
             // `KeyringChoice.needsSecretService`), so without services there is no bus to ask.
-            if let services = DesktopBinary.installed {
+            if let services = environment.table.services.desktop {
                 keyring = try services.autoKeyring(environment: environment, for: purpose)
             } else {
                 keyring = FileKeyring(folder: try fileFolder(environment))

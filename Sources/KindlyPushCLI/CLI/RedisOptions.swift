@@ -401,10 +401,11 @@ package struct RedisOptions: Sendable, Equatable {
     }
 }
 
-/// What only `kindly-push-redis` can do, because it links hiredis: run a document command as a
-/// Redis Streams worker. `kindly-push` links no hiredis (its start-up is measured, issue 12):
-/// given `--redis`, it runs `kindly-push-redis` from its own folder (`exec`), as it runs
-/// `kindly-push-desktop` for the Secret Service.
+/// What only `kindly-push-redis` (and `kindly-push-send`) can do, because it links hiredis: run
+/// a document command as a Redis Streams worker. `kindly-push` links no hiredis (its start-up is
+/// measured, issue 12): given `--redis`, its ``CommandTable`` hands the run to
+/// `kindly-push-redis` (``SiblingBinary/redis``), as it hands the Secret Service to
+/// `kindly-push-desktop`.
 package protocol RedisServices: Sendable {
     /// Runs `command` as a worker until `--exit-when-idle` or SIGTERM; the exit status.
     func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32
@@ -413,37 +414,23 @@ package protocol RedisServices: Sendable {
     func status(_ request: RedisStatusCommand.Request) -> Int32
 }
 
-/// Finding and running `kindly-push-redis`.
-package enum RedisBinary {
-    /// Its file name, beside `kindly-push`.
-    package static let name = "kindly-push-redis"
-
-    /// The services of this process: set once, by `kindly-push-redis`'s `main`, before anything
-    /// else runs; read-only afterwards.
-    package nonisolated(unsafe) static var installed: (any RedisServices)?
-
+extension CommandTable.Services {
     /// Runs `command` as a worker here, or the `io` error of a binary without hiredis.
-    package static func run<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
-        guard let services = installed else {
-            Diagnostics.report(CLIError(.io, "--redis needs \(name), which was not run"))
+    package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
+        guard let redis else {
+            Diagnostics.report(CLIError(.io, "--redis needs \(SiblingBinary.redis.name), which was not run"))
             return ErrorCode.io.exitStatus
         }
-        return services.runWorker(command, options: options)
+        return redis.runWorker(command, options: options)
     }
 
     /// `redis-status` here, or the `io` error of a binary without hiredis.
-    package static func status(_ request: RedisStatusCommand.Request) -> Int32 {
-        guard let services = installed else {
-            Diagnostics.report(CLIError(.io, "redis-status needs \(name), which was not run"))
+    package func redisStatus(_ request: RedisStatusCommand.Request) -> Int32 {
+        guard let redis else {
+            Diagnostics.report(CLIError(.io, "redis-status needs \(SiblingBinary.redis.name), which was not run"))
             return ErrorCode.io.exitStatus
         }
-        return services.status(request)
-    }
-
-    /// Replaces this process with `kindly-push-redis` from the folder of this executable; returns
-    /// only when that fails (an `io` error, reported).
-    package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
-        SiblingBinary.exec(name, arguments, environment: environment, purpose: "the Redis Streams worker")
+        return redis.status(request)
     }
 }
 

@@ -47,6 +47,8 @@ package struct RedisStatusCommand: Command {
     }
 
     package let request: Request
+    /// The services of this binary, that read the group.
+    let services: CommandTable.Services
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
@@ -64,7 +66,8 @@ package struct RedisStatusCommand: Command {
         request = Request(
             endpoint: endpoint, tls: tls, user: user, password: password, database: database, stream: stream, group: group,
             deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
+        services = environment.table.services
     }
 
-    package func run() -> Int32 { RedisBinary.status(request) }
+    package func run() -> Int32 { services.redisStatus(request) }
 }

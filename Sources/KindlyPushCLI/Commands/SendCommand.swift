@@ -6,7 +6,7 @@ internal import KindlyPushCore
 /// (docs/running-at-scale.md, "Sending to APNs").
 ///
 /// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-send`, the only binary that links libcurl and libcrypto (``SendBinary``).
+/// `kindly-push-send`, the only binary that links libcurl and libcrypto (``SiblingBinary/send``).
 package struct SendCommand: Command {
     package static let name = "send"
     package static let arguments = ["[<file> ...]"]
@@ -79,6 +79,8 @@ package struct SendCommand: Command {
     package static let longestExpiration = 30 * 86_400
 
     package let options: SendOptions
+    /// The sender of this binary (``CommandTable/Services/send``).
+    let services: (any SendServices)?
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         func usage(_ text: String) -> CLIError { .usage(text, command: Self.name) }
@@ -116,13 +118,14 @@ package struct SendCommand: Command {
             options.expiration = seconds
         }
         self.options = options
+        services = environment.table.services.send
     }
 
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
 
     package func run() -> Int32 {
-        guard let services = SendBinary.installed else {
-            Diagnostics.report(CLIError(.io, "'send' runs in \(SendBinary.name), which was not run"))
+        guard let services else {
+            Diagnostics.report(CLIError(.io, "'send' runs in \(SiblingBinary.send.name), which was not run"))
             return ErrorCode.io.exitStatus
         }
         return services.send(options)
@@ -159,24 +162,4 @@ package struct SendOptions: Sendable {
 package protocol SendServices: Sendable {
     /// Sends every input document and writes the results; the exit status.
     func send(_ options: SendOptions) -> Int32
-}
-
-/// Finding and running `kindly-push-send`.
-///
-/// Why a binary of its own (and not `kindly-push-redis`): libcurl maps a dozen libraries
-/// (nghttp2, OpenSSL, GSSAPI, LDAP, ...) at every start, which neither a one-shot `decrypt` nor
-/// a seal worker should pay for; only the sender needs them.
-package enum SendBinary {
-    /// Its file name, beside `kindly-push`.
-    package static let name = "kindly-push-send"
-
-    /// The services of this process: set once, by `kindly-push-send`'s `main`, before anything
-    /// else runs; read-only afterwards.
-    package nonisolated(unsafe) static var installed: (any SendServices)?
-
-    /// Replaces this process with `kindly-push-send` from the folder of this executable; returns
-    /// only when that fails (an `io` error, reported).
-    package static func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
-        SiblingBinary.exec(name, arguments, environment: environment, purpose: "the APNs sender")
-    }
 }
