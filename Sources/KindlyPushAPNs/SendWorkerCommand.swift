@@ -13,7 +13,7 @@ internal import KindlyPushCore
 struct SendWorkerCommand: DocumentCommand {
     static let name = SendCommand.name
     static let abstract = SendCommand.abstract
-    static let options = SendCommand.options
+    static let keys = SendCommand.keys
 
     /// The sender; the worker runs on one thread.
     final class Box: @unchecked Sendable {
@@ -29,7 +29,8 @@ struct SendWorkerCommand: DocumentCommand {
     init(sender: APNsSender, deadLetters: Bool) {
         box = Box(sender)
         self.deadLetters = deadLetters
-        stream = try! StreamOptions(ParsedArguments.parse(["--jsonl"], specs: StreamOptions.specs, command: Self.name), command: Self.name)
+        stream = try! StreamOptions(
+            ParsedArguments.parse(["--jsonl"], specs: StreamOptions.keys.specs, command: Self.name), command: Self.name)
     }
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).

@@ -145,10 +145,10 @@ package struct Option<Value: Sendable>: OptionKey {
         return option
     }
 
-    /// The same option, required by this command (usage writes it without brackets).
-    package func required() -> Option {
+    /// The same option, required by this command (usage writes it without brackets), or not.
+    package func required(_ isRequired: Bool = true) -> Option {
         var option = self
-        option.spec.isRequired = true
+        option.spec.isRequired = isRequired
         return option
     }
 
@@ -187,6 +187,28 @@ package struct RepeatableOption: OptionKey {
     package init(_ name: String, _ placeholder: String, _ help: String) {
         spec = .repeatableValue(name, placeholder, help)
     }
+}
+
+/// Options declared together, as swift-argument-parser's `ParsableArguments`: each stored
+/// property is an option's key (``Flag``, ``Option``, ``RepeatableOption``; nil: not taken) or a
+/// nested group, and the group's list is its properties in the order they are declared, read
+/// with `Mirror`. So an option is declared once, and that declaration is its place in the list:
+/// none can be declared and left out, or listed twice by hand. Values are read by key, as
+/// before (`arguments[DecryptCommand.keys.apply]`).
+package protocol OptionGroup: Sendable {}
+
+extension OptionGroup {
+    /// Every key of the group, nested groups flattened, in the order of their declarations.
+    package var allKeys: [any OptionKey] {
+        Mirror(reflecting: self).children.flatMap { child -> [any OptionKey] in
+            if let key = child.value as? any OptionKey { return [key] }
+            if let group = child.value as? any OptionGroup { return group.allKeys }
+            return []
+        }
+    }
+
+    /// The specs of ``allKeys``, in order.
+    package var specs: [OptionSpec] { allKeys.map(\.spec) }
 }
 
 extension OptionSpec {
