@@ -6,17 +6,30 @@ internal import KindlyPushCore
     import Glibc
 #endif
 
+extension CommandTable {
+    /// `kindly-push-send`'s: `kindly-push`'s with `send` run here, on libcurl and libcrypto, and
+    /// `--redis` workers on `workers` (hiredis); the Secret Service, `notify` and `doctor` still
+    /// run in `kindly-push-desktop`.
+    package static func send(workers: any RedisServices) -> CommandTable {
+        kindlyPush.linking(
+            .send, services: Services(redis: workers, send: APNsSendServices(workers: workers)), running: [.runs(SendCommand.self)],
+            handOffs: [.desktopKeyring])
+    }
+}
+
 /// The services of `kindly-push-send`: `send` on libcurl and libcrypto.
 package struct APNsSendServices: SendServices {
-    /// The services; `kindly-push-send` installs them at start.
-    package init() {}
+    /// What runs `send --redis` as a worker.
+    let workers: any RedisServices
+
+    package init(workers: any RedisServices) { self.workers = workers }
 
     package func send(_ options: SendOptions) -> Int32 {
         do throws(CLIError) {
             let token = try Self.providerToken(options)
             let sender = try APNsSender(options: options, token: token)
             if let redis = options.redis {
-                return RedisBinary.run(SendWorkerCommand(sender: sender, deadLetters: redis.deadLetter != nil), options: redis)
+                return workers.runWorker(SendWorkerCommand(sender: sender, deadLetters: redis.deadLetter != nil), options: redis)
             }
             return options.isLineMode ? runLines(sender) : try runSingle(sender)
         } catch {

@@ -13,7 +13,7 @@ internal import KindlyPushCore
 struct SendWorkerCommand: DocumentCommand {
     static let name = SendCommand.name
     static let abstract = SendCommand.abstract
-    static let options = SendCommand.options
+    static let keys = SendCommand.keys
 
     /// The sender; the worker runs on one thread.
     final class Box: @unchecked Sendable {
@@ -31,12 +31,12 @@ struct SendWorkerCommand: DocumentCommand {
         self.deadLetters = deadLetters
         // One entry at a time: the sender is one HTTP/2 connection, used from this thread only.
         stream = try! StreamOptions(
-            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.specs, command: Self.name), command: Self.name)
+            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.keys.specs, command: Self.name), command: Self.name)
     }
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        throw CLIError(.io, "'send --redis' runs in \(SendBinary.name)")
+        throw CLIError(.io, "'send --redis' runs in \(SiblingBinary.send.name)")
     }
 
     /// Sends one document and appends its result line (or its error object), without a newline.

@@ -6,22 +6,12 @@ internal import KindlyPushCore
     import Glibc
 #endif
 
-// The command line of `kindly-push` and `kindly-push-desktop`: the same commands, parsed the same
-// way; the second also has the services that link libsecret, GIO and SQLite.
-
-/// The commands that work on pushes and keys, in the order help lists them.
-package nonisolated let commands: [any Command.Type] = [
-    KeygenCommand.self, KeysCommand.self, SealCommand.self, SendCommand.self, CheckCommand.self, DecryptCommand.self, RouteCommand.self,
-    NotifyCommand.self, SenderKeygenCommand.self, SendersCommand.self, VerifyCommand.self, DoctorCommand.self, RedisStatusCommand.self,
-]
-
-/// Every command, in the order help lists them (top-level code initializes in order: this
-/// comes after `commands`).
-package nonisolated let allCommands: [any Command.Type] = commands + [CompletionsCommand.self, ManCommand.self]
+// The command line of `kindly-push` and its siblings: the same commands, parsed the same way;
+// each binary's ``CommandTable`` says which it runs and what it links.
 
 /// Reports an unknown subcommand, with a suggestion when it looks like a typo.
-package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
-    let suggestion = Suggestion.phrase(for: name, among: allCommands.map { $0.name } + Help.builtins.map { $0.name })
+package nonisolated func unknownSubcommand(_ name: String, among commands: [any Command.Type]) -> Int32 {
+    let suggestion = Suggestion.phrase(for: name, among: commands.map { $0.name } + Help.builtins.map { $0.name })
     Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
     return ErrorCode.usage.exitStatus
 }
@@ -31,10 +21,10 @@ package nonisolated func unknownSubcommand(_ name: String) -> Int32 {
 /// /dev/null, so that no file takes their numbers; the process is made not dumpable (no core
 /// file, no reading of its memory by the user's other processes); a crash prints one fixed line
 /// and exits 70 instead of the Swift runtime's report, which dumps memory around each register.
-/// Then `install` plugs in the services the binary links; SIGPIPE is ignored (a closed pipe or
+/// Then the binary's `table` goes into the environment of the commands; SIGPIPE is ignored (a closed pipe or
 /// socket gives EPIPE: a quiet end, `io`, or a Redis reconnection); the command runs and the
 /// process exits with its status.
-package nonisolated func kindlyPushMain(install: () -> Void = {}) -> Never {
+package nonisolated func kindlyPushMain(_ table: CommandTable) -> Never {
     _ = kp_hold_standard_streams()
     _ = kp_make_undumpable()
     _ = kp_install_crash_handlers()
@@ -42,7 +32,7 @@ package nonisolated func kindlyPushMain(install: () -> Void = {}) -> Never {
     var arguments = Array(CommandLine.arguments.dropFirst())
     var environment = CommandEnvironment.ofProcess()
     RedisOptions.takePasswordOutOfArguments(&arguments, environment: &environment)
-    install()
+    environment.table = table
     signal(SIGPIPE, SIG_IGN)
     exit(runKindlyPush(arguments, environment: environment))
 }
@@ -53,44 +43,40 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
     if environment["KINDLY_PUSH_TEST_NO_O_TMPFILE"] == "1" { PrivateFile.usesNamelessFiles = false }
     // The terminal's width only for help: a one-shot decrypt asks no terminal anything.
     var width: Int { Help.width(environment: environment) }
+    let table = environment.table
     guard let name = arguments.first else {
         Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))
         return ErrorCode.usage.exitStatus
     }
     if SharedOptions.help.isNamed(by: name) {
-        return Terminal.printText(Help.root(allCommands, width: width))
+        return Terminal.printText(Help.root(table.commands, width: width))
     }
     // docs/spec/streams.md, "Input and output": `--version` and `kindly-push version`.
     if SharedOptions.version.isNamed(by: name) || name == "version" {
         return Terminal.printText("kindly-push \(KindlyPushRelease.version)\n")
     }
     if name == "help" {
-        guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(allCommands, width: width)) }
-        guard let command = allCommands.first(where: { $0.name == topic }) else { return unknownSubcommand(topic) }
-        return Terminal.printText(Help.command(command, width: width))
+        guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(table.commands, width: width)) }
+        guard let entry = table.entry(named: topic) else { return unknownSubcommand(topic, among: table.commands) }
+        return Terminal.printText(Help.command(entry.command, width: width))
     }
-    guard let command = allCommands.first(where: { $0.name == name }) else { return unknownSubcommand(name) }
+    guard let entry = table.entry(named: name) else { return unknownSubcommand(name, among: table.commands) }
+    let command = entry.command
     do throws(CLIError) {
         let parsed = try ParsedArguments.parse(
             Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
         if parsed[SharedOptions.help] { return Terminal.printText(Help.command(command, width: width)) }
-        // `send` runs in kindly-push-send, the only binary that links libcurl and libcrypto.
-        if SendBinary.installed == nil, command == SendCommand.self {
-            return SendBinary.exec(arguments, environment: environment)
-        }
-        // A Redis Streams worker runs in kindly-push-redis (hiredis; it has the desktop services
-        // too), what needs libsecret, GIO or SQLite in kindly-push-desktop (see DesktopServices).
-        if RedisBinary.installed == nil, parsed.isGiven(RedisOptions.url), command.options.contains(RedisOptions.url) {
+        // What this binary does not link runs in a sibling (see CommandTable).
+        switch table.runner(for: entry, parsed, environment: environment) {
+        case .here(let implementation):
+            return try implementation.make(parsed, environment: environment).run()
+        case .sibling(let sibling):
             // A worker's SIGTERM is held from here (the mask survives exec) until its handler is
             // in place: a stop during start-up is a clean stop too (issue 33, item 5).
-            if command is any DocumentCommand.Type { StopSignals.hold() }
-            return RedisBinary.exec(arguments, environment: environment)
+            if sibling == .redis, command is any DocumentCommand.Type { StopSignals.hold() }
+            return sibling.exec(arguments, environment: environment)
         }
-        if DesktopBinary.installed == nil, command.needsDesktop(parsed, environment: environment) {
-            return DesktopBinary.exec(arguments, environment: environment)
-        }
-        return try command.make(parsed, environment: environment).run()
     } catch {
         Diagnostics.report(error)
         return error.code.exitStatus

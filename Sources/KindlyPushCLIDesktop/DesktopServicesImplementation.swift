@@ -3,10 +3,18 @@ package import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushSecretService
 
-/// The services of `kindly-push-desktop`: the Secret Service keyring (libsecret) and the commands
-/// that need GIO and SQLite (`notify`, `doctor`).
+extension CommandTable {
+    /// `kindly-push-desktop`'s: `kindly-push`'s with the Secret Service keyring (libsecret) and
+    /// the commands that need GIO and SQLite (`notify`, `doctor`) run here; `send` and `--redis`
+    /// still run in their siblings (libcurl, hiredis).
+    package static let desktop = kindlyPush.linking(
+        .desktop, services: Services(desktop: DesktopServicesImplementation()),
+        running: [.runs(NotifyCommand.self, by: NotifyRunner.self), .runs(DoctorCommand.self, by: DoctorRunner.self)],
+        handOffs: [.redisWorker])
+}
+
+/// The services of `kindly-push-desktop`: the Secret Service keyring (libsecret).
 package struct DesktopServicesImplementation: DesktopServices {
-    /// The services; `kindly-push-desktop` installs them at start.
     package init() {}
 
     package func secretServiceKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
@@ -29,16 +37,6 @@ package struct DesktopServicesImplementation: DesktopServices {
             throw CLIError(.io, "\(reason); try again, or choose with --keyring file or --keyring secret-service")
         case .file:
             return FileKeyring(folder: try KeyringChoice.fileFolder(environment))
-        }
-    }
-
-    package func makeCommand(_ command: any Command.Type, _ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError)
-        -> any Command
-    {
-        switch command.name {
-        case NotifyCommand.name: return try NotifyRunner(arguments, environment: environment)
-        case DoctorCommand.name: return try DoctorRunner(arguments, environment: environment)
-        default: throw CLIError(.io, "'\(command.name)' has no desktop implementation")
         }
     }
 

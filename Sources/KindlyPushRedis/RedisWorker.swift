@@ -8,7 +8,6 @@ internal import KindlyPushCore
 
 /// The services of `kindly-push-redis`: a document command as a Redis Streams worker.
 package struct RedisWorkerServices: RedisServices {
-    /// The services; `kindly-push-redis` installs them at start.
     package init() {}
 
     package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {

@@ -5,7 +5,4 @@ internal import KindlyPushRedis
 // `kindly-push-send`: the commands of `kindly-push` with `send`, the only one that needs libcurl
 // and libcrypto (APNs over HTTP/2, the ES256 provider token). `kindly-push send` runs it; it can
 // be run directly too. With --redis it is a send worker (hiredis, as kindly-push-redis).
-kindlyPushMain {
-    SendBinary.installed = APNsSendServices()
-    RedisBinary.installed = RedisWorkerServices()
-}
+kindlyPushMain(.send(workers: RedisWorkerServices()))

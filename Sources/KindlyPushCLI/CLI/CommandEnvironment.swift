@@ -11,6 +11,9 @@
 /// read in order costs nothing that matters.
 package struct CommandEnvironment: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     private var entries: [(key: String, value: String)]
+    /// The table of the binary that runs (``kindlyPushMain(_:)`` sets it): the commands help
+    /// lists and the services commands use. Not a variable: the sequence is the variables only.
+    package var table = CommandTable.kindlyPush
 
     /// The entries of `dictionary`, sorted by name (a dictionary has no order of its own).
     package init(_ dictionary: [String: String]) {

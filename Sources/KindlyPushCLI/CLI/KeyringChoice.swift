@@ -5,17 +5,19 @@ internal import KindlyPushCore
 /// a command lists the ones it takes (with its own help where it means something else by one).
 /// ``KeyringChoice`` reads only these.
 package struct KeyringOptions: Sendable {
-    /// As decrypt, route and notify read it; keygen and seal give it their own help.
-    package static let keyFile = Option<String>(
-        "--key-file", "PATH", "Read the device's secret key from this key file (0600) instead of the keyring.")
-    package static let keyring = Option<KeyringChoice>("--keyring", "KIND", "Where keys live: auto (default), secret-service or file.")
-    package static let senderKey = RepeatableOption(
-        "--sender-key", "B64",
-        "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
-    package static let verbose = Flag("--verbose", "Say on standard error which keyring is used.")
-
     /// The group's options, in the order help lists them (`decrypt`, `route`).
-    package static let specs = [keyFile.spec, keyring.spec, senderKey.spec, verbose.spec]
+    package struct Keys: OptionGroup {
+        /// As decrypt, route and notify read it; keygen and seal give it their own help.
+        package let keyFile = Option<String>(
+            "--key-file", "PATH", "Read the device's secret key from this key file (0600) instead of the keyring.")
+        package let keyring = Option<KeyringChoice>("--keyring", "KIND", "Where keys live: auto (default), secret-service or file.")
+        package let senderKey = RepeatableOption(
+            "--sender-key", "B64",
+            "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
+        package let verbose = Flag("--verbose", "Say on standard error which keyring is used.")
+    }
+
+    package static let keys = Keys()
 
     /// The command's arguments, of which the group reads its own options only.
     private let arguments: ParsedArguments
@@ -25,13 +27,13 @@ package struct KeyringOptions: Sendable {
     }
 
     /// `--key-file PATH`.
-    package var keyFile: String? { arguments[Self.keyFile] }
+    package var keyFile: String? { arguments[Self.keys.keyFile] }
     /// `--keyring KIND`; nil when not given (`auto`).
-    package var keyring: KeyringChoice? { arguments[Self.keyring] }
+    package var keyring: KeyringChoice? { arguments[Self.keys.keyring] }
     /// Every `--sender-key B64`, in order, as given.
-    package var senderKeys: [String] { arguments[Self.senderKey] }
+    package var senderKeys: [String] { arguments[Self.keys.senderKey] }
     /// `--verbose`.
-    package var isVerbose: Bool { arguments[Self.verbose] }
+    package var isVerbose: Bool { arguments[Self.keys.verbose] }
 }
 
 /// `--keyring auto|secret-service|file` and `--key-file`: where a command finds keys.
@@ -65,11 +67,14 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
         case .file:
             keyring = FileKeyring(folder: try fileFolder(environment))
         case .secretService:
-            keyring = try DesktopBinary.required().secretServiceKeyring(environment: environment, for: purpose)
+            guard let services = environment.table.services.desktop else {
+                throw CLIError(.io, "this needs \(SiblingBinary.desktop.name), which was not run")
+            }
+            keyring = try services.secretServiceKeyring(environment: environment, for: purpose)
         case .auto:
             // `kindly-push` runs `kindly-push-desktop` whenever a session bus is named (see
             // `KeyringChoice.needsSecretService`), so without services there is no bus to ask.
-            if let services = DesktopBinary.installed {
+            if let services = environment.table.services.desktop {
                 keyring = try services.autoKeyring(environment: environment, for: purpose)
             } else {
                 keyring = FileKeyring(folder: try fileFolder(environment))

@@ -11,9 +11,10 @@ package struct CompletionsCommand: Command {
         (tools/install does this).
         """
     package static let arguments = ["bash", "zsh", "fish"]
-    package static let options: [OptionSpec] = [SharedOptions.help.spec]
 
     package let shell: Completions.Shell
+    /// The commands of this binary's table.
+    let commands: [any Command.Type]
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         guard let name = arguments.positionals.first, arguments.positionals.count == 1 else {
@@ -26,9 +27,10 @@ package struct CompletionsCommand: Command {
             )
         }
         self.shell = shell
+        commands = environment.table.commands
     }
 
     package func run() -> Int32 {
-        Terminal.printText(Completions.script(for: shell, commands: allCommands))
+        Terminal.printText(Completions.script(for: shell, commands: commands))
     }
 }

@@ -5,13 +5,16 @@ package struct ManCommand: Command {
     package static let examples = [
         Example("Read the man page", "kindly-push man | man -l -")
     ]
-    package static let options: [OptionSpec] = [SharedOptions.help.spec]
+
+    /// The commands of this binary's table.
+    let commands: [any Command.Type]
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
+        commands = environment.table.commands
     }
 
     package func run() -> Int32 {
-        Terminal.printText(ManPage.roff(allCommands))
+        Terminal.printText(ManPage.roff(commands))
     }
 }

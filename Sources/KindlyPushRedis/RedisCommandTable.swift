@@ -1,0 +1,10 @@
+package import KindlyPushCLI
+
+extension CommandTable {
+    /// `kindly-push-redis`'s: `desktop` (`kindly-push-desktop`'s, so that a worker can use the
+    /// Secret Service) with the Redis Streams workers and `redis-status` run here (hiredis);
+    /// `send` still runs in `kindly-push-send` (libcurl).
+    package static func redis(over desktop: CommandTable) -> CommandTable {
+        desktop.linking(.redis, services: Services(redis: RedisWorkerServices()), running: [], handOffs: [])
+    }
+}
