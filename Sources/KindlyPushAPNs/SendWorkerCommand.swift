@@ -13,7 +13,7 @@ internal import KindlyPushCore
 struct SendWorkerCommand: DocumentCommand {
     static let name = SendCommand.name
     static let abstract = SendCommand.abstract
-    static let keys = SendCommand.keys
+    static let options = SendCommand.options
 
     /// The sender; the worker runs on one thread.
     final class Box: @unchecked Sendable {
@@ -31,7 +31,7 @@ struct SendWorkerCommand: DocumentCommand {
         self.deadLetters = deadLetters
         // One entry at a time: the sender is one HTTP/2 connection, used from this thread only.
         stream = try! StreamOptions(
-            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.keys.specs, command: Self.name), command: Self.name)
+            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.specs, command: Self.name), command: Self.name)
     }
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).

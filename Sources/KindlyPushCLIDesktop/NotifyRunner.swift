@@ -13,7 +13,7 @@ struct NotifyRunner: Command {
     static let name = NotifyCommand.name
     static let abstract = NotifyCommand.abstract
     static let discussion = NotifyCommand.discussion
-    static let keys = NotifyCommand.keys
+    static let options = NotifyCommand.options
     static let arguments = NotifyCommand.arguments
 
     let context: RouteContext
@@ -33,9 +33,9 @@ struct NotifyRunner: Command {
 
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push notify --help')") }
-        if arguments[NotifyCommand.keys.follow] {
+        if arguments[NotifyCommand.follow] {
             guard arguments.positionals.count <= 1 else { throw usage("'--follow' reads one FILE, or - for standard input") }
-            guard !arguments[NotifyCommand.keys.jsonl] else { throw usage("give either --follow or --jsonl, not both") }
+            guard !arguments[NotifyCommand.jsonl] else { throw usage("give either --follow or --jsonl, not both") }
             let name = arguments.positionals.first ?? "-"
             guard !name.isEmpty else { throw usage("'--follow' takes a non-empty FILE, or -") }
             follow = name == "-" ? .standardInput : .path(name)
@@ -46,10 +46,10 @@ struct NotifyRunner: Command {
         // Until a host says otherwise over D-Bus, the agent presents as for a killed app.
         context = try RouteCommand.context(
             arguments, command: Self.name, defaultState: follow == nil ? .background : .killed, hasExtension: true)
-        isLineMode = arguments[NotifyCommand.keys.jsonl] || follow != nil
-        verbose = arguments[NotifyCommand.keys.verbose]
-        onOpen = arguments[NotifyCommand.keys.onOpen]
-        if let text = arguments[NotifyCommand.keys.wait] {
+        isLineMode = arguments[NotifyCommand.jsonl] || follow != nil
+        verbose = arguments[NotifyCommand.verbose]
+        onOpen = arguments[NotifyCommand.onOpen]
+        if let text = arguments[NotifyCommand.wait] {
             guard let seconds = Double(text), seconds.isFinite, (0...86_400).contains(seconds) else {
                 throw usage("'--wait' takes a number of seconds from 0 to 86400")
             }
@@ -57,7 +57,7 @@ struct NotifyRunner: Command {
         } else {
             wait = nil
         }
-        if let text = arguments[NotifyCommand.keys.dedupTTL] {
+        if let text = arguments[NotifyCommand.dedupTTL] {
             guard let seconds = NotifyRunner.seconds(text) else {
                 throw usage("'--dedup-ttl' takes a whole number with an optional unit s, m, h or d, such as 7d")
             }
@@ -65,14 +65,11 @@ struct NotifyRunner: Command {
         } else {
             retention = Self.defaultRetention
         }
-        for key in [
-            NotifyCommand.keys.appName, NotifyCommand.keys.desktopEntry, NotifyCommand.keys.onOpen, NotifyCommand.keys.state,
-            NotifyCommand.keys.icon,
-        ]
+        for key in [NotifyCommand.appName, NotifyCommand.desktopEntry, NotifyCommand.onOpen, NotifyCommand.state, NotifyCommand.icon]
         where arguments[key]?.isEmpty == true {
             throw usage("'\(key.name)' takes a non-empty value")
         }
-        if let path = arguments[NotifyCommand.keys.state] {
+        if let path = arguments[NotifyCommand.state] {
             statePath = .success(path)
         } else {
             do throws(DeduplicationError) {
@@ -84,13 +81,13 @@ struct NotifyRunner: Command {
         self.environment = environment
         decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
         options = DesktopPresenter.Options(
-            appName: arguments[NotifyCommand.keys.appName] ?? "Kindly",
-            desktopEntry: arguments[NotifyCommand.keys.desktopEntry] ?? NotifyRunner.desktopEntry,
-            icon: arguments[NotifyCommand.keys.icon] ?? NotifyRunner.desktopEntry,
+            appName: arguments[NotifyCommand.appName] ?? "Kindly",
+            desktopEntry: arguments[NotifyCommand.desktopEntry] ?? NotifyRunner.desktopEntry,
+            icon: arguments[NotifyCommand.icon] ?? NotifyRunner.desktopEntry,
             // A click is only handled while notify runs: a banner posted by a run that exits at
             // once carries no action that would do nothing.
-            offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: !arguments[NotifyCommand.keys.noDedup],
-            showsPassthrough: arguments[NotifyCommand.keys.passthrough])
+            offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: !arguments[NotifyCommand.noDedup],
+            showsPassthrough: arguments[NotifyCommand.passthrough])
     }
 
     /// The name of the `.desktop` file (without `.desktop`) and of the icon that tools/install

@@ -52,11 +52,11 @@ struct CommandTableTests {
                 if command == SendCommand.self { #expect(runner.services.send != nil) }
                 if command is any DesktopOnlyCommand.Type { #expect(runner.services.desktop != nil) }
             }
-            for command in table.commands where command.options.contains(RedisOptions.keys.url) {
+            for command in table.commands where command.options.contains(RedisOptions.url) {
                 let (runner, _) = try #require(try Self.destination(of: [command.name] + redis, from: table))
                 #expect(runner.services.redis != nil, "\(table.binary) \(command.name) --redis")
             }
-            for command in table.commands where command.options.contains(KeyringOptions.keys.keyring) {
+            for command in table.commands where command.options.contains(KeyringOptions.keyring) {
                 let (runner, _) = try #require(try Self.destination(of: [command.name, "--keyring", "secret-service"], from: table))
                 #expect(runner.services.desktop != nil, "\(table.binary) \(command.name) --keyring secret-service")
             }

@@ -11,10 +11,10 @@ struct ParseCommandTests {
         let parsed = try ParsedArguments.parse(
             ["--jsonl", "--key-file=k.json", "--sender-key", "-AAA", "--sender-key", "BBB", "a.jsonl", "--", "--b.jsonl"],
             specs: DecryptCommand.options, command: "decrypt")
-        #expect(parsed[StreamOptions.keys.jsonl])
-        #expect(!parsed[StreamOptions.keys.quiet])
-        #expect(parsed[KeyringOptions.keys.keyFile] == "k.json")
-        #expect(parsed[KeyringOptions.keys.senderKey] == ["-AAA", "BBB"])
+        #expect(parsed[StreamOptions.jsonl])
+        #expect(!parsed[StreamOptions.quiet])
+        #expect(parsed[KeyringOptions.keyFile] == "k.json")
+        #expect(parsed[KeyringOptions.senderKey] == ["-AAA", "BBB"])
         #expect(parsed.positionals == ["a.jsonl", "--b.jsonl"])
     }
 
@@ -23,24 +23,24 @@ struct ParseCommandTests {
         let parsed = try ParsedArguments.parse(
             ["--jobs", "3", "--keyring", "secret-service", "--verbose", "--sender-key", "A", "--app-state", "foreground", "--extension"],
             specs: RouteCommand.options, command: "route")
-        #expect(parsed[StreamOptions.keys.jobs] == 3)
-        #expect(parsed[KeyringOptions.keys.keyring] == .secretService)
-        #expect(parsed[RouteCommand.keys.appState] == .foreground)
-        #expect(parsed[RouteCommand.keys.hasExtension])
-        #expect(parsed[RouteCommand.keys.screen] == nil && !parsed.isGiven(RouteCommand.keys.screen))
+        #expect(parsed[StreamOptions.jobs] == 3)
+        #expect(parsed[KeyringOptions.keyring] == .secretService)
+        #expect(parsed[RouteCommand.appState] == .foreground)
+        #expect(parsed[RouteCommand.hasExtension])
+        #expect(parsed[RouteCommand.screen] == nil && !parsed.isGiven(RouteCommand.screen))
         let keyring = KeyringOptions(parsed)
         #expect(keyring.keyring == .secretService && keyring.isVerbose && keyring.senderKeys == ["A"] && keyring.keyFile == nil)
         #expect(try StreamOptions(parsed, command: "route").jobs == 3)
         // Text that does not convert is given, but has no value: the group says why.
         let badJobs = try ParsedArguments.parse(["--jsonl", "--jobs", "many"], specs: CheckCommand.options, command: "check")
-        #expect(badJobs.isGiven(StreamOptions.keys.jobs) && badJobs[StreamOptions.keys.jobs] == nil)
+        #expect(badJobs.isGiven(StreamOptions.jobs) && badJobs[StreamOptions.jobs] == nil)
         #expect(throws: CLIError.self) { try StreamOptions(badJobs, command: "check") }
         // A key with a command's own help still reads the option (keygen's --key-file).
         let keygen = try ParsedArguments.parse(
             ["--key-file", "k.json", "--push-mode", "alert"], specs: KeygenCommand.options, command: "keygen")
-        #expect(KeyringOptions(keygen).keyFile == "k.json" && keygen[KeygenCommand.keys.keyFile] == "k.json")
-        #expect(keygen[KeygenCommand.keys.pushMode] == .alert)
-        #expect(KeygenCommand.options.first { $0.declares(KeyringOptions.keys.keyFile) }?.help.hasPrefix("Write the new key") == true)
+        #expect(KeyringOptions(keygen).keyFile == "k.json" && keygen[KeygenCommand.keyFile] == "k.json")
+        #expect(keygen[KeygenCommand.pushMode] == .alert)
+        #expect(KeygenCommand.options.first { $0.declares(KeyringOptions.keyFile) }?.help.hasPrefix("Write the new key") == true)
         let sealing = SealingOptions(
             try ParsedArguments.parse(["--wire", "3", "--mode", "silent", "--fit"], specs: SealCommand.options, command: "seal"))
         #expect(sealing.wire == .three && sealing.mode == .silent && sealing.fits && !sealing.isRecipientsInline)

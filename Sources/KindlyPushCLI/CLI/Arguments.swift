@@ -145,10 +145,10 @@ package struct Option<Value: Sendable>: OptionKey {
         return option
     }
 
-    /// The same option, required by this command (usage writes it without brackets), or not.
-    package func required(_ isRequired: Bool = true) -> Option {
+    /// The same option, required by this command (usage writes it without brackets).
+    package func required() -> Option {
         var option = self
-        option.spec.isRequired = isRequired
+        option.spec.isRequired = true
         return option
     }
 
@@ -188,125 +188,6 @@ package struct RepeatableOption: OptionKey {
         spec = .repeatableValue(name, placeholder, help)
     }
 }
-
-/// Options declared together, as swift-argument-parser's `ParsableArguments`: each stored
-/// property is an option's key (``Flag``, ``Option``, ``RepeatableOption``) or a nested group,
-/// and the group's list is its properties in the order they are declared. So an option is
-/// declared once, and that declaration is its place in the list: none can be declared and left
-/// out, or listed twice by hand. Values are read by key, as before
-/// (`arguments[DecryptCommand.keys.apply]`).
-///
-/// Why `Encodable` and not `Mirror` (which swift-argument-parser reads): the compiler writes
-/// `encode(to:)` to visit the stored properties in declaration order, so ``KeyCollector`` lists
-/// them with no reflection. `Mirror` resolved each property's type by its mangled name and cast
-/// it to an existential at every run: 1.2 ms and 0.8 MB more for a one-shot
-/// `decrypt --key-file` (tools/bench-startup's build; issue 12).
-package protocol OptionGroup: Sendable, Encodable {}
-
-extension OptionGroup {
-    /// Every key of the group, nested groups flattened, in the order of their declarations.
-    package var allKeys: [any OptionKey] {
-        let collector = KeyCollector()
-        try? encode(to: collector)
-        return collector.keys
-    }
-
-    /// The specs of ``allKeys``, in order.
-    package var specs: [OptionSpec] { allKeys.map(\.spec) }
-}
-
-/// The keys an ``OptionGroup``'s `encode(to:)` visits, in order: each key adds itself (its
-/// `encode(to:)`), a nested group's properties are visited in its turn.
-package final class KeyCollector: Encoder {
-    fileprivate(set) var keys: [any OptionKey] = []
-
-    package var codingPath: [any CodingKey] { [] }
-    package var userInfo: [CodingUserInfoKey: Any] { [:] }
-
-    package func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        KeyedEncodingContainer(Container<Key>(collector: self))
-    }
-
-    package func unkeyedContainer() -> any UnkeyedEncodingContainer { Unkeyed(collector: self) }
-
-    package func singleValueContainer() -> any SingleValueEncodingContainer { Unkeyed(collector: self) }
-
-    fileprivate func add(_ key: some OptionKey) { keys.append(key) }
-
-    /// The properties of a group: each is visited; values that are not keys or groups (none
-    /// are declared) add nothing.
-    private struct Container<Key: CodingKey>: KeyedEncodingContainerProtocol {
-        let collector: KeyCollector
-        var codingPath: [any CodingKey] { [] }
-
-        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try value.encode(to: collector) }
-        mutating func encodeNil(forKey key: Key) throws {}
-        mutating func encode(_ value: Bool, forKey key: Key) throws {}
-        mutating func encode(_ value: String, forKey key: Key) throws {}
-        mutating func encode(_ value: Double, forKey key: Key) throws {}
-        mutating func encode(_ value: Float, forKey key: Key) throws {}
-        mutating func encode(_ value: Int, forKey key: Key) throws {}
-        mutating func encode(_ value: Int8, forKey key: Key) throws {}
-        mutating func encode(_ value: Int16, forKey key: Key) throws {}
-        mutating func encode(_ value: Int32, forKey key: Key) throws {}
-        mutating func encode(_ value: Int64, forKey key: Key) throws {}
-        mutating func encode(_ value: UInt, forKey key: Key) throws {}
-        mutating func encode(_ value: UInt8, forKey key: Key) throws {}
-        mutating func encode(_ value: UInt16, forKey key: Key) throws {}
-        mutating func encode(_ value: UInt32, forKey key: Key) throws {}
-        mutating func encode(_ value: UInt64, forKey key: Key) throws {}
-
-        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
-            -> KeyedEncodingContainer<NestedKey>
-        {
-            collector.container(keyedBy: keyType)
-        }
-
-        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer { Unkeyed(collector: collector) }
-        mutating func superEncoder() -> any Encoder { collector }
-        mutating func superEncoder(forKey key: Key) -> any Encoder { collector }
-    }
-
-    /// Never asked for by a group; visits what it is given, as ``Container`` does.
-    private struct Unkeyed: UnkeyedEncodingContainer, SingleValueEncodingContainer {
-        let collector: KeyCollector
-        var codingPath: [any CodingKey] { [] }
-        var count: Int { 0 }
-
-        mutating func encode<T: Encodable>(_ value: T) throws { try value.encode(to: collector) }
-        mutating func encodeNil() throws {}
-        mutating func encode(_ value: Bool) throws {}
-        mutating func encode(_ value: String) throws {}
-        mutating func encode(_ value: Double) throws {}
-        mutating func encode(_ value: Float) throws {}
-        mutating func encode(_ value: Int) throws {}
-        mutating func encode(_ value: Int8) throws {}
-        mutating func encode(_ value: Int16) throws {}
-        mutating func encode(_ value: Int32) throws {}
-        mutating func encode(_ value: Int64) throws {}
-        mutating func encode(_ value: UInt) throws {}
-        mutating func encode(_ value: UInt8) throws {}
-        mutating func encode(_ value: UInt16) throws {}
-        mutating func encode(_ value: UInt32) throws {}
-        mutating func encode(_ value: UInt64) throws {}
-
-        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-            collector.container(keyedBy: keyType)
-        }
-
-        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { self }
-        mutating func superEncoder() -> any Encoder { collector }
-    }
-}
-
-extension OptionKey {
-    /// Adds the key to the ``KeyCollector`` that lists its group.
-    package func encode(to encoder: any Encoder) throws { (encoder as? KeyCollector)?.add(self) }
-}
-
-extension Flag: Encodable {}
-extension Option: Encodable {}
-extension RepeatableOption: Encodable {}
 
 extension OptionSpec {
     /// Whether this spec declares `key`'s option (whatever help the command gives it).

@@ -6,10 +6,7 @@ package protocol Command: Sendable {
     static var name: String { get }
     static var abstract: String { get }
     static var discussion: String { get }
-    /// The command's options, declared once each, in the order help lists them (its ``options``,
-    /// with `--help` last).
-    associatedtype Keys: OptionGroup = NoOptions
-    static var keys: Keys { get }
+    static var options: [OptionSpec] { get }
     /// The arguments after the options in the usage line (`<path> ...`), or several forms of the
     /// command (`list`, `delete <kid>`); derived help, usage, completions and the man page read it.
     static var arguments: [String] { get }
@@ -42,20 +39,7 @@ package struct Example: Sendable {
     }
 }
 
-/// The options of a command that takes none but `--help`.
-package struct NoOptions: OptionGroup {
-    package init() {}
-}
-
-extension Command where Keys == NoOptions {
-    package static var keys: NoOptions { NoOptions() }
-}
-
 extension Command {
-    /// The command's options, as parsing, help, usage, completions and the man page read them:
-    /// those of ``keys``, in order, and `--help`.
-    package static var options: [OptionSpec] { keys.specs + [SharedOptions.help.spec] }
-
     package static var discussion: String { "" }
     package static var arguments: [String] { [""] }
     package static var examples: [Example] { [] }
@@ -96,8 +80,7 @@ extension Command {
     /// A command that takes `--keyring` needs the desktop services when the keyring it names is
     /// the Secret Service (``KeyringChoice/needsSecretService(_:environment:)``).
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool {
-        options.contains(KeyringOptions.keys.keyring)
-            && KeyringChoice.needsSecretService(KeyringOptions(arguments), environment: environment)
+        options.contains(KeyringOptions.keyring) && KeyringChoice.needsSecretService(KeyringOptions(arguments), environment: environment)
     }
 }
 
@@ -164,19 +147,17 @@ extension DocumentCommand {
     package func wipe(_ scratch: inout Scratch) {}
 }
 
-/// The options every command shares, and the group the commands that decrypt share.
+/// The options every command shares, and the lists the document commands share.
 package enum SharedOptions {
-    /// Every command's last option (``Command/options``).
     package static let help = Flag("--help", "Show help information.", short: "-h")
     /// Before a subcommand only (`kindly-push --version`).
     package static let version = Flag("--version", "Show the version.")
 
+    /// How the document commands (`seal`, `check`, `decrypt`, `route`) read and write streams.
+    package static let stream = StreamOptions.specs
+
     /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
-    package struct Decryption: OptionGroup {
-        package let keyring = KeyringOptions.Keys()
-        package let stream = StreamOptions.Keys()
-        package let redis = RedisOptions.Keys()
-    }
+    package static let decryption = KeyringOptions.specs + stream + RedisOptions.specs + [help.spec]
 
     package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
         if let extra = arguments.positionals.first {
@@ -190,18 +171,15 @@ package enum SharedOptions {
 /// `--quiet`, `--summary`; and `--redis` with its options (``RedisOptions``) for the commands
 /// that declare them.
 package struct StreamOptions: Sendable {
-    /// The group's options, in the order help lists them.
-    package struct Keys: OptionGroup {
-        package let jsonl = Flag("--jsonl", "Read one JSON document per line and write one JSON object per line, in order.")
-        package let jobs = Option<Int>("--jobs", "N", "With --jsonl, process N lines at once (default: the number of cores).")
-        package let output = Option<String>(
-            "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output."
-        )
-        package let quiet = Flag("--quiet", "No progress line, even on a terminal.")
-        package let summary = Flag("--summary", "With --jsonl, print the count of each result code on standard error at the end.")
-    }
+    package static let jsonl = Flag("--jsonl", "Read one JSON document per line and write one JSON object per line, in order.")
+    package static let jobs = Option<Int>("--jobs", "N", "With --jsonl, process N lines at once (default: the number of cores).")
+    package static let output = Option<String>(
+        "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output.")
+    package static let quiet = Flag("--quiet", "No progress line, even on a terminal.")
+    package static let summary = Flag("--summary", "With --jsonl, print the count of each result code on standard error at the end.")
 
-    package static let keys = Keys()
+    /// The group's options, in the order help lists them.
+    package static let specs = [jsonl.spec, jobs.spec, output.spec, quiet.spec, summary.spec]
 
     /// `--jsonl` given.
     package let isLineMode: Bool
@@ -229,30 +207,30 @@ package struct StreamOptions: Sendable {
         redis = try RedisOptions(arguments, command: command, environment: environment, shared: shared)
         services = environment.table.services
         if redis != nil {
-            for key in [Self.keys.jsonl, Self.keys.summary] where arguments[key] {
+            for key in [Self.jsonl, Self.summary] where arguments[key] {
                 throw usage("--redis reads entries, not lines: give no '\(key.name)'")
             }
-            if arguments.isGiven(Self.keys.output) {
-                throw usage("--redis writes to its output stream: give no '\(Self.keys.output.name)'")
+            if arguments.isGiven(Self.output) {
+                throw usage("--redis writes to its output stream: give no '\(Self.output.name)'")
             }
             if !arguments.positionals.isEmpty { throw usage("--redis reads its input stream: give no files") }
         }
         // A worker's entries are lines: the output of each is what --jsonl prints for it.
-        isLineMode = arguments[Self.keys.jsonl] || redis != nil
+        isLineMode = arguments[Self.jsonl] || redis != nil
         inputs = arguments.positionals
-        outputPath = arguments[Self.keys.output]
-        isQuiet = arguments[Self.keys.quiet]
-        showsSummary = arguments[Self.keys.summary]
+        outputPath = arguments[Self.output]
+        isQuiet = arguments[Self.quiet]
+        showsSummary = arguments[Self.summary]
         if !isLineMode, inputs.count > 1 { throw usage("one document is one file: give --jsonl to read several files as one stream") }
-        if showsSummary, !isLineMode { throw usage("'\(Self.keys.summary.name)' goes with --jsonl") }
-        if outputPath?.isEmpty == true { throw usage("'\(Self.keys.output.name)' takes a path") }
+        if showsSummary, !isLineMode { throw usage("'\(Self.summary.name)' goes with --jsonl") }
+        if outputPath?.isEmpty == true { throw usage("'\(Self.output.name)' takes a path") }
         // A worker processes one entry at a time unless told otherwise: several run per host.
-        guard arguments.isGiven(Self.keys.jobs) else {
+        guard arguments.isGiven(Self.jobs) else {
             jobs = redis == nil ? DocumentRunner.coreCount : 1
             return
         }
-        guard let count = arguments[Self.keys.jobs], (1...256).contains(count) else {
-            throw usage("'\(Self.keys.jobs.name)' takes a whole number from 1 to 256")
+        guard let count = arguments[Self.jobs], (1...256).contains(count) else {
+            throw usage("'\(Self.jobs.name)' takes a whole number from 1 to 256")
         }
         jobs = count
     }

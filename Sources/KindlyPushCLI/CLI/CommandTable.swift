@@ -53,7 +53,7 @@ package struct CommandTable: Sendable {
         /// `--redis` (a Redis Streams worker, `redis-status`): hiredis is linked in
         /// `kindly-push-redis` (and `kindly-push-send`) only.
         package static let redisWorker = HandOff(sibling: .redis) { command, arguments, _ in
-            arguments.isGiven(RedisOptions.keys.url) && command.options.contains(RedisOptions.keys.url)
+            arguments.isGiven(RedisOptions.url) && command.options.contains(RedisOptions.url)
         }
 
         /// The Secret Service keyring (``Command/needsDesktop(_:environment:)``): libsecret, GIO

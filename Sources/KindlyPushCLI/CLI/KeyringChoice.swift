@@ -5,19 +5,17 @@ internal import KindlyPushCore
 /// a command lists the ones it takes (with its own help where it means something else by one).
 /// ``KeyringChoice`` reads only these.
 package struct KeyringOptions: Sendable {
-    /// The group's options, in the order help lists them (`decrypt`, `route`).
-    package struct Keys: OptionGroup {
-        /// As decrypt, route and notify read it; keygen and seal give it their own help.
-        package let keyFile = Option<String>(
-            "--key-file", "PATH", "Read the device's secret key from this key file (0600) instead of the keyring.")
-        package let keyring = Option<KeyringChoice>("--keyring", "KIND", "Where keys live: auto (default), secret-service or file.")
-        package let senderKey = RepeatableOption(
-            "--sender-key", "B64",
-            "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
-        package let verbose = Flag("--verbose", "Say on standard error which keyring is used.")
-    }
+    /// As decrypt, route and notify read it; keygen and seal give it their own help.
+    package static let keyFile = Option<String>(
+        "--key-file", "PATH", "Read the device's secret key from this key file (0600) instead of the keyring.")
+    package static let keyring = Option<KeyringChoice>("--keyring", "KIND", "Where keys live: auto (default), secret-service or file.")
+    package static let senderKey = RepeatableOption(
+        "--sender-key", "B64",
+        "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
+    package static let verbose = Flag("--verbose", "Say on standard error which keyring is used.")
 
-    package static let keys = Keys()
+    /// The group's options, in the order help lists them (`decrypt`, `route`).
+    package static let specs = [keyFile.spec, keyring.spec, senderKey.spec, verbose.spec]
 
     /// The command's arguments, of which the group reads its own options only.
     private let arguments: ParsedArguments
@@ -27,13 +25,13 @@ package struct KeyringOptions: Sendable {
     }
 
     /// `--key-file PATH`.
-    package var keyFile: String? { arguments[Self.keys.keyFile] }
+    package var keyFile: String? { arguments[Self.keyFile] }
     /// `--keyring KIND`; nil when not given (`auto`).
-    package var keyring: KeyringChoice? { arguments[Self.keys.keyring] }
+    package var keyring: KeyringChoice? { arguments[Self.keyring] }
     /// Every `--sender-key B64`, in order, as given.
-    package var senderKeys: [String] { arguments[Self.keys.senderKey] }
+    package var senderKeys: [String] { arguments[Self.senderKey] }
     /// `--verbose`.
-    package var isVerbose: Bool { arguments[Self.keys.verbose] }
+    package var isVerbose: Bool { arguments[Self.verbose] }
 }
 
 /// `--keyring auto|secret-service|file` and `--key-file`: where a command finds keys.

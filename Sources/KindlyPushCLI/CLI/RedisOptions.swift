@@ -69,63 +69,54 @@ package struct RedisOptions: Sendable, Equatable {
     package static let defaultBatch = 100
     package static let defaultMaxDeliveries = 5
 
-    /// The group's options, in the order help lists them: `--redis URL`, then the worker's.
-    package struct Keys: OptionGroup {
-        package let url = Option<String>(
-            "--redis", "URL",
-            "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
-                + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning); "
-                + "with --jobs N, N entries of a batch at once (default: 1)."
-        )
-        package let worker = WorkerKeys()
-        package let tls = TLSKeys()
-    }
+    package static let url = Option<String>(
+        "--redis", "URL",
+        "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
+            + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning); "
+            + "with --jobs N, N entries of a batch at once (default: 1)."
+    )
+    package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
+    package static let groupName = Option<String>(
+        worker: "--group", "GROUP", "the consumer group (created at the start of the input stream when missing).")
+    package static let to = Option<String>(worker: "--to", "STREAM", "the output stream: entries {\"doc\": output line, \"in\": input id}.")
+    package static let consumerName = Option<String>(
+        worker: "--consumer", "NAME", "this worker's name in the group (default: host name and process id).")
+    package static let claimIdleTime = Option<Int>(
+        worker: "--claim-idle", "MS", "take over entries pending longer than MS (default: \(defaultClaimIdle)).")
+    package static let batchSize = Option<Int>(worker: "--batch", "N", "entries read and committed at a time (default: \(defaultBatch)).")
+    package static let exitWhenIdleTime = Option<Int>(
+        worker: "--exit-when-idle", "MS", "exit 0 after MS with nothing to read and nothing pending.")
+    package static let maxDeliveryCount = Option<Int>(
+        worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: \(defaultMaxDeliveries)).")
+    package static let deadLetterStream = Option<String>(
+        worker: "--dead-letter", "STREAM",
+        "put each entry that failed for good (its original doc, the code, message, delivery count and consumer) on STREAM "
+            + "instead of an error object on the output stream.")
 
-    /// The options that go with `--redis`, but TLS's.
-    package struct WorkerKeys: OptionGroup {
-        package let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
-        package let groupName = Option<String>(
-            worker: "--group", "GROUP", "the consumer group (created at the start of the input stream when missing).")
-        package let to = Option<String>(worker: "--to", "STREAM", "the output stream: entries {\"doc\": output line, \"in\": input id}.")
-        package let consumerName = Option<String>(
-            worker: "--consumer", "NAME", "this worker's name in the group (default: host name and process id).")
-        package let claimIdleTime = Option<Int>(
-            worker: "--claim-idle", "MS", "take over entries pending longer than MS (default: \(defaultClaimIdle)).")
-        package let batchSize = Option<Int>(worker: "--batch", "N", "entries read and committed at a time (default: \(defaultBatch)).")
-        package let exitWhenIdleTime = Option<Int>(
-            worker: "--exit-when-idle", "MS", "exit 0 after MS with nothing to read and nothing pending.")
-        package let maxDeliveryCount = Option<Int>(
-            worker: "--max-deliveries", "N", "answer an entry delivered more than N times with an error (default: \(defaultMaxDeliveries))."
-        )
-        package let deadLetterStream = Option<String>(
-            worker: "--dead-letter", "STREAM",
-            "put each entry that failed for good (its original doc, the code, message, delivery count and consumer) on STREAM "
-                + "instead of an error object on the output stream.")
+    package static let metricsAddress = Option<String>(
+        worker: "--metrics", "HOST:PORT",
+        "serve Prometheus metrics at http://HOST:PORT/metrics and a health check at /healthz (off by default; PORT alone is 127.0.0.1:PORT)."
+    )
 
-        package let metricsAddress = Option<String>(
-            worker: "--metrics", "HOST:PORT",
-            "serve Prometheus metrics at http://HOST:PORT/metrics and a health check at /healthz (off by default; PORT alone is 127.0.0.1:PORT)."
-        )
-    }
-
-    /// `rediss://` only: the server's authorities and a client certificate.
-    package struct TLSKeys: OptionGroup {
-        package let caFile = Option<String>(
-            worker: "--ca-file", "PATH", "rediss:// only: verify the server's certificate against the authorities in PATH (PEM).")
-        package let tlsCertificate = Option<String>(
-            worker: "--tls-cert", "PATH", "rediss:// only: present this client certificate (PEM) to the server.")
-        package let tlsKey = Option<String>(
-            worker: "--tls-key", "PATH", "rediss:// only: the client certificate's private key (PEM).")
-    }
-
-    package static let keys = Keys()
+    package static let caFile = Option<String>(
+        worker: "--ca-file", "PATH", "rediss:// only: verify the server's certificate against the authorities in PATH (PEM).")
+    package static let tlsCertificate = Option<String>(
+        worker: "--tls-cert", "PATH", "rediss:// only: present this client certificate (PEM) to the server.")
+    package static let tlsKey = Option<String>(
+        worker: "--tls-key", "PATH", "rediss:// only: the client certificate's private key (PEM).")
 
     /// The variables a worker reads for the password (the help and the man page list them).
     package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
     package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
 
     /// The options that go with `--redis`, in the order help lists them.
-    package static let workerKeys: [any OptionKey] = keys.worker.allKeys + keys.tls.allKeys
+    package static let workerKeys: [any OptionKey] = [
+        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream, metricsAddress,
+        caFile, tlsCertificate, tlsKey,
+    ]
+
+    /// The options of the document commands that can run as workers.
+    package static let specs: [OptionSpec] = [url.spec] + workerKeys.map(\.spec)
 
     /// The worker options of `arguments`, `nil` without `--redis`; a usage error for a bad URL,
     /// a missing stream or group, a bad number, or worker options without `--redis`. `shared`:
@@ -136,7 +127,7 @@ package struct RedisOptions: Sendable, Equatable {
     ) throws(CLIError) {
         func usage(_ text: String) -> CLIError { .usage(text, command: command) }
         let sharedNames = Set(shared.map(\.name))
-        guard let url = arguments[Self.keys.url] else {
+        guard let url = arguments[Self.url] else {
             let alone = RedisOptions.workerKeys.filter { !sharedNames.contains($0.name) }
             if let other = alone.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(other.name)' goes with --redis")
@@ -157,22 +148,22 @@ package struct RedisOptions: Sendable, Equatable {
         (endpoint, tls) = try Self.tlsEndpoint(url, arguments, sharedNames, usage)
         (_, user, password, database) = try RedisOptions.parseURL(Self.plainScheme(url))
         if password == nil { password = try Self.password(environment) }
-        input = try required(Self.keys.worker.from)
-        group = try required(Self.keys.worker.groupName)
-        output = try required(Self.keys.worker.to)
-        if input == output { throw usage("'\(Self.keys.worker.from.name)' and '\(Self.keys.worker.to.name)' name the same stream") }
-        consumer = arguments[Self.keys.worker.consumerName]
-        if consumer?.isEmpty == true { throw usage("'\(Self.keys.worker.consumerName.name)' takes a name") }
-        claimIdle = try number(Self.keys.worker.claimIdleTime, default: RedisOptions.defaultClaimIdle, range: 1...86_400_000)!
-        batch = try number(Self.keys.worker.batchSize, default: RedisOptions.defaultBatch, range: 1...10_000)!
-        exitWhenIdle = try number(Self.keys.worker.exitWhenIdleTime, default: nil, range: 0...86_400_000)
-        maxDeliveries = try number(Self.keys.worker.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
-        deadLetter = arguments[Self.keys.worker.deadLetterStream]
-        metrics = try arguments[Self.keys.worker.metricsAddress].map { (text) throws(CLIError) in try Self.parseMetrics(text, usage) }
+        input = try required(Self.from)
+        group = try required(Self.groupName)
+        output = try required(Self.to)
+        if input == output { throw usage("'\(Self.from.name)' and '\(Self.to.name)' name the same stream") }
+        consumer = arguments[Self.consumerName]
+        if consumer?.isEmpty == true { throw usage("'\(Self.consumerName.name)' takes a name") }
+        claimIdle = try number(Self.claimIdleTime, default: RedisOptions.defaultClaimIdle, range: 1...86_400_000)!
+        batch = try number(Self.batchSize, default: RedisOptions.defaultBatch, range: 1...10_000)!
+        exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
+        maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
+        deadLetter = arguments[Self.deadLetterStream]
+        metrics = try arguments[Self.metricsAddress].map { (text) throws(CLIError) in try Self.parseMetrics(text, usage) }
         if let deadLetter {
-            if deadLetter.isEmpty { throw usage("'\(Self.keys.worker.deadLetterStream.name)' takes a stream name") }
+            if deadLetter.isEmpty { throw usage("'\(Self.deadLetterStream.name)' takes a stream name") }
             if deadLetter == input || deadLetter == output {
-                throw usage("'\(Self.keys.worker.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
+                throw usage("'\(Self.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
             }
         }
     }
@@ -189,17 +180,14 @@ package struct RedisOptions: Sendable, Equatable {
     ) throws(CLIError) -> (Endpoint, TLS?) {
         let (endpoint, _, _, _) = try parseURL(plainScheme(url))
         guard url.hasPrefix("rediss://") else {
-            let tlsKeys = keys.tls.allKeys.filter { !shared.contains($0.name) }
+            let tlsKeys = [caFile, tlsCertificate, tlsKey].filter { !shared.contains($0.name) }
             if let given = tlsKeys.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(given.name)' goes with a rediss:// URL")
             }
             return (endpoint, nil)
         }
-        let tls = TLS(
-            caFile: arguments[keys.tls.caFile], certificateFile: arguments[keys.tls.tlsCertificate], keyFile: arguments[keys.tls.tlsKey])
-        if (tls.certificateFile == nil) != (tls.keyFile == nil) {
-            throw usage("'\(keys.tls.tlsCertificate.name)' and '\(keys.tls.tlsKey.name)' go together")
-        }
+        let tls = TLS(caFile: arguments[caFile], certificateFile: arguments[tlsCertificate], keyFile: arguments[tlsKey])
+        if (tls.certificateFile == nil) != (tls.keyFile == nil) { throw usage("'\(tlsCertificate.name)' and '\(tlsKey.name)' go together") }
         return (endpoint, tls)
     }
 
@@ -218,14 +206,14 @@ package struct RedisOptions: Sendable, Equatable {
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             host = String(text[text.index(after: text.startIndex)..<close])
             portText = text[text.index(after: close)...]
-            guard portText.hasPrefix(":") else { throw usage("'\(keys.worker.metricsAddress.name)' takes HOST:PORT or PORT") }
+            guard portText.hasPrefix(":") else { throw usage("'\(metricsAddress.name)' takes HOST:PORT or PORT") }
             portText = portText.dropFirst()
         } else if let colon = text.lastIndex(of: ":") {
             host = String(text[..<colon])
             portText = text[text.index(after: colon)...]
         }
         guard !host.isEmpty, let port = Int32(portText), (1...65535).contains(port) else {
-            throw usage("'\(keys.worker.metricsAddress.name)' takes HOST:PORT or PORT (a port from 1 to 65535)")
+            throw usage("'\(metricsAddress.name)' takes HOST:PORT or PORT (a port from 1 to 65535)")
         }
         return MetricsAddress(host: host, port: port)
     }
@@ -256,11 +244,11 @@ package struct RedisOptions: Sendable, Equatable {
             let argument = arguments[index]
             var prefix = ""
             var value: String?
-            if argument == Self.keys.url.name, index + 1 < arguments.count {
+            if argument == Self.url.name, index + 1 < arguments.count {
                 index += 1
                 value = arguments[index]
-            } else if argument.hasPrefix(Self.keys.url.name + "=") {
-                prefix = Self.keys.url.name + "="
+            } else if argument.hasPrefix(Self.url.name + "=") {
+                prefix = Self.url.name + "="
                 value = String(argument.dropFirst(prefix.count))
             }
             if let value, let (stripped, password) = withoutPassword(value) {

@@ -13,7 +13,7 @@ package struct CheckCommand: DocumentCommand {
         Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
         Exits 0 when the push is Kindly's and 1 when it is not.
         """
-    package static let keys = StreamOptions.keys
+    package static let options: [OptionSpec] = StreamOptions.specs + [SharedOptions.help.spec]
 
     package let stream: StreamOptions
 

@@ -11,6 +11,7 @@ package struct CompletionsCommand: Command {
         (tools/install does this).
         """
     package static let arguments = ["bash", "zsh", "fish"]
+    package static let options: [OptionSpec] = [SharedOptions.help.spec]
 
     package let shell: Completions.Shell
     /// The commands of this binary's table.

@@ -18,11 +18,8 @@ package struct DecryptCommand: DocumentCommand {
         decrypt; version 1 and version 3 mode_base are then refused. Versions 1, 2 and 3 are read
         with no flag. Failures exit with the reason's code: \(ErrorCode.exitStatuses(ErrorCode.allCases.filter { $0 != .usage })).
         """
-    package struct Keys: OptionGroup {
-        package let apply = Flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
-        package let decryption = SharedOptions.Decryption()
-    }
-    package static let keys = Keys()
+    package static let apply = Flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
+    package static let options: [OptionSpec] = [apply.spec] + SharedOptions.decryption
 
     package let decryption: KindlyPushDecryption
     package let applies: Bool
@@ -31,7 +28,7 @@ package struct DecryptCommand: DocumentCommand {
     package var deviceKeyring: (any Keyring)? { decryption.keyring }
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        applies = arguments[Self.keys.apply]
+        applies = arguments[Self.apply]
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
     }

@@ -16,9 +16,6 @@ package struct DoctorCommand: DesktopOnlyCommand {
         Exits 0 when there is no problem and 1 otherwise. Never prints a secret, never prompts,
         and waits at most 1.5 s for the session bus, the Secret Service and the notification server.
         """
-    package struct Keys: OptionGroup {
-        package let keyring = KeyringOptions.keys.keyring
-        package let json = Flag("--json", "Print one JSON object per check: {\"check\", \"status\", \"message\", \"action\", ...}.")
-    }
-    package static let keys = Keys()
+    package static let json = Flag("--json", "Print one JSON object per check: {\"check\", \"status\", \"message\", \"action\", ...}.")
+    package static let options: [OptionSpec] = [KeyringOptions.keyring.spec, json.spec, SharedOptions.help.spec]
 }

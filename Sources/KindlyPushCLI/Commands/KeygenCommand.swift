@@ -29,23 +29,22 @@ package struct KeygenCommand: Command {
         else ~/.local/share/dbus-1/services, and dbus-1/services in each folder of $XDG_DATA_DIRS,
         else /usr/local/share and /usr/share).
         """
-    package struct Keys: OptionGroup {
-        package let keyFile = KeyringOptions.keys.keyFile.help(
-            "Write the new key to this key file (mode 0600; never replaced) instead of the keyring.")
-        package let keyring = KeyringOptions.keys.keyring
-        package let label = Option<String>("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\").")
-        package let token = Option<String>("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase.")
-        package let pushMode = Option<KindlyNotificationMode>("--push-mode", "MODE", "automatic (default), alert or silent.")
-        package let presenter = Option<Presenter>(
-            "--presenter", "KIND",
-            "notify: pushes are shown through `kindly-push notify`; none: no decrypting presenter (default: detected).")
-        package let reuse = Flag(
-            "--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none.")
-        package let sdkVersion = Option<String>(
-            "--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion)).")
-        package let verbose = KeyringOptions.keys.verbose
-    }
-    package static let keys = Keys()
+    package static let keyFile = KeyringOptions.keyFile.help(
+        "Write the new key to this key file (mode 0600; never replaced) instead of the keyring.")
+    package static let label = Option<String>("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\").")
+    package static let token = Option<String>("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase.")
+    package static let pushMode = Option<KindlyNotificationMode>("--push-mode", "MODE", "automatic (default), alert or silent.")
+    package static let presenter = Option<Presenter>(
+        "--presenter", "KIND", "notify: pushes are shown through `kindly-push notify`; none: no decrypting presenter (default: detected).")
+    package static let reuse = Flag(
+        "--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none.")
+    package static let sdkVersion = Option<String>(
+        "--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion)).")
+
+    package static let options: [OptionSpec] = [
+        keyFile.spec, KeyringOptions.keyring.spec, label.spec, token.spec, pushMode.spec, presenter.spec, reuse.spec, sdkVersion.spec,
+        KeyringOptions.verbose.spec, SharedOptions.help.spec,
+    ]
 
     /// `--presenter`: whether a decrypting presenter shows the pushes.
     package enum Presenter: String, CaseIterable, Sendable {
@@ -72,11 +71,11 @@ package struct KeygenCommand: Command {
         }
         // Checked before anything is made or written: a label too long for a key file would make
         // the stored key unreadable.
-        label = arguments[Self.keys.label]
+        label = arguments[Self.label]
         if let label, let problem = KeyringLabel.problem(with: label) {
             throw CLIError(.usage, "--label: \(problem)")
         }
-        if let text = arguments[Self.keys.token] {
+        if let text = arguments[Self.token] {
             do throws(Registration.InvalidToken) {
                 token = try Registration.tokenHex(validating: text)
             } catch {
@@ -85,10 +84,10 @@ package struct KeygenCommand: Command {
         } else {
             token = nil
         }
-        pushMode = arguments[Self.keys.pushMode] ?? .automatic
-        presenter = arguments[Self.keys.presenter]
-        reuses = arguments[Self.keys.reuse]
-        sdkVersion = arguments[Self.keys.sdkVersion] ?? Registration.sdkVersion
+        pushMode = arguments[Self.pushMode] ?? .automatic
+        presenter = arguments[Self.presenter]
+        reuses = arguments[Self.reuse]
+        sdkVersion = arguments[Self.sdkVersion] ?? Registration.sdkVersion
         self.environment = environment
     }
 

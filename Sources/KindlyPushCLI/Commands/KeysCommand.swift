@@ -17,11 +17,7 @@ package struct KeysCommand: Command {
         delete within 1 s: the deleted key's pushes are then key_unavailable.
         A kid that begins with "--" goes after "--": kindly-push keys delete -- --AbCdEfGh.
         """
-    package struct Keys: OptionGroup {
-        package let keyring = KeyringOptions.keys.keyring
-        package let verbose = KeyringOptions.keys.verbose
-    }
-    package static let keys = Keys()
+    package static let options: [OptionSpec] = [KeyringOptions.keyring.spec, KeyringOptions.verbose.spec, SharedOptions.help.spec]
 
     package enum Action {
         case list

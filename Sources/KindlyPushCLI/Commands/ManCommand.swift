@@ -5,6 +5,7 @@ package struct ManCommand: Command {
     package static let examples = [
         Example("Read the man page", "kindly-push man | man -l -")
     ]
+    package static let options: [OptionSpec] = [SharedOptions.help.spec]
 
     /// The commands of this binary's table.
     let commands: [any Command.Type]

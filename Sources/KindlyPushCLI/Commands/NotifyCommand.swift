@@ -1,4 +1,4 @@
-package import KindlyPushBase
+internal import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
@@ -36,37 +36,36 @@ package struct NotifyCommand: DesktopOnlyCommand {
         user owns or can write, nor lie in a folder they can change. SIGTERM or SIGINT end it between
         two pushes with status 0. A second agent on the bus exits 74: the name is taken.
         """
-    package struct Keys: OptionGroup {
-        package let appState = RouteCommand.keys.appState.help("killed, background or foreground (default: background).").required(false)
-        package let screen = RouteCommand.keys.screen
-        package let chatId = RouteCommand.keys.chatId
-        package let delegate = RouteCommand.keys.delegate
-        package let appName = Option<String>("--app-name", "NAME", "The notification's application name (default: Kindly).")
-        package let desktopEntry = Option<String>(
-            "--desktop-entry", "NAME", "The desktop-entry hint: a .desktop file name without .desktop (default: ai.kindly.Push).")
-        package let icon = Option<String>("--icon", "ICON", "The app_icon: an icon name or a file:// URI (default: ai.kindly.Push).")
-        package let onOpen = Option<String>(
-            "--on-open", "COMMAND", "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set.")
-        package let wait = Option<String>(
-            "--wait", "SECONDS", "After the push (with --jsonl: after the input ends), wait this long for a click.")
-        package let passthrough = Flag("--passthrough", "Show a push that is not Kindly's as its own alert instead of exiting 1.")
-        package let state = Option<String>("--state", "PATH", "The state store (default: $XDG_STATE_HOME/kindly-push/state.sqlite3).")
-        package let noDedup = Flag("--no-dedup", "Show every push, also one shown before.")
-        package let dedupTTL = Option<String>(
-            "--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d).")
+    package static let appName = Option<String>("--app-name", "NAME", "The notification's application name (default: Kindly).")
+    package static let desktopEntry = Option<String>(
+        "--desktop-entry", "NAME", "The desktop-entry hint: a .desktop file name without .desktop (default: ai.kindly.Push).")
+    package static let icon = Option<String>("--icon", "ICON", "The app_icon: an icon name or a file:// URI (default: ai.kindly.Push).")
+    package static let onOpen = Option<String>(
+        "--on-open", "COMMAND", "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set.")
+    package static let wait = Option<String>(
+        "--wait", "SECONDS", "After the push (with --jsonl: after the input ends), wait this long for a click.")
+    package static let passthrough = Flag("--passthrough", "Show a push that is not Kindly's as its own alert instead of exiting 1.")
+    package static let state = Option<String>("--state", "PATH", "The state store (default: $XDG_STATE_HOME/kindly-push/state.sqlite3).")
+    package static let noDedup = Flag("--no-dedup", "Show every push, also one shown before.")
+    package static let dedupTTL = Option<String>(
+        "--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d).")
+    // --jsonl and --verbose say more here.
+    package static let jsonl = StreamOptions.jsonl.help(
+        "Read one push per line and show each as its line arrives, for as long as the input is open.")
+    package static let follow = Flag(
+        "--follow",
+        "Run as the desktop agent: read pushes from FILE (followed as tail -F does), a FIFO, or - (standard input), and own ai.kindly.Push1 on the session bus."
+    )
+    package static let verbose = KeyringOptions.verbose.help("Say on standard error which keyring is used and what became of each push.")
+
+    package static let options: [OptionSpec] =
+        [
+            RouteCommand.appState.help("killed, background or foreground (default: background).").spec, RouteCommand.screen.spec,
+            RouteCommand.chatId.spec, RouteCommand.delegate.spec, appName.spec, desktopEntry.spec, icon.spec, onOpen.spec, wait.spec,
+            passthrough.spec, state.spec, noDedup.spec, dedupTTL.spec,
+        ]
         // decrypt's key options (--verbose says more here). Not the Redis worker's: notify reads
         // standard input, a file or a FIFO (issue 31, finding 16: it listed --redis and ignored it).
-        package let keyFile = KeyringOptions.keys.keyFile
-        package let keyring = KeyringOptions.keys.keyring
-        package let senderKey = KeyringOptions.keys.senderKey
-        // --jsonl and --verbose say more here.
-        package let jsonl = StreamOptions.keys.jsonl.help(
-            "Read one push per line and show each as its line arrives, for as long as the input is open.")
-        package let follow = Flag(
-            "--follow",
-            "Run as the desktop agent: read pushes from FILE (followed as tail -F does), a FIFO, or - (standard input), and own ai.kindly.Push1 on the session bus."
-        )
-        package let verbose = KeyringOptions.keys.verbose.help("Say on standard error which keyring is used and what became of each push.")
-    }
-    package static let keys = Keys()
+        + [KeyringOptions.keyFile.spec, KeyringOptions.keyring.spec, KeyringOptions.senderKey.spec]
+        + [jsonl.spec, follow.spec, verbose.spec, SharedOptions.help.spec]
 }

@@ -21,17 +21,16 @@ package struct RedisStatusCommand: Command {
         KINDLY_PUSH_REDIS_PASSWORD or the file KINDLY_PUSH_REDIS_PASSWORD_FILE names, as for a
         worker. A group that does not exist is an io error (74).
         """
-    package struct Keys: OptionGroup {
-        package let url = Option<String>(
-            "--redis", "URL",
-            "The server: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH (the password as a worker takes it).")
-        package let from = Option<String>("--from", "STREAM", "The workers' input stream.")
-        package let group = Option<String>("--group", "GROUP", "The workers' consumer group.")
-        package let deadLetter = Option<String>("--dead-letter", "STREAM", "The workers' dead-letter stream, whose length is shown.")
-        package let json = Flag("--json", "Print one JSON object instead of the table.")
-        package let tls = RedisOptions.TLSKeys()
-    }
-    package static let keys = Keys()
+    package static let url = Option<String>(
+        "--redis", "URL",
+        "The server: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH (the password as a worker takes it).")
+    package static let from = Option<String>("--from", "STREAM", "The workers' input stream.")
+    package static let group = Option<String>("--group", "GROUP", "The workers' consumer group.")
+    package static let deadLetter = Option<String>("--dead-letter", "STREAM", "The workers' dead-letter stream, whose length is shown.")
+    package static let json = Flag("--json", "Print one JSON object instead of the table.")
+    package static let options: [OptionSpec] =
+        [url.spec, from.spec, group.spec, deadLetter.spec, json.spec]
+        + [RedisOptions.caFile.spec, RedisOptions.tlsCertificate.spec, RedisOptions.tlsKey.spec, SharedOptions.help.spec]
 
     /// What to read, for ``RedisServices/status(_:)``.
     package struct Request: Sendable {
@@ -57,16 +56,16 @@ package struct RedisStatusCommand: Command {
             guard let value = arguments[key], !value.isEmpty else { throw CLIError.usage("missing '\(key.name)'", command: Self.name) }
             return value
         }
-        let url = try required(Self.keys.url)
+        let url = try required(Self.url)
         let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments, []) { CLIError.usage($0, command: Self.name) }
         let (_, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
         var password = urlPassword
         if password == nil { password = try RedisOptions.password(environment) }
-        let stream = try required(Self.keys.from)
-        let group = try required(Self.keys.group)
+        let stream = try required(Self.from)
+        let group = try required(Self.group)
         request = Request(
             endpoint: endpoint, tls: tls, user: user, password: password, database: database, stream: stream, group: group,
-            deadLetter: arguments[Self.keys.deadLetter], json: arguments[Self.keys.json])
+            deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
         services = environment.table.services
     }
 

@@ -19,40 +19,41 @@ package struct RouteCommand: DocumentCommand {
         or given with --sender-key) the mark kindly.decrypted counts for nothing: a push counts as
         decrypted only when it decrypts now. Exits 0 whatever the decision.
         """
-    /// With the display-rule inputs that `route` and `notify` read from the command line (notify
-    /// gives `--app-state` its own help, and a default).
-    package struct Keys: OptionGroup {
-        package let appState = Option<DisplayRules.AppState>(
-            "--app-state", "STATE", "killed, background or foreground (required).", required: true)
-        package let screen = Option<DisplayRules.Screen>(
-            "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.")
-        package let chatId = Option<String>(
-            "--chat-id", "ID", "With --screen chat: the chat on top; a decrypted push for another chat counts as other.")
-        package let hasExtension = Flag("--extension", "The host ships a notification service extension built on the SDK.")
-        package let delegate = Option<DisplayRules.DelegateAnswer>(
-            "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.")
-        package let decryption = SharedOptions.Decryption()
-    }
-    package static let keys = Keys()
+    package static let hasExtension = Flag("--extension", "The host ships a notification service extension built on the SDK.")
+    package static let options: [OptionSpec] =
+        [
+            appState.help("killed, background or foreground (required).").required().spec, screen.spec, chatId.spec,
+            hasExtension.spec, delegate.spec,
+        ] + SharedOptions.decryption
+
+    /// The display-rule inputs that `route` and `notify` read from the command line; each command
+    /// gives `--app-state` its help.
+    package static let appState = Option<DisplayRules.AppState>("--app-state", "STATE", "")
+    package static let screen = Option<DisplayRules.Screen>(
+        "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.")
+    package static let chatId = Option<String>(
+        "--chat-id", "ID", "With --screen chat: the chat on top; a decrypted push for another chat counts as other.")
+    package static let delegate = Option<DisplayRules.DelegateAnswer>(
+        "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.")
 
     /// The context of `--app-state` (`defaultState` when it is not given; required without one),
     /// `--screen` and `--delegate`.
     package static func context(
         _ arguments: ParsedArguments, command: String, defaultState: DisplayRules.AppState? = nil, hasExtension: Bool
     ) throws(CLIError) -> RouteContext {
-        guard let state = arguments[keys.appState] ?? defaultState else {
-            throw CLIError.usage("missing '\(keys.appState.name) killed|background|foreground'", command: command)
+        guard let state = arguments[appState] ?? defaultState else {
+            throw CLIError.usage("missing '\(appState.name) killed|background|foreground'", command: command)
         }
-        let screen = arguments[Self.keys.screen] ?? .other
+        let screen = arguments[Self.screen] ?? .other
         var context = RouteContext(
             appState: state, screen: screen, hasExtension: hasExtension,
-            delegate: arguments[keys.delegate] ?? .allow)
-        if let chat = arguments[keys.chatId] {
+            delegate: arguments[delegate] ?? .allow)
+        if let chat = arguments[chatId] {
             guard screen == .chat else {
-                throw CLIError.usage("'\(keys.chatId.name)' needs '\(keys.screen.name) chat'", command: command)
+                throw CLIError.usage("'\(chatId.name)' needs '\(Self.screen.name) chat'", command: command)
             }
             guard !chat.isEmpty else {
-                throw CLIError.usage("'\(keys.chatId.name)' takes a non-empty chat id", command: command)
+                throw CLIError.usage("'\(chatId.name)' takes a non-empty chat id", command: command)
             }
             context.chatOnScreen = chat
         }
@@ -66,7 +67,7 @@ package struct RouteCommand: DocumentCommand {
     package var deviceKeyring: (any Keyring)? { decryption.keyring }
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments[Self.keys.hasExtension])
+        context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments[Self.hasExtension])
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
     }

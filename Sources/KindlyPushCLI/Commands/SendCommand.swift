@@ -46,34 +46,31 @@ package struct SendCommand: Command {
         an entry taken over from a worker that died is sent again.
         """
 
-    package struct Keys: OptionGroup {
-        package let authKeyFile = Option<String>(
-            "--auth-key-file", "PATH", "The APNs auth key (AuthKey_KEYID.p8, PKCS#8 PEM, mode 0600) that signs the provider token.",
-            required: true)
-        package let keyID = Option<String>("--key-id", "KID", "The auth key's 10-character Key ID (the token's kid).", required: true)
-        package let teamID = Option<String>(
-            "--team-id", "TEAM", "The 10-character Team ID of the key (the token's iss).", required: true)
-        package let topic = Option<String>("--topic", "BUNDLE_ID", "The app's bundle ID (apns-topic).", required: true)
-        package let sandbox = Flag("--sandbox", "Send to the development server, api.sandbox.push.apple.com.")
-        package let apnsURL = Option<String>(
-            "--apns-url", "URL", "Send to this server instead of APNs: https://HOST[:PORT] (a test server).")
-        /// One `--ca-file` for every TLS server send talks to: APNs (or `--apns-url`) and a
-        /// `rediss://` Redis.
-        package let caFile = RedisOptions.keys.tls.caFile.help(
-            "Trust the certificate authorities of this PEM file instead of the system's, for APNs (--apns-url: a test server) and a rediss:// server alike."
-        )
-        package let expiration = Option<Int>(
-            "--expiration", "SECONDS",
-            "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
-        package let jsonl = StreamOptions.keys.jsonl.help("Read one document per line and write one result per line, in input order.")
-        package let output = StreamOptions.keys.output
-        // The Redis worker's, but --ca-file: send's serves a rediss:// server too.
-        package let redis = RedisOptions.keys.url
-        package let worker = RedisOptions.WorkerKeys()
-        package let tlsCertificate = RedisOptions.keys.tls.tlsCertificate
-        package let tlsKey = RedisOptions.keys.tls.tlsKey
-    }
-    package static let keys = Keys()
+    package static let authKeyFile = Option<String>(
+        "--auth-key-file", "PATH", "The APNs auth key (AuthKey_KEYID.p8, PKCS#8 PEM, mode 0600) that signs the provider token.",
+        required: true)
+    package static let keyID = Option<String>("--key-id", "KID", "The auth key's 10-character Key ID (the token's kid).", required: true)
+    package static let teamID = Option<String>(
+        "--team-id", "TEAM", "The 10-character Team ID of the key (the token's iss).", required: true)
+    package static let topic = Option<String>("--topic", "BUNDLE_ID", "The app's bundle ID (apns-topic).", required: true)
+    package static let sandbox = Flag("--sandbox", "Send to the development server, api.sandbox.push.apple.com.")
+    package static let apnsURL = Option<String>(
+        "--apns-url", "URL", "Send to this server instead of APNs: https://HOST[:PORT] (a test server).")
+    /// One `--ca-file` for every TLS server send talks to: APNs (or `--apns-url`) and a
+    /// `rediss://` Redis.
+    package static let caFile = RedisOptions.caFile.help(
+        "Trust the certificate authorities of this PEM file instead of the system's, for APNs (--apns-url: a test server) and a rediss:// server alike."
+    )
+    package static let expiration = Option<Int>(
+        "--expiration", "SECONDS",
+        "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
+    package static let jsonl = StreamOptions.jsonl.help("Read one document per line and write one result per line, in input order.")
+
+    package static let options: [OptionSpec] =
+        [
+            authKeyFile.spec, keyID.spec, teamID.spec, topic.spec, sandbox.spec, apnsURL.spec, caFile.spec, expiration.spec, jsonl.spec,
+            StreamOptions.output.spec,
+        ] + RedisOptions.specs.filter { $0.name != caFile.name } + [SharedOptions.help.spec]
 
     /// The production server and the development one.
     package static let productionURL = "https://api.push.apple.com"
@@ -97,26 +94,26 @@ package struct SendCommand: Command {
             guard isID else { throw usage("'\(key.name)' takes Apple's 10-character ID (capital letters and digits)") }
             return value
         }
-        let stream = try StreamOptions(arguments, command: Self.name, environment: environment, shared: [Self.keys.caFile])
+        let stream = try StreamOptions(arguments, command: Self.name, environment: environment, shared: [Self.caFile])
         var options = SendOptions(
-            keyFile: try required(Self.keys.authKeyFile), keyID: try identifier(Self.keys.keyID), teamID: try identifier(Self.keys.teamID),
-            topic: try required(Self.keys.topic), serverURL: arguments[Self.keys.sandbox] ? Self.sandboxURL : Self.productionURL,
-            caFile: arguments[Self.keys.caFile], expiration: nil, isLineMode: stream.isLineMode, inputs: stream.inputs,
+            keyFile: try required(Self.authKeyFile), keyID: try identifier(Self.keyID), teamID: try identifier(Self.teamID),
+            topic: try required(Self.topic), serverURL: arguments[Self.sandbox] ? Self.sandboxURL : Self.productionURL,
+            caFile: arguments[Self.caFile], expiration: nil, isLineMode: stream.isLineMode, inputs: stream.inputs,
             outputPath: stream.outputPath, clockFile: environment[SendOptions.testClockVariable], redis: stream.redis)
-        if options.topic.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { throw usage("'\(Self.keys.topic.name)' takes a bundle ID") }
-        if let url = arguments[Self.keys.apnsURL] {
-            if arguments[Self.keys.sandbox] { throw usage("give either --sandbox or --apns-url, not both") }
+        if options.topic.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { throw usage("'\(Self.topic.name)' takes a bundle ID") }
+        if let url = arguments[Self.apnsURL] {
+            if arguments[Self.sandbox] { throw usage("give either --sandbox or --apns-url, not both") }
             var text = url
             while text.utf8.last == UInt8(ascii: "/") { text = String(text.utf8.dropLast())! }
             let host = text.utf8.dropFirst(8)
             guard text.utf8.starts(with: "https://".utf8), !host.isEmpty, !host.contains(where: { $0 == UInt8(ascii: "/") || $0 <= 0x20 })
-            else { throw usage("'\(Self.keys.apnsURL.name)' takes https://HOST[:PORT]") }
+            else { throw usage("'\(Self.apnsURL.name)' takes https://HOST[:PORT]") }
             options.serverURL = text
         }
-        if options.caFile?.isEmpty == true { throw usage("'\(Self.keys.caFile.name)' takes a path") }
-        if arguments.isGiven(Self.keys.expiration) {
-            guard let seconds = arguments[Self.keys.expiration], (0...Self.longestExpiration).contains(seconds) else {
-                throw usage("'\(Self.keys.expiration.name)' takes a whole number of seconds from 0 to \(Self.longestExpiration)")
+        if options.caFile?.isEmpty == true { throw usage("'\(Self.caFile.name)' takes a path") }
+        if arguments.isGiven(Self.expiration) {
+            guard let seconds = arguments[Self.expiration], (0...Self.longestExpiration).contains(seconds) else {
+                throw usage("'\(Self.expiration.name)' takes a whole number of seconds from 0 to \(Self.longestExpiration)")
             }
             options.expiration = seconds
         }

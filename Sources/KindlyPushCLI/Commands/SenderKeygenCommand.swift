@@ -15,16 +15,14 @@ package struct SenderKeygenCommand: Command {
         Keep the file secret: whoever holds it can send pushes that devices pinning it trust.
         Seal with it: kindly-push seal --sender-key-file <path>. The secret key is never printed.
         """
-    package struct Keys: OptionGroup {
-        package let keyFile = Option<String>("--key-file", "PATH", "Write the sender key to this new file (required).", required: true)
-    }
-    package static let keys = Keys()
+    package static let keyFile = Option<String>("--key-file", "PATH", "Write the sender key to this new file (required).", required: true)
+    package static let options: [OptionSpec] = [keyFile.spec, SharedOptions.help.spec]
 
     package let path: String
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        guard let path = arguments[Self.keys.keyFile] else {
+        guard let path = arguments[Self.keyFile] else {
             throw CLIError.usage("missing '--key-file PATH'", command: Self.name)
         }
         self.path = path

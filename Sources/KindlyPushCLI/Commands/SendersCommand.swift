@@ -21,16 +21,14 @@ package struct SendersCommand: Command {
         untrusted_sender, and after the first add version 1 pushes are refused. To rotate, add the
         new key before the backend switches to it, then delete the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.
         """
-    package struct Keys: OptionGroup {
-        package let publicKey = Option<String>(
-            "--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true
-        ).only("add")
-        package let label = Option<String>("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only(
-            "add")
-        package let keyring = KeyringOptions.keys.keyring
-        package let verbose = KeyringOptions.keys.verbose
-    }
-    package static let keys = Keys()
+    package static let options: [OptionSpec] = [
+        publicKey.spec, label.spec, KeyringOptions.keyring.spec, KeyringOptions.verbose.spec, SharedOptions.help.spec,
+    ]
+    package static let publicKey = Option<String>(
+        "--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true
+    ).only("add")
+    package static let label = Option<String>("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only(
+        "add")
 
     package enum Action {
         case add(SenderPublicKey, label: String)
@@ -47,10 +45,10 @@ package struct SendersCommand: Command {
         switch positionals.first {
         case "add"?:
             guard positionals.count == 1 else { throw CLIError(.usage, "senders add takes no argument; give --public-key B64") }
-            guard let text = arguments[Self.keys.publicKey] else {
+            guard let text = arguments[Self.publicKey] else {
                 throw CLIError.usage("missing '--public-key B64'", command: Self.name)
             }
-            if let label = arguments[Self.keys.label], let problem = KeyringLabel.problem(with: label) {
+            if let label = arguments[Self.label], let problem = KeyringLabel.problem(with: label) {
                 throw CLIError(.usage, "--label: \(problem)")
             }
             let key: SenderPublicKey
@@ -60,7 +58,7 @@ package struct SendersCommand: Command {
                 throw CLIError(.usage, "--public-key: \(error)")
             }
             if let reason = key.unusableReason { throw CLIError(.usage, "--public-key: \(reason): it is not pinned") }
-            action = .add(key, label: arguments[Self.keys.label] ?? "kindly-push")
+            action = .add(key, label: arguments[Self.label] ?? "kindly-push")
         case "list"?:
             guard positionals.count == 1 else { throw CLIError(.usage, "senders list takes no argument") }
             action = .list

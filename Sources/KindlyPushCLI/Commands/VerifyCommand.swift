@@ -22,10 +22,7 @@ package struct VerifyCommand: Command {
         line for each failure and last "N passed, N failed"; exits 0 only when none failed. Only
         regular files of at most 4 MiB are read; anything else is a failure of its own.
         """
-    package struct Keys: OptionGroup {
-        package let quiet = StreamOptions.keys.quiet
-    }
-    package static let keys = Keys()
+    package static let options: [OptionSpec] = [StreamOptions.quiet.spec, SharedOptions.help.spec]
 
     package let files: [String]
     package let isQuiet: Bool
@@ -52,7 +49,7 @@ package struct VerifyCommand: Command {
             }
         }
         self.files = files
-        isQuiet = arguments[StreamOptions.keys.quiet]
+        isQuiet = arguments[StreamOptions.quiet]
     }
 
     package static func jsonFiles(in folder: String) throws(CLIError) -> [String] {

@@ -15,7 +15,7 @@ struct DoctorRunner: Command {
     static let name = DoctorCommand.name
     static let abstract = DoctorCommand.abstract
     static let discussion = DoctorCommand.discussion
-    static let keys = DoctorCommand.keys
+    static let options = DoctorCommand.options
 
     /// The checks, in the order they print. Each is independent of the others' printing; they
     /// share what they find through the context (the bus is probed once).
@@ -32,7 +32,7 @@ struct DoctorRunner: Command {
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         choice = KeyringOptions(arguments).keyring ?? .auto
-        json = arguments[DoctorCommand.keys.json]
+        json = arguments[DoctorCommand.json]
         self.environment = environment
     }
 

@@ -4,7 +4,7 @@ package import KindlyPushCore
 extension SealCommand {
     /// `seal --recipients-inline` seals each input for the device it names.
     package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
-        if arguments[SealingOptions.keys.recipientsInline] { return try RecipientsInlineSeal(arguments, environment: environment) }
+        if arguments[SealingOptions.recipientsInline] { return try RecipientsInlineSeal(arguments, environment: environment) }
         return try SealCommand(arguments, environment: environment)
     }
 }
@@ -25,7 +25,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     package static let abstract = SealCommand.abstract
     package static let arguments = SealCommand.arguments
     package static let discussion = SealCommand.discussion
-    package static let keys = SealCommand.keys
+    package static let options = SealCommand.options
 
     /// Recipients whose sealers one thread keeps.
     package static let cacheCapacity = 1024

@@ -28,12 +28,7 @@ package struct SealCommand: DocumentCommand {
         'kindly-push send' reads).
         With --fit a body too long for APNs is cut to the longest prefix that fits.
         """
-    package struct Keys: OptionGroup {
-        package let sealing = SealingOptions.Keys()
-        package let stream = StreamOptions.Keys()
-        package let redis = RedisOptions.Keys()
-    }
-    package static let keys = Keys()
+    package static let options: [OptionSpec] = SealingOptions.specs + StreamOptions.specs + RedisOptions.specs + [SharedOptions.help.spec]
 
     package let recipient: DevicePublicKey
     /// The binding to the recipient of version 2 or version 3 mode_auth, computed once for the
