@@ -738,6 +738,8 @@ final class RedisWorker<C: DocumentCommand> {
         }
         if !transient.isEmpty { hold(transient, reason: reason) }
         metrics?.observe(seconds: Double(Self.nanoseconds() - started) / 1e9)
+        // The lines are in the arguments now (``PendingCommit`` wipes them): none is left here.
+        lines.wipeCapacity()
         return arguments
     }
 

@@ -20,11 +20,11 @@ public final class InMemoryKeyring: Keyring {
     private let state = Locked(State())
 
     /// An unlocked keyring holding `keys` and pinning `pinnedSenders` (a key given twice is
-    /// pinned once).
+    /// pinned once). Given pins are kept as they are, degenerate or not, unlike
+    /// ``pinSender(_:label:)``: a test can hold what a keyring pinned before such keys were
+    /// refused, and see a push that names one fail authentication.
     public init(keys: [DeviceKey] = [], pinnedSenders: [SenderPublicKey] = []) {
         for key in keys { try? store(key, label: "test key") }
-        // Given pins are kept as they are, degenerate or not: a test can hold what a keyring
-        // pinned before ``pinSender(_:label:)`` refused such keys, and see it fail authentication.
         for sender in pinnedSenders { try? insertPin(sender, label: "test sender") }
     }
 
