@@ -41,6 +41,8 @@ final class Transfer {
     var headers: UnsafeMutablePointer<curl_slist>?
     /// The provider token the request carried (``ProviderToken/generation``).
     var tokenGeneration = 0
+    /// The connection it was handed over on (``APNsSender``'s `connection` then).
+    var connection = 0
     var serverAttempts = 0
     var transportAttempts = 0
     /// It was sent again once after `ExpiredProviderToken`.
@@ -134,7 +136,13 @@ final class APNsSender {
     private var results: [[UInt8]?] = []
     private var firstUnwritten = 0
     private var nextSequence = 0
-    /// The connection answered a request: more than one may go at once.
+    /// The current connection, counted: a transfer that finds no answer ends the connection it
+    /// was handed over on, and the next one starts with a new number.
+    private var connection = 0
+    /// The current connection answered a request: more than one may go at once. An answer on a
+    /// connection already ended (a stream below a GOAWAY's last stream id) does not count: the
+    /// new connection starts with the server's initial stream limit (1 for APNs) until it
+    /// answers one of its own.
     private var connectionConfirmed = false
     private let expirationHeader: Bool
     private let events = CurlEvents()
@@ -285,6 +293,7 @@ final class APNsSender {
         transfer.response.removeAll(keepingCapacity: true)
         transfer.apnsID = nil
         transfer.tokenGeneration = token.generation
+        transfer.connection = connection
         let push = transfer.push
         var lines = [
             token.header, "apns-topic: \(options.topic)", "apns-push-type: \(push.pushType)", "apns-priority: \(push.priority)",
@@ -345,7 +354,10 @@ final class APNsSender {
         guard code == CURLE_OK, status > 0 else {
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
             // timed out. The next connection starts with one request, as the first did.
-            connectionConfirmed = false
+            if transfer.connection == connection {
+                connection += 1
+                connectionConfirmed = false
+            }
             transfer.transportAttempts += 1
             if transfer.transportAttempts < SendTiming.transportAttempts {
                 retryLater(transfer, attempt: transfer.transportAttempts)
@@ -356,7 +368,7 @@ final class APNsSender {
             }
             return
         }
-        connectionConfirmed = true
+        if transfer.connection == connection { connectionConfirmed = true }
         let body = (try? JSONReader.parse(transfer.response))?.objectValue
         let reason = body?["reason"]?.stringValue
         if status == 403, reason == "ExpiredProviderToken", !transfer.renewedToken {

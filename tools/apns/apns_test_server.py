@@ -17,8 +17,11 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
 - SETTINGS_MAX_CONCURRENT_STREAMS 1 on a new connection, raised after its first request is
   answered (as APNs does once a token is accepted);
 - faults on demand from a script: answers per device token (429, 500, 503, 410, ...), a GOAWAY
-  or a dropped connection after N requests, a delay before each answer; the initial and raised
-  stream limits; the least time between two tokens (for tools/bench, whose runs each sign one);
+  (declaring the N-th request never processed) or a dropped connection after N requests, a
+  delay before each answer; the initial and raised stream limits; the least time between two
+  tokens (for tools/bench, whose runs each sign one);
+- a stream past the advertised stream limit refused (RST_STREAM REFUSED_STREAM, RFC 9113
+  section 5.1.2), recorded as {"refused": ...};
 - everything received recorded, one JSON line per request, in DIR/received.jsonl.
 
 Usage:
@@ -42,6 +45,7 @@ import uuid
 
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
@@ -183,6 +187,37 @@ class Server:
         return 200, None
 
 
+class RefusingH2Connection(h2.connection.H2Connection):
+    """h2's server connection with RFC 9113 section 5.1.2's rule for a stream past the advertised
+    SETTINGS_MAX_CONCURRENT_STREAMS: a stream error, REFUSED_STREAM, which the client may send
+    again (h2 makes it a connection error, TooManyStreamsError). Servers on Go's net/http2 and on
+    nghttp2 refuse the stream so; a client meets it when it opens streams before reading the
+    server's SETTINGS, as libcurl does on a new connection after a reconnect. The stream is
+    taken in (its header block decoded, so that HPACK stays in step) and its id put in
+    `refused`; the server resets it on its RequestReceived."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.refused = set()
+        self._admitting = False
+
+    @property
+    def open_inbound_streams(self):
+        return 0 if self._admitting else super().open_inbound_streams
+
+    def _receive_headers_frame(self, frame):
+        over = (frame.stream_id not in self.streams
+                and self.open_inbound_streams + 1 > self.local_settings.max_concurrent_streams)
+        if not over:
+            return super()._receive_headers_frame(frame)
+        self.refused.add(frame.stream_id)
+        self._admitting = True
+        try:
+            return super()._receive_headers_frame(frame)
+        finally:
+            self._admitting = False
+
+
 class Connection:
     def __init__(self, server, reader, writer):
         self.server = server
@@ -197,7 +232,7 @@ class Connection:
         self.delay = script.get("delay_ms", 0) / 1000
         self.max_streams = script.get("max_streams", 100)
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
-        self.h2 = h2.connection.H2Connection(config=config)
+        self.h2 = RefusingH2Connection(config=config)
         self.h2.local_settings = h2.settings.Settings(
             client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: script.get("initial_streams", 1)})
         self.streams = {}
@@ -244,14 +279,26 @@ class Connection:
         if self in self.server.connections:
             self.server.connections.remove(self)
 
-    def goaway(self):
-        last = max([sid for sid, s in self.streams.items() if s.get("ended")] or [0])
+    def goaway(self, unprocessed=None):
+        """Sends GOAWAY. Its last stream id is the newest stream received, or with `unprocessed`
+        the stream before that one: the server then declares `unprocessed` (received, not yet
+        answered) as never processed, as RFC 9113 section 6.8 allows, and never answers it, so
+        that the client must send it again on a new connection, whatever the timing."""
+        ended = [sid for sid, s in self.streams.items() if s.get("ended") and sid != unprocessed]
+        last = max([sid for sid in ended if unprocessed is None or sid < unprocessed] or [0])
         self.goaway_sent = last
         self.h2.close_connection(last_stream_id=last)
         self.flush()
+        if not any(sid <= last for sid in self.streams):
+            self.close()
 
     def handle(self, event):
-        if isinstance(event, h2.events.RequestReceived):
+        if isinstance(event, h2.events.RequestReceived) and event.stream_id in self.h2.refused:
+            self.h2.refused.discard(event.stream_id)
+            self.h2.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+            self.server.record({"connection": self.number, "stream": event.stream_id, "refused": "over the stream limit",
+                                "token": dict(event.headers).get(":path", "").rpartition("/")[2], "time": self.server.now()})
+        elif isinstance(event, h2.events.RequestReceived):
             self.streams[event.stream_id] = {"headers": dict(event.headers), "body": b""}
             self.open_streams += 1
         elif isinstance(event, h2.events.DataReceived):
@@ -277,7 +324,7 @@ class Connection:
                 return
             asyncio.get_running_loop().create_task(self.answer(event.stream_id))
             if self.goaway_after is not None and self.received == self.goaway_after:
-                self.goaway()
+                self.goaway(unprocessed=event.stream_id)
         elif isinstance(event, h2.events.StreamReset):
             self.streams.pop(event.stream_id, None)
         elif isinstance(event, h2.events.ConnectionTerminated):
@@ -297,6 +344,9 @@ class Connection:
         if self.delay:
             await asyncio.sleep(self.delay)
         if self.closed or stream_id not in self.streams:
+            return
+        if self.goaway_sent is not None and stream_id > self.goaway_sent:
+            self.record_stream(stream_id, None, "after GOAWAY")
             return
         stream = self.streams[stream_id]
         status, reason = self.server.decide(stream["headers"], stream["body"], self)
