@@ -334,16 +334,19 @@ public final class KindlyNotificationHandler: Sendable {
 
     /// Logs, once, that the delegate answered with the default `shouldHandleNotification`.
     private func logDefaultAnswer() {
+        logOnce(
+            \.loggedDefaultAnswer, .info,
+            "the delegate does not implement shouldHandleNotification(notification:): the default allowed the push"
+                + " (a method with other labels is not the requirement; logged once)")
+    }
+
+    /// Logs `message` the first time only: `flag` records that it was.
+    private func logOnce(_ flag: WritableKeyPath<State, Bool>, _ level: KindlyLogLevel, _ message: @autoclosure () -> String) {
         let first = state.withLock { state in
-            defer { state.loggedDefaultAnswer = true }
-            return !state.loggedDefaultAnswer
+            defer { state[keyPath: flag] = true }
+            return !state[keyPath: flag]
         }
-        if first {
-            logger.log(
-                .info,
-                "the delegate does not implement shouldHandleNotification(notification:): the default allowed the push"
-                    + " (a method with other labels is not the requirement; logged once)")
-        }
+        if first { logger.log(level, message()) }
     }
 
     /// Hands `banner` to `postBanner`, or, with none, logs once that banners are not shown.
@@ -352,16 +355,10 @@ public final class KindlyNotificationHandler: Sendable {
             postBanner(banner)
             return
         }
-        let first = state.withLock { state in
-            defer { state.loggedNoPostBanner = true }
-            return !state.loggedNoPostBanner
-        }
-        if first {
-            logger.log(
-                .warning,
-                "the display rule decided a banner for a Kindly push, but no postBanner is set: it was not shown"
-                    + " (give KindlyNotificationHandler a postBanner to present banners; logged once)")
-        }
+        logOnce(
+            \.loggedNoPostBanner, .warning,
+            "the display rule decided a banner for a Kindly push, but no postBanner is set: it was not shown"
+                + " (give KindlyNotificationHandler a postBanner to present banners; logged once)")
     }
 
     /// ``notificationReceived(_:)-(JSONValue)`` for a notification, as the iOS SDK's
@@ -448,15 +445,9 @@ public final class KindlyNotificationHandler: Sendable {
             openApp()
             return
         }
-        let first = state.withLock { state in
-            defer { state.loggedNoOpenApp = true }
-            return !state.loggedNoOpenApp
-        }
-        if first {
-            logger.log(
-                .warning,
-                "a tapped Kindly notification has no chat to open, and no openApp is set: the app was not brought up"
-                    + " (give KindlyNotificationHandler an openApp; logged once)")
-        }
+        logOnce(
+            \.loggedNoOpenApp, .warning,
+            "a tapped Kindly notification has no chat to open, and no openApp is set: the app was not brought up"
+                + " (give KindlyNotificationHandler an openApp; logged once)")
     }
 }
