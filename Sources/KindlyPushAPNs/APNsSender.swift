@@ -139,12 +139,11 @@ final class APNsSender {
     /// The current connection, counted: a transfer that finds no answer ends the connection it
     /// was handed over on, and the next one starts with a new number.
     private var connection = 0
-    /// The current connection answered a request: more than one may go at once. An answer on a
-    /// connection already ended (a stream below a GOAWAY's last stream id) does not count: the
-    /// new connection starts with the server's initial stream limit (1 for APNs) until it
-    /// answers one of its own.
-    private var connectionConfirmed = false
-    private let expirationHeader: Bool
+    /// The newest connection that answered a request. While it is the current one, more than
+    /// one request may go at once; an answer on a connection already ended (a stream below a
+    /// GOAWAY's last stream id) does not count for the next, which starts with the server's
+    /// initial stream limit (1 for APNs) until it answers one of its own.
+    private var answeredConnection = -1
     private let events = CurlEvents()
 
     init(options: SendOptions, token: ProviderToken) throws(CLIError) {
@@ -155,7 +154,6 @@ final class APNsSender {
         }
         self.multi = multi
         host = String(decoding: options.serverURL.utf8.dropFirst(8), as: UTF8.self)
-        expirationHeader = options.expiration != nil
         _ = kp_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         // One connection: every request is a stream of it, as APNs asks.
         _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
@@ -239,7 +237,7 @@ final class APNsSender {
                 ready = (ready + due).sorted { $0.sequence < $1.sequence }
             }
         }
-        let limit = connectionConfirmed ? SendTiming.maximumHandedOver : 1
+        let limit = answeredConnection == connection ? SendTiming.maximumHandedOver : 1
         let count = min(max(0, limit - inFlight.count), ready.count)
         if count > 0 {
             for transfer in ready[0..<count] { start(transfer) }
@@ -354,10 +352,7 @@ final class APNsSender {
         guard code == CURLE_OK, status > 0 else {
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
             // timed out. The next connection starts with one request, as the first did.
-            if transfer.connection == connection {
-                connection += 1
-                connectionConfirmed = false
-            }
+            if transfer.connection == connection { connection += 1 }
             transfer.transportAttempts += 1
             if transfer.transportAttempts < SendTiming.transportAttempts {
                 retryLater(transfer, attempt: transfer.transportAttempts)
@@ -368,7 +363,7 @@ final class APNsSender {
             }
             return
         }
-        if transfer.connection == connection { connectionConfirmed = true }
+        answeredConnection = max(answeredConnection, transfer.connection)
         let body = (try? JSONReader.parse(transfer.response))?.objectValue
         let reason = body?["reason"]?.stringValue
         if status == 403, reason == "ExpiredProviderToken", !transfer.renewedToken {

@@ -124,9 +124,6 @@ final class APNsTestServer {
         }
     }
 
-    /// Sends GOAWAY on every open connection (SIGUSR1).
-    func goAway() { kill(process.processIdentifier, SIGUSR1) }
-
     /// A device token: 64 hex digits.
     static func token(_ number: Int) -> String { String(repeating: "0", count: 56) + String(format: "%08x", number) }
 

@@ -240,6 +240,7 @@ class Connection:
         self.answered = 0
         self.open_streams = 0
         self.goaway_sent = None  # the last stream id of our GOAWAY
+        self.last_ended = 0  # the newest stream whose request was received whole
         self.raised = False
         self.closed = False
         self.last_token = None  # (iat, text) of the newest token accepted on this connection
@@ -279,13 +280,10 @@ class Connection:
         if self in self.server.connections:
             self.server.connections.remove(self)
 
-    def goaway(self, unprocessed=None):
-        """Sends GOAWAY. Its last stream id is the newest stream received, or with `unprocessed`
-        the stream before that one: the server then declares `unprocessed` (received, not yet
-        answered) as never processed, as RFC 9113 section 6.8 allows, and never answers it, so
-        that the client must send it again on a new connection, whatever the timing."""
-        ended = [sid for sid, s in self.streams.items() if s.get("ended") and sid != unprocessed]
-        last = max([sid for sid in ended if unprocessed is None or sid < unprocessed] or [0])
+    def goaway(self, last):
+        """Sends GOAWAY with `last` as its last stream id: the streams above it are declared never
+        processed (RFC 9113 section 6.8) and never answered, so the client must send them again
+        on a new connection. The connection closes once every stream up to `last` is answered."""
         self.goaway_sent = last
         self.h2.close_connection(last_stream_id=last)
         self.flush()
@@ -323,8 +321,11 @@ class Connection:
                 self.closed = True
                 return
             asyncio.get_running_loop().create_task(self.answer(event.stream_id))
+            previous, self.last_ended = self.last_ended, event.stream_id
             if self.goaway_after is not None and self.received == self.goaway_after:
-                self.goaway(unprocessed=event.stream_id)
+                # The request that reached the count is declared unprocessed: a resend, whatever
+                # the timing.
+                self.goaway(previous)
         elif isinstance(event, h2.events.StreamReset):
             self.streams.pop(event.stream_id, None)
         elif isinstance(event, h2.events.ConnectionTerminated):
@@ -404,7 +405,7 @@ async def main_async(arguments):
     stop = loop.create_future()
     loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
     loop.add_signal_handler(signal.SIGINT, lambda: stop.done() or stop.set_result(None))
-    loop.add_signal_handler(signal.SIGUSR1, lambda: [c.goaway() for c in list(server.connections)])
+    loop.add_signal_handler(signal.SIGUSR1, lambda: [c.goaway(c.last_ended) for c in list(server.connections)])
     with open(os.path.join(arguments.dir, "port.tmp"), "w") as f:
         f.write(f"{port}\n")
     os.rename(os.path.join(arguments.dir, "port.tmp"), os.path.join(arguments.dir, "port"))
