@@ -84,23 +84,24 @@ struct PushStreamKeyringTests {
                 ended.withLock { $0 = true }
             }
         }
-        while keyring.started.withLock({ $0 }) == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+        let asked = try await PushStreamTests.wait(seconds: 30) { keyring.started.withLock { $0 } > 0 }
+        guard asked else {
+            task.cancel()
+            Issue.record("the stream had not asked the keyring 30 s after it started")
+            return
+        }
         try await Task.sleep(nanoseconds: 200_000_000)
         task.cancel()
         // Not `await task.value`: a stream that waited for the look-up would hold the test.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !ended.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(nanoseconds: 2_000_000) }
-        #expect(ended.withLock { $0 }, "the cancelled stream had not ended 30 s after its cancellation, its look-up still blocked")
+        let endedInTime = try await PushStreamTests.wait(seconds: 30) { ended.withLock { $0 } }
+        #expect(endedInTime, "the cancelled stream had not ended 30 s after its cancellation, its look-up still blocked")
         #expect(keyring.finished.withLock { $0 } < keyring.started.withLock { $0 }, "no look-up was still blocked when the stream ended")
         #expect(results.withLock { $0 } == 0, "a result came after the look-up was abandoned")
         try await PushStreamTests.expectEnded(documents, threads: threads)
         // The abandoned look-up returns once released: nothing waits for it, nothing breaks.
         keyring.release()
-        let returned = ContinuousClock.now + .seconds(10)
-        while keyring.finished.withLock({ $0 }) < keyring.started.withLock({ $0 }), ContinuousClock.now < returned {
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
-        #expect(keyring.finished.withLock { $0 } == keyring.started.withLock { $0 })
+        let returned = try await PushStreamTests.wait(seconds: 10) { keyring.finished.withLock { $0 } == keyring.started.withLock { $0 } }
+        #expect(returned, "the released look-up had not returned after 10 s")
         try await Task.sleep(nanoseconds: 50_000_000)
         #expect(threads.withLock { $0 } == 0)
         #expect(results.withLock { $0 } == 0)
