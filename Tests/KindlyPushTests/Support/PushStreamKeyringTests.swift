@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// A keyring whose look-ups (a key, the pins) each take `seconds` on a ``ManualClock`` (moved
-/// on, no wait), or, with no clock, block until the test calls ``release()`` (at most 60 s). It
+/// on, no wait), or, with no clock, block until the test calls ``release()`` (at most 300 s). It
 /// has no `changeToken()` of its own: the protocol's default (``KeyringChangeToken/untracked``),
 /// a keyring that keeps no fingerprint.
 final class SlowKeyring: Keyring {
@@ -39,7 +39,7 @@ final class SlowKeyring: Keyring {
         if let clock {
             clock.advance(by: .milliseconds(Int(seconds * 1000)))
         } else {
-            let deadline = ContinuousClock.now + .seconds(60)
+            let deadline = ContinuousClock.now + .seconds(300)
             while !released.withLock({ $0 }), ContinuousClock.now < deadline { usleep(1000) }
         }
         return try body()
@@ -84,17 +84,17 @@ struct PushStreamKeyringTests {
                 ended.withLock { $0 = true }
             }
         }
-        let asked = try await PushStreamTests.wait(seconds: 30) { keyring.started.withLock { $0 } > 0 }
+        let asked = try await PushStreamTests.wait(seconds: 120) { keyring.started.withLock { $0 } > 0 }
         guard asked else {
             task.cancel()
-            Issue.record("the stream had not asked the keyring 30 s after it started")
+            Issue.record("the stream had not asked the keyring 120 s after it started")
             return
         }
         try await Task.sleep(nanoseconds: 200_000_000)
         task.cancel()
         // Not `await task.value`: a stream that waited for the look-up would hold the test.
-        let endedInTime = try await PushStreamTests.wait(seconds: 30) { ended.withLock { $0 } }
-        #expect(endedInTime, "the cancelled stream had not ended 30 s after its cancellation, its look-up still blocked")
+        let endedInTime = try await PushStreamTests.wait(seconds: 120) { ended.withLock { $0 } }
+        #expect(endedInTime, "the cancelled stream had not ended 120 s after its cancellation, its look-up still blocked")
         #expect(keyring.finished.withLock { $0 } < keyring.started.withLock { $0 }, "no look-up was still blocked when the stream ended")
         #expect(results.withLock { $0 } == 0, "a result came after the look-up was abandoned")
         try await PushStreamTests.expectEnded(documents, threads: threads)

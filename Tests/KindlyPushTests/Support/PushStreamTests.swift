@@ -243,9 +243,9 @@ struct PushStreamTests {
     }
 
     /// The stream's threads have ended, and its reading task has stopped pulling and let go of
-    /// its iterator (both waited for up to 30 s).
+    /// its iterator (both waited for up to 120 s: under the whole suite with AddressSanitizer a stream waited over 30 s for a thread of the cooperative pool).
     static func expectEnded(_ documents: CountingDocuments, threads: Locked<Int>) async throws {
-        try await wait(seconds: 30) { threads.withLock { $0 } == 0 && documents.iterators.withLock { $0 } == 0 }
+        try await wait(seconds: 120) { threads.withLock { $0 } == 0 && documents.iterators.withLock { $0 } == 0 }
         #expect(threads.withLock { $0 } == 0)
         let before = documents.pulled.withLock { $0 }
         try await Task.sleep(nanoseconds: 100_000_000)
