@@ -150,10 +150,18 @@ let package = Package(
             dependencies: ["KindlyPushCLI", "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushDesktop"],
             swiftSettings: strictSettings
         ),
-        // `--redis`: a document command as a worker of a Redis Streams consumer group.
+        // The Redis Streams worker: the library's line engine over the entries of a consumer
+        // group (hiredis); it knows no command line. `redis-status`'s reading too.
         .target(
             name: "KindlyPushRedis",
-            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL"],
+            swiftSettings: strictSettings
+        ),
+        // `--redis` and `redis-status` for the command line: the document commands run by
+        // KindlyPushRedis's worker, as KindlyPushCLIDesktop is the desktop's glue.
+        .target(
+            name: "KindlyPushCLIRedis",
+            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushRedis"],
             swiftSettings: strictSettings
         ),
         // `send`: pushes to APNs over one HTTP/2 connection, with the ES256 provider token.
@@ -175,13 +183,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "kindly-push-redis",
-            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushRedis"],
+            dependencies: ["KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushCLIRedis"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "kindly-push-send",
-            // KindlyPushRedis: `send --redis`, a send worker of a consumer group.
-            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushRedis"],
+            // KindlyPushCLIRedis: `send --redis`, a send worker of a consumer group.
+            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushCLIRedis"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.
@@ -210,7 +218,7 @@ let package = Package(
             // The documented-figures test reads the constants of every layer the command has.
             dependencies: [
                 "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
-                "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushAPNs",
+                "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs",
             ]
         ),
     ],

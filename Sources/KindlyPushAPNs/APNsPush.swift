@@ -28,7 +28,7 @@ package struct APNsPush: Sendable, Equatable {
     /// line names it).
     package struct Refusal: Error, Sendable {
         package var token: String?
-        package var error: CLIError
+        package var error: CodedError
         /// The document's `"id"`, when it had one.
         package var id: JSONValue?
     }
@@ -36,7 +36,7 @@ package struct APNsPush: Sendable, Equatable {
     /// Reads one input document's bytes.
     package init(bytes: UnsafeRawBufferPointer) throws(Refusal) {
         let document: JSONValue
-        do throws(CLIError) {
+        do throws(CodedError) {
             document = try StandardInput.parseObject(bytes)
         } catch {
             throw Refusal(token: nil, error: error)
@@ -47,11 +47,11 @@ package struct APNsPush: Sendable, Equatable {
     /// Checks one input document.
     package init(document: JSONValue) throws(Refusal) {
         guard let object = document.objectValue else {
-            throw Refusal(token: nil, error: CLIError(.badInput, "the input is not a JSON object"))
+            throw Refusal(token: nil, error: CodedError(.badInput, "the input is not a JSON object"))
         }
-        if object.hasDuplicateKeys { throw Refusal(token: nil, error: CLIError(.badInput, "the input has a member name twice")) }
+        if object.hasDuplicateKeys { throw Refusal(token: nil, error: CodedError(.badInput, "the input has a member name twice")) }
         let id = object["id"]
-        func bad(_ text: String, token: String? = nil) -> Refusal { Refusal(token: token, error: CLIError(.badInput, text), id: id) }
+        func bad(_ text: String, token: String? = nil) -> Refusal { Refusal(token: token, error: CodedError(.badInput, text), id: id) }
         guard let token = object["token"]?.stringValue else { throw bad("the input has no \"token\" string") }
         let isHex = token.utf8.allSatisfy {
             (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0)

@@ -146,11 +146,11 @@ final class APNsSender {
     private var answeredConnection = -1
     private let events = CurlEvents()
 
-    init(options: SendOptions, token: ProviderToken) throws(CLIError) {
+    init(options: SendOptions, token: ProviderToken) throws(CodedError) {
         self.options = options
         self.token = token
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK, let multi = curl_multi_init() else {
-            throw CLIError(.io, "libcurl cannot start")
+            throw CodedError(.io, "libcurl cannot start")
         }
         self.multi = multi
         host = String(decoding: options.serverURL.utf8.dropFirst(8), as: UTF8.self)
@@ -209,7 +209,7 @@ final class APNsSender {
         complete(
             sequence,
             with: Self.errorLine(
-                token: nil, CLIError(.badInput, "the line is over \(StandardInput.sizeText(StandardInput.maximumDocumentSize))")))
+                token: nil, CodedError(.badInput, "the line is over \(LineEngine.sizeText(StandardInput.maximumDocumentSize))")))
     }
 
     /// The result lines answered in input order since the last call.
@@ -272,7 +272,8 @@ final class APNsSender {
             try token.refreshIfDue()
         } catch {
             complete(
-                transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CLIError(.io, error.description)))
+                transfer.sequence,
+                with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, error.description)))
             return
         }
         let easy: UnsafeMutableRawPointer
@@ -283,7 +284,7 @@ final class APNsSender {
             guard let new = curl_easy_init() else {
                 complete(
                     transfer.sequence,
-                    with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CLIError(.io, "libcurl: out of memory")))
+                    with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, "libcurl: out of memory")))
                 return
             }
             easy = new
@@ -358,7 +359,7 @@ final class APNsSender {
                 retryLater(transfer, attempt: transfer.transportAttempts)
             } else {
                 let reason = String(cString: curl_easy_strerror(code))
-                let error = CLIError(.io, "no answer from \(host) after \(transfer.transportAttempts) attempts: \(reason)")
+                let error = CodedError(.io, "no answer from \(host) after \(transfer.transportAttempts) attempts: \(reason)")
                 complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
             }
             return
@@ -373,7 +374,7 @@ final class APNsSender {
                 ready.insert(transfer, at: ready.firstIndex { $0.sequence > transfer.sequence } ?? ready.endIndex)
                 return
             } catch {
-                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, CLIError(.io, error.description)))
+                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, CodedError(.io, error.description)))
                 return
             }
         }
@@ -402,7 +403,7 @@ final class APNsSender {
 
     /// The error object of a line: `{"id": ..., "token": ..., "error": {"code", "message"}}`, the
     /// id and the token when the line had them.
-    static func errorLine(id: JSONValue? = nil, token: String?, _ error: CLIError) -> [UInt8] {
+    static func errorLine(id: JSONValue? = nil, token: String?, _ error: CodedError) -> [UInt8] {
         var members: [JSONObject.Member] = id.map { [.init(key: "id", value: $0)] } ?? []
         if let token { members.append(.init(key: "token", value: .string(token))) }
         if case .object(let object) = error.jsonObject { members += object.members }

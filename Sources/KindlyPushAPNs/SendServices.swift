@@ -25,7 +25,7 @@ package struct APNsSendServices: SendServices {
     package init(workers: any RedisServices) { self.workers = workers }
 
     package func send(_ options: SendOptions) -> Int32 {
-        do throws(CLIError) {
+        do throws(CodedError) {
             let token = try Self.providerToken(options)
             let sender = try APNsSender(options: options, token: token)
             if let redis = options.redis {
@@ -40,24 +40,24 @@ package struct APNsSendServices: SendServices {
 
     /// The auth key, read from its file (regular, the user's, mode 0600) into wiped memory, and
     /// the first provider token signed with it.
-    static func providerToken(_ options: SendOptions) throws(CLIError) -> ProviderToken {
+    static func providerToken(_ options: SendOptions) throws(CodedError) -> ProviderToken {
         let pem: SecureBytes
         do throws(PrivateFileError) {
             pem = try PrivateFile.read(options.keyFile)
         } catch {
-            throw CLIError(.io, "--auth-key-file: \(error)")
+            throw CodedError(.io, "--auth-key-file: \(error)")
         }
         do throws(AuthKeyError) {
             let key = try ES256Key(pem: pem, path: options.keyFile)
             return try ProviderToken(key: key, keyID: options.keyID, teamID: options.teamID, clock: SendClock(file: options.clockFile))
         } catch {
-            throw CLIError(.io, error.description)
+            throw CodedError(.io, error.description)
         }
     }
 
     /// One document: its result on standard output (exit 0 whatever APNs answered), or its
     /// error on standard error.
-    private func runSingle(_ sender: APNsSender) throws(CLIError) -> Int32 {
+    private func runSingle(_ sender: APNsSender) throws(CodedError) -> Int32 {
         let descriptor = try InputFiles.open(sender.options.inputs, lineMode: false)[0]
         defer { if descriptor != STDIN_FILENO { close(descriptor) } }
         let input = try StandardInput.readDocument(descriptor: descriptor)
@@ -88,18 +88,18 @@ package struct APNsSendServices: SendServices {
     }
 
     /// The error object of a single document's line, as the error it reports.
-    private static func errorOf(_ line: [UInt8]) -> CLIError? {
+    private static func errorOf(_ line: [UInt8]) -> CodedError? {
         guard let object = (try? JSONReader.parse(Array(line.dropLast())))?.objectValue, let error = object["error"]?.objectValue,
             let message = error["message"]?.stringValue
         else { return nil }
-        return CLIError(error["code"]?.stringValue == "bad_input" ? .badInput : .io, message)
+        return CodedError(error["code"]?.stringValue == "bad_input" ? .badInput : .io, message)
     }
 
     /// `--jsonl`: one result per line, in input order, each written once all before it are.
     private func runLines(_ sender: APNsSender) -> Int32 {
         let descriptors: [Int32]
         let target: OutputTarget
-        do throws(CLIError) {
+        do throws(CodedError) {
             descriptors = try InputFiles.open(sender.options.inputs, lineMode: true)
             target = try OutputTarget(path: sender.options.outputPath)
         } catch {
@@ -112,7 +112,7 @@ package struct APNsSendServices: SendServices {
         var stdout = OutputStream(descriptor: target.descriptor)
         var batch = LineBatchReader.Batch()
         var output: [UInt8] = []
-        var readError: CLIError?
+        var readError: CodedError?
         var inputEnded = false
         while true {
             if StopSignals.requested { inputEnded = true }
@@ -121,7 +121,7 @@ package struct APNsSendServices: SendServices {
                 do throws(Errno) {
                     try reader.nextBatch(into: &batch, maximumLines: 256, maximumReads: 1, live: true)
                 } catch {
-                    readError = CLIError(.io, "cannot read standard input: \(error)")
+                    readError = CodedError(.io, "cannot read standard input: \(error)")
                     inputEnded = true
                     break
                 }

@@ -35,12 +35,12 @@ struct SendWorkerCommand: DocumentCommand {
     }
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).
-    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        throw CLIError(.io, "'send --redis' runs in \(SiblingBinary.send.name)")
+    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
+        throw CodedError(.io, "'send --redis' runs in \(SiblingBinary.send.name)")
     }
 
     /// Sends one document and appends its result line (or its error object), without a newline.
-    func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CLIError) -> Completion {
+    func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CodedError) -> Completion {
         let sender = box.sender
         sender.submit(bytes)
         var line: [UInt8] = []
@@ -62,26 +62,26 @@ struct SendWorkerCommand: DocumentCommand {
     /// transient failure (the entry stays pending and is sent again later: at least once); with
     /// `--dead-letter`, a permanent refusal (4xx other than 410 and 429) goes to the dead letters
     /// with its original document. A 410 is a result: the backend drops the device.
-    static func check(_ line: [UInt8], deadLetters: Bool) throws(CLIError) {
+    static func check(_ line: [UInt8], deadLetters: Bool) throws(CodedError) {
         guard let result = try? JSONReader.parse(line) else { return }
         if let error = result["error"], error["code"]?.stringValue == ErrorCode.io.rawValue {
-            var failure = CLIError(.io, error["message"]?.stringValue ?? "no answer from APNs")
+            var failure = CodedError(.io, error["message"]?.stringValue ?? "no answer from APNs")
             failure.isTransient = true
             throw failure
         }
         guard let status = result["status"]?.numberValue?.integerValue(in: 100...599) else { return }
         let reason = result["reason"]?.stringValue.map { " \($0)" } ?? ""
         if status == 429 || status >= 500 {
-            var failure = CLIError(.io, "APNs answered \(status)\(reason) after the retries")
+            var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
             failure.isTransient = true
             throw failure
         }
         if deadLetters, (400..<500).contains(status), status != 410 {
-            throw CLIError(.badInput, "APNs refused the push: \(status)\(reason)")
+            throw CodedError(.badInput, "APNs refused the push: \(status)\(reason)")
         }
     }
 
-    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        try JSONWriter.compactBytes(document).withBytes { (bytes) throws(CLIError) in try process(bytes: bytes, into: &output) }
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
+        try JSONWriter.compactBytes(document).withBytes { (bytes) throws(CodedError) in try process(bytes: bytes, into: &output) }
     }
 }

@@ -12,7 +12,7 @@ internal import KindlyPushCore
 /// Reports an unknown subcommand, with a suggestion when it looks like a typo.
 package nonisolated func unknownSubcommand(_ name: String, among commands: [any Command.Type]) -> Int32 {
     let suggestion = Suggestion.phrase(for: name, among: commands.map { $0.name } + Help.builtins.map { $0.name })
-    Diagnostics.report(CLIError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
+    Diagnostics.report(CodedError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
     return ErrorCode.usage.exitStatus
 }
 
@@ -45,7 +45,7 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
     var width: Int { Help.width(environment: environment) }
     let table = environment.table
     guard let name = arguments.first else {
-        Diagnostics.report(CLIError(.usage, "missing a subcommand (see 'kindly-push --help')"))
+        Diagnostics.report(CodedError(.usage, "missing a subcommand (see 'kindly-push --help')"))
         return ErrorCode.usage.exitStatus
     }
     if SharedOptions.help.isNamed(by: name) {
@@ -62,7 +62,7 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
     }
     guard let entry = table.entry(named: name) else { return unknownSubcommand(name, among: table.commands) }
     let command = entry.command
-    do throws(CLIError) {
+    do throws(CodedError) {
         let parsed = try ParsedArguments.parse(
             Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.

@@ -1,4 +1,5 @@
-package import KindlyPush
+internal import KindlyPush
+package import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushSecretService
@@ -17,24 +18,25 @@ extension CommandTable {
 package struct DesktopServicesImplementation: DesktopServices {
     package init() {}
 
-    package func secretServiceKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
+    package func secretServiceKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CodedError) -> any Keyring
+    {
         let collection = Self.collection(environment: environment)
         // An object path that is not one is a usage error, but for look-ups, where the keyring
         // then fails each of them at once (`key_unavailable`).
         if purpose != .lookUp, let problem = collection.objectPathProblem {
-            throw CLIError(.usage, "KINDLY_PUSH_SECRET_SERVICE_COLLECTION: \(problem)")
+            throw CodedError(.usage, "KINDLY_PUSH_SECRET_SERVICE_COLLECTION: \(problem)")
         }
         return SecretServiceKeyring(collection: collection, busAddress: KeyringChoice.busAddress(environment))
     }
 
-    package func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring {
+    package func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CodedError) -> any Keyring {
         // The rule is the library's (`SecretServiceKeyring.automaticChoice`), so that a host's
         // `SecretServiceKeyring.automatic()` default finds what the command stored.
         switch SecretServiceKeyring.automaticChoice(busAddress: KeyringChoice.busAddress(environment), forStoring: purpose == .store) {
         case .secretService:
             return try secretServiceKeyring(environment: environment, for: purpose)
         case .undecided(let reason):
-            throw CLIError(.io, "\(reason); try again, or choose with --keyring file or --keyring secret-service")
+            throw CodedError(.io, "\(reason); try again, or choose with --keyring file or --keyring secret-service")
         case .file:
             return FileKeyring(folder: try KeyringChoice.fileFolder(environment))
         }

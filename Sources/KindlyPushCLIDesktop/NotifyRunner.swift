@@ -1,4 +1,5 @@
 internal import KindlyPush
+internal import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushDesktop
@@ -31,8 +32,8 @@ struct NotifyRunner: Command {
     /// How long the store keeps what it showed without `--dedup-ttl`: 7 days.
     static let defaultRetention: Int64 = 7 * 86_400
 
-    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        func usage(_ text: String) -> CLIError { CLIError(.usage, "\(text) (see 'kindly-push notify --help')") }
+    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
+        func usage(_ text: String) -> CodedError { CodedError(.usage, "\(text) (see 'kindly-push notify --help')") }
         if arguments[NotifyCommand.follow] {
             guard arguments.positionals.count <= 1 else { throw usage("'--follow' reads one FILE, or - for standard input") }
             guard !arguments[NotifyCommand.jsonl] else { throw usage("give either --follow or --jsonl, not both") }
@@ -110,7 +111,7 @@ struct NotifyRunner: Command {
 
     func run() -> Int32 {
         let session: NotifySession
-        do throws(CLIError) {
+        do throws(CodedError) {
             session = try NotifySession(command: self)
         } catch {
             Diagnostics.report(error)
@@ -143,7 +144,7 @@ final class NotifySession {
     var keptBytes = 0
     var nextTry = ContinuousClock.now
 
-    init(command: NotifyRunner) throws(CLIError) {
+    init(command: NotifyRunner) throws(CodedError) {
         self.command = command
         let opened = Locked<AgentService?>(nil)
         self.opened = opened
@@ -182,7 +183,7 @@ final class NotifySession {
                 self.service = service
                 opened.withLock { $0 = service }
             } catch {
-                throw CLIError(.io, error.description)
+                throw CodedError(.io, error.description)
             }
         } else {
             service = nil
@@ -204,25 +205,25 @@ final class NotifySession {
     }
 
     /// The bus connection, made now when there is none.
-    func connectedNotifier() throws(CLIError) -> DesktopNotifier {
+    func connectedNotifier() throws(CodedError) -> DesktopNotifier {
         if let notifier { return notifier }
         do throws(DesktopNotifierError) {
             let fresh = try DesktopNotifier()
             notifier = fresh
             return fresh
         } catch {
-            throw CLIError(.io, error.description)
+            throw CodedError(.io, error.description)
         }
     }
 
     /// Shows one push. Throws `bad_input`, `not_kindly` (without --passthrough) or `io` (no server).
-    func present(_ bytes: UnsafeRawBufferPointer) throws(CLIError) {
+    func present(_ bytes: UnsafeRawBufferPointer) throws(CodedError) {
         let document = try StandardInput.parseObject(bytes)
         let plan = presenter.plan(userInfo: document)
         if let outcome = plan.outcomeWithoutNotifier {
             report(outcome, plan: plan)
             if outcome == .notKindly {
-                throw CLIError(.decryption(.notKindly), "the push is not Kindly's; the host shows it (or use --passthrough)")
+                throw CodedError(.decryption(.notKindly), "the push is not Kindly's; the host shows it (or use --passthrough)")
             }
             return
         }
@@ -232,7 +233,7 @@ final class NotifySession {
         } catch {
             // A broken or stalled connection is made afresh for the next push.
             self.notifier = nil
-            throw CLIError(.io, error.description)
+            throw CodedError(.io, error.description)
         }
     }
 
@@ -338,10 +339,10 @@ final class NotifySession {
     func runSingle() -> Int32 {
         defer { reapChildren(atEnd: true) }
         purgeIfDue()
-        do throws(CLIError) {
+        do throws(CodedError) {
             StandardInput.noteIfTerminal(lineMode: false)
             let input = try StandardInput.readDocument()
-            try input.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
+            try input.withUnsafeBytes { raw in Result { () throws(CodedError) in try present(raw) } }.get()
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus
@@ -371,7 +372,7 @@ final class NotifySession {
         defer { if signals >= 0 { close(signals) } }
         if command.follow == nil || command.follow == .standardInput { StandardInput.noteIfTerminal(lineMode: true) }
         var input: FollowedInput
-        do throws(CLIError) {
+        do throws(CodedError) {
             input = try FollowedInput(command.follow ?? .standardInput, follows: command.follow != nil)
         } catch {
             Diagnostics.report(error)
@@ -380,7 +381,7 @@ final class NotifySession {
         let followKey = followedFileKey()
         if let followKey, let saved = try? positions?.followPosition(of: followKey) { input.resume(from: saved) }
         if command.follow != nil { announce(input.description) }
-        var readFailure: CLIError?
+        var readFailure: CodedError?
         var lineNumber = 0
         var waitDeadline: ContinuousClock.Instant?
         var stopping = false
@@ -407,7 +408,7 @@ final class NotifySession {
             } catch {
                 // Not retried: a signal (EINTR) goes on to the signal check below.
                 if error != .interrupted {
-                    readFailure = CLIError(.io, "cannot wait for the input: \(error)")
+                    readFailure = CodedError(.io, "cannot wait for the input: \(error)")
                     break
                 }
             }
@@ -418,7 +419,7 @@ final class NotifySession {
             presentKeptIfDue()
             guard !input.isAtEnd else { continue }
             let lines: [FollowedInput.Line]
-            do throws(CLIError) {
+            do throws(CodedError) {
                 lines = try input.readLines()
             } catch {
                 readFailure = error
@@ -428,17 +429,17 @@ final class NotifySession {
                 lineNumber += 1
                 purgeIfDue()
                 applyHostCalls()
-                do throws(CLIError) {
+                do throws(CodedError) {
                     switch line {
                     case .oversized:
-                        throw CLIError(.badInput, "the line is over 64 KiB")
+                        throw CodedError(.badInput, "the line is over 64 KiB")
                     case .text(let bytes):
                         // While pushes wait for the server, the new ones wait behind them.
                         if !kept.isEmpty, command.follow != nil {
                             keep(bytes, line: lineNumber, because: nil)
                         } else {
-                            do throws(CLIError) {
-                                try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
+                            do throws(CodedError) {
+                                try bytes.withUnsafeBytes { raw in Result { () throws(CodedError) in try present(raw) } }.get()
                             } catch  where error.code == .io && command.follow != nil {
                                 keep(bytes, line: lineNumber, because: error)
                             }
@@ -490,7 +491,7 @@ final class NotifySession {
 
     /// Keeps a push that could not be shown because the notification server hangs or is gone
     /// (`reason`; `nil`: others wait already), within ``maximumKept`` and ``maximumKeptBytes``.
-    func keep(_ bytes: [UInt8], line: Int, because reason: CLIError?) {
+    func keep(_ bytes: [UInt8], line: Int, because reason: CodedError?) {
         kept.append(bytes)
         keptBytes += bytes.count
         nextTry = ContinuousClock.now.advanced(by: .seconds(1))
@@ -512,8 +513,8 @@ final class NotifySession {
         applyHostCalls()
         var presented = 0
         while let bytes = kept.last {
-            do throws(CLIError) {
-                try bytes.withUnsafeBytes { raw in Result { () throws(CLIError) in try present(raw) } }.get()
+            do throws(CodedError) {
+                try bytes.withUnsafeBytes { raw in Result { () throws(CodedError) in try present(raw) } }.get()
             } catch  where error.code == .io {
                 if presented > 0 { Diagnostics.line("kindly-push: notify: \(presented) kept pushes presented; the server failed again") }
                 return
@@ -542,8 +543,8 @@ final class NotifySession {
     /// push will show its placeholder. Never a secret.
     func announce(_ source: String) {
         let keyring = command.decryption.keyring
-        let name = KeyringChoice.description(of: keyring)
-        let inventory = KeyringChoice.inventory(of: keyring)
+        let name = KeyringInventory.description(of: keyring)
+        let inventory = KeyringInventory(of: keyring)
         let state = (try? command.statePath.get()) ?? "none (shown pushes are remembered in memory only)"
         Diagnostics.line(
             "kindly-push: notify agent: follows \(source), owns ai.kindly.Push1 on the session bus; the \(name) \(inventory.phrase); state \(state)"
@@ -589,7 +590,7 @@ struct FollowedInput: ~Copyable {
     private var batch = LineBatchReader.Batch()
     private(set) var isAtEnd = false
 
-    init(_ source: Source, follows: Bool) throws(CLIError) {
+    init(_ source: Source, follows: Bool) throws(CodedError) {
         self.source = source
         switch source {
         case .standardInput:
@@ -597,18 +598,19 @@ struct FollowedInput: ~Copyable {
             _ = fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK)
         case .path(let path):
             let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CLIError(.io, "\(path): cannot open: \(Errno.current)") }
+            guard descriptor >= 0 else { throw CodedError(.io, "\(path): cannot open: \(Errno.current)") }
             var status = stat()
             fstat(descriptor, &status)
             // Issue 31, finding 6: a device (/dev/zero, or a link to it) never ends and never
             // waits; only a regular file or a FIFO is followed.
             guard [S_IFIFO, S_IFREG].contains(status.st_mode & S_IFMT) else {
                 close(descriptor)
-                throw CLIError(.usage, "\(path) is neither a regular file nor a FIFO: --follow reads only those (or - for standard input)")
+                throw CodedError(
+                    .usage, "\(path) is neither a regular file nor a FIFO: --follow reads only those (or - for standard input)")
             }
             if let problem = Self.writableByOthers(path) {
                 close(descriptor)
-                throw CLIError(.io, problem)
+                throw CodedError(.io, problem)
             }
             file = descriptor
             if status.st_mode & S_IFMT == S_IFIFO {
@@ -732,7 +734,7 @@ struct FollowedInput: ~Copyable {
     }
 
     /// The whole lines that arrived, oldest first. Never blocks.
-    mutating func readLines() throws(CLIError) -> [Line] {
+    mutating func readLines() throws(CodedError) -> [Line] {
         unread = false
         if watch >= 0 {
             var events = [UInt8](repeating: 0, count: 4096)
@@ -775,7 +777,7 @@ struct FollowedInput: ~Copyable {
 
     /// Reads what is there, up to ``readBudget`` bytes: `false` when the budget ran out first.
     @discardableResult
-    private mutating func drain(into lines: inout [Line]) throws(CLIError) -> Bool {
+    private mutating func drain(into lines: inout [Line]) throws(CodedError) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         let input = FileDescriptor(rawValue: file)
         var budget = Self.readBudget
@@ -787,7 +789,7 @@ struct FollowedInput: ~Copyable {
                 count = try chunk.withMutableBytes { (raw) throws(Errno) in try input.read(into: raw) }
             } catch {
                 if error == .wouldBlock || error == Errno(EWOULDBLOCK) { return true }
-                throw CLIError(.io, "cannot read the input: \(error)")
+                throw CodedError(.io, "cannot read the input: \(error)")
             }
             if count == 0 {
                 // The end of a FILE or a FIFO is only the end of what was written so far.

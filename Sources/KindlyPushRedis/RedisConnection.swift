@@ -1,5 +1,5 @@
 internal import CHiredis
-internal import KindlyPushCLI
+internal import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)

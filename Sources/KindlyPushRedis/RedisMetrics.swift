@@ -1,6 +1,5 @@
 internal import CHiredis
 internal import KindlyPushBase
-internal import KindlyPushCLI
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -31,7 +30,7 @@ final class RedisMetrics: Sendable {
     private let listener: Int32
 
     /// Listens on `address` (a `usage` error for an address that cannot be bound).
-    init(_ address: RedisOptions.MetricsAddress, command: String) throws(CLIError) {
+    init(_ address: RedisOptions.MetricsAddress, command: String) throws(CodedError) {
         self.command = command
         var storage = sockaddr_storage()
         var length: socklen_t
@@ -42,7 +41,7 @@ final class RedisMetrics: Sendable {
             socketAddress.sin6_family = sa_family_t(AF_INET6)
             socketAddress.sin6_port = UInt16(address.port).bigEndian
             guard inet_pton(AF_INET6, address.host, &socketAddress.sin6_addr) == 1 else {
-                throw CLIError(.usage, "--metrics: '\(address.host)' is not an address")
+                throw CodedError(.usage, "--metrics: '\(address.host)' is not an address")
             }
             withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: socketAddress, as: sockaddr_in6.self) }
             length = socklen_t(MemoryLayout<sockaddr_in6>.size)
@@ -53,13 +52,13 @@ final class RedisMetrics: Sendable {
             socketAddress.sin_port = UInt16(address.port).bigEndian
             let host = address.host == "localhost" ? "127.0.0.1" : address.host
             guard inet_pton(AF_INET, host, &socketAddress.sin_addr) == 1 else {
-                throw CLIError(.usage, "--metrics: '\(address.host)' is not an address (give an IP address, or localhost)")
+                throw CodedError(.usage, "--metrics: '\(address.host)' is not an address (give an IP address, or localhost)")
             }
             withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: socketAddress, as: sockaddr_in.self) }
             length = socklen_t(MemoryLayout<sockaddr_in>.size)
         }
         let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw CLIError(.io, "--metrics: cannot make a socket: \(Errno.current)") }
+        guard descriptor >= 0 else { throw CodedError(.io, "--metrics: cannot make a socket: \(Errno.current)") }
         var one: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         let bound = withUnsafePointer(to: &storage) {
@@ -68,7 +67,7 @@ final class RedisMetrics: Sendable {
         guard bound == 0, listen(descriptor, 16) == 0 else {
             let reason = Errno.current
             close(descriptor)
-            throw CLIError(.io, "--metrics: cannot listen on \(address.host):\(address.port): \(reason)")
+            throw CodedError(.io, "--metrics: cannot listen on \(address.host):\(address.port): \(reason)")
         }
         listener = descriptor
     }

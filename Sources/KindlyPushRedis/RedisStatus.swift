@@ -1,20 +1,8 @@
-internal import KindlyPushBase
-package import KindlyPushCLI
+package import KindlyPushBase
 internal import KindlyPushCore
 
-extension RedisWorkerServices {
-    package func status(_ request: RedisStatusCommand.Request) -> Int32 {
-        do throws(CLIError) {
-            return Terminal.printText(try RedisStatus.read(request).text(json: request.json))
-        } catch {
-            Diagnostics.report(error)
-            return error.code.exitStatus
-        }
-    }
-}
-
 /// What `redis-status` shows: read with one pipeline after authenticating.
-struct RedisStatus {
+package struct RedisStatus {
     struct Consumer {
         var name: String
         var pending: Int
@@ -30,7 +18,7 @@ struct RedisStatus {
     var consumers: [Consumer]
     var deadLetter: (stream: String, length: Int)?
 
-    static func read(_ request: RedisStatusCommand.Request) throws(CLIError) -> RedisStatus {
+    package static func read(_ request: RedisStatusRequest) throws(CodedError) -> RedisStatus {
         func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         var commands: [[[UInt8]]] = []
         if let password = request.password {
@@ -50,22 +38,22 @@ struct RedisStatus {
                 limits: RedisConnection.Limits(bytes: 64 << 20, objects: 1 << 20))
             replies = try connection.pipeline(commands)
         } catch {
-            throw CLIError(.io, error.reason)
+            throw CodedError(.io, error.reason)
         }
         for reply in replies.prefix(setup) {
-            if let message = reply.errorMessage { throw CLIError(.io, "Redis refused the credentials or the database: \(message)") }
+            if let message = reply.errorMessage { throw CodedError(.io, "Redis refused the credentials or the database: \(message)") }
         }
         if let message = replies[setup].errorMessage ?? replies[setup + 1].errorMessage {
-            throw CLIError(.io, "Redis: \(message)")
+            throw CodedError(.io, "Redis: \(message)")
         }
-        guard case .integer(let length) = replies[setup] else { throw CLIError(.io, "Redis: XLEN gave no number") }
+        guard case .integer(let length) = replies[setup] else { throw CodedError(.io, "Redis: XLEN gave no number") }
         var found: [String: RedisReply]?
         for item in replies[setup + 1].elements {
             let fields = item.fieldMap
             if fields["name"]?.text == request.group { found = fields }
         }
         guard let group = found else {
-            throw CLIError(.io, "the stream '\(request.stream)' has no consumer group '\(request.group)'")
+            throw CodedError(.io, "the stream '\(request.stream)' has no consumer group '\(request.group)'")
         }
         var status = RedisStatus(
             stream: request.stream, length: length, group: request.group, lag: group["lag"]?.integer,
@@ -77,14 +65,14 @@ struct RedisStatus {
                 Consumer(name: fields["name"]?.text ?? "", pending: fields["pending"]?.integer ?? 0, idle: fields["idle"]?.integer ?? 0))
         }
         if let deadLetter = request.deadLetter {
-            if let message = replies[setup + 3].errorMessage { throw CLIError(.io, "Redis: \(message)") }
+            if let message = replies[setup + 3].errorMessage { throw CodedError(.io, "Redis: \(message)") }
             status.deadLetter = (deadLetter, replies[setup + 3].integer ?? 0)
         }
         return status
     }
 
     /// The table, or with `json` one JSON object, each ending in a line break.
-    func text(json: Bool) -> String {
+    package func text(json: Bool) -> String {
         if json {
             var object: JSONObject = [
                 "stream": .string(stream), "length": .number(JSONNumber(length)), "group": .string(group),

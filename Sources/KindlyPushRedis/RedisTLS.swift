@@ -1,6 +1,6 @@
 internal import CHiredis
 internal import COpenSSL
-internal import KindlyPushCLI
+internal import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)

@@ -1,23 +1,13 @@
-internal import KindlyPushBase
-package import KindlyPushCLI
+package import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The services of `kindly-push-redis`: a document command as a Redis Streams worker.
-package struct RedisWorkerServices: RedisServices {
-    package init() {}
-
-    package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
-        RedisWorker(command, options: options).run()
-    }
-}
-
 /// The worker's timings, in milliseconds (docs/running-at-scale.md states them; the
 /// documented-figures test checks it).
-enum RedisTiming {
+package enum RedisTiming {
     /// Connecting: refused or silent servers are answered within this.
     static let connectTimeout = 3000
     /// A command's reply may take the read's block time plus this.
@@ -32,18 +22,18 @@ enum RedisTiming {
 }
 
 /// EX_CONFIG (sysexits.h): a worker whose keyring holds no device key refuses to start with it.
-let configExitStatus: Int32 = 78
+package let configExitStatus: Int32 = 78
 
 /// One worker of a consumer group (issue 23, docs/running-at-scale.md).
 ///
 /// Its loop: take over entries pending longer than `--claim-idle` (`XAUTOCLAIM`), else read new
 /// ones (`XREADGROUP ... >`, blocking up to a second), turn each entry's `doc` into the line
-/// `--jsonl` prints for it (``DocumentRunner/appendOutputLine(for:at:command:scratch:to:)``, the
+/// `--jsonl` prints for it (``LineEngine/appendOutputLine(for:at:processor:scratch:to:)``, the
 /// same code), and commit the batch with one script (``commitScript``): per entry, `XACK` and,
 /// only when that acknowledged it, `XADD` of the output. The script runs atomically, so a worker
 /// killed at any point leaves its batch pending and unwritten, and a batch committed twice (by
 /// a stalled worker and by the one that took it over, or after a reconnection) is written once.
-final class RedisWorker<C: DocumentCommand> {
+package final class RedisWorker<P: DocumentProcessor> {
     /// Per entry: `XACK` it and, only when that acknowledged it (1), `XADD` its output, or for a
     /// dead letter its original `doc` (read here, on the server, so that the worker never holds an
     /// oversized one), the code, the message, the delivery count and the consumer.
@@ -134,16 +124,20 @@ final class RedisWorker<C: DocumentCommand> {
         var deliveries: Int
         /// Why the entry is answered without its document: delivered too often, no `doc` or two,
         /// a `doc` over the limit (its size: ``oversized``).
-        var problem: CLIError?
+        var problem: CodedError?
         var oversized = false
     }
 
     /// A failure that ends the worker (an `io` or `usage` error).
     struct Fatal: Error {
-        let error: CLIError
+        let error: CodedError
     }
 
-    let command: C
+    let processor: P
+    /// The command's name, for the start line and the metrics.
+    let name: String
+    /// Where the worker's notes and errors go, one line each (standard error, for the command).
+    let log: (String) -> Void
     let options: RedisOptions
     let consumer: [UInt8]
     let input: [UInt8]
@@ -158,7 +152,7 @@ final class RedisWorker<C: DocumentCommand> {
     private var readHash: [UInt8] = []
     /// `--jobs N`: the entries of a batch are processed on N threads (none for 1: this one), in
     /// chunks, and their lines taken back in order.
-    private let runner: OrderedBatchRunner<DocumentRunner.LineWork<C>>
+    private let runner: OrderedBatchRunner<LineEngine.Work<P>>
     private var lines: [UInt8] = []
     private var claimCursor = Array("0-0".utf8)
     private var nextClaim = 0
@@ -171,8 +165,12 @@ final class RedisWorker<C: DocumentCommand> {
     private var metrics: RedisMetrics?
     private var nextGroupFigures = 0
 
-    init(_ command: C, options: RedisOptions) {
-        self.command = command
+    /// A worker that runs `processor` (the document command `name`) over the entries of the
+    /// group `options` names, on `jobs` threads; `log` takes each note and error line.
+    package init(_ processor: P, name: String, jobs: Int, options: RedisOptions, log: @escaping (String) -> Void) {
+        self.processor = processor
+        self.name = name
+        self.log = log
         self.options = options
         input = Array(options.input.utf8)
         output = Array(options.output.utf8)
@@ -180,9 +178,8 @@ final class RedisWorker<C: DocumentCommand> {
         deadLetter = Array((options.deadLetter ?? options.output).utf8)
         consumer = Array((options.consumer ?? Self.defaultConsumer()).utf8)
         blockMilliseconds = max(10, min(1000, options.claimIdle, options.exitWhenIdle ?? 1000))
-        let jobs = command.stream.jobs
         runner = OrderedBatchRunner(
-            DocumentRunner.LineWork(command: command, keepsLines: true), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: 1,
+            LineEngine.Work(processor: processor, keepsLines: true), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: 1,
             maximumBatchLines: options.batch,
             chunkLines: max(1, min(StreamBatching.chunkLines, (options.batch + jobs - 1) / jobs)))
     }
@@ -208,25 +205,26 @@ final class RedisWorker<C: DocumentCommand> {
         return time.tv_sec * 1_000_000_000 + time.tv_nsec
     }
 
-    static func note(_ text: String) { Diagnostics.line("kindly-push: \(text)") }
+    func note(_ text: String) { log("kindly-push: \(text)") }
 
     /// The largest reply the worker reads: a batch of documents of the limit, with room for
     /// the ids and the protocol (issue 31, findings 2 and 12).
     var replyLimits: RedisConnection.Limits {
-        RedisConnection.Limits(bytes: options.batch * (command.inputLimit + 1024) + (1 << 20), objects: options.batch * 8 + 1024)
+        RedisConnection.Limits(bytes: options.batch * (processor.inputLimit + 1024) + (1 << 20), objects: options.batch * 8 + 1024)
     }
 
-    func run() -> Int32 {
+    /// Runs until `--exit-when-idle` or SIGTERM; the exit status.
+    package func run() -> Int32 {
         // Held by kindly-push until now (StopSignals.hold): a pending one arrives here.
         StopSignals.install()
         guard let keys = checkKeyring() else { return configExitStatus }
         if let address = options.metrics {
-            do throws(CLIError) {
-                let made = try RedisMetrics(address, command: C.name)
-                guard made.start() else { throw CLIError(.io, "--metrics: no thread to serve the metrics on") }
+            do throws(CodedError) {
+                let made = try RedisMetrics(address, command: name)
+                guard made.start() else { throw CodedError(.io, "--metrics: no thread to serve the metrics on") }
                 metrics = made
             } catch {
-                Diagnostics.report(error)
+                log(error.reportLine)
                 return error.code.exitStatus
             }
         }
@@ -236,14 +234,14 @@ final class RedisWorker<C: DocumentCommand> {
             } catch {
                 // Nothing answers: a clear error now rather than a worker that waits unseen. A
                 // server that answers but is still loading its data is waited for.
-                guard Self.isTransient(error.reason) else { throw Fatal(error: CLIError(.io, error.reason)) }
+                guard Self.isTransient(error.reason) else { throw Fatal(error: CodedError(.io, error.reason)) }
                 try reconnect(after: error)
             }
-            Self.note(startLine(keys: keys))
+            note(startLine(keys: keys))
             try loop()
             return 0
         } catch {
-            Diagnostics.report(error.error)
+            log(error.error.reportLine)
             return error.error.code.exitStatus
         }
     }
@@ -253,17 +251,17 @@ final class RedisWorker<C: DocumentCommand> {
     /// cannot say for a reason that waiting does not mend (issue 33, item 1). A locked or
     /// unreachable keyring is started with: its entries wait (``hold(_:)``).
     private func checkKeyring() -> String? {
-        guard let keyring = command.deviceKeyring else { return "no keyring (\(C.name) reads none)" }
-        let name = KeyringChoice.description(of: keyring)
-        let inventory = KeyringChoice.inventory(of: keyring)
+        guard let keyring = processor.deviceKeyring else { return "no keyring (\(name) reads none)" }
+        let name = KeyringInventory.description(of: keyring)
+        let inventory = KeyringInventory(of: keyring)
         switch inventory {
         case .keys(0):
-            Diagnostics.line(
+            log(
                 "kindly-push: config: the \(name) holds no device key: a worker would answer every entry key_unavailable; "
                     + "add the device's key (kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)")
             return nil
         case .unreadable:
-            Diagnostics.line("kindly-push: config: the \(name) \(inventory.phrase)")
+            log("kindly-push: config: the \(name) \(inventory.phrase)")
             return nil
         case .keys, .uncounted:
             return "the \(name) \(inventory.phrase)"
@@ -281,7 +279,7 @@ final class RedisWorker<C: DocumentCommand> {
         }
         let user = options.user.map { " as \($0)" } ?? ""
         let letters = options.deadLetter.map { ", dead letters to '\($0)'" } ?? ""
-        return "\(C.name) worker: reads '\(options.input)' on \(place)\(user) (group '\(options.group)', consumer '"
+        return "\(name) worker: reads '\(options.input)' on \(place)\(user) (group '\(options.group)', consumer '"
             + "\(String(decoding: consumer, as: UTF8.self))'), writes '\(options.output)'\(letters); \(keys)"
     }
 
@@ -382,7 +380,7 @@ final class RedisWorker<C: DocumentCommand> {
 
     /// A failure no retry mends, found while connecting: reported, and the worker exits.
     private func fail(_ code: ErrorCode, _ message: String) -> Never {
-        Diagnostics.report(CLIError(code, message))
+        log(CodedError(code, message).reportLine)
         exit(code.exitStatus)
     }
 
@@ -390,19 +388,19 @@ final class RedisWorker<C: DocumentCommand> {
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
         metrics?.update { $0.healthy = false }
-        Self.note("lost Redis (\(lost.reason)); reconnecting")
+        note("lost Redis (\(lost.reason)); reconnecting")
         var delay = RedisTiming.firstRetryDelay
         while !StopSignals.requested {
             Self.sleep(milliseconds: delay / 2 + Int.random(in: 0...(delay / 2)))
             do throws(RedisConnectionLost) {
                 try connect()
-                Self.note("reconnected to Redis")
+                note("reconnected to Redis")
                 return
             } catch {
                 delay = min(delay * 2, RedisTiming.longestRetryDelay)
             }
         }
-        throw Fatal(error: CLIError(.io, "stopped while Redis was unreachable: the batch in hand stays pending for another worker"))
+        throw Fatal(error: CodedError(.io, "stopped while Redis was unreachable: the batch in hand stays pending for another worker"))
     }
 
     /// Sleeps, waking every 50 ms to see SIGTERM.
@@ -430,7 +428,7 @@ final class RedisWorker<C: DocumentCommand> {
                 for pending in unconfirmed { try commit(pending, on: connection) }
                 unconfirmed = []
                 if StopSignals.requested {
-                    if !held.isEmpty { Self.note("stopped: \(held.count) entries stay pending for another worker") }
+                    if !held.isEmpty { note("stopped: \(held.count) entries stay pending for another worker") }
                     return
                 }
                 if metrics != nil, Self.now() >= nextGroupFigures { try readGroupFigures(on: connection) }
@@ -492,7 +490,7 @@ final class RedisWorker<C: DocumentCommand> {
         if !entries.isEmpty { try commit(PendingCommit(entries), on: connection) }
         if held.isEmpty {
             let waited = heldSince.map { Self.now() - $0 } ?? 0
-            Self.note("the entries left pending were processed after \(waited / 1000) s")
+            note("the entries left pending were processed after \(waited / 1000) s")
             heldSince = nil
             heldDelay = RedisTiming.firstRetryDelay
         }
@@ -503,7 +501,7 @@ final class RedisWorker<C: DocumentCommand> {
         for entry in entries where !held.contains(where: { $0.id == entry.id }) { held.append(entry) }
         guard heldSince == nil else { return }
         heldSince = Self.now()
-        Self.note(
+        note(
             "\(held.count) entries left pending, not answered: \(reason); retrying with backoff up to "
                 + "\(RedisTiming.longestRetryDelay / 1000) s, reading nothing new meanwhile")
     }
@@ -571,7 +569,7 @@ final class RedisWorker<C: DocumentCommand> {
     private func readCommand(claiming: Bool) -> [[UInt8]] {
         [
             Array("EVALSHA".utf8), readHash, Array("1".utf8), input, group, consumer, Array(String(options.batch).utf8),
-            Array(String(command.inputLimit).utf8), Array(String(options.maxDeliveries).utf8),
+            Array(String(processor.inputLimit).utf8), Array(String(options.maxDeliveries).utf8),
             claiming ? Array(String(options.claimIdle).utf8) : [], claiming ? claimCursor : [],
         ]
     }
@@ -623,14 +621,14 @@ final class RedisWorker<C: DocumentCommand> {
             else { continue }
             var entry = Entry(id: id, document: nil, deliveries: deliveries)
             if deliveries > options.maxDeliveries {
-                entry.problem = CLIError(
+                entry.problem = CodedError(
                     .badInput,
                     "the entry was delivered \(deliveries) times (more than --max-deliveries \(options.maxDeliveries)): "
                         + "it is answered with this error and acknowledged, so that the group goes on")
             } else if documents < 1 {
-                entry.problem = CLIError(.badInput, "the entry has no \"doc\" field (one JSON document)")
+                entry.problem = CodedError(.badInput, "the entry has no \"doc\" field (one JSON document)")
             } else if documents > 1 {
-                entry.problem = CLIError(
+                entry.problem = CodedError(
                     .badInput, "the entry has \(documents) \"doc\" fields: it must have exactly one (readers disagree on which counts)")
             } else if case .string(let document) = parts[3] {
                 entry.document = document
@@ -664,7 +662,7 @@ final class RedisWorker<C: DocumentCommand> {
         slot.batch.bytes.removeAll(keepingCapacity: true)
         slot.batch.lines.removeAll(keepingCapacity: true)
         for entry in entries where entry.problem == nil {
-            if let document = entry.document, document.count <= command.inputLimit {
+            if let document = entry.document, document.count <= processor.inputLimit {
                 let start = slot.batch.bytes.count
                 slot.batch.bytes += document
                 slot.batch.lines.append(.text(start..<slot.batch.bytes.count))
@@ -800,7 +798,7 @@ final class RedisWorker<C: DocumentCommand> {
         let entries = pending.entries
         let committed = entries.count - entries.filter { entry in held.contains { $0.id == entry.id } }.count
         if case .integer(let written) = reply, written < committed {
-            Self.note(
+            note(
                 "\(committed - written) of \(committed) entries were already committed (taken over by another worker): not written again"
             )
         }

@@ -1,6 +1,6 @@
 internal import KindlyPushCLI
 internal import KindlyPushCLIDesktop
-internal import KindlyPushRedis
+internal import KindlyPushCLIRedis
 
 // `kindly-push-redis`: the commands of `kindly-push` with the Redis Streams workers (hiredis) and
 // the desktop services of `kindly-push-desktop` (so that a worker can use the Secret Service).

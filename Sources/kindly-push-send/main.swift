@@ -1,6 +1,6 @@
 internal import KindlyPushAPNs
 internal import KindlyPushCLI
-internal import KindlyPushRedis
+internal import KindlyPushCLIRedis
 
 // `kindly-push-send`: the commands of `kindly-push` with `send`, the only one that needs libcurl
 // and libcrypto (APNs over HTTP/2, the ES256 provider token). `kindly-push send` runs it; it can

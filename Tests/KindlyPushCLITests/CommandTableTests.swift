@@ -1,7 +1,8 @@
 import KindlyPushAPNs
+import KindlyPushBase
 import KindlyPushCLI
 import KindlyPushCLIDesktop
-import KindlyPushRedis
+import KindlyPushCLIRedis
 import Testing
 
 /// Each binary's command table (issue 35, item 3): every binary lists every command, in the

@@ -94,7 +94,7 @@ struct CorrelationIDTests {
 
 @Suite("--redis: the URL and the worker options (issue 23)")
 struct RedisOptionsTests {
-    func options(_ arguments: [String], environment: CommandEnvironment = [:]) throws(CLIError) -> RedisOptions? {
+    func options(_ arguments: [String], environment: CommandEnvironment = [:]) throws(CodedError) -> RedisOptions? {
         let parsed = try ParsedArguments.parse(arguments, specs: RedisOptions.specs + SharedOptions.stream, command: "seal")
         return try RedisOptions(parsed, command: "seal", environment: environment)
     }
@@ -110,7 +110,7 @@ struct RedisOptionsTests {
         for bad in [
             "http://x", "redis://", "redis://h:0", "redis://h:99999", "redis://h:x", "redis://h/db", "unix://relative", "redis://:%4@h",
         ] {
-            #expect(throws: CLIError.self, "\(bad)") { try RedisOptions.parseURL(bad) }
+            #expect(throws: CodedError.self, "\(bad)") { try RedisOptions.parseURL(bad) }
         }
     }
 
@@ -126,7 +126,7 @@ struct RedisOptionsTests {
             ["--redis", "redis://h", "--from", "s", "--group", "g", "--to", "s"],
             base + ["--dead-letter", "in"], base + ["--dead-letter", "out"], base + ["--dead-letter", ""],
         ] {
-            #expect(throws: CLIError.self, "\(arguments)") { try options(arguments) }
+            #expect(throws: CodedError.self, "\(arguments)") { try options(arguments) }
         }
     }
 
@@ -155,12 +155,12 @@ struct RedisOptionsTests {
 
     @Test("--metrics: PORT alone is loopback, HOST:PORT and [IPV6]:PORT as given; anything else is a usage error")
     func metricsAddresses() throws {
-        func usage(_ text: String) -> CLIError { CLIError(.usage, text) }
+        func usage(_ text: String) -> CodedError { CodedError(.usage, text) }
         #expect(try RedisOptions.parseMetrics("9464", usage) == .init(host: "127.0.0.1", port: 9464))
         #expect(try RedisOptions.parseMetrics("0.0.0.0:80", usage) == .init(host: "0.0.0.0", port: 80))
         #expect(try RedisOptions.parseMetrics("[::1]:9000", usage) == .init(host: "::1", port: 9000))
         for bad in ["", "x", ":80", "h:0", "h:70000", "[::1]", "[::1]x9"] {
-            #expect(throws: CLIError.self, "\(bad)") { try RedisOptions.parseMetrics(bad, usage) }
+            #expect(throws: CodedError.self, "\(bad)") { try RedisOptions.parseMetrics(bad, usage) }
         }
     }
 

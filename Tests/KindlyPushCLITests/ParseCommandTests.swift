@@ -1,4 +1,5 @@
 import Foundation
+import KindlyPushBase
 import KindlyPushCLI
 import Testing
 
@@ -34,7 +35,7 @@ struct ParseCommandTests {
         // Text that does not convert is given, but has no value: the group says why.
         let badJobs = try ParsedArguments.parse(["--jsonl", "--jobs", "many"], specs: CheckCommand.options, command: "check")
         #expect(badJobs.isGiven(StreamOptions.jobs) && badJobs[StreamOptions.jobs] == nil)
-        #expect(throws: CLIError.self) { try StreamOptions(badJobs, command: "check") }
+        #expect(throws: CodedError.self) { try StreamOptions(badJobs, command: "check") }
         // A key with a command's own help still reads the option (keygen's --key-file).
         let keygen = try ParsedArguments.parse(
             ["--key-file", "k.json", "--push-mode", "alert"], specs: KeygenCommand.options, command: "keygen")

@@ -1,3 +1,4 @@
+package import KindlyPushBase
 internal import KindlyPushCore
 
 /// The options a command accepts, for parsing and for its help text.
@@ -232,11 +233,11 @@ package struct ParsedArguments: Sendable {
     /// that the form named by the first operand does not take (``OptionSpec/only(_:)``) is refused.
     package static func parse(
         _ arguments: [String], specs: [OptionSpec], command: String, forms: [String] = []
-    ) throws(CLIError) -> ParsedArguments {
+    ) throws(CodedError) -> ParsedArguments {
         var parsed = ParsedArguments()
         var index = 0
         var optionsEnded = false
-        func usage(_ text: String) -> CLIError { .usage(text, command: command) }
+        func usage(_ text: String) -> CodedError { .usage(text, command: command) }
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
@@ -297,11 +298,11 @@ package struct ParsedArguments: Sendable {
     }
 
     /// Refuses an option that the form named by the first operand does not take.
-    private func checkForm(specs: [OptionSpec], command: String, forms: [String]) throws(CLIError) {
+    private func checkForm(specs: [OptionSpec], command: String, forms: [String]) throws(CodedError) {
         guard let action = positionals.first, forms.contains(action) else { return }
         let given = flags + values.map(\.name) + repeatedValues.map(\.name)
         for spec in specs where !spec.isTaken(byForm: action) && given.contains(spec.name) {
-            throw CLIError.usage("\(command) \(action) takes no \(spec.name)", command: command)
+            throw CodedError.usage("\(command) \(action) takes no \(spec.name)", command: command)
         }
     }
 }

@@ -13,11 +13,11 @@ package protocol Command: Sendable {
     /// How the command is used, for its help's EXAMPLES and the man page's: at least one.
     static var examples: [Example] { get }
 
-    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError)
+    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError)
 
     /// The command that runs for these arguments: `Self` unless an option selects another way of
     /// doing the job (`seal --recipients-inline`).
-    static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command
+    static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any Command
 
     /// Whether this run needs `kindly-push-desktop` (libsecret, GIO, SQLite).
     static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool
@@ -73,7 +73,7 @@ extension Command {
         synopsisParts.map { $0.joined(separator: " ") }
     }
 
-    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
+    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any Command {
         try Self(arguments, environment: environment)
     }
 
@@ -85,35 +85,12 @@ extension Command {
 }
 
 /// A command that turns one push (or plaintext) document into one output document:
-/// `seal`, `check`, `decrypt`, `route`. The same `process` serves single-document mode and
-/// every line of `--jsonl`, on any number of threads.
-package protocol DocumentCommand: Command {
+/// `seal`, `check`, `decrypt`, `route`: a ``DocumentProcessor`` with the options that say where
+/// its documents come from. The same processor serves single-document mode, every line of
+/// `--jsonl` on any number of threads, and every entry of a `--redis` worker.
+package protocol DocumentCommand: Command, DocumentProcessor {
     /// `--jsonl` and `--jobs`.
     var stream: StreamOptions { get }
-
-    /// Appends the output document for `document` (an object) to `output`.
-    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion
-
-    /// The largest input document (or line) this run reads; the 64 KiB of cli.md unless the
-    /// command says otherwise (`seal --fit`).
-    var inputLimit: Int { get }
-
-    /// What one thread keeps from document to document (buffers to reuse); most commands keep
-    /// nothing. The runner makes one per thread with ``makeScratch()``.
-    associatedtype Scratch = Void
-    func makeScratch() -> Scratch
-
-    /// Zeroes what a thread's scratch holds (plaintexts) when the run ends; most keep nothing.
-    func wipe(_ scratch: inout Scratch)
-
-    /// Reads and processes one input document's bytes. The default reads the document with the
-    /// strict reader and calls ``process(_:into:)``; a command may take a faster path that
-    /// gives the same output for every input.
-    func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion
-
-    /// The keyring the command looks device keys up in, for a worker's start line and its
-    /// refusal to start with no key at all; `nil` (the default) for a command that reads none.
-    var deviceKeyring: (any Keyring)? { get }
 }
 
 extension DocumentCommand {
@@ -121,30 +98,6 @@ extension DocumentCommand {
         if let redis = stream.redis { return stream.services.runWorker(self, options: redis) }
         return stream.isLineMode ? DocumentRunner.runLines(self) : DocumentRunner.runSingle(self)
     }
-
-    /// Reads and processes one input document's bytes with the strict reader.
-    package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        let document = try StandardInput.parseObject(bytes)
-        return try process(document, into: &output)
-    }
-
-    package func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CLIError) -> Completion {
-        try process(bytes: bytes, into: &output)
-    }
-}
-
-extension DocumentCommand {
-    package var inputLimit: Int { StandardInput.maximumDocumentSize }
-
-    package var deviceKeyring: (any Keyring)? { nil }
-}
-
-extension DocumentCommand where Scratch == Void {
-    package func makeScratch() {}
-}
-
-extension DocumentCommand {
-    package func wipe(_ scratch: inout Scratch) {}
 }
 
 /// The options every command shares, and the lists the document commands share.
@@ -159,9 +112,9 @@ package enum SharedOptions {
     /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
     package static let decryption = KeyringOptions.specs + stream + RedisOptions.specs + [help.spec]
 
-    package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CLIError) {
+    package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CodedError) {
         if let extra = arguments.positionals.first {
-            throw CLIError.usage("unexpected argument '\(extra)'", command: command)
+            throw CodedError.usage("unexpected argument '\(extra)'", command: command)
         }
     }
 }
@@ -202,8 +155,8 @@ package struct StreamOptions: Sendable {
     /// `shared`: worker options the command also takes without `--redis` (see ``RedisOptions``).
     package init(
         _ arguments: ParsedArguments, command: String, environment: CommandEnvironment = [:], shared: [any OptionKey] = []
-    ) throws(CLIError) {
-        func usage(_ text: String) -> CLIError { .usage(text, command: command) }
+    ) throws(CodedError) {
+        func usage(_ text: String) -> CodedError { .usage(text, command: command) }
         redis = try RedisOptions(arguments, command: command, environment: environment, shared: shared)
         services = environment.table.services
         if redis != nil {
@@ -233,5 +186,12 @@ package struct StreamOptions: Sendable {
             throw usage("'\(Self.jobs.name)' takes a whole number from 1 to 256")
         }
         jobs = count
+    }
+}
+
+extension CodedError {
+    /// A usage error of `command`: `text`, then where its help is.
+    package static func usage(_ text: String, command: String) -> CodedError {
+        CodedError(.usage, "\(text) (see 'kindly-push \(command) --help')")
     }
 }

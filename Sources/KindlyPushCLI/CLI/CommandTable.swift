@@ -151,7 +151,7 @@ package struct SiblingBinary: Sendable, Equatable {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else {
-            Diagnostics.report(CLIError(.io, "cannot find \(name): /proc/self/exe cannot be read"))
+            Diagnostics.report(CodedError(.io, "cannot find \(name): /proc/self/exe cannot be read"))
             return ErrorCode.io.exitStatus
         }
         let executable = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -163,7 +163,7 @@ package struct SiblingBinary: Sendable, Equatable {
         let reason = Errno.current
         for pointer in argv + envp { free(pointer) }
         Diagnostics.report(
-            CLIError(.io, "this needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)"))
+            CodedError(.io, "this needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)"))
         return ErrorCode.io.exitStatus
     }
 }

@@ -10,10 +10,10 @@ internal import KindlyPushCore
 /// the run to `kindly-push-desktop` (``SiblingBinary/desktop``), whose table links these services.
 package protocol DesktopServices: Sendable {
     /// The Secret Service keyring for `--keyring secret-service`.
-    func secretServiceKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring
+    func secretServiceKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CodedError) -> any Keyring
     /// The keyring of `--keyring auto`: the Secret Service when the session bus answers and
     /// offers it, the file keyring otherwise.
-    func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CLIError) -> any Keyring
+    func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CodedError) -> any Keyring
 }
 
 /// A command that only `kindly-push-desktop` runs (`notify`, `doctor`): declared in this
@@ -23,8 +23,8 @@ package protocol DesktopOnlyCommand: Command {}
 
 extension DesktopOnlyCommand {
     /// Never called: no table runs the declaration itself.
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        throw CLIError(.io, "'\(Self.name)' runs in \(SiblingBinary.desktop.name)")
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
+        throw CodedError(.io, "'\(Self.name)' runs in \(SiblingBinary.desktop.name)")
     }
 
     /// Always: every table but `kindly-push-desktop`'s (and `kindly-push-redis`'s) hands it there.

@@ -1,5 +1,5 @@
 internal import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -9,11 +9,6 @@ package import KindlyPushCore
 package enum DocumentRunner {
     package static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
-    /// The stream bounds (``StreamBatching``), shared with the library's stream.
-    package static let chunkLines = StreamBatching.chunkLines
-    package static let batchLines = StreamBatching.batchLines
-    package static let batchBytes = StreamBatching.batchBytes
-    package static let batchesInFlight = StreamBatching.batchesInFlight
     /// An output buffer larger than this after a batch is let go rather than kept.
     package static let keptOutputCapacity = 1 << 18
 
@@ -31,12 +26,12 @@ package enum DocumentRunner {
             output.wipeCapacity()
         }
         let completion: Completion
-        do throws(CLIError) {
+        do throws(CodedError) {
             let descriptor = try InputFiles.open(command.stream.inputs, lineMode: false)[0]
             defer { if descriptor != STDIN_FILENO { close(descriptor) } }
             input = try StandardInput.readDocument(descriptor: descriptor, limit: command.inputLimit)
             completion = try input.withUnsafeBytes { raw in
-                Result { () throws(CLIError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
+                Result { () throws(CodedError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
             }.get()
         } catch {
             Diagnostics.report(error)
@@ -44,7 +39,7 @@ package enum DocumentRunner {
         }
         output.append(0x0A)
         let target: OutputTarget
-        do throws(CLIError) {
+        do throws(CodedError) {
             target = try OutputTarget(path: command.stream.outputPath)
         } catch {
             Diagnostics.report(error)
@@ -80,7 +75,7 @@ package enum DocumentRunner {
     /// thread, in order. With more, see ``runStream(_:reader:stdout:tally:)``.
     package static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         let descriptors: [Int32]
-        do throws(CLIError) {
+        do throws(CodedError) {
             descriptors = try InputFiles.open(command.stream.inputs, lineMode: true)
         } catch {
             Diagnostics.report(error)
@@ -88,7 +83,7 @@ package enum DocumentRunner {
         }
         defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
         let target: OutputTarget
-        do throws(CLIError) {
+        do throws(CodedError) {
             target = try OutputTarget(path: command.stream.outputPath)
         } catch {
             Diagnostics.report(error)
@@ -125,7 +120,7 @@ package enum DocumentRunner {
             if spread, !notedSpreadDocument {
                 notedSpreadDocument = true
                 progress.clear()
-                Diagnostics.line("kindly-push: note: \(DocumentRunner.spreadDocumentAdvice)")
+                Diagnostics.line("kindly-push: note: \(PushStreamResult.spreadDocumentAdvice)")
             }
             lines += lineCount
             counts?.add(outcomes)
@@ -133,76 +128,26 @@ package enum DocumentRunner {
         }
     }
 
-    /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it), in
-    /// its error object and once per run on standard error. docs/spec/streams.md: every line still gives its
-    /// own output line; the lines after it get the error that is theirs.
-    package static let spreadDocumentAdvice = PushStreamResult.spreadDocumentAdvice
-
     /// Standard input failed: an `io` error, as docs/spec/streams.md says for --jsonl.
-    private static func readFailure(_ error: Errno) -> CLIError {
-        CLIError(.io, "cannot read standard input: \(error)")
-    }
-
-    /// What the runner's threads do for a command: each chunk's output lines into its buffer.
-    package struct LineWork<C: DocumentCommand>: BatchWork {
-        let command: C
-        /// `--summary`: each line's outcome is counted.
-        let counts: Bool
-        /// A Redis worker's: where each line's output is (without its newline), and what it was.
-        let keepsLines: Bool
-        package typealias Scratch = C.Scratch
-
-        package init(command: C, counts: Bool = false, keepsLines: Bool = false) {
-            self.command = command
-            self.counts = counts
-            self.keepsLines = keepsLines
-        }
-
-        package struct Output {
-            package var bytes: [UInt8] = []
-            /// A line of the chunk was a document that went on past its line.
-            var spread = false
-            /// The outcome of each line, for `--summary`.
-            var outcomes = ResultCounts()
-            /// With ``keepsLines``: each line's output in ``bytes``, without its newline, and what it was.
-            package var lines: [(range: Range<Int>, outcome: LineOutcome)] = []
-        }
-
-        package func makeScratch() -> C.Scratch { command.makeScratch() }
-        package func wipe(_ scratch: inout C.Scratch) { command.wipe(&scratch) }
-        package func makeOutput() -> Output { Output() }
-        package func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
-
-        package func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout C.Scratch, into output: inout Output) {
-            output.bytes.removeAll(keepingCapacity: true)
-            output.spread = false
-            output.outcomes.removeAll()
-            output.lines.removeAll(keepingCapacity: true)
-            for index in lines {
-                let start = output.bytes.count
-                let line = DocumentRunner.appendOutputLine(for: batch, at: index, command: command, scratch: &scratch, to: &output.bytes)
-                output.spread = line.spread || output.spread
-                if counts { output.outcomes.count(line.error) }
-                if keepsLines { output.lines.append((start..<output.bytes.count - 1, line)) }
-            }
-        }
+    private static func readFailure(_ error: Errno) -> CodedError {
+        CodedError(.io, "cannot read standard input: \(error)")
     }
 
     /// The stream on the library's ``OrderedBatchRunner`` (the engine of the async
     /// `decryptStream` too): with `--jobs N`, N > 1, N threads take chunks of 16 lines, oldest
-    /// first, from up to ``batchesInFlight`` batches, while this thread reads batches ahead and
+    /// first, from up to ``LineEngine/batchesInFlight`` batches, while this thread reads batches ahead and
     /// writes each one as soon as all its chunks are done, in input order. With `--jobs 1` (or
     /// when the system gives no thread) the runner has no thread and this one processes each
     /// batch as it publishes it: read, process and write, in order.
     private static func runStream<C: DocumentCommand>(
         _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
-    ) -> CLIError? {
+    ) -> CodedError? {
         let jobs = command.stream.jobs
         let runner = OrderedBatchRunner(
-            LineWork(command: command, counts: tally.counts != nil), jobs: jobs == 1 ? 0 : jobs,
-            batchesInFlight: jobs == 1 ? 1 : batchesInFlight,
-            maximumBatchLines: batchLines, chunkLines: chunkLines)
-        var readError: CLIError?
+            LineEngine.Work(processor: command, counts: tally.counts != nil), jobs: jobs == 1 ? 0 : jobs,
+            batchesInFlight: jobs == 1 ? 1 : LineEngine.batchesInFlight,
+            maximumBatchLines: LineEngine.batchLines, chunkLines: LineEngine.chunkLines)
+        var readError: CodedError?
         var ended = false
         while true {
             while !ended, let slot = runner.takeFreeSlot() {
@@ -220,7 +165,8 @@ package enum DocumentRunner {
                     }
                 }
                 do throws(Errno) {
-                    try reader.nextBatch(into: &slot.batch, maximumLines: batchLines, maximumBytes: batchBytes, live: true)
+                    try reader.nextBatch(
+                        into: &slot.batch, maximumLines: LineEngine.batchLines, maximumBytes: LineEngine.batchBytes, live: true)
                 } catch {
                     // As with --jobs 1: the lines of a batch cut short by the error are not processed.
                     readError = readFailure(error)
@@ -249,54 +195,5 @@ package enum DocumentRunner {
         }
         runner.finish()
         return readError
-    }
-
-    /// What became of one input line.
-    package struct LineOutcome {
-        /// The code of its error object; nil for a result.
-        package var error: ErrorCode?
-        /// The line was a JSON document cut by its newline (``spreadDocumentAdvice``).
-        package var spread = false
-        /// The error may go away if asked again later (``CLIError/isTransient``).
-        package var isTransient = false
-        /// The error object's message, for a dead-letter entry.
-        package var message = ""
-    }
-
-    /// Appends the output line (newline included) of `batch.lines[index]` to `output`, and says
-    /// what it was.
-    @discardableResult
-    package static func appendOutputLine<C: DocumentCommand>(
-        for batch: LineBatchReader.Batch, at index: Int, command: C, scratch: inout C.Scratch, to output: inout [UInt8]
-    ) -> LineOutcome {
-        var outcome = LineOutcome()
-        let start = output.count
-        do throws(CLIError) {
-            switch batch.lines[index] {
-            case .oversized:
-                throw CLIError(.badInput, "the line is over \(StandardInput.sizeText(command.inputLimit))")
-            case .text(let range):
-                let completion = try batch.bytes.withUnsafeBytes { raw in
-                    Result { () throws(CLIError) in
-                        try command.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output)
-                    }
-                }.get()
-                if case .errorObject(let code) = completion { outcome.error = code }
-            }
-        } catch {
-            output.removeSubrange(start...)
-            var error = error
-            // Known from the reading that failed: the line is not read again.
-            if error.endsInsideDocument {
-                outcome.spread = true
-                error = CLIError(.badInput, spreadDocumentAdvice)
-            }
-            outcome.error = error.code
-            outcome.isTransient = error.isTransient
-            outcome.message = error.message
-            JSONWriter.write(error.jsonObject, to: &output)
-        }
-        output.append(0x0A)
-        return outcome
     }
 }

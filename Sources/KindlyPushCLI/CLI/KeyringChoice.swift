@@ -56,7 +56,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
     /// The keyring the options name. `auto` uses the Secret Service when a session bus
     /// answers and the file keyring otherwise; `--verbose` says which on standard error.
     package static func resolve(_ options: KeyringOptions, environment: CommandEnvironment, for purpose: Purpose = .manage)
-        throws(CLIError)
+        throws(CodedError)
         -> any Keyring
     {
         let choice = options.keyring ?? .auto
@@ -66,7 +66,7 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
             keyring = FileKeyring(folder: try fileFolder(environment))
         case .secretService:
             guard let services = environment.table.services.desktop else {
-                throw CLIError(.io, "this needs \(SiblingBinary.desktop.name), which was not run")
+                throw CodedError(.io, "this needs \(SiblingBinary.desktop.name), which was not run")
             }
             keyring = try services.secretServiceKeyring(environment: environment, for: purpose)
         case .auto:
@@ -79,55 +79,20 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
             }
         }
         if options.isVerbose {
-            Diagnostics.line("kindly-push: using the \(description(of: keyring))")
+            Diagnostics.line("kindly-push: using the \(KeyringInventory.description(of: keyring))")
         }
         return keyring
     }
 
-    /// `the file keyring (FOLDER)`, `the secret-service keyring`: for notes on standard error.
-    package static func description(of keyring: any Keyring) -> String {
-        if let caching = keyring as? CachingKeyring { return description(of: caching.base) }
-        let location = (keyring as? FileKeyring).map { " (\($0.folder))" } ?? (keyring as? KeyFileKeyring).map { " (\($0.path))" } ?? ""
-        return "\(keyring.name) keyring\(location)"
-    }
-
-    /// What a start line says of a keyring's device keys (a Redis worker's, the desktop agent's).
-    package enum Inventory {
-        /// The keyring listed this many keys.
-        case keys(Int)
-        /// Locked or unreachable: waiting may mend it (a worker's entries wait).
-        case uncounted(KeyringError)
-        /// It cannot list its keys for a reason that waiting does not mend.
-        case unreadable(KeyringError)
-
-        /// `with 3 keys`, `(keys not counted: …)`, `cannot list its keys: …`.
-        package var phrase: String {
-            switch self {
-            case .keys(let count): return "with \(count) key\(count == 1 ? "" : "s")"
-            case .uncounted(let error): return "(keys not counted: \(error))"
-            case .unreadable(let error): return "cannot list its keys: \(error)"
-            }
-        }
-    }
-
-    /// The device keys of `keyring`, counted once for a start line.
-    package static func inventory(of keyring: any Keyring) -> Inventory {
-        do throws(KeyringError) {
-            return .keys(try keyring.list().count)
-        } catch {
-            return error.isTransient ? .uncounted(error) : .unreadable(error)
-        }
-    }
-
     /// The file keyring's folder; a `usage` error when the variable that places it is relative
     /// or holds a line break, an `io` error when there is no home folder to put it in.
-    package static func fileFolder(_ environment: CommandEnvironment) throws(CLIError) -> String {
+    package static func fileFolder(_ environment: CommandEnvironment) throws(CodedError) -> String {
         // A relative or broken location is the caller's mistake: usage, not io.
-        if let problem = FileKeyring.locationProblem(variable: { environment[$0] }) { throw CLIError(.usage, problem) }
+        if let problem = FileKeyring.locationProblem(variable: { environment[$0] }) { throw CodedError(.usage, problem) }
         do throws(KeyringError) {
             return try FileKeyring.defaultFolder { environment[$0] }
         } catch {
-            throw CLIError(.io, error.description)
+            throw CodedError(.io, error.description)
         }
     }
 
@@ -151,26 +116,26 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
 
     /// The key-file keyring of `--key-file`, read up front: a missing, malformed or loose key
     /// file is an `io` error before any input is read.
-    package static func keyFile(_ path: String) throws(CLIError) -> KeyFileKeyring {
+    package static func keyFile(_ path: String) throws(CodedError) -> KeyFileKeyring {
         do throws(PrivateFileError) {
             return try KeyFileKeyring(path: path)
         } catch {
-            throw CLIError(.io, error.description)
+            throw CodedError(.io, error.description)
         }
     }
 
     /// The reader of `decrypt` and `route`: the keyring of ``forDecryption(_:environment:)`` and
     /// the `--sender-key` keys, pinned besides the keyring's (with `--key-file`, the only ones).
-    package static func decryption(_ options: KeyringOptions, environment: CommandEnvironment) throws(CLIError) -> KindlyPushDecryption {
+    package static func decryption(_ options: KeyringOptions, environment: CommandEnvironment) throws(CodedError) -> KindlyPushDecryption {
         var pinned: [SenderPublicKey] = []
         for text in options.senderKeys {
             let key: SenderPublicKey
             do throws(KeyDecodingError) {
                 key = try SenderPublicKey(base64: text)
             } catch {
-                throw CLIError(.usage, "--sender-key: \(error)")
+                throw CodedError(.usage, "--sender-key: \(error)")
             }
-            if let reason = key.unusableReason { throw CLIError(.usage, "--sender-key: \(reason): it is not pinned") }
+            if let reason = key.unusableReason { throw CodedError(.usage, "--sender-key: \(reason): it is not pinned") }
             pinned.append(key)
         }
         return KindlyPushDecryption(keyring: try forDecryption(options, environment: environment), pinnedSenderKeys: pinned)
@@ -178,9 +143,9 @@ package enum KeyringChoice: String, CaseIterable, Sendable {
 
     /// `--key-file` or `--keyring`; keys are loaded once per run per kid and pinned sender keys
     /// once, and changes made to the keyring by other processes are followed within 1 s.
-    package static func forDecryption(_ options: KeyringOptions, environment: CommandEnvironment) throws(CLIError) -> any Keyring {
+    package static func forDecryption(_ options: KeyringOptions, environment: CommandEnvironment) throws(CodedError) -> any Keyring {
         if let path = options.keyFile {
-            guard options.keyring == nil else { throw CLIError(.usage, "give either --key-file or --keyring, not both") }
+            guard options.keyring == nil else { throw CodedError(.usage, "give either --key-file or --keyring, not both") }
             return try KeyringChoice.keyFile(path)
         }
         return CachingKeyring(try KeyringChoice.resolve(options, environment: environment, for: .lookUp))

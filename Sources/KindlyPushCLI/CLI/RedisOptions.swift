@@ -1,74 +1,11 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// `--redis URL --from STREAM --group GROUP --to STREAM` and the rest: a document command as a
-/// worker of a Redis Streams consumer group (issue 23, docs/running-at-scale.md). Each input
-/// entry's `doc` field is one document, as one `--jsonl` line; each output entry has `doc`, the
-/// line `--jsonl` prints for it, and `in`, the input entry's id.
-package struct RedisOptions: Sendable, Equatable {
-    /// `--metrics HOST:PORT`: where a worker serves its metrics.
-    package struct MetricsAddress: Sendable, Equatable {
-        package var host: String
-        package var port: Int32
-
-        package init(host: String, port: Int32) {
-            self.host = host
-            self.port = port
-        }
-    }
-
-    /// `rediss://`: TLS with the server's certificate verified (against `--ca-file`, else the
-    /// system's authorities) and its name or address checked; a client certificate with
-    /// `--tls-cert` and `--tls-key`.
-    package struct TLS: Sendable, Equatable {
-        package var caFile: String?
-        package var certificateFile: String?
-        package var keyFile: String?
-    }
-
-    /// Where the server listens.
-    package enum Endpoint: Sendable, Equatable {
-        case tcp(host: String, port: Int32)
-        case unix(path: String)
-    }
-
-    package var endpoint: Endpoint
-    /// TLS, for a `rediss://` URL; `nil` for `redis://` and `unix://`.
-    package var tls: TLS?
-    /// The ACL user (`AUTH user password`), when the URL names one.
-    package var user: String?
-    /// The password of `KINDLY_PUSH_REDIS_PASSWORD` (where the command puts a URL's, taken out of
-    /// its arguments: ``takePasswordOutOfArguments(_:environment:)``), else of the file
-    /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for none.
-    package var password: String?
-    /// The database of `/db` (0 by default).
-    package var database: Int
-    package var input: String
-    package var group: String
-    package var output: String
-    /// `--consumer NAME`; by default the host name and the process id.
-    package var consumer: String?
-    /// `--claim-idle MS`: pending entries idle longer than this are taken over.
-    package var claimIdle: Int
-    /// `--batch N`: entries read, processed and committed at a time.
-    package var batch: Int
-    /// `--exit-when-idle MS`: exit 0 after MS with nothing to read and nothing pending.
-    package var exitWhenIdle: Int?
-    /// `--max-deliveries N`: an entry delivered more often gets an error object and is acknowledged.
-    package var maxDeliveries: Int
-    /// `--dead-letter STREAM`: where entries that failed for good go, with their original `doc`.
-    package var deadLetter: String?
-    /// `--metrics HOST:PORT`: Prometheus metrics and a health check, off by default.
-    package var metrics: MetricsAddress?
-
-    package static let defaultClaimIdle = 30_000
-    package static let defaultBatch = 100
-    package static let defaultMaxDeliveries = 5
-
+extension RedisOptions {
     package static let url = Option<String>(
         "--redis", "URL",
         "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
@@ -105,10 +42,6 @@ package struct RedisOptions: Sendable, Equatable {
     package static let tlsKey = Option<String>(
         worker: "--tls-key", "PATH", "rediss:// only: the client certificate's private key (PEM).")
 
-    /// The variables a worker reads for the password (the help and the man page list them).
-    package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
-    package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
-
     /// The options that go with `--redis`, in the order help lists them.
     package static let workerKeys: [any OptionKey] = [
         from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream, metricsAddress,
@@ -124,8 +57,8 @@ package struct RedisOptions: Sendable, Equatable {
     /// APNs and a `rediss://` server alike).
     package init?(
         _ arguments: ParsedArguments, command: String, environment: CommandEnvironment, shared: [any OptionKey] = []
-    ) throws(CLIError) {
-        func usage(_ text: String) -> CLIError { .usage(text, command: command) }
+    ) throws(CodedError) {
+        func usage(_ text: String) -> CodedError { .usage(text, command: command) }
         let sharedNames = Set(shared.map(\.name))
         guard let url = arguments[Self.url] else {
             let alone = RedisOptions.workerKeys.filter { !sharedNames.contains($0.name) }
@@ -134,38 +67,43 @@ package struct RedisOptions: Sendable, Equatable {
             }
             return nil
         }
-        func required(_ key: Option<String>) throws(CLIError) -> String {
+        func required(_ key: Option<String>) throws(CodedError) -> String {
             guard let value = arguments[key], !value.isEmpty else { throw usage("--redis needs '\(key.name)'") }
             return value
         }
-        func number(_ key: Option<Int>, default value: Int?, range: ClosedRange<Int>) throws(CLIError) -> Int? {
+        func number(_ key: Option<Int>, default value: Int?, range: ClosedRange<Int>) throws(CodedError) -> Int? {
             guard arguments.isGiven(key) else { return value }
             guard let number = arguments[key], range.contains(number) else {
                 throw usage("'\(key.name)' takes a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return number
         }
-        (endpoint, tls) = try Self.tlsEndpoint(url, arguments, sharedNames, usage)
-        (_, user, password, database) = try RedisOptions.parseURL(Self.plainScheme(url))
+        let (endpoint, tls) = try Self.tlsEndpoint(url, arguments, sharedNames, usage)
+        let (_, user, urlPassword, database) = try RedisOptions.parseURL(Self.plainScheme(url))
+        var password = urlPassword
         if password == nil { password = try Self.password(environment) }
-        input = try required(Self.from)
-        group = try required(Self.groupName)
-        output = try required(Self.to)
+        let input = try required(Self.from)
+        let group = try required(Self.groupName)
+        let output = try required(Self.to)
         if input == output { throw usage("'\(Self.from.name)' and '\(Self.to.name)' name the same stream") }
-        consumer = arguments[Self.consumerName]
+        let consumer = arguments[Self.consumerName]
         if consumer?.isEmpty == true { throw usage("'\(Self.consumerName.name)' takes a name") }
-        claimIdle = try number(Self.claimIdleTime, default: RedisOptions.defaultClaimIdle, range: 1...86_400_000)!
-        batch = try number(Self.batchSize, default: RedisOptions.defaultBatch, range: 1...10_000)!
-        exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
-        maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
-        deadLetter = arguments[Self.deadLetterStream]
-        metrics = try arguments[Self.metricsAddress].map { (text) throws(CLIError) in try Self.parseMetrics(text, usage) }
+        let claimIdle = try number(Self.claimIdleTime, default: RedisOptions.defaultClaimIdle, range: 1...86_400_000)!
+        let batch = try number(Self.batchSize, default: RedisOptions.defaultBatch, range: 1...10_000)!
+        let exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
+        let maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
+        let deadLetter = arguments[Self.deadLetterStream]
+        let metrics = try arguments[Self.metricsAddress].map { (text) throws(CodedError) in try Self.parseMetrics(text, usage) }
         if let deadLetter {
             if deadLetter.isEmpty { throw usage("'\(Self.deadLetterStream.name)' takes a stream name") }
             if deadLetter == input || deadLetter == output {
                 throw usage("'\(Self.deadLetterStream.name)' names the input or the output stream: give it a stream of its own")
             }
         }
+        self.init(
+            endpoint: endpoint, tls: tls, user: user, password: password, database: database, input: input, group: group, output: output,
+            consumer: consumer, claimIdle: claimIdle, batch: batch, exitWhenIdle: exitWhenIdle, maxDeliveries: maxDeliveries,
+            deadLetter: deadLetter, metrics: metrics)
     }
 
     /// `url` with `rediss://` spelt `redis://` (the rest is read the same way).
@@ -176,8 +114,8 @@ package struct RedisOptions: Sendable, Equatable {
     /// The endpoint of `url`, and TLS for `rediss://` with `--ca-file`, `--tls-cert`, `--tls-key`
     /// (which go with `rediss://` only, and the last two together).
     static func tlsEndpoint(
-        _ url: String, _ arguments: ParsedArguments, _ shared: Set<String>, _ usage: (String) -> CLIError
-    ) throws(CLIError) -> (Endpoint, TLS?) {
+        _ url: String, _ arguments: ParsedArguments, _ shared: Set<String>, _ usage: (String) -> CodedError
+    ) throws(CodedError) -> (Endpoint, TLS?) {
         let (endpoint, _, _, _) = try parseURL(plainScheme(url))
         guard url.hasPrefix("rediss://") else {
             let tlsKeys = [caFile, tlsCertificate, tlsKey].filter { !shared.contains($0.name) }
@@ -193,14 +131,14 @@ package struct RedisOptions: Sendable, Equatable {
 
     /// The password of `KINDLY_PUSH_REDIS_PASSWORD`, else of the file
     /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for neither.
-    package static func password(_ environment: CommandEnvironment) throws(CLIError) -> String? {
+    package static func password(_ environment: CommandEnvironment) throws(CodedError) -> String? {
         if let password = environment[passwordVariable], !password.isEmpty { return password }
         if let path = environment[passwordFileVariable], !path.isEmpty { return try readPassword(path) }
         return nil
     }
 
     /// `PORT`, `HOST:PORT` or `[IPV6]:PORT` (the host an address, or `localhost`).
-    package static func parseMetrics(_ text: String, _ usage: (String) -> CLIError) throws(CLIError) -> MetricsAddress {
+    package static func parseMetrics(_ text: String, _ usage: (String) -> CodedError) throws(CodedError) -> MetricsAddress {
         var host = "127.0.0.1"
         var portText = Substring(text)
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
@@ -220,15 +158,15 @@ package struct RedisOptions: Sendable, Equatable {
 
     /// The password in the file `path` (mode 0600 or stricter, owned by this user, as key files
     /// are; a credential of systemd's `LoadCredential=`): its text without the final line break.
-    static func readPassword(_ path: String) throws(CLIError) -> String {
+    static func readPassword(_ path: String) throws(CodedError) -> String {
         var text: String
         do throws(PrivateFileError) {
             text = try PrivateFile.readText(path)
         } catch {
-            throw CLIError(.io, "\(passwordFileVariable): \(error)")
+            throw CodedError(.io, "\(passwordFileVariable): \(error)")
         }
         while text.last?.isNewline == true { text.removeLast() }
-        guard !text.isEmpty else { throw CLIError(.usage, "\(passwordFileVariable): the file '\(path)' is empty") }
+        guard !text.isEmpty else { throw CodedError(.usage, "\(passwordFileVariable): the file '\(path)' is empty") }
         return text
     }
 
@@ -296,9 +234,9 @@ package struct RedisOptions: Sendable, Equatable {
 
     /// The parts of `redis://[user:password@]host[:port][/db]` or
     /// `unix://[user:password@]/path`; user and password are percent-decoded.
-    package static func parseURL(_ url: String) throws(CLIError) -> (Endpoint, String?, String?, Int) {
-        func bad(_ why: String) -> CLIError {
-            CLIError(.usage, "--redis: \(why); expected redis://[user:password@]host[:port][/db] or unix:///path/to/socket")
+    package static func parseURL(_ url: String) throws(CodedError) -> (Endpoint, String?, String?, Int) {
+        func bad(_ why: String) -> CodedError {
+            CodedError(.usage, "--redis: \(why); expected redis://[user:password@]host[:port][/db] or unix:///path/to/socket")
         }
         let bytes = Array(url.utf8)
         let isUnix: Bool
@@ -366,7 +304,7 @@ package struct RedisOptions: Sendable, Equatable {
         return (.tcp(host: host, port: port), user, password, database)
     }
 
-    private static func percentDecoded(_ bytes: ArraySlice<UInt8>, _ bad: (String) -> CLIError) throws(CLIError) -> String {
+    private static func percentDecoded(_ bytes: ArraySlice<UInt8>, _ bad: (String) -> CodedError) throws(CodedError) -> String {
         var decoded: [UInt8] = []
         var index = bytes.startIndex
         func hex(_ byte: UInt8) -> UInt8? {
@@ -391,15 +329,6 @@ package struct RedisOptions: Sendable, Equatable {
         }
         return String(decoding: decoded, as: UTF8.self)
     }
-
-    /// The `{tag}` of a key as Redis Cluster hashes it: the text between the first `{` and the
-    /// next `}`, when not empty; `nil` when the whole key is hashed.
-    package static func hashTag(_ key: String) -> Substring? {
-        guard let open = key.utf8.firstIndex(of: UInt8(ascii: "{")) else { return nil }
-        let after = key.utf8.index(after: open)
-        guard let close = key.utf8[after...].firstIndex(of: UInt8(ascii: "}")), close > after else { return nil }
-        return key[after..<close]
-    }
 }
 
 /// What only `kindly-push-redis` (and `kindly-push-send`) can do, because it links hiredis: run
@@ -412,23 +341,23 @@ package protocol RedisServices: Sendable {
     func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32
 
     /// Prints `redis-status`'s view of a group; the exit status.
-    func status(_ request: RedisStatusCommand.Request) -> Int32
+    func status(_ request: RedisStatusRequest) -> Int32
 }
 
 extension CommandTable.Services {
     /// Runs `command` as a worker here, or the `io` error of a binary without hiredis.
     package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
         guard let redis else {
-            Diagnostics.report(CLIError(.io, "--redis needs \(SiblingBinary.redis.name), which was not run"))
+            Diagnostics.report(CodedError(.io, "--redis needs \(SiblingBinary.redis.name), which was not run"))
             return ErrorCode.io.exitStatus
         }
         return redis.runWorker(command, options: options)
     }
 
     /// `redis-status` here, or the `io` error of a binary without hiredis.
-    package func redisStatus(_ request: RedisStatusCommand.Request) -> Int32 {
+    package func redisStatus(_ request: RedisStatusRequest) -> Int32 {
         guard let redis else {
-            Diagnostics.report(CLIError(.io, "redis-status needs \(SiblingBinary.redis.name), which was not run"))
+            Diagnostics.report(CodedError(.io, "redis-status needs \(SiblingBinary.redis.name), which was not run"))
             return ErrorCode.io.exitStatus
         }
         return redis.status(request)

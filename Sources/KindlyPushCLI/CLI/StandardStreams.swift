@@ -1,3 +1,4 @@
+package import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -55,8 +56,8 @@ package struct OutputStream: ~Copyable {
 
 /// Standard error lines: `kindly-push: CODE: TEXT`.
 package enum Diagnostics {
-    package static func report(_ error: CLIError) {
-        line("kindly-push: \(error.code.rawValue): \(error.message)")
+    package static func report(_ error: CodedError) {
+        line(error.reportLine)
     }
 
     /// Writes `text` as one line: anything in it that is not printable (text from outside: a path,

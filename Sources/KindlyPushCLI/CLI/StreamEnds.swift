@@ -1,4 +1,4 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -11,7 +11,7 @@ package enum InputFiles {
     /// The descriptors of `paths` in order (`-` is standard input); standard input when empty.
     /// A path that cannot be opened, or a folder, is `io`. Standard input on a terminal is
     /// noted on standard error (``StandardInput/noteIfTerminal(lineMode:)``).
-    package static func open(_ paths: [String], lineMode: Bool) throws(CLIError) -> [Int32] {
+    package static func open(_ paths: [String], lineMode: Bool) throws(CodedError) -> [Int32] {
         guard !paths.isEmpty else {
             StandardInput.noteIfTerminal(lineMode: lineMode)
             return [STDIN_FILENO]
@@ -27,13 +27,13 @@ package enum InputFiles {
             guard descriptor >= 0 else {
                 let reason = Errno.current
                 for opened in descriptors where opened != STDIN_FILENO { close(opened) }
-                throw CLIError(.io, "cannot open '\(path)': \(reason)")
+                throw CodedError(.io, "cannot open '\(path)': \(reason)")
             }
             var status = stat()
             if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
                 close(descriptor)
                 for opened in descriptors where opened != STDIN_FILENO { close(opened) }
-                throw CLIError(.io, "cannot read '\(path)': it is a folder")
+                throw CodedError(.io, "cannot read '\(path)': it is a folder")
             }
             descriptors.append(descriptor)
         }
@@ -62,13 +62,13 @@ package struct OutputTarget: ~Copyable {
     private let path: String?
 
     /// Standard output, or a new file for `path` (`-` is standard output).
-    package init(path: String?) throws(CLIError) {
+    package init(path: String?) throws(CodedError) {
         (descriptor, temporary, self.path) = try Self.open(path)
     }
 
-    private static func open(_ path: String?) throws(CLIError) -> (Int32, PrivateFile.TemporaryFile?, String?) {
+    private static func open(_ path: String?) throws(CodedError) -> (Int32, PrivateFile.TemporaryFile?, String?) {
         guard let path, path != "-" else { return (STDOUT_FILENO, nil, nil) }
-        func failure(_ code: Int32) -> CLIError { CLIError(.io, "cannot write '\(path)': \(Errno(code))") }
+        func failure(_ code: Int32) -> CodedError { CodedError(.io, "cannot write '\(path)': \(Errno(code))") }
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO || status.st_mode & S_IFMT == S_IFCHR {
             let descriptor = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
@@ -118,7 +118,7 @@ package struct OutputTarget: ~Copyable {
     }
 
     /// Puts the finished output in place (or leaves standard output as it is); `io` on failure.
-    package consuming func commit() -> CLIError? {
+    package consuming func commit() -> CodedError? {
         guard let path else {
             if descriptor != STDOUT_FILENO { close(descriptor) }
             return nil
@@ -126,9 +126,9 @@ package struct OutputTarget: ~Copyable {
         defer {
             if let temporary { temporary.close() } else { close(descriptor) }
         }
-        func failure() -> CLIError {
+        func failure() -> CodedError {
             let error = Errno.current
-            return CLIError(.io, "cannot write '\(path)': \(error)")
+            return CodedError(.io, "cannot write '\(path)': \(error)")
         }
         guard fsync(descriptor) == 0 else {
             let error = failure()
@@ -221,60 +221,5 @@ package struct ProgressLine {
     private func write(_ text: String) {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    }
-}
-
-/// `--summary`: how many output lines each result code had (`ok` for a result, the error's code
-/// for an error object), counted from each line's outcome as the runner makes it.
-package struct ResultCounts: Sendable {
-    private(set) var lines = 0
-    private var results = 0
-    /// The codes met, in the order met; a run meets a few, so a list.
-    private var errors: [(code: ErrorCode, count: Int)] = []
-
-    package init() {}
-
-    /// Counts one output line: a result (`nil`), or an error object with `code`.
-    package mutating func count(_ code: ErrorCode?) {
-        lines += 1
-        guard let code else {
-            results += 1
-            return
-        }
-        if let index = errors.firstIndex(where: { $0.code == code }) {
-            errors[index].count += 1
-        } else {
-            errors.append((code, 1))
-        }
-    }
-
-    /// Adds the counts of `other` (one chunk's lines).
-    package mutating func add(_ other: ResultCounts) {
-        lines += other.lines
-        results += other.results
-        for (code, count) in other.errors {
-            if let index = errors.firstIndex(where: { $0.code == code }) {
-                errors[index].count += count
-            } else {
-                errors.append((code, count))
-            }
-        }
-    }
-
-    /// Back to no line counted, keeping the storage.
-    package mutating func removeAll() {
-        lines = 0
-        results = 0
-        errors.removeAll(keepingCapacity: true)
-    }
-
-    /// `summary: 1000 lines: 998 ok, 2 bad_input` (codes in the order of docs/spec/streams.md's table).
-    package var line: String {
-        let known =
-            [results > 0 ? "\(results) ok" : nil]
-            + ErrorCode.allCases.map { code in
-                errors.first { $0.code == code }.map { "\($0.count) \(code.rawValue)" }
-            }
-        return "summary: \(lines) lines: " + known.compactMap { $0 }.joined(separator: ", ")
     }
 }

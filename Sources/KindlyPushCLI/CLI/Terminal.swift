@@ -32,7 +32,7 @@ package enum Terminal {
         guard stdout.flush() else {
             let failure = stdout.failure ?? .ioError
             if failure == .brokenPipe { return 0 }
-            Diagnostics.report(CLIError(.io, "cannot write standard output: \(failure)"))
+            Diagnostics.report(CodedError(.io, "cannot write standard output: \(failure)"))
             return ErrorCode.io.exitStatus
         }
         return 0

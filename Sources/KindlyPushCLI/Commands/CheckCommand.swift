@@ -17,11 +17,11 @@ package struct CheckCommand: DocumentCommand {
 
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         stream = try StreamOptions(arguments, command: Self.name)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
         let isKindly = KindlyPushDecryption.isKindlyNotification(document)
         let result: JSONValue = [
             "kindly": .bool(isKindly),

@@ -1,3 +1,5 @@
+package import KindlyPushBase
+
 /// `kindly-push completions bash|zsh|fish`: prints a completion script for the shell.
 package struct CompletionsCommand: Command {
     package static let name = "completions"
@@ -17,12 +19,12 @@ package struct CompletionsCommand: Command {
     /// The commands of this binary's table.
     let commands: [any Command.Type]
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         guard let name = arguments.positionals.first, arguments.positionals.count == 1 else {
-            throw CLIError.usage("give one shell: bash, zsh or fish", command: Self.name)
+            throw CodedError.usage("give one shell: bash, zsh or fish", command: Self.name)
         }
         guard let shell = Completions.Shell(rawValue: name) else {
-            throw CLIError(
+            throw CodedError(
                 .usage,
                 "'\(name)' is not a shell this command knows; expected one of: bash, zsh, fish\(Suggestion.phrase(for: name, among: ["bash", "zsh", "fish"]))"
             )

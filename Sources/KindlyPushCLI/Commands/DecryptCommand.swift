@@ -27,7 +27,7 @@ package struct DecryptCommand: DocumentCommand {
 
     package var deviceKeyring: (any Keyring)? { decryption.keyring }
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         applies = arguments[Self.apply]
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
@@ -39,17 +39,17 @@ package struct DecryptCommand: DocumentCommand {
 
     /// The fast path for the payload, which decides every document with the strict reader's
     /// errors (not for --apply, which rewrites the whole document: one tree, read once).
-    package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CLIError)
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CodedError)
         -> Completion
     {
         guard !applies else { return try process(bytes: bytes, into: &output) }
         let outcome = scratch.decrypt(bytes, appendingTo: &output)
-        if case .failed(let failure) = outcome { throw CLIError(failure) }
-        if let problem = outcome.inputProblem(in: bytes, lines: false) { throw CLIError(problem) }
+        if case .failed(let failure) = outcome { throw CodedError(failure) }
+        if let problem = outcome.inputProblem(in: bytes, lines: false) { throw CodedError(problem) }
         return .success
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
         switch decryption.decryptResult(userInfo: document) {
         case .success(let payload):
             if applies {
@@ -59,7 +59,7 @@ package struct DecryptCommand: DocumentCommand {
             }
             return .success
         case .failure(let failure):
-            throw CLIError(failure)
+            throw CodedError(failure)
         }
     }
 }

@@ -63,23 +63,23 @@ package struct KeygenCommand: Command {
     package let sdkVersion: String
     package let environment: CommandEnvironment
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         keyring = KeyringOptions(arguments)
         if keyring.keyFile != nil, keyring.keyring != nil {
-            throw CLIError(.usage, "give either --key-file or --keyring, not both")
+            throw CodedError(.usage, "give either --key-file or --keyring, not both")
         }
         // Checked before anything is made or written: a label too long for a key file would make
         // the stored key unreadable.
         label = arguments[Self.label]
         if let label, let problem = KeyringLabel.problem(with: label) {
-            throw CLIError(.usage, "--label: \(problem)")
+            throw CodedError(.usage, "--label: \(problem)")
         }
         if let text = arguments[Self.token] {
             do throws(Registration.InvalidToken) {
                 token = try Registration.tokenHex(validating: text)
             } catch {
-                throw CLIError(.usage, "--token: \(error)")
+                throw CodedError(.usage, "--token: \(error)")
             }
         } else {
             token = nil
@@ -93,14 +93,14 @@ package struct KeygenCommand: Command {
 
     package func run() -> Int32 {
         var key = DeviceKey.generate()
-        do throws(CLIError) {
+        do throws(CodedError) {
             if let path = keyring.keyFile, reuses, let existing = try KeygenCommand.existingKey(at: path) {
                 key = existing
             } else if let path = keyring.keyFile {
                 do throws(PrivateFileError) {
                     try KeyFile.write(key, to: path)
                 } catch {
-                    throw CLIError(.io, error.description)
+                    throw CodedError(.io, error.description)
                 }
             } else {
                 let keyring = try KeyringChoice.resolve(self.keyring, environment: environment, for: .store)
@@ -112,11 +112,11 @@ package struct KeygenCommand: Command {
                         try keyring.store(key, label: label)
                     }
                 } catch {
-                    throw CLIError(.io, "cannot store the key in the \(keyring.name) keyring: \(error)")
+                    throw CodedError(.io, "cannot store the key in the \(keyring.name) keyring: \(error)")
                 }
                 // auto chose: say where the key went, so that a later look-up elsewhere is no mystery.
                 if self.keyring.keyring == nil {
-                    Diagnostics.line("kindly-push: stored the key in the \(KeyringChoice.description(of: keyring))")
+                    Diagnostics.line("kindly-push: stored the key in the \(KeyringInventory.description(of: keyring))")
                 }
             }
         } catch {
@@ -160,12 +160,12 @@ extension KeygenCommand {
     }
 
     /// The key in the key file at `path`, or `nil` when there is no file there.
-    package static func existingKey(at path: String) throws(CLIError) -> DeviceKey? {
+    package static func existingKey(at path: String) throws(CodedError) -> DeviceKey? {
         do throws(PrivateFileError) {
             return try KeyFile.read(path)
         } catch {
             if case .missing = error { return nil }
-            throw CLIError(.io, error.description)
+            throw CodedError(.io, error.description)
         }
     }
 }

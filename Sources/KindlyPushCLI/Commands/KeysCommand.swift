@@ -28,28 +28,28 @@ package struct KeysCommand: Command {
     package let keyring: KeyringOptions
     package let environment: CommandEnvironment
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         switch arguments.positionals.first {
         case "list"?:
-            guard arguments.positionals.count == 1 else { throw CLIError(.usage, "keys list takes no argument") }
+            guard arguments.positionals.count == 1 else { throw CodedError(.usage, "keys list takes no argument") }
             action = .list
         case "delete"?:
-            guard arguments.positionals.count == 2 else { throw CLIError(.usage, "keys delete takes exactly one kid") }
+            guard arguments.positionals.count == 2 else { throw CodedError(.usage, "keys delete takes exactly one kid") }
             guard let kid = KeyID(base64: arguments.positionals[1]) else {
-                throw CLIError(.usage, "'\(arguments.positionals[1])' is not a kid (8 bytes of base64url)")
+                throw CodedError(.usage, "'\(arguments.positionals[1])' is not a kid (8 bytes of base64url)")
             }
             action = .delete(kid)
         case let other?:
-            throw CLIError.usage("unknown keys action '\(other)'; expected list or delete", command: Self.name)
+            throw CodedError.usage("unknown keys action '\(other)'; expected list or delete", command: Self.name)
         case nil:
-            throw CLIError.usage("missing action: list or delete", command: Self.name)
+            throw CodedError.usage("missing action: list or delete", command: Self.name)
         }
         keyring = KeyringOptions(arguments)
         self.environment = environment
     }
 
     package func run() -> Int32 {
-        do throws(CLIError) {
+        do throws(CodedError) {
             let keyring = try KeyringChoice.resolve(self.keyring, environment: environment)
             switch action {
             case .list:
@@ -63,7 +63,7 @@ package struct KeysCommand: Command {
                         listing.entries = try keyring.list()
                     }
                 } catch {
-                    throw CLIError(.io, error.description)
+                    throw CodedError(.io, error.description)
                 }
                 for path in listing.removedLeftovers {
                     Diagnostics.line("kindly-push: removed \(path), the temporary file of an interrupted write")
@@ -75,14 +75,14 @@ package struct KeysCommand: Command {
                     ]
                 }
                 let status = Terminal.printLines(lines)
-                for problem in listing.problems { Diagnostics.report(CLIError(.io, problem.description)) }
+                for problem in listing.problems { Diagnostics.report(CodedError(.io, problem.description)) }
                 return listing.problems.isEmpty ? status : ErrorCode.io.exitStatus
             case .delete(let kid):
                 do throws(KeyringError) {
                     try keyring.delete(kid)
                 } catch {
-                    if case .notFound = error { throw CLIError(.decryption(.keyUnavailable), error.description) }
-                    throw CLIError(.io, error.description)
+                    if case .notFound = error { throw CodedError(.decryption(.keyUnavailable), error.description) }
+                    throw CodedError(.io, error.description)
                 }
                 return 0
             }

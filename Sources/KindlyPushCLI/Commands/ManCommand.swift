@@ -1,3 +1,5 @@
+package import KindlyPushBase
+
 /// `kindly-push man`: prints the roff man page.
 package struct ManCommand: Command {
     package static let name = "man"
@@ -10,7 +12,7 @@ package struct ManCommand: Command {
     /// The commands of this binary's table.
     let commands: [any Command.Type]
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         commands = environment.table.commands
     }

@@ -1,4 +1,4 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push redis-status --redis URL --from STREAM --group GROUP`: a consumer group's backlog
@@ -32,38 +32,24 @@ package struct RedisStatusCommand: Command {
         [url.spec, from.spec, group.spec, deadLetter.spec, json.spec]
         + [RedisOptions.caFile.spec, RedisOptions.tlsCertificate.spec, RedisOptions.tlsKey.spec, SharedOptions.help.spec]
 
-    /// What to read, for ``RedisServices/status(_:)``.
-    package struct Request: Sendable {
-        package var endpoint: RedisOptions.Endpoint
-        /// For `rediss://`.
-        package var tls: RedisOptions.TLS?
-        package var user: String?
-        package var password: String?
-        package var database: Int
-        package var stream: String
-        package var group: String
-        package var deadLetter: String?
-        package var json: Bool
-    }
-
-    package let request: Request
+    package let request: RedisStatusRequest
     /// The services of this binary, that read the group.
     let services: CommandTable.Services
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        func required(_ key: Option<String>) throws(CLIError) -> String {
-            guard let value = arguments[key], !value.isEmpty else { throw CLIError.usage("missing '\(key.name)'", command: Self.name) }
+        func required(_ key: Option<String>) throws(CodedError) -> String {
+            guard let value = arguments[key], !value.isEmpty else { throw CodedError.usage("missing '\(key.name)'", command: Self.name) }
             return value
         }
         let url = try required(Self.url)
-        let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments, []) { CLIError.usage($0, command: Self.name) }
+        let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments, []) { CodedError.usage($0, command: Self.name) }
         let (_, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
         var password = urlPassword
         if password == nil { password = try RedisOptions.password(environment) }
         let stream = try required(Self.from)
         let group = try required(Self.group)
-        request = Request(
+        request = RedisStatusRequest(
             endpoint: endpoint, tls: tls, user: user, password: password, database: database, stream: stream, group: group,
             deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
         services = environment.table.services

@@ -40,9 +40,9 @@ package struct RouteCommand: DocumentCommand {
     /// `--screen` and `--delegate`.
     package static func context(
         _ arguments: ParsedArguments, command: String, defaultState: DisplayRules.AppState? = nil, hasExtension: Bool
-    ) throws(CLIError) -> RouteContext {
+    ) throws(CodedError) -> RouteContext {
         guard let state = arguments[appState] ?? defaultState else {
-            throw CLIError.usage("missing '\(appState.name) killed|background|foreground'", command: command)
+            throw CodedError.usage("missing '\(appState.name) killed|background|foreground'", command: command)
         }
         let screen = arguments[Self.screen] ?? .other
         var context = RouteContext(
@@ -50,10 +50,10 @@ package struct RouteCommand: DocumentCommand {
             delegate: arguments[delegate] ?? .allow)
         if let chat = arguments[chatId] {
             guard screen == .chat else {
-                throw CLIError.usage("'\(chatId.name)' needs '\(Self.screen.name) chat'", command: command)
+                throw CodedError.usage("'\(chatId.name)' needs '\(Self.screen.name) chat'", command: command)
             }
             guard !chat.isEmpty else {
-                throw CLIError.usage("'\(chatId.name)' takes a non-empty chat id", command: command)
+                throw CodedError.usage("'\(chatId.name)' takes a non-empty chat id", command: command)
             }
             context.chatOnScreen = chat
         }
@@ -66,13 +66,13 @@ package struct RouteCommand: DocumentCommand {
 
     package var deviceKeyring: (any Keyring)? { decryption.keyring }
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         context = try RouteCommand.context(arguments, command: Self.name, hasExtension: arguments[Self.hasExtension])
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
         decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
         let decision = KindlyPushRouter.route(userInfo: document, context: context, decryption: decryption)
         JSONWriter.write(decision.json, to: &output)
         return .success

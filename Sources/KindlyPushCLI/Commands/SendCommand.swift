@@ -1,4 +1,4 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push send`: the backend's last hop. Reads `{"token", "push"}` documents and POSTs
@@ -82,13 +82,13 @@ package struct SendCommand: Command {
     /// The sender of this binary (``CommandTable/Services/send``).
     let services: (any SendServices)?
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
-        func usage(_ text: String) -> CLIError { .usage(text, command: Self.name) }
-        func required(_ key: Option<String>) throws(CLIError) -> String {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
+        func usage(_ text: String) -> CodedError { .usage(text, command: Self.name) }
+        func required(_ key: Option<String>) throws(CodedError) -> String {
             guard let value = arguments[key], !value.isEmpty else { throw usage("missing '\(key.name)'") }
             return value
         }
-        func identifier(_ key: Option<String>) throws(CLIError) -> String {
+        func identifier(_ key: Option<String>) throws(CodedError) -> String {
             let value = try required(key)
             let isID = value.utf8.count == 10 && value.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
             guard isID else { throw usage("'\(key.name)' takes Apple's 10-character ID (capital letters and digits)") }
@@ -125,7 +125,7 @@ package struct SendCommand: Command {
 
     package func run() -> Int32 {
         guard let services else {
-            Diagnostics.report(CLIError(.io, "'send' runs in \(SiblingBinary.send.name), which was not run"))
+            Diagnostics.report(CodedError(.io, "'send' runs in \(SiblingBinary.send.name), which was not run"))
             return ErrorCode.io.exitStatus
         }
         return services.send(options)

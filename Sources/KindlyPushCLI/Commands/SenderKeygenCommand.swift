@@ -1,4 +1,4 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push sender-keygen --key-file PATH`: the backend's sender key (docs/spec/wire-format.md section 7.1).
@@ -20,10 +20,10 @@ package struct SenderKeygenCommand: Command {
 
     package let path: String
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         guard let path = arguments[Self.keyFile] else {
-            throw CLIError.usage("missing '--key-file PATH'", command: Self.name)
+            throw CodedError.usage("missing '--key-file PATH'", command: Self.name)
         }
         self.path = path
     }
@@ -33,7 +33,7 @@ package struct SenderKeygenCommand: Command {
         do throws(PrivateFileError) {
             try SenderKeyFile.write(key, to: path)
         } catch {
-            Diagnostics.report(CLIError(.io, error.description))
+            Diagnostics.report(CodedError(.io, error.description))
             return ErrorCode.io.exitStatus
         }
         return Terminal.printLine(["sid": .string(key.sid.base64URL), "public_key": .string(key.publicKey.base64URL)])

@@ -40,45 +40,45 @@ package struct SendersCommand: Command {
     package let keyring: KeyringOptions
     package let environment: CommandEnvironment
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         let positionals = arguments.positionals
         switch positionals.first {
         case "add"?:
-            guard positionals.count == 1 else { throw CLIError(.usage, "senders add takes no argument; give --public-key B64") }
+            guard positionals.count == 1 else { throw CodedError(.usage, "senders add takes no argument; give --public-key B64") }
             guard let text = arguments[Self.publicKey] else {
-                throw CLIError.usage("missing '--public-key B64'", command: Self.name)
+                throw CodedError.usage("missing '--public-key B64'", command: Self.name)
             }
             if let label = arguments[Self.label], let problem = KeyringLabel.problem(with: label) {
-                throw CLIError(.usage, "--label: \(problem)")
+                throw CodedError(.usage, "--label: \(problem)")
             }
             let key: SenderPublicKey
             do throws(KeyDecodingError) {
                 key = try SenderPublicKey(base64: text)
             } catch {
-                throw CLIError(.usage, "--public-key: \(error)")
+                throw CodedError(.usage, "--public-key: \(error)")
             }
-            if let reason = key.unusableReason { throw CLIError(.usage, "--public-key: \(reason): it is not pinned") }
+            if let reason = key.unusableReason { throw CodedError(.usage, "--public-key: \(reason): it is not pinned") }
             action = .add(key, label: arguments[Self.label] ?? "kindly-push")
         case "list"?:
-            guard positionals.count == 1 else { throw CLIError(.usage, "senders list takes no argument") }
+            guard positionals.count == 1 else { throw CodedError(.usage, "senders list takes no argument") }
             action = .list
         case "delete"?:
-            guard positionals.count == 2 else { throw CLIError(.usage, "senders delete takes exactly one sid") }
+            guard positionals.count == 2 else { throw CodedError(.usage, "senders delete takes exactly one sid") }
             guard let sid = SenderID(base64: positionals[1]) else {
-                throw CLIError(.usage, "'\(positionals[1])' is not a sid (8 bytes of base64url)")
+                throw CodedError(.usage, "'\(positionals[1])' is not a sid (8 bytes of base64url)")
             }
             action = .delete(sid)
         case let other?:
-            throw CLIError.usage("unknown senders action '\(other)'; expected add, list or delete", command: Self.name)
+            throw CodedError.usage("unknown senders action '\(other)'; expected add, list or delete", command: Self.name)
         case nil:
-            throw CLIError.usage("missing action: add, list or delete", command: Self.name)
+            throw CodedError.usage("missing action: add, list or delete", command: Self.name)
         }
         keyring = KeyringOptions(arguments)
         self.environment = environment
     }
 
     package func run() -> Int32 {
-        do throws(CLIError) {
+        do throws(CodedError) {
             // A pin is stored as a key is: never in the file keyring for a bus that does not answer.
             let purpose: KeyringChoice.Purpose
             if case .add = action { purpose = .store } else { purpose = .manage }
@@ -88,7 +88,7 @@ package struct SendersCommand: Command {
                 do throws(KeyringError) {
                     try keyring.pinSender(key, label: label)
                 } catch {
-                    throw CLIError(.io, "cannot pin the sender key in the \(keyring.name) keyring: \(error)")
+                    throw CodedError(.io, "cannot pin the sender key in the \(keyring.name) keyring: \(error)")
                 }
                 return 0
             case .list:
@@ -96,7 +96,7 @@ package struct SendersCommand: Command {
                 do throws(KeyringError) {
                     pinned = try keyring.pinnedSenders()
                 } catch {
-                    throw CLIError(.io, error.description)
+                    throw CodedError(.io, error.description)
                 }
                 let lines: [JSONValue] = pinned.map { entry in
                     [
@@ -109,8 +109,8 @@ package struct SendersCommand: Command {
                 do throws(KeyringError) {
                     try keyring.unpinSender(sid)
                 } catch {
-                    if case .senderNotFound = error { throw CLIError(.decryption(.untrustedSender), error.description) }
-                    throw CLIError(.io, error.description)
+                    if case .senderNotFound = error { throw CodedError(.decryption(.untrustedSender), error.description) }
+                    throw CodedError(.io, error.description)
                 }
                 return 0
             }

@@ -1,4 +1,4 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 internal import KindlyPushVectors
 
@@ -31,16 +31,16 @@ package struct VerifyCommand: Command {
     /// whatever a path names.
     package static let maximumFileSize = 4 << 20
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         guard !arguments.positionals.isEmpty else {
-            throw CLIError.usage("missing a vector file or folder", command: Self.name)
+            throw CodedError.usage("missing a vector file or folder", command: Self.name)
         }
         var files: [String] = []
         for path in arguments.positionals {
             var status = stat()
             guard stat(path, &status) == 0 else {
                 let error = Errno.current
-                throw CLIError(.io, "\(path): \(error)")
+                throw CodedError(.io, "\(path): \(error)")
             }
             if status.st_mode & S_IFMT == S_IFDIR {
                 files += try VerifyCommand.jsonFiles(in: path)
@@ -52,10 +52,10 @@ package struct VerifyCommand: Command {
         isQuiet = arguments[StreamOptions.quiet]
     }
 
-    package static func jsonFiles(in folder: String) throws(CLIError) -> [String] {
+    package static func jsonFiles(in folder: String) throws(CodedError) -> [String] {
         guard let directory = opendir(folder) else {
             let error = Errno.current
-            throw CLIError(.io, "\(folder): \(error)")
+            throw CodedError(.io, "\(folder): \(error)")
         }
         defer { closedir(directory) }
         var names: [String] = []
@@ -80,12 +80,12 @@ package struct VerifyCommand: Command {
         }
         for file in files {
             let vectors: [TestVector]
-            do throws(CLIError) {
+            do throws(CodedError) {
                 let bytes = try VerifyCommand.read(file)
                 do throws(TestVector.FormatError) {
                     vectors = try TestVector.vectors(inFile: bytes)
                 } catch {
-                    throw CLIError(.badInput, "\(file): \(error)")
+                    throw CodedError(.badInput, "\(file): \(error)")
                 }
             } catch {
                 failed += 1
@@ -112,29 +112,29 @@ package struct VerifyCommand: Command {
     /// The bytes of the regular file at `path`, at most ``maximumFileSize`` of them. Opened
     /// without blocking (a FIFO does not wait for a writer) and checked before anything is read:
     /// a device, a FIFO, a folder or a larger file is refused at once.
-    package static func read(_ path: String) throws(CLIError) -> [UInt8] {
+    package static func read(_ path: String) throws(CodedError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             let error = Errno.current
-            throw CLIError(.io, "\(path): \(error)")
+            throw CodedError(.io, "\(path): \(error)")
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let error = Errno.current
-            throw CLIError(.io, "\(path): \(error)")
+            throw CodedError(.io, "\(path): \(error)")
         }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw CLIError(.io, "\(path): not a regular file") }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw CodedError(.io, "\(path): not a regular file") }
         let limitText = "\(maximumFileSize >> 20) MiB"
-        guard status.st_size <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
+        guard status.st_size <= maximumFileSize else { throw CodedError(.io, "\(path): over the \(limitText) limit of a vector file") }
         // One byte more than the limit is read, so that a file that grew since fstat is caught.
         let bytes: [UInt8]
         do throws(Errno) {
             bytes = try FileDescriptor(rawValue: descriptor).readAll(upTo: maximumFileSize, expectedSize: Int(status.st_size))
         } catch {
-            throw CLIError(.io, "\(path): \(error)")
+            throw CodedError(.io, "\(path): \(error)")
         }
-        guard bytes.count <= maximumFileSize else { throw CLIError(.io, "\(path): over the \(limitText) limit of a vector file") }
+        guard bytes.count <= maximumFileSize else { throw CodedError(.io, "\(path): over the \(limitText) limit of a vector file") }
         return bytes
     }
 }

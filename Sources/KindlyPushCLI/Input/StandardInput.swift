@@ -15,16 +15,11 @@ package enum StandardInput {
     /// one line at a time, so memory stays bounded by it.
     package static let fitDocumentSize = 1 << 20
 
-    /// `64 KiB`, `1 MiB`: a limit as the errors name it.
-    package static func sizeText(_ bytes: Int) -> String {
-        bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes >> 10) KiB"
-    }
-
     /// Reads all of standard input as one document, refusing more than `limit` without
     /// reading further than one byte past the limit. The result's storage is as large as the
     /// document; the buffer read into is zeroed as far as it was written (it may hold a
     /// plaintext, for seal) and freed.
-    package static func readDocument(descriptor: Int32 = STDIN_FILENO, limit: Int = maximumDocumentSize) throws(CLIError) -> [UInt8] {
+    package static func readDocument(descriptor: Int32 = STDIN_FILENO, limit: Int = maximumDocumentSize) throws(CodedError) -> [UInt8] {
         // Not zero-filled: pages that read() never reaches stay unmapped, so a push of a few
         // hundred bytes costs a page of memory, not 64 KiB (issue 12: start-up memory).
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: limit + 1, alignment: 1)
@@ -36,10 +31,10 @@ package enum StandardInput {
         do throws(Errno) {
             try FileDescriptor(rawValue: descriptor).readAll(into: buffer, filled: &length)
         } catch {
-            throw CLIError(.io, "cannot read standard input: \(error)")
+            throw CodedError(.io, "cannot read standard input: \(error)")
         }
         guard length <= limit else {
-            throw CLIError(.badInput, "the input is over \(sizeText(limit))")
+            throw CodedError(.badInput, "the input is over \(LineEngine.sizeText(limit))")
         }
         return [UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<length]))
     }
@@ -55,10 +50,10 @@ package enum StandardInput {
     }
 
     /// Reads one JSON document that must be an object, with the strict reader.
-    package static func parseObject(_ bytes: UnsafeRawBufferPointer, what: String = "input") throws(CLIError) -> JSONValue {
+    package static func parseObject(_ bytes: UnsafeRawBufferPointer, what: String = "input") throws(CodedError) -> JSONValue {
         switch JSONReader.parseInputObject(bytes, what: what) {
         case .success(let value): return value
-        case .failure(let problem): throw CLIError(problem)
+        case .failure(let problem): throw CodedError(problem)
         }
     }
 }

@@ -1,4 +1,5 @@
 internal import KindlyPush
+internal import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore
 
@@ -29,7 +30,7 @@ struct DoctorRunner: Command {
     let json: Bool
     let environment: CommandEnvironment
 
-    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         choice = KeyringOptions(arguments).keyring ?? .auto
         json = arguments[DoctorCommand.json]

@@ -3,7 +3,7 @@ package import KindlyPushCore
 
 extension SealCommand {
     /// `seal --recipients-inline` seals each input for the device it names.
-    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) -> any Command {
+    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any Command {
         if arguments[SealingOptions.recipientsInline] { return try RecipientsInlineSeal(arguments, environment: environment) }
         return try SealCommand(arguments, environment: environment)
     }
@@ -41,10 +41,10 @@ package struct RecipientsInlineSeal: DocumentCommand {
     package let version: WireVersion
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         let sealing = SealingOptions(arguments)
         if sealing.publicKey != nil || sealing.keyFile != nil {
-            throw CLIError(.usage, "--recipients-inline reads each device's key from its input: give no --public-key or --key-file")
+            throw CodedError(.usage, "--recipients-inline reads each device's key from its input: give no --public-key or --key-file")
         }
         (mode, placeholder) = try PlaintextSealing.alertOptions(sealing)
         oversize = PlaintextSealing.oversize(sealing)
@@ -58,7 +58,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     package func makeScratch() -> LRUCache<RecipientKey, PushSealer> { LRUCache(capacity: Self.cacheCapacity) }
 
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
-        throws(CLIError)
+        throws(CodedError)
         -> Completion
     {
         if let line = RecipientsInlineCompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
@@ -79,7 +79,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
                 return .success
             case .failed(let error):
                 output.removeSubrange(start...)
-                return try failure(CLIError(.badInput, error.description), tags: tags, into: &output)
+                return try failure(CodedError(.badInput, error.description), tags: tags, into: &output)
             case .notJSON, .notObject:
                 // What the compact reading took for the plaintext is not one JSON object (members
                 // may follow it): the line is read whole, for the strict reader's message.
@@ -90,7 +90,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
         return try processWithID(document, scratch: scratch, into: &output)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
         try processWithID(document, scratch: LRUCache(capacity: 1), into: &output)
     }
 
@@ -99,7 +99,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
     /// them after `"error"`. Without either (or with a member name twice), the output is the
     /// push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
-        throws(CLIError) -> Completion
+        throws(CodedError) -> Completion
     {
         guard case .object(let object) = document, !object.hasDuplicateKeys else {
             try process(document, scratch: scratch, into: &output)
@@ -111,12 +111,12 @@ package struct RecipientsInlineSeal: DocumentCommand {
             try process(document, scratch: scratch, into: &output)
             return .success
         }
-        return try (id ?? []).withBytes { (idBytes) throws(CLIError) in
-            try (token ?? []).withBytes { (tokenBytes) throws(CLIError) in
+        return try (id ?? []).withBytes { (idBytes) throws(CodedError) in
+            try (token ?? []).withBytes { (tokenBytes) throws(CodedError) in
                 let tags = CorrelationID(id: id == nil ? nil : idBytes, token: token == nil ? nil : tokenBytes)
                 let start = output.count
                 tags.appendPushPrefix(to: &output)
-                do throws(CLIError) {
+                do throws(CodedError) {
                     try process(document, scratch: scratch, into: &output)
                     output.append(UInt8(ascii: "}"))
                     return .success
@@ -130,7 +130,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
 
     /// A line that fails: in line mode with an `"id"` or a `"token"`, its error object with them
     /// after `"error"` (``Completion/errorObject(_:)``); the error itself otherwise.
-    private func failure(_ error: CLIError, tags: CorrelationID, into output: inout [UInt8]) throws(CLIError) -> Completion {
+    private func failure(_ error: CodedError, tags: CorrelationID, into output: inout [UInt8]) throws(CodedError) -> Completion {
         guard tags.isTagged, stream.isLineMode else { throw error }
         JSONWriter.write(error.jsonObject, to: &output)
         output.removeLast()
@@ -141,12 +141,13 @@ package struct RecipientsInlineSeal: DocumentCommand {
 
     /// The general path: the line read with the strict reader, its plaintext checked and sealed
     /// by the recipient's sealer (which refuses a recipient first, as the fast path does).
-    private func process(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8]) throws(CLIError) {
+    private func process(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8]) throws(CodedError)
+    {
         let line: RecipientsInlineLine
         do throws(RecipientsInlineError) {
             line = try RecipientsInlineLine(document, mode: mode, placeholder: placeholder)
         } catch {
-            throw CLIError(.badInput, error.message)
+            throw CodedError(.badInput, error.message)
         }
         let key = RecipientKey(line.recipient, alert: line.alert)
         do throws(KindlyPushSealer.SealingError) {
@@ -157,7 +158,7 @@ package struct RecipientsInlineSeal: DocumentCommand {
                 }
             }
         } catch {
-            throw CLIError(.badInput, error.description)
+            throw CodedError(.badInput, error.description)
         }
     }
 

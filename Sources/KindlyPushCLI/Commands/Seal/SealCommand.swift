@@ -45,7 +45,7 @@ package struct SealCommand: DocumentCommand {
     package let oversize: KindlyPushSealer.Oversize
     package let stream: StreamOptions
 
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CLIError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         let sealing = SealingOptions(arguments)
         (mode, placeholder) = try PlaintextSealing.alertOptions(sealing)
         oversize = PlaintextSealing.oversize(sealing)
@@ -55,15 +55,15 @@ package struct SealCommand: DocumentCommand {
             do throws(KeyDecodingError) {
                 recipient = try DevicePublicKey(base64: text)
             } catch {
-                throw CLIError(.usage, "--public-key: \(error)")
+                throw CodedError(.usage, "--public-key: \(error)")
             }
-            if let reason = recipient.unusableReason { throw CLIError(.usage, "--public-key: \(reason): nothing is sealed for it") }
+            if let reason = recipient.unusableReason { throw CodedError(.usage, "--public-key: \(reason): nothing is sealed for it") }
         case (nil, let path?):
             recipient = try KeyringChoice.keyFile(path).key.publicKey
         case (.some, .some):
-            throw CLIError(.usage, "give either --public-key or --key-file, not both")
+            throw CodedError(.usage, "give either --public-key or --key-file, not both")
         case (nil, nil):
-            throw CLIError.usage("missing the device key: give --public-key B64 or --key-file PATH", command: Self.name)
+            throw CodedError.usage("missing the device key: give --public-key B64 or --key-file PATH", command: Self.name)
         }
         var sender: SenderBinding?
         var senderRefusal: KindlyPushSealer.SealingError?
@@ -92,13 +92,13 @@ package struct SealCommand: DocumentCommand {
     package func wipe(_ scratch: inout PushSealer) { scratch.wipe() }
 
     /// The sealer decides every input, reading it once (``PushSealer``).
-    package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CLIError)
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CodedError)
         -> Completion
     {
         try PlaintextSealing.completion(scratch.seal(plaintext: bytes, appendingTo: &output), input: bytes)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CLIError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
         // The recipient first, then section 4, as the fast path decides.
         var sealer = makeScratch()
         defer { sealer.wipe() }
@@ -106,7 +106,7 @@ package struct SealCommand: DocumentCommand {
             if let senderRefusal { throw senderRefusal }
             try sealer.seal(try KindlyPushSealer.payload(plaintext: document), appendingTo: &output)
         } catch {
-            throw CLIError(.badInput, error.description)
+            throw CodedError(.badInput, error.description)
         }
         return .success
     }

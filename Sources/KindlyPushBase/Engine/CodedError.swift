@@ -1,4 +1,3 @@
-package import KindlyPushBase
 internal import KindlyPushCore
 
 /// The error codes and exit statuses of docs/spec/streams.md, in one place: the reasons a push
@@ -57,9 +56,10 @@ package enum ErrorCode: Sendable, Hashable, CaseIterable {
     }
 }
 
-/// A failure the command reports: `kindly-push: CODE: TEXT` on standard error, or an error
-/// object on its line in `--jsonl` mode. The message never holds key material.
-package struct CLIError: Error, Sendable {
+/// A failure with its reason code: the command reports it as `kindly-push: CODE: TEXT` on standard
+/// error, the line engine as the error object of its line (``jsonObject``), a worker as a dead
+/// letter. The message never holds key material.
+package struct CodedError: Error, Sendable {
     package let code: ErrorCode
     package let message: String
     /// Whether asking again later may succeed (a locked or unreachable keyring): a Redis worker
@@ -85,10 +85,8 @@ package struct CLIError: Error, Sendable {
         isTransient = failure.keyringError?.isTransient == true
     }
 
-    /// A usage error of `command`: `text`, then where its help is.
-    package static func usage(_ text: String, command: String) -> CLIError {
-        CLIError(.usage, "\(text) (see 'kindly-push \(command) --help')")
-    }
+    /// `kindly-push: CODE: TEXT`, as standard error shows it.
+    package var reportLine: String { "kindly-push: \(code.rawValue): \(message)" }
 
     /// The error object of a `--jsonl` output line.
     package var jsonObject: JSONValue {

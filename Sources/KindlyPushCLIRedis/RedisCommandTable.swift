@@ -1,4 +1,5 @@
 package import KindlyPushCLI
+internal import KindlyPushRedis
 
 extension CommandTable {
     /// `kindly-push-redis`'s: `desktop` (`kindly-push-desktop`'s, so that a worker can use the

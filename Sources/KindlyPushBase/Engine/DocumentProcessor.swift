@@ -1,0 +1,54 @@
+/// One document in, its one output document out: what `seal` (and `--recipients-inline`),
+/// `check`, `decrypt` (and `--apply`), `route` and the `send` worker each are. The line engine
+/// (``LineEngine``) runs a processor over a document, a stream of lines or a worker's entries
+/// alike, on any number of threads; a processor knows nothing of where its documents come from.
+package protocol DocumentProcessor: Sendable {
+    /// Appends the output document for `document` (an object) to `output`.
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion
+
+    /// The largest input document (or line) this run reads; the 64 KiB of cli.md unless the
+    /// processor says otherwise (`seal --fit`).
+    var inputLimit: Int { get }
+
+    /// What one thread keeps from document to document (buffers to reuse); most processors keep
+    /// nothing. The engine makes one per thread with ``makeScratch()``.
+    associatedtype Scratch = Void
+    func makeScratch() -> Scratch
+
+    /// Zeroes what a thread's scratch holds (plaintexts) when the run ends; most keep nothing.
+    func wipe(_ scratch: inout Scratch)
+
+    /// Reads and processes one input document's bytes. The default reads the document with the
+    /// strict reader and calls ``process(_:into:)``; a processor may take a faster path that
+    /// gives the same output for every input.
+    func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CodedError) -> Completion
+
+    /// The keyring the processor looks device keys up in, for a worker's start line and its
+    /// refusal to start with no key at all; `nil` (the default) for one that reads none.
+    var deviceKeyring: (any Keyring)? { get }
+}
+
+extension DocumentProcessor {
+    /// Reads and processes one input document's bytes with the strict reader.
+    package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CodedError) -> Completion {
+        switch JSONReader.parseInputObject(bytes, what: "input") {
+        case .success(let document): return try process(document, into: &output)
+        case .failure(let problem): throw CodedError(problem)
+        }
+    }
+
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CodedError) -> Completion
+    {
+        try process(bytes: bytes, into: &output)
+    }
+
+    package var inputLimit: Int { WireFormat.maximumInputSize }
+
+    package var deviceKeyring: (any Keyring)? { nil }
+
+    package func wipe(_ scratch: inout Scratch) {}
+}
+
+extension DocumentProcessor where Scratch == Void {
+    package func makeScratch() {}
+}

@@ -1,0 +1,113 @@
+package import KindlyPushCore
+
+/// The one line engine: a ``DocumentProcessor`` over lines. Each line gives exactly one output
+/// line, the processor's output document or the error object that is the line's outcome, so a
+/// bad line never stops the stream. `--jsonl` (``LineEngine/Work`` on the
+/// ``OrderedBatchRunner``) and the Redis workers run it; what reads the lines and where the
+/// output lines go are theirs.
+package enum LineEngine {
+    /// The stream bounds (``StreamBatching``), shared with the library's stream.
+    package static let chunkLines = StreamBatching.chunkLines
+    package static let batchLines = StreamBatching.batchLines
+    package static let batchBytes = StreamBatching.batchBytes
+    package static let batchesInFlight = StreamBatching.batchesInFlight
+
+    /// `64 KiB`, `1 MiB`: a limit as the errors name it.
+    package static func sizeText(_ bytes: Int) -> String {
+        bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes >> 10) KiB"
+    }
+
+    /// What became of one input line.
+    package struct LineOutcome: Sendable {
+        /// The code of its error object; nil for a result.
+        package var error: ErrorCode?
+        /// The line was a JSON document cut by its newline (``PushStreamResult/spreadDocumentAdvice``).
+        package var spread = false
+        /// The error may go away if asked again later (``CodedError/isTransient``).
+        package var isTransient = false
+        /// The error object's message, for a dead-letter entry.
+        package var message = ""
+    }
+
+    /// Appends the output line (newline included) of `batch.lines[index]` to `output`, and says
+    /// what it was.
+    @discardableResult
+    package static func appendOutputLine<P: DocumentProcessor>(
+        for batch: LineBatchReader.Batch, at index: Int, processor: P, scratch: inout P.Scratch, to output: inout [UInt8]
+    ) -> LineOutcome {
+        var outcome = LineOutcome()
+        let start = output.count
+        do throws(CodedError) {
+            switch batch.lines[index] {
+            case .oversized:
+                throw CodedError(.badInput, "the line is over \(sizeText(processor.inputLimit))")
+            case .text(let range):
+                let completion = try batch.bytes.withUnsafeBytes { raw in
+                    Result { () throws(CodedError) in
+                        try processor.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output)
+                    }
+                }.get()
+                if case .errorObject(let code) = completion { outcome.error = code }
+            }
+        } catch {
+            output.removeSubrange(start...)
+            var error = error
+            // Known from the reading that failed: the line is not read again.
+            if error.endsInsideDocument {
+                outcome.spread = true
+                error = CodedError(.badInput, PushStreamResult.spreadDocumentAdvice)
+            }
+            outcome.error = error.code
+            outcome.isTransient = error.isTransient
+            outcome.message = error.message
+            JSONWriter.write(error.jsonObject, to: &output)
+        }
+        output.append(0x0A)
+        return outcome
+    }
+
+    /// What the runner's threads do for a processor: each chunk's output lines into its buffer.
+    package struct Work<P: DocumentProcessor>: BatchWork {
+        let processor: P
+        /// `--summary`: each line's outcome is counted.
+        let counts: Bool
+        /// A Redis worker's: where each line's output is (without its newline), and what it was.
+        let keepsLines: Bool
+        package typealias Scratch = P.Scratch
+
+        package init(processor: P, counts: Bool = false, keepsLines: Bool = false) {
+            self.processor = processor
+            self.counts = counts
+            self.keepsLines = keepsLines
+        }
+
+        package struct Output {
+            package var bytes: [UInt8] = []
+            /// A line of the chunk was a document that went on past its line.
+            package var spread = false
+            /// The outcome of each line, for `--summary`.
+            package var outcomes = ResultCounts()
+            /// With ``keepsLines``: each line's output in ``bytes``, without its newline, and what it was.
+            package var lines: [(range: Range<Int>, outcome: LineOutcome)] = []
+        }
+
+        package func makeScratch() -> P.Scratch { processor.makeScratch() }
+        package func wipe(_ scratch: inout P.Scratch) { processor.wipe(&scratch) }
+        package func makeOutput() -> Output { Output() }
+        package func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
+
+        package func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout P.Scratch, into output: inout Output) {
+            output.bytes.removeAll(keepingCapacity: true)
+            output.spread = false
+            output.outcomes.removeAll()
+            output.lines.removeAll(keepingCapacity: true)
+            for index in lines {
+                let start = output.bytes.count
+                let line = LineEngine.appendOutputLine(for: batch, at: index, processor: processor, scratch: &scratch, to: &output.bytes)
+                output.spread = line.spread || output.spread
+                if counts { output.outcomes.count(line.error) }
+                if keepsLines { output.lines.append((start..<output.bytes.count - 1, line)) }
+            }
+        }
+    }
+}

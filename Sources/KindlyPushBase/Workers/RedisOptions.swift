@@ -1,0 +1,135 @@
+/// `--redis URL --from STREAM --group GROUP --to STREAM` and the rest: a document command as a
+/// worker of a Redis Streams consumer group (issue 23, docs/running-at-scale.md). Each input
+/// entry's `doc` field is one document, as one `--jsonl` line; each output entry has `doc`, the
+/// line `--jsonl` prints for it, and `in`, the input entry's id.
+package struct RedisOptions: Sendable, Equatable {
+    /// `--metrics HOST:PORT`: where a worker serves its metrics.
+    package struct MetricsAddress: Sendable, Equatable {
+        package var host: String
+        package var port: Int32
+
+        package init(host: String, port: Int32) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// `rediss://`: TLS with the server's certificate verified (against `--ca-file`, else the
+    /// system's authorities) and its name or address checked; a client certificate with
+    /// `--tls-cert` and `--tls-key`.
+    package struct TLS: Sendable, Equatable {
+        package var caFile: String?
+        package var certificateFile: String?
+        package var keyFile: String?
+
+        package init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil) {
+            self.caFile = caFile
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
+
+    /// Where the server listens.
+    package enum Endpoint: Sendable, Equatable {
+        case tcp(host: String, port: Int32)
+        case unix(path: String)
+    }
+
+    package var endpoint: Endpoint
+    /// TLS, for a `rediss://` URL; `nil` for `redis://` and `unix://`.
+    package var tls: TLS?
+    /// The ACL user (`AUTH user password`), when the URL names one.
+    package var user: String?
+    /// The password of `KINDLY_PUSH_REDIS_PASSWORD` (where the command puts a URL's, taken out of
+    /// its arguments), else of the file
+    /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for none.
+    package var password: String?
+    /// The database of `/db` (0 by default).
+    package var database: Int
+    package var input: String
+    package var group: String
+    package var output: String
+    /// `--consumer NAME`; by default the host name and the process id.
+    package var consumer: String?
+    /// `--claim-idle MS`: pending entries idle longer than this are taken over.
+    package var claimIdle: Int
+    /// `--batch N`: entries read, processed and committed at a time.
+    package var batch: Int
+    /// `--exit-when-idle MS`: exit 0 after MS with nothing to read and nothing pending.
+    package var exitWhenIdle: Int?
+    /// `--max-deliveries N`: an entry delivered more often gets an error object and is acknowledged.
+    package var maxDeliveries: Int
+    /// `--dead-letter STREAM`: where entries that failed for good go, with their original `doc`.
+    package var deadLetter: String?
+    /// `--metrics HOST:PORT`: Prometheus metrics and a health check, off by default.
+    package var metrics: MetricsAddress?
+
+    package static let defaultClaimIdle = 30_000
+    package static let defaultBatch = 100
+    package static let defaultMaxDeliveries = 5
+
+    /// The variables a worker reads for the password (the help and the man page list them).
+    package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
+    package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
+
+    package init(
+        endpoint: Endpoint, tls: TLS? = nil, user: String? = nil, password: String? = nil, database: Int = 0, input: String,
+        group: String, output: String, consumer: String? = nil, claimIdle: Int = defaultClaimIdle, batch: Int = defaultBatch,
+        exitWhenIdle: Int? = nil, maxDeliveries: Int = defaultMaxDeliveries, deadLetter: String? = nil, metrics: MetricsAddress? = nil
+    ) {
+        self.endpoint = endpoint
+        self.tls = tls
+        self.user = user
+        self.password = password
+        self.database = database
+        self.input = input
+        self.group = group
+        self.output = output
+        self.consumer = consumer
+        self.claimIdle = claimIdle
+        self.batch = batch
+        self.exitWhenIdle = exitWhenIdle
+        self.maxDeliveries = maxDeliveries
+        self.deadLetter = deadLetter
+        self.metrics = metrics
+    }
+
+    /// The `{tag}` of a key as Redis Cluster hashes it: the text between the first `{` and the
+    /// next `}`, when not empty; `nil` when the whole key is hashed.
+    package static func hashTag(_ key: String) -> Substring? {
+        guard let open = key.utf8.firstIndex(of: UInt8(ascii: "{")) else { return nil }
+        let after = key.utf8.index(after: open)
+        guard let close = key.utf8[after...].firstIndex(of: UInt8(ascii: "}")), close > after else { return nil }
+        return key[after..<close]
+    }
+}
+
+/// What `redis-status` reads: a consumer group of a stream on a server.
+package struct RedisStatusRequest: Sendable {
+    package var endpoint: RedisOptions.Endpoint
+    /// For `rediss://`.
+    package var tls: RedisOptions.TLS?
+    package var user: String?
+    package var password: String?
+    package var database: Int
+    package var stream: String
+    package var group: String
+    package var deadLetter: String?
+    /// Printed as one JSON object instead of the table.
+    package var json: Bool
+
+    package init(
+        endpoint: RedisOptions.Endpoint, tls: RedisOptions.TLS?, user: String?, password: String?, database: Int, stream: String,
+        group: String, deadLetter: String?, json: Bool
+    ) {
+        self.endpoint = endpoint
+        self.tls = tls
+        self.user = user
+        self.password = password
+        self.database = database
+        self.stream = stream
+        self.group = group
+        self.deadLetter = deadLetter
+        self.json = json
+    }
+}
