@@ -1,5 +1,5 @@
 package import KindlyPushBase
-package import KindlyPushCLI
+internal import KindlyPushCLI
 internal import KindlyPushCore
 
 /// One input document of `kindly-push send`, checked: `{"token": HEX, "push": {...}}` and

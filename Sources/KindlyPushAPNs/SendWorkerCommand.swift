@@ -10,7 +10,7 @@ internal import KindlyPushCore
 /// goes (one round trip per entry, on the one connection the worker keeps); run more workers for
 /// more at once. An entry taken over after a worker died is sent again: at least once, as
 /// `send --jsonl` after a dropped connection.
-struct SendWorkerCommand: DocumentCommand {
+struct SendWorkerCommand: DocumentCommand, DocumentProcessor {
     static let name = SendCommand.name
     static let abstract = SendCommand.abstract
     static let options = SendCommand.options

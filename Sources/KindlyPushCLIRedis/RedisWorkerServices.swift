@@ -8,7 +8,7 @@ package struct RedisWorkerServices: RedisServices {
     package init() {}
 
     package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
-        RedisWorker(command, name: C.name, jobs: command.stream.jobs, options: options, log: Diagnostics.line).run()
+        RedisWorker(command.processor, name: C.name, jobs: command.stream.jobs, options: options, log: Diagnostics.line).run()
     }
 
     package func status(_ request: RedisStatusRequest) -> Int32 {

@@ -28,7 +28,7 @@ package let configExitStatus: Int32 = 78
 ///
 /// Its loop: take over entries pending longer than `--claim-idle` (`XAUTOCLAIM`), else read new
 /// ones (`XREADGROUP ... >`, blocking up to a second), turn each entry's `doc` into the line
-/// `--jsonl` prints for it (``LineEngine/appendOutputLine(for:at:processor:scratch:to:)``, the
+/// `--jsonl` prints for it (``LineEngine/appendOutputLine(for:at:processor:scratch:to:lines:)``, the
 /// same code), and commit the batch with one script (``commitScript``): per entry, `XACK` and,
 /// only when that acknowledged it, `XADD` of the output. The script runs atomically, so a worker
 /// killed at any point leaves its batch pending and unwritten, and a batch committed twice (by

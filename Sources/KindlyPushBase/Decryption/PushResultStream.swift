@@ -224,7 +224,8 @@ public struct PushResultStream<Documents: AsyncSequence & Sendable>: AsyncSequen
             keyring: AbandonableKeyring.wrapping(decryption.keyring, abandonment), pinnedSenderKeys: decryption.pinnedSenderKeys)
         return Iterator(
             engine: PushStreamEngine(
-                documents, work: DecryptWork(decryption: threads, splitsLines: lines), jobs: jobs, abandonment: abandonment))
+                documents, work: LineEngine.Work(processor: DecryptProcessor(threads), keepsLines: true, lines: lines), jobs: jobs,
+                abandonment: abandonment))
     }
 
     /// Gives the results in input order; when it is dropped, the stream's task and threads end.
@@ -248,64 +249,7 @@ public struct PushResultStream<Documents: AsyncSequence & Sendable>: AsyncSequen
     }
 }
 
-/// What the stream's threads do with a batch: the command's per-line decryption (the fast path,
-/// which decides every line), each result's JSON line into the chunk's arena.
-struct DecryptWork: BatchWork {
-    let decryption: KindlyPushDecryption
-    /// Lines (the advice for a document cut by its newline) rather than whole documents.
-    let splitsLines: Bool
-    typealias Scratch = PushDecryptor
-
-    struct Output {
-        var bytes: [UInt8] = []
-        /// Where each line's JSON ends in `bytes`, and its outcome.
-        var results: [(end: Int, outcome: PushStreamResult.Outcome)] = []
-    }
-
-    func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }
-    func wipe(_ scratch: inout PushDecryptor) { scratch.wipe() }
-    func makeOutput() -> Output { Output() }
-    func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
-
-    func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout PushDecryptor, into output: inout Output) {
-        output.bytes.removeAll(keepingCapacity: true)
-        output.results.removeAll(keepingCapacity: true)
-        for index in lines {
-            let outcome: PushStreamResult.Outcome
-            switch batch.lines[index] {
-            case .oversized:
-                let message = splitsLines ? "the line is over 64 KiB" : "the input is over 64 KiB"
-                PushStreamResult.writeError(code: "bad_input", message: message, to: &output.bytes)
-                outcome = .badInput(message)
-            case .text(let range):
-                outcome = batch.bytes.withUnsafeBytes { raw in
-                    decrypt(UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output.bytes)
-                }
-            }
-            output.results.append((output.bytes.count, outcome))
-        }
-    }
-
-    /// One document's outcome; its JSON line appended to `output`. The fast path decides every
-    /// document; a text that is no JSON object gets the strict reader's `bad_input` message.
-    func decrypt(_ document: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) -> PushStreamResult.Outcome {
-        let outcome = scratch.decrypt(document, appendingTo: &output)
-        if case .failed(let failure) = outcome {
-            PushStreamResult.writeError(code: failure.reason.code, message: failure.detail, to: &output)
-            return .failed(failure)
-        }
-        guard let problem = outcome.inputProblem(in: document, lines: splitsLines) else { return .decrypted }
-        PushStreamResult.writeError(code: "bad_input", message: problem.message, to: &output)
-        return .badInput(problem.message)
-    }
-}
-
 extension PushStreamResult {
-    /// Appends the error object of a `--jsonl` output line.
-    package static func writeError(code: String, message: String, to output: inout [UInt8]) {
-        JSONWriter.write(["error": ["code": .string(code), "message": .string(message)]], to: &output)
-    }
-
     /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it). cli.md:
     /// every line still gives its own output line; the lines after it get the error that is theirs.
     package static let spreadDocumentAdvice =
@@ -378,7 +322,7 @@ extension JSONReader {
 /// A stream's state: the runner and its threads, the task that reads the documents, the slot
 /// whose results are being given. Used by one iterator, so by one task at a time.
 final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Sendable where Documents.Element == [UInt8] {
-    typealias Runner = OrderedBatchRunner<DecryptWork>
+    typealias Runner = OrderedBatchRunner<LineEngine.Work<DecryptProcessor>>
 
     /// As the command: lines per chunk, a batch's bounds, batches in flight.
     static var chunkLines: Int { StreamBatching.chunkLines }
@@ -396,7 +340,7 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
     private var line = 0
     private var done = false
 
-    init(_ documents: Documents, work: DecryptWork, jobs: Int, abandonment: LookupAbandonment) {
+    init(_ documents: Documents, work: LineEngine.Work<DecryptProcessor>, jobs: Int, abandonment: LookupAbandonment) {
         self.abandonment = abandonment
         runner = Runner(
             work, jobs: jobs, batchesInFlight: Self.batchesInFlight, maximumBatchLines: Self.batchLines, chunkLines: Self.chunkLines)
@@ -494,17 +438,28 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
 
     private func take(from slot: Runner.Slot) -> PushStreamResult? {
         while chunk < slot.chunkCount {
-            let count = slot[chunk].results.count
-            if line < count {
-                let start = line == 0 ? 0 : slot[chunk].results[line - 1].end
-                let (end, outcome) = slot[chunk].results[line]
+            if line < slot[chunk].lines.count {
+                let (range, outcome) = slot[chunk].lines[line]
                 line += 1
-                return PushStreamResult(outcome: outcome, json: Array(slot[chunk].bytes[start..<end]))
+                return PushStreamResult(outcome: PushStreamResult.Outcome(outcome), json: Array(slot[chunk].bytes[range]))
             }
             chunk += 1
             line = 0
         }
         return nil
+    }
+}
+
+extension PushStreamResult.Outcome {
+    /// The outcome of a line of the line engine: decrypted, the push's failure, or `bad_input`.
+    init(_ line: LineEngine.LineOutcome) {
+        if line.error == nil {
+            self = .decrypted
+        } else if let failure = line.failure {
+            self = .failed(failure)
+        } else {
+            self = .badInput(line.message)
+        }
     }
 }
 

@@ -68,6 +68,8 @@ package struct CodedError: Error, Sendable {
     /// A `bad_input` text that is the start of a JSON object or array its end cuts short: in
     /// `--jsonl`, a document pretty-printed over several lines (``InputProblem``).
     package var endsInsideDocument = false
+    /// The push's failure, when the error is one (the library's stream gives it as it is).
+    package var decryptionFailure: DecryptionFailure?
 
     package init(_ code: ErrorCode, _ message: String) {
         self.code = code
@@ -82,6 +84,7 @@ package struct CodedError: Error, Sendable {
 
     package init(_ failure: DecryptionFailure) {
         self.init(ErrorCode(failure.reason), failure.detail)
+        decryptionFailure = failure
         isTransient = failure.keyringError?.isTransient == true
     }
 

@@ -27,20 +27,25 @@ package enum LineEngine {
         package var isTransient = false
         /// The error object's message, for a dead-letter entry.
         package var message = ""
+        /// The push's failure, when the error is one.
+        package var failure: DecryptionFailure?
     }
 
     /// Appends the output line (newline included) of `batch.lines[index]` to `output`, and says
-    /// what it was.
+    /// what it was. `lines`: the documents are lines (`--jsonl`), so that one its newline cuts
+    /// short gets ``PushStreamResult/spreadDocumentAdvice``; else whole documents (the library's
+    /// stream of documents), which are "the input".
     @discardableResult
     package static func appendOutputLine<P: DocumentProcessor>(
-        for batch: LineBatchReader.Batch, at index: Int, processor: P, scratch: inout P.Scratch, to output: inout [UInt8]
+        for batch: LineBatchReader.Batch, at index: Int, processor: P, scratch: inout P.Scratch, to output: inout [UInt8],
+        lines: Bool = true
     ) -> LineOutcome {
         var outcome = LineOutcome()
         let start = output.count
         do throws(CodedError) {
             switch batch.lines[index] {
             case .oversized:
-                throw CodedError(.badInput, "the line is over \(sizeText(processor.inputLimit))")
+                throw CodedError(.badInput, "the \(lines ? "line" : "input") is over \(sizeText(processor.inputLimit))")
             case .text(let range):
                 let completion = try batch.bytes.withUnsafeBytes { raw in
                     Result { () throws(CodedError) in
@@ -53,13 +58,14 @@ package enum LineEngine {
             output.removeSubrange(start...)
             var error = error
             // Known from the reading that failed: the line is not read again.
-            if error.endsInsideDocument {
+            if lines, error.endsInsideDocument {
                 outcome.spread = true
                 error = CodedError(.badInput, PushStreamResult.spreadDocumentAdvice)
             }
             outcome.error = error.code
             outcome.isTransient = error.isTransient
             outcome.message = error.message
+            outcome.failure = error.decryptionFailure
             JSONWriter.write(error.jsonObject, to: &output)
         }
         output.append(0x0A)
@@ -71,14 +77,18 @@ package enum LineEngine {
         let processor: P
         /// `--summary`: each line's outcome is counted.
         let counts: Bool
-        /// A Redis worker's: where each line's output is (without its newline), and what it was.
+        /// A Redis worker's and the library stream's: where each line's output is (without its
+        /// newline), and what it was.
         let keepsLines: Bool
+        /// The documents are lines (see ``LineEngine/appendOutputLine(for:at:processor:scratch:to:lines:)``).
+        let lines: Bool
         package typealias Scratch = P.Scratch
 
-        package init(processor: P, counts: Bool = false, keepsLines: Bool = false) {
+        package init(processor: P, counts: Bool = false, keepsLines: Bool = false, lines: Bool = true) {
             self.processor = processor
             self.counts = counts
             self.keepsLines = keepsLines
+            self.lines = lines
         }
 
         package struct Output {
@@ -96,14 +106,15 @@ package enum LineEngine {
         package func makeOutput() -> Output { Output() }
         package func wipe(_ output: inout Output) { output.bytes.wipeCapacity() }
 
-        package func process(_ batch: LineBatchReader.Batch, lines: Range<Int>, scratch: inout P.Scratch, into output: inout Output) {
+        package func process(_ batch: LineBatchReader.Batch, lines range: Range<Int>, scratch: inout P.Scratch, into output: inout Output) {
             output.bytes.removeAll(keepingCapacity: true)
             output.spread = false
             output.outcomes.removeAll()
             output.lines.removeAll(keepingCapacity: true)
-            for index in lines {
+            for index in range {
                 let start = output.bytes.count
-                let line = LineEngine.appendOutputLine(for: batch, at: index, processor: processor, scratch: &scratch, to: &output.bytes)
+                let line = LineEngine.appendOutputLine(
+                    for: batch, at: index, processor: processor, scratch: &scratch, to: &output.bytes, lines: lines)
                 output.spread = line.spread || output.spread
                 if counts { output.outcomes.count(line.error) }
                 if keepsLines { output.lines.append((start..<output.bytes.count - 1, line)) }

@@ -85,12 +85,22 @@ extension Command {
 }
 
 /// A command that turns one push (or plaintext) document into one output document:
-/// `seal`, `check`, `decrypt`, `route`: a ``DocumentProcessor`` with the options that say where
-/// its documents come from. The same processor serves single-document mode, every line of
-/// `--jsonl` on any number of threads, and every entry of a `--redis` worker.
-package protocol DocumentCommand: Command, DocumentProcessor {
+/// `seal`, `check`, `decrypt`, `route`: its ``DocumentProcessor`` (the library's, for decrypt),
+/// and the options that say where its documents come from. The same processor serves
+/// single-document mode, every line of `--jsonl` on any number of threads, and every entry of a
+/// `--redis` worker.
+package protocol DocumentCommand: Command {
+    associatedtype Processor: DocumentProcessor
+    /// What turns each document into its output.
+    var processor: Processor { get }
+
     /// `--jsonl` and `--jobs`.
     var stream: StreamOptions { get }
+}
+
+extension DocumentCommand where Self: DocumentProcessor {
+    /// A command that is its own processor (`seal`, `check`, `route`).
+    package var processor: Self { self }
 }
 
 extension DocumentCommand {

@@ -16,12 +16,13 @@ package enum DocumentRunner {
     /// standard error and nothing on standard output.
     package static func runSingle<C: DocumentCommand>(_ command: C) -> Int32 {
         var output: [UInt8] = []
-        var scratch = command.makeScratch()
+        let processor = command.processor
+        var scratch = processor.makeScratch()
         var input: [UInt8] = []
         // The input (a plaintext, for seal), the output (a payload, for decrypt) and the scratch
         // are zeroed when the run ends.
         defer {
-            command.wipe(&scratch)
+            processor.wipe(&scratch)
             input.wipeCapacity()
             output.wipeCapacity()
         }
@@ -29,9 +30,9 @@ package enum DocumentRunner {
         do throws(CodedError) {
             let descriptor = try InputFiles.open(command.stream.inputs, lineMode: false)[0]
             defer { if descriptor != STDIN_FILENO { close(descriptor) } }
-            input = try StandardInput.readDocument(descriptor: descriptor, limit: command.inputLimit)
+            input = try StandardInput.readDocument(descriptor: descriptor, limit: processor.inputLimit)
             completion = try input.withUnsafeBytes { raw in
-                Result { () throws(CodedError) in try command.process(bytes: raw, scratch: &scratch, into: &output) }
+                Result { () throws(CodedError) in try processor.process(bytes: raw, scratch: &scratch, into: &output) }
             }.get()
         } catch {
             Diagnostics.report(error)
@@ -89,7 +90,7 @@ package enum DocumentRunner {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: command.inputLimit)
+        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: command.processor.inputLimit)
         var stdout = OutputStream(descriptor: target.descriptor)
         var tally = Tally(
             progress: ProgressLine(quiet: command.stream.isQuiet), counts: command.stream.showsSummary ? ResultCounts() : nil)
@@ -144,7 +145,7 @@ package enum DocumentRunner {
     ) -> CodedError? {
         let jobs = command.stream.jobs
         let runner = OrderedBatchRunner(
-            LineEngine.Work(processor: command, counts: tally.counts != nil), jobs: jobs == 1 ? 0 : jobs,
+            LineEngine.Work(processor: command.processor, counts: tally.counts != nil), jobs: jobs == 1 ? 0 : jobs,
             batchesInFlight: jobs == 1 ? 1 : LineEngine.batchesInFlight,
             maximumBatchLines: LineEngine.batchLines, chunkLines: LineEngine.chunkLines)
         var readError: CodedError?

@@ -21,45 +21,15 @@ package struct DecryptCommand: DocumentCommand {
     package static let apply = Flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
     package static let options: [OptionSpec] = [apply.spec] + SharedOptions.decryption
 
-    package let decryption: KindlyPushDecryption
-    package let applies: Bool
+    package let processor: DecryptProcessor
     package let stream: StreamOptions
 
-    package var deviceKeyring: (any Keyring)? { decryption.keyring }
+    /// The decryption, with the keyring the options name.
+    package var decryption: KindlyPushDecryption { processor.decryption }
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
-        applies = arguments[Self.apply]
         stream = try StreamOptions(arguments, command: Self.name, environment: environment)
-        decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
-    }
-
-    package func makeScratch() -> PushDecryptor { PushDecryptor(decryption) }
-
-    package func wipe(_ scratch: inout PushDecryptor) { scratch.wipe() }
-
-    /// The fast path for the payload, which decides every document with the strict reader's
-    /// errors (not for --apply, which rewrites the whole document: one tree, read once).
-    package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CodedError)
-        -> Completion
-    {
-        guard !applies else { return try process(bytes: bytes, into: &output) }
-        let outcome = scratch.decrypt(bytes, appendingTo: &output)
-        if case .failed(let failure) = outcome { throw CodedError(failure) }
-        if let problem = outcome.inputProblem(in: bytes, lines: false) { throw CodedError(problem) }
-        return .success
-    }
-
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
-        switch decryption.decryptResult(userInfo: document) {
-        case .success(let payload):
-            if applies {
-                JSONWriter.write(KindlyPushDecryption.apply(payload, toUserInfo: document), to: &output)
-            } else {
-                JSONWriter.write(.object(payload.object), to: &output)
-            }
-            return .success
-        case .failure(let failure):
-            throw CodedError(failure)
-        }
+        processor = DecryptProcessor(
+            try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment), applies: arguments[Self.apply])
     }
 }

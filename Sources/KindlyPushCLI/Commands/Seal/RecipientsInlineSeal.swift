@@ -20,7 +20,7 @@ extension SealCommand {
 /// A compact line takes the fast path (``RecipientsInlineCompactLine`` finds the fields, the recipient's sealer seals
 /// the plaintext text as it is); anything else is read with the strict reader, and its plaintext
 /// is written compactly and sealed by the same sealer, or the general path says why not.
-package struct RecipientsInlineSeal: DocumentCommand {
+package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
     package static let name = SealCommand.name
     package static let abstract = SealCommand.abstract
     package static let arguments = SealCommand.arguments
