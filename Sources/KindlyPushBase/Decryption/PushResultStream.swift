@@ -324,12 +324,6 @@ extension JSONReader {
 final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Sendable where Documents.Element == [UInt8] {
     typealias Runner = OrderedBatchRunner<LineEngine.Work<DecryptProcessor>>
 
-    /// As the command: lines per chunk, a batch's bounds, batches in flight.
-    static var chunkLines: Int { StreamBatching.chunkLines }
-    static var batchLines: Int { StreamBatching.batchLines }
-    static var batchBytes: Int { StreamBatching.batchBytes }
-    static var batchesInFlight: Int { StreamBatching.batchesInFlight }
-
     private let runner: Runner
     private let channel: DocumentChannel<Documents.Failure>
     private let reader: Task<Void, Never>
@@ -343,9 +337,10 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
     init(_ documents: Documents, work: LineEngine.Work<DecryptProcessor>, jobs: Int, abandonment: LookupAbandonment) {
         self.abandonment = abandonment
         runner = Runner(
-            work, jobs: jobs, batchesInFlight: Self.batchesInFlight, maximumBatchLines: Self.batchLines, chunkLines: Self.chunkLines)
+            work, jobs: jobs, batchesInFlight: StreamBatching.batchesInFlight, maximumBatchLines: StreamBatching.batchLines,
+            chunkLines: StreamBatching.chunkLines)
         let channel = DocumentChannel<Documents.Failure>(
-            maximumDocuments: Self.batchLines * 2, maximumBytes: Self.batchBytes * 2)
+            maximumDocuments: StreamBatching.batchLines * 2, maximumBytes: StreamBatching.batchBytes * 2)
         self.channel = channel
         reader = Task {
             var iterator = documents.makeAsyncIterator()
@@ -427,7 +422,7 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
     /// Fills free slots with the documents that have arrived, without waiting for more.
     private func publishWhatArrived() {
         while let slot = runner.takeFreeSlot() {
-            channel.take(into: &slot.batch, maximumLines: Self.batchLines, maximumBytes: Self.batchBytes)
+            channel.take(into: &slot.batch, maximumLines: StreamBatching.batchLines, maximumBytes: StreamBatching.batchBytes)
             guard !slot.batch.lines.isEmpty else {
                 runner.giveBack(slot)
                 return

@@ -6,12 +6,6 @@ package import KindlyPushCore
 /// ``OrderedBatchRunner``) and the Redis workers run it; what reads the lines and where the
 /// output lines go are theirs.
 package enum LineEngine {
-    /// The stream bounds (``StreamBatching``), shared with the library's stream.
-    package static let chunkLines = StreamBatching.chunkLines
-    package static let batchLines = StreamBatching.batchLines
-    package static let batchBytes = StreamBatching.batchBytes
-    package static let batchesInFlight = StreamBatching.batchesInFlight
-
     /// `64 KiB`, `1 MiB`: a limit as the errors name it.
     package static func sizeText(_ bytes: Int) -> String {
         bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes >> 10) KiB"

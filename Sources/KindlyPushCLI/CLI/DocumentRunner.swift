@@ -136,7 +136,7 @@ package enum DocumentRunner {
 
     /// The stream on the library's ``OrderedBatchRunner`` (the engine of the async
     /// `decryptStream` too): with `--jobs N`, N > 1, N threads take chunks of 16 lines, oldest
-    /// first, from up to ``LineEngine/batchesInFlight`` batches, while this thread reads batches ahead and
+    /// first, from up to ``StreamBatching/batchesInFlight`` batches, while this thread reads batches ahead and
     /// writes each one as soon as all its chunks are done, in input order. With `--jobs 1` (or
     /// when the system gives no thread) the runner has no thread and this one processes each
     /// batch as it publishes it: read, process and write, in order.
@@ -146,8 +146,8 @@ package enum DocumentRunner {
         let jobs = command.stream.jobs
         let runner = OrderedBatchRunner(
             LineEngine.Work(processor: command.processor, counts: tally.counts != nil), jobs: jobs == 1 ? 0 : jobs,
-            batchesInFlight: jobs == 1 ? 1 : LineEngine.batchesInFlight,
-            maximumBatchLines: LineEngine.batchLines, chunkLines: LineEngine.chunkLines)
+            batchesInFlight: jobs == 1 ? 1 : StreamBatching.batchesInFlight,
+            maximumBatchLines: StreamBatching.batchLines, chunkLines: StreamBatching.chunkLines)
         var readError: CodedError?
         var ended = false
         while true {
@@ -167,7 +167,7 @@ package enum DocumentRunner {
                 }
                 do throws(Errno) {
                     try reader.nextBatch(
-                        into: &slot.batch, maximumLines: LineEngine.batchLines, maximumBytes: LineEngine.batchBytes, live: true)
+                        into: &slot.batch, maximumLines: StreamBatching.batchLines, maximumBytes: StreamBatching.batchBytes, live: true)
                 } catch {
                     // As with --jobs 1: the lines of a batch cut short by the error are not processed.
                     readError = readFailure(error)
