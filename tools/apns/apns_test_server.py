@@ -321,11 +321,12 @@ class Connection:
                 self.closed = True
                 return
             asyncio.get_running_loop().create_task(self.answer(event.stream_id))
-            previous, self.last_ended = self.last_ended, event.stream_id
+            self.last_ended = max(self.last_ended, event.stream_id)
             if self.goaway_after is not None and self.received == self.goaway_after:
-                # The request that reached the count is declared unprocessed: a resend, whatever
+                # The request that reached the count is declared unprocessed (and any of a higher
+                # stream already received, should requests end out of order): a resend, whatever
                 # the timing.
-                self.goaway(previous)
+                self.goaway(event.stream_id - 1)
         elif isinstance(event, h2.events.StreamReset):
             self.streams.pop(event.stream_id, None)
         elif isinstance(event, h2.events.ConnectionTerminated):
