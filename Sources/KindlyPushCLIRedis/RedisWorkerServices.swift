@@ -1,5 +1,6 @@
 package import KindlyPushBase
 package import KindlyPushCLI
+internal import KindlyPushCore
 internal import KindlyPushRedis
 
 /// The services of `kindly-push-redis`: a document command as a Redis Streams worker of the
@@ -8,7 +9,9 @@ package struct RedisWorkerServices: RedisServices {
     package init() {}
 
     package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
-        RedisWorker(command.processor, name: C.name, jobs: command.stream.jobs, options: options, log: Diagnostics.line).run()
+        // Held by kindly-push until now (StopSignals.hold): a pending one arrives here.
+        StopSignals.install()
+        return RedisWorker(command.processor, name: C.name, jobs: command.stream.jobs, options: options, log: Diagnostics.line).run()
     }
 
     package func status(_ request: RedisStatusRequest) -> Int32 {

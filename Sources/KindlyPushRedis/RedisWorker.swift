@@ -213,10 +213,9 @@ package final class RedisWorker<P: DocumentProcessor> {
         RedisConnection.Limits(bytes: options.batch * (processor.inputLimit + 1024) + (1 << 20), objects: options.batch * 8 + 1024)
     }
 
-    /// Runs until `--exit-when-idle` or SIGTERM; the exit status.
+    /// Runs until `--exit-when-idle` or a stop request (``StopSignals/requested``: the caller
+    /// installs the handler, ``StopSignals/install()``); the exit status.
     package func run() -> Int32 {
-        // Held by kindly-push until now (StopSignals.hold): a pending one arrives here.
-        StopSignals.install()
         guard let keys = checkKeyring() else { return configExitStatus }
         if let address = options.metrics {
             do throws(CodedError) {
