@@ -216,15 +216,13 @@ final class NotifySession {
         }
     }
 
-    /// Shows one push. Throws `bad_input`, `not_kindly` (without --passthrough) or `io` (no server).
-    func present(_ bytes: UnsafeRawBufferPointer) throws(CodedError) {
-        let document = try StandardInput.parseObject(bytes)
-        let plan = presenter.plan(userInfo: document)
+    /// Shows one push: `line` of `bytes` (with `lines: false`, a whole document) through the
+    /// line engine (``NotifyDecision``), then what it decided on the bus and in the store. Throws
+    /// the line's error (`bad_input`; `not_kindly` without --passthrough) or `io` (no server).
+    func present(_ line: LineBatchReader.Line, in bytes: [UInt8], lines: Bool) throws(CodedError) {
+        let plan = try LineEngine.decide(line, in: bytes, processor: NotifyDecision(presenter: presenter), lines: lines).get()
         if let outcome = plan.outcomeWithoutNotifier {
             report(outcome, plan: plan)
-            if outcome == .notKindly {
-                throw CodedError(.decryption(.notKindly), "the push is not Kindly's; the host shows it (or use --passthrough)")
-            }
             return
         }
         let notifier = try connectedNotifier()
@@ -342,7 +340,7 @@ final class NotifySession {
         do throws(CodedError) {
             StandardInput.noteIfTerminal(lineMode: false)
             let input = try StandardInput.readDocument()
-            try input.withUnsafeBytes { raw in Result { () throws(CodedError) in try present(raw) } }.get()
+            try present(.text(input.indices), in: input, lines: false)
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus
@@ -383,6 +381,9 @@ final class NotifySession {
         if command.follow != nil { announce(input.description) }
         var readFailure: CodedError?
         var lineNumber = 0
+        // The lines read at a time, in one arena (zeroed as the next are read, and at the end).
+        var batch = LineBatchReader.Batch()
+        defer { batch.bytes.wipeCapacity() }
         var waitDeadline: ContinuousClock.Instant?
         var stopping = false
         // Connect up front, so that clicks are heard from the first banner on; a server that is
@@ -418,35 +419,30 @@ final class NotifySession {
             guard handleEvents() != nil else { break }
             presentKeptIfDue()
             guard !input.isAtEnd else { continue }
-            let lines: [FollowedInput.Line]
             do throws(CodedError) {
-                lines = try input.readLines()
+                try input.readLines(into: &batch)
             } catch {
                 readFailure = error
                 break
             }
-            for line in lines {
+            for line in batch.lines {
                 lineNumber += 1
                 purgeIfDue()
                 applyHostCalls()
                 do throws(CodedError) {
-                    switch line {
-                    case .oversized:
-                        throw CodedError(.badInput, "the line is over 64 KiB")
-                    case .text(let bytes):
+                    if case .text(let range) = line, !kept.isEmpty, command.follow != nil {
                         // While pushes wait for the server, the new ones wait behind them.
-                        if !kept.isEmpty, command.follow != nil {
-                            keep(bytes, line: lineNumber, because: nil)
-                        } else {
-                            do throws(CodedError) {
-                                try bytes.withUnsafeBytes { raw in Result { () throws(CodedError) in try present(raw) } }.get()
-                            } catch  where error.code == .io && command.follow != nil {
-                                keep(bytes, line: lineNumber, because: error)
-                            }
+                        keep(Array(batch.bytes[range]), line: lineNumber, because: nil)
+                    } else {
+                        do throws(CodedError) {
+                            try present(line, in: batch.bytes, lines: true)
+                        } catch {
+                            guard error.code == .io, command.follow != nil, case .text(let range) = line else { throw error }
+                            keep(Array(batch.bytes[range]), line: lineNumber, because: error)
                         }
                     }
                 } catch {
-                    Diagnostics.line("kindly-push: \(error.code.rawValue): line \(lineNumber): \(error.message)")
+                    Diagnostics.line(error.reportLine(at: "line \(lineNumber)"))
                 }
                 // A signal is taken between two pushes: the one shown is finished and recorded.
                 if signals >= 0, NotifySession.signalled(signals) {
@@ -456,7 +452,7 @@ final class NotifySession {
             }
             // Every line read so far was handled: a restart goes on after them (not while some
             // wait for the server: a restart reads those again).
-            if !stopping, !lines.isEmpty, kept.isEmpty, let followKey, let position = input.position {
+            if !stopping, !batch.lines.isEmpty, kept.isEmpty, let followKey, let position = input.position {
                 do throws(DeduplicationError) {
                     try positions?.recordFollowPosition(position, of: followKey, at: NotifySession.now())
                 } catch {
@@ -514,12 +510,12 @@ final class NotifySession {
         var presented = 0
         while let bytes = kept.last {
             do throws(CodedError) {
-                try bytes.withUnsafeBytes { raw in Result { () throws(CodedError) in try present(raw) } }.get()
+                try present(.text(bytes.indices), in: bytes, lines: true)
             } catch  where error.code == .io {
                 if presented > 0 { Diagnostics.line("kindly-push: notify: \(presented) kept pushes presented; the server failed again") }
                 return
             } catch {
-                Diagnostics.line("kindly-push: \(error.code.rawValue): a kept push: \(error.message)")
+                Diagnostics.line(error.reportLine(at: "a kept push"))
             }
             keptBytes -= kept.removeLast().count
             presented += 1
@@ -573,11 +569,6 @@ struct FollowedInput: ~Copyable {
         case path(String)
     }
 
-    enum Line {
-        case text([UInt8])
-        case oversized
-    }
-
     private let source: Source
     private var file: Int32
     /// A FIFO is held open for writing too, so that its writers may come and go without an end.
@@ -587,7 +578,6 @@ struct FollowedInput: ~Copyable {
     private var isRegularFile = false
     private var offset: Int64 = 0
     private var splitter = LineSplitter(maximumLineLength: StandardInput.maximumDocumentSize)
-    private var batch = LineBatchReader.Batch()
     private(set) var isAtEnd = false
 
     init(_ source: Source, follows: Bool) throws(CodedError) {
@@ -630,7 +620,7 @@ struct FollowedInput: ~Copyable {
         }
     }
 
-    /// The bytes one ``readLines()`` reads at most (1 MiB) before the caller looks at signals.
+    /// The bytes one ``readLines(into:)`` reads at most (1 MiB) before the caller looks at signals.
     static let readBudget = 1 << 20
 
     /// Why `path` may not be followed, or `nil` (issue 31, finding 7): another user can write it,
@@ -733,19 +723,22 @@ struct FollowedInput: ~Copyable {
         return unread ? 0 : watch < 0 ? 50 : -1
     }
 
-    /// The whole lines that arrived, oldest first. Never blocks.
-    mutating func readLines() throws(CodedError) -> [Line] {
+    /// The whole lines that arrived, oldest first, into `lines` (its bytes zeroed and cleared
+    /// first): the line engine reads each from there. Never blocks.
+    mutating func readLines(into lines: inout LineBatchReader.Batch) throws(CodedError) {
+        lines.bytes.wipeCapacity()
+        lines.bytes.removeAll(keepingCapacity: true)
+        lines.lines.removeAll(keepingCapacity: true)
         unread = false
         if watch >= 0 {
             var events = [UInt8](repeating: 0, count: 4096)
             while events.withUnsafeMutableBytes({ read(watch, $0.baseAddress, $0.count) }) > 0 {}
         }
-        var lines: [Line] = []
         // At most a read budget at a time, so that the caller looks at signals between reads
         // (issue 31, finding 6); a FILE with more to read is read again without waiting.
         guard try drain(into: &lines) else {
             unread = isRegularFile
-            return lines
+            return
         }
         if isRegularFile, case .path(let path) = source {
             var now = stat()
@@ -772,12 +765,11 @@ struct FollowedInput: ~Copyable {
                 unread = try !drain(into: &lines)
             }
         }
-        return lines
     }
 
     /// Reads what is there, up to ``readBudget`` bytes: `false` when the budget ran out first.
     @discardableResult
-    private mutating func drain(into lines: inout [Line]) throws(CodedError) -> Bool {
+    private mutating func drain(into lines: inout LineBatchReader.Batch) throws(CodedError) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         let input = FileDescriptor(rawValue: file)
         var budget = Self.readBudget
@@ -795,29 +787,15 @@ struct FollowedInput: ~Copyable {
                 // The end of a FILE or a FIFO is only the end of what was written so far.
                 if isRegularFile || fifoWriter >= 0 { return true }
                 isAtEnd = true
-                splitter.finish(into: &batch)
-                takeBatch(into: &lines)
+                splitter.finish(into: &lines)
                 return true
             }
             offset += Int64(count)
             var start = 0
             chunk.withUnsafeBytes { raw in
                 let bytes = UnsafeRawBufferPointer(rebasing: raw[..<count])
-                while splitter.takeLine(from: bytes, start: &start, into: &batch) {}
-            }
-            takeBatch(into: &lines)
-        }
-    }
-
-    /// The lines the splitter put in ``batch``, each its own bytes.
-    private mutating func takeBatch(into lines: inout [Line]) {
-        for line in batch.lines {
-            switch line {
-            case .oversized: lines.append(.oversized)
-            case .text(let range): lines.append(.text(Array(batch.bytes[range])))
+                while splitter.takeLine(from: bytes, start: &start, into: &lines) {}
             }
         }
-        batch.bytes.wipeCapacity()
-        batch.lines.removeAll(keepingCapacity: true)
     }
 }

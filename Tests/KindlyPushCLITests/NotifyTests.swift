@@ -190,6 +190,57 @@ struct NotifyDesktopTests {
         }
     }
 
+    @Test(
+        "issue 35, the parity matrix's notify row: one-shot and --follow, each case delivered twice, every version and mode as version 1"
+    )
+    func parityMatrix() async throws {
+        let matrix = try WireParityTests()
+        try await DesktopSession.exclusive {
+            var reference: [String: String] = [:]
+            for sealing in WireParityTests.Sealing.allCases {
+                // One-shot: each case on a store of its own, delivered twice (the second is a
+                // duplicate, or again not Kindly's, or again a bad line).
+                for name in WireParityTests.cases {
+                    let app = "Parity one-shot \(sealing.rawValue) \(name) \(marker)"
+                    let store = keys.url.appendingPathComponent("parity/\(sealing.rawValue)/\(name).sqlite3").path
+                    let line = try matrix.input(name, sealing)
+                    var runs: [CLI.Output] = []
+                    for _ in 0..<2 {
+                        runs.append(
+                            try CLI.run(
+                                ["notify", "--state", store, "--app-name", app, "--verbose"] + matrix.reader(sealing), stdin: line,
+                                environment: DesktopSession.environment, timeLimit: 20))
+                    }
+                    let got = WireParityTests.notifyOutcome(runs, shown: try DesktopSession.shown(app))
+                    if sealing == .one {
+                        reference[name] = got
+                    } else {
+                        #expect(got == reference[name], "notify, \(name), \(sealing.rawValue)")
+                    }
+                }
+                // The agent: every case twice in one stream, on one store.
+                let app = "Parity follow \(sealing.rawValue) \(marker)"
+                let store = keys.url.appendingPathComponent("parity/\(sealing.rawValue)/follow.sqlite3").path
+                let stream = try WireParityTests.cases.flatMap { name in Array(repeating: try matrix.input(name, sealing), count: 2) }
+                    .joined(separator: "\n")
+                let run = try CLI.run(
+                    ["notify", "--follow", "-", "--state", store, "--app-name", app, "--verbose"] + matrix.reader(sealing),
+                    stdin: stream + "\n", environment: DesktopSession.environment, timeLimit: 30)
+                // The start line names the store, which is the version's own.
+                let got = WireParityTests.notifyOutcome([run], shown: try DesktopSession.shown(app), store: store)
+                if sealing == .one {
+                    #expect(run.status == 0, "\(run.stderr)")
+                    // A line that opens a document its newline cuts short: the engine's advice, as --jsonl gives it.
+                    #expect(got.contains("kindly-push: bad_input: line 11: \(PushStreamResult.spreadDocumentAdvice)"), "\(got)")
+                    reference["follow"] = got
+                } else {
+                    #expect(got == reference["follow"], "notify --follow, \(sealing.rawValue)")
+                }
+            }
+            print("notify parity reference:", reference)
+        }
+    }
+
     @Test("eight concurrent notify runs of one push show exactly one banner")
     func eightConcurrentRuns() async throws {
         try await DesktopSession.exclusive {

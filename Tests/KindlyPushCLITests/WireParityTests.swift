@@ -41,7 +41,8 @@ struct WireParityTests {
         let recipient = name == "other device" ? DeviceKey.generate().publicKey : keys.key.publicKey
         var sealed = try KindlyPushSealer.seal(
             payload, for: recipient, wire: sealing.wire, from: sealing.needsSender ? sender : nil,
-            placeholder: .init(title: "New message", body: "Open the app"))
+            // The reader's own placeholder: a pinned reader (v2, mode_auth) shows its own text, by design.
+            placeholder: .default)
         if name == "tampered" {
             // A byte of the ciphertext, well inside its base64 text.
             let text = String(decoding: sealed, as: UTF8.self)
@@ -122,6 +123,19 @@ struct WireParityTests {
             }
         }
     }
+
+    /// What `notify` did, as compared across versions: each run's exit status, its standard error
+    /// (notification ids and the store's path, which is the run's own, taken out), and what the
+    /// server showed, oldest first.
+    static func notifyOutcome(_ runs: [CLI.Output], shown: [DesktopSession.Shown], store: String = "") -> String {
+        let errors = runs.flatMap { $0.stderr.split(separator: "\n") }.map { line in
+            let line = line.replacing(/notification \d+/, with: "notification N")
+            return store.isEmpty ? String(line) : line.replacingOccurrences(of: store, with: "STORE")
+        }
+        return "exit \(runs.map(\.status)) | \(errors.joined(separator: " / ")) | "
+            + shown.map { "\($0.summary) / \($0.body) (\($0.category))" }.joined(separator: ", ")
+    }
+
     /// The real redis-server of `tools/with-redis` (tools/test runs this test beside it; without
     /// one it is skipped).
     static let redis: (port: String, password: String)? = {

@@ -91,6 +91,11 @@ package struct CodedError: Error, Sendable {
     /// `kindly-push: CODE: TEXT`, as standard error shows it.
     package var reportLine: String { "kindly-push: \(code.rawValue): \(message)" }
 
+    /// `kindly-push: CODE: PLACE: TEXT`: the error of one input of a stream that goes on
+    /// (`line 3`, `a kept push`), as standard error shows it where no output line carries it
+    /// (`notify`'s lines).
+    package func reportLine(at place: String) -> String { "kindly-push: \(code.rawValue): \(place): \(message)" }
+
     /// The error object of a `--jsonl` output line.
     package var jsonObject: JSONValue {
         ["error": ["code": .string(code.rawValue), "message": .string(message)]]

@@ -52,3 +52,23 @@ extension DocumentProcessor {
 extension DocumentProcessor where Scratch == Void {
     package func makeScratch() {}
 }
+
+/// A processor whose outcome is a decision for its sink to act on, not an output document:
+/// `notify`'s, whose decision is the desktop presenter's plan and whose sink is the notification
+/// server and the state store. The engine reads, limits and checks its lines as every
+/// processor's (``LineEngine/decide(_:in:processor:lines:)``), and gives a failed line the same
+/// ``CodedError`` a ``DocumentProcessor``'s line would carry in its error object.
+package protocol DecisionProcessor: Sendable {
+    /// What the sink acts on.
+    associatedtype Decision
+
+    /// Decides for one input document (an object).
+    func decide(_ document: JSONValue) throws(CodedError) -> Decision
+
+    /// The largest input document (or line) this run reads; the 64 KiB of cli.md by default.
+    var inputLimit: Int { get }
+}
+
+extension DecisionProcessor {
+    package var inputLimit: Int { WireFormat.maximumInputSize }
+}

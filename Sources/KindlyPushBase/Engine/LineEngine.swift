@@ -25,10 +25,52 @@ package enum LineEngine {
         package var failure: DecryptionFailure?
     }
 
-    /// Appends the output line (newline included) of `batch.lines[index]` to `output`, and says
-    /// what it was. `lines`: the documents are lines (`--jsonl`), so that one its newline cuts
-    /// short gets ``PushStreamResult/spreadDocumentAdvice``; else whole documents (the library's
+    /// The one per-line step under every front end: `body` on the line's bytes, and every way a
+    /// line fails as the ``CodedError`` that is its outcome: a line over `limit`, the processor's
+    /// error, and with `lines` a JSON document its newline cuts short, which gets
+    /// ``PushStreamResult/spreadDocumentAdvice`` (known from the reading that failed: the line is
+    /// not read again). `lines: false`: whole documents (a one-document run, the library's
     /// stream of documents), which are "the input".
+    @inline(__always)
+    package static func run<Value>(
+        _ line: LineBatchReader.Line, in bytes: [UInt8], limit: Int, lines: Bool,
+        _ body: (UnsafeRawBufferPointer) throws(CodedError) -> Value
+    ) -> Result<Value, CodedError> {
+        do throws(CodedError) {
+            switch line {
+            case .oversized:
+                throw CodedError(.badInput, "the \(lines ? "line" : "input") is over \(sizeText(limit))")
+            case .text(let range):
+                return .success(
+                    try bytes.withUnsafeBytes { raw in
+                        Result { () throws(CodedError) in try body(UnsafeRawBufferPointer(rebasing: raw[range])) }
+                    }.get())
+            }
+        } catch {
+            guard lines, error.endsInsideDocument else { return .failure(error) }
+            var spread = CodedError(.badInput, PushStreamResult.spreadDocumentAdvice)
+            spread.endsInsideDocument = true
+            return .failure(spread)
+        }
+    }
+
+    /// What a ``DecisionProcessor`` decides for one line (`lines[index]` of a batch, or a whole
+    /// document with `lines: false`), or the error that is the line's outcome
+    /// (``run(_:in:limit:lines:_:)``): `notify`'s step.
+    package static func decide<P: DecisionProcessor>(
+        _ line: LineBatchReader.Line, in bytes: [UInt8], processor: P, lines: Bool = true
+    ) -> Result<P.Decision, CodedError> {
+        run(line, in: bytes, limit: processor.inputLimit, lines: lines) { raw throws(CodedError) in
+            switch JSONReader.parseInputObject(raw, what: "input") {
+            case .success(let document): return try processor.decide(document)
+            case .failure(let problem): throw CodedError(problem)
+            }
+        }
+    }
+
+    /// Appends the output line (newline included) of `batch.lines[index]` to `output`, and says
+    /// what it was: the processor's output document, or the error object of the line's outcome
+    /// (``run(_:in:limit:lines:_:)``).
     @discardableResult
     package static func appendOutputLine<P: DocumentProcessor>(
         for batch: LineBatchReader.Batch, at index: Int, processor: P, scratch: inout P.Scratch, to output: inout [UInt8],
@@ -36,26 +78,15 @@ package enum LineEngine {
     ) -> LineOutcome {
         var outcome = LineOutcome()
         let start = output.count
-        do throws(CodedError) {
-            switch batch.lines[index] {
-            case .oversized:
-                throw CodedError(.badInput, "the \(lines ? "line" : "input") is over \(sizeText(processor.inputLimit))")
-            case .text(let range):
-                let completion = try batch.bytes.withUnsafeBytes { raw in
-                    Result { () throws(CodedError) in
-                        try processor.process(bytes: UnsafeRawBufferPointer(rebasing: raw[range]), scratch: &scratch, into: &output)
-                    }
-                }.get()
-                if case .errorObject(let code) = completion { outcome.error = code }
-            }
-        } catch {
+        let result = run(batch.lines[index], in: batch.bytes, limit: processor.inputLimit, lines: lines) { raw throws(CodedError) in
+            try processor.process(bytes: raw, scratch: &scratch, into: &output)
+        }
+        switch result {
+        case .success(let completion):
+            if case .errorObject(let code) = completion { outcome.error = code }
+        case .failure(let error):
             output.removeSubrange(start...)
-            var error = error
-            // Known from the reading that failed: the line is not read again.
-            if lines, error.endsInsideDocument {
-                outcome.spread = true
-                error = CodedError(.badInput, PushStreamResult.spreadDocumentAdvice)
-            }
+            outcome.spread = lines && error.endsInsideDocument
             outcome.error = error.code
             outcome.isTransient = error.isTransient
             outcome.message = error.message

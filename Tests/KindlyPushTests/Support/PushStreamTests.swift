@@ -274,6 +274,24 @@ struct PushStreamTests {
         #expect(results[3].outcome == .badInput(PushStreamResult.spreadDocumentAdvice))
     }
 
+    @Test("decryptStream of documents: one over 64 KiB is 'the input', one its end cuts short is plainly not JSON (no --jsonl advice)")
+    func documentsAreInputs() async throws {
+        let pushes = try Self.mixedPushes(2)
+        let documents = [pushes[0], [UInt8](repeating: 0x20, count: 70_000), Array("{\"aps\":".utf8), pushes[1]]
+        let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))
+        var results: [PushStreamResult] = []
+        for await result in decryption.decryptStream(CountingDocuments(documents), jobs: 2) { results.append(result) }
+        #expect(results.map(\.code) == ["decrypted", "bad_input", "bad_input", "decrypted"])
+        #expect(results[1].outcome == .badInput("the input is over 64 KiB"))
+        guard case .failure(let problem) = documents[2].withUnsafeBytes({ JSONReader.parseInputObject($0, what: "input") }) else {
+            Issue.record("the cut-short document parsed")
+            return
+        }
+        #expect(problem.endsInsideDocument)
+        #expect(results[2].outcome == .badInput(problem.message))
+        #expect(results[2].outcome != .badInput(PushStreamResult.spreadDocumentAdvice))
+    }
+
     @Test("the async look-ups of a keyring run on a thread of their own and keep their typed errors")
     func asyncKeyring() async throws {
         let keyring = ThreadRecordingKeyring(InMemoryKeyring(keys: [Self.key]))
