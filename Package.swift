@@ -167,7 +167,14 @@ let package = Package(
         // `send`: pushes to APNs over one HTTP/2 connection, with the ES256 provider token.
         .target(
             name: "KindlyPushAPNs",
-            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "CCurl", "CCurlShim", "COpenSSL"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "CCurl", "CCurlShim", "COpenSSL"],
+            swiftSettings: strictSettings
+        ),
+        // The command's glue for `send`: its command table entry, standard input and files to
+        // the sender, and `send --redis` on the library's worker.
+        .target(
+            name: "KindlyPushCLIAPNs",
+            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore"],
             swiftSettings: strictSettings
         ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.
@@ -189,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "kindly-push-send",
             // KindlyPushCLIRedis: `send --redis`, a send worker of a consumer group.
-            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushCLIRedis"],
+            dependencies: ["KindlyPushCLI", "KindlyPushCLIAPNs", "KindlyPushCLIRedis"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.
@@ -218,7 +225,7 @@ let package = Package(
             // The documented-figures test reads the constants of every layer the command has.
             dependencies: [
                 "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
-                "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs",
+                "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs", "KindlyPushCLIAPNs",
             ]
         ),
     ],

@@ -1,5 +1,4 @@
 package import KindlyPushBase
-internal import KindlyPushCLI
 internal import KindlyPushCore
 
 /// One input document of `kindly-push send`, checked: `{"token": HEX, "push": {...}}` and
@@ -36,10 +35,9 @@ package struct APNsPush: Sendable, Equatable {
     /// Reads one input document's bytes.
     package init(bytes: UnsafeRawBufferPointer) throws(Refusal) {
         let document: JSONValue
-        do throws(CodedError) {
-            document = try StandardInput.parseObject(bytes)
-        } catch {
-            throw Refusal(token: nil, error: error)
+        switch JSONReader.parseInputObject(bytes, what: "input") {
+        case .success(let value): document = value
+        case .failure(let problem): throw Refusal(token: nil, error: CodedError(problem))
         }
         try self.init(document: document)
     }

@@ -1,7 +1,6 @@
 internal import CCurl
 internal import CCurlShim
-internal import KindlyPushBase
-internal import KindlyPushCLI
+package import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -112,6 +111,26 @@ private let timerCallback: curl_multi_timer_callback = { _, milliseconds, contex
     return 0
 }
 
+/// Where the sender sends, and what every request carries: what `send`'s options say of APNs
+/// (the command line builds it; the sender knows no command line).
+package struct APNsDestination: Sendable {
+    /// `https://HOST[:PORT]`, without a final `/`.
+    package var serverURL: String
+    /// `apns-topic`: the app's bundle id.
+    package var topic: String
+    /// The CA bundle that verifies the server, instead of the system's.
+    package var caFile: String?
+    /// `apns-expiration`, in seconds from the push's sending; nil: none.
+    package var expiration: Int?
+
+    package init(serverURL: String, topic: String, caFile: String? = nil, expiration: Int? = nil) {
+        self.serverURL = serverURL
+        self.topic = topic
+        self.caFile = caFile
+        self.expiration = expiration
+    }
+}
+
 /// `kindly-push send`: reads documents, sends each push to APNs over one multiplexed HTTP/2
 /// connection (libcurl's multi interface, `CURLPIPE_MULTIPLEX`, one connection to the host),
 /// and writes one result per input, in input order.
@@ -121,8 +140,8 @@ private let timerCallback: curl_multi_timer_callback = { _, milliseconds, contex
 /// answered one and so raised its stream limit; then up to ``SendTiming/maximumHandedOver``),
 /// waits in `curl_multi_poll` on the connection and standard input together, and writes the
 /// answered prefix of the results.
-final class APNsSender {
-    let options: SendOptions
+package final class APNsSender {
+    package let destination: APNsDestination
     private var token: ProviderToken
     private let multi: UnsafeMutableRawPointer
     private let host: String
@@ -146,14 +165,14 @@ final class APNsSender {
     private var answeredConnection = -1
     private let events = CurlEvents()
 
-    init(options: SendOptions, token: ProviderToken) throws(CodedError) {
-        self.options = options
+    package init(destination: APNsDestination, token: ProviderToken) throws(CodedError) {
+        self.destination = destination
         self.token = token
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK, let multi = curl_multi_init() else {
             throw CodedError(.io, "libcurl cannot start")
         }
         self.multi = multi
-        host = String(decoding: options.serverURL.utf8.dropFirst(8), as: UTF8.self)
+        host = String(decoding: destination.serverURL.utf8.dropFirst(8), as: UTF8.self)
         _ = kp_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         // One connection: every request is a stream of it, as APNs asks.
         _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
@@ -184,13 +203,13 @@ final class APNsSender {
     }
 
     /// Whether another input may be read now.
-    var hasRoom: Bool { results.count < SendTiming.readAhead }
+    package var hasRoom: Bool { results.count < SendTiming.readAhead }
 
     /// Whether every input read has its result written.
-    var isIdle: Bool { results.isEmpty }
+    package var isIdle: Bool { results.isEmpty }
 
     /// Takes one input document: sent, or answered at once with its error.
-    func submit(_ bytes: UnsafeRawBufferPointer) {
+    package func submit(_ bytes: UnsafeRawBufferPointer) {
         let sequence = nextSequence
         nextSequence += 1
         results.append(nil)
@@ -202,18 +221,18 @@ final class APNsSender {
     }
 
     /// Takes a line that was over the input limit: its error.
-    func submitOversized() {
+    package func submitOversized() {
         let sequence = nextSequence
         nextSequence += 1
         results.append(nil)
         complete(
             sequence,
             with: Self.errorLine(
-                token: nil, CodedError(.badInput, "the line is over \(LineEngine.sizeText(StandardInput.maximumDocumentSize))")))
+                token: nil, CodedError(.badInput, "the line is over \(LineEngine.sizeText(WireFormat.maximumInputSize))")))
     }
 
     /// The result lines answered in input order since the last call.
-    func takeWritable(into output: inout [UInt8]) {
+    package func takeWritable(into output: inout [UInt8]) {
         var count = 0
         while count < results.count, let line = results[count] {
             output += line
@@ -228,7 +247,7 @@ final class APNsSender {
 
     /// Hands requests over, lets libcurl work, and takes the answers; waits up to `timeout`
     /// milliseconds for the connection or for `input` (a descriptor to read, -1 for none).
-    func step(waitingFor input: Int32, timeout: Int) -> Bool {
+    package func step(waitingFor input: Int32, timeout: Int) -> Bool {
         let now = Self.now()
         if !delayed.isEmpty {
             let due = delayed.filter { $0.due <= now }
@@ -295,10 +314,10 @@ final class APNsSender {
         transfer.connection = connection
         let push = transfer.push
         var lines = [
-            token.header, "apns-topic: \(options.topic)", "apns-push-type: \(push.pushType)", "apns-priority: \(push.priority)",
+            token.header, "apns-topic: \(destination.topic)", "apns-push-type: \(push.pushType)", "apns-priority: \(push.priority)",
             "content-type: application/json", "accept:",
         ]
-        if let expiration = options.expiration {
+        if let expiration = destination.expiration {
             lines.append("apns-expiration: \(expiration == 0 ? 0 : token.clock.now() + expiration)")
         }
         if let collapse = push.collapseID { lines.append("apns-collapse-id: \(collapse)") }
@@ -306,7 +325,7 @@ final class APNsSender {
         for line in lines { headers = curl_slist_append(headers, line) }
         transfer.headers = headers
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        "\(options.serverURL)/3/device/\(push.token)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
+        "\(destination.serverURL)/3/device/\(push.token)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
         _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         _ = kp_curl_easy_set_long(easy, CURLOPT_PIPEWAIT, 1)
         _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -321,7 +340,7 @@ final class APNsSender {
         _ = kp_curl_easy_set_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
         _ = kp_curl_easy_set_pointer(easy, CURLOPT_HEADERDATA, context)
         "kindly-push/\(KindlyPushRelease.version)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_USERAGENT, $0) }
-        if let caFile = options.caFile { caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) } }
+        if let caFile = destination.caFile { caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) } }
         inFlight[easy] = transfer
         curl_multi_add_handle(multi, easy)
     }
@@ -411,5 +430,5 @@ final class APNsSender {
     }
 
     /// Whether nothing is left to send or answer.
-    var hasWork: Bool { !inFlight.isEmpty || !ready.isEmpty || !delayed.isEmpty }
+    package var hasWork: Bool { !inFlight.isEmpty || !ready.isEmpty || !delayed.isEmpty }
 }

@@ -85,7 +85,7 @@ package struct ES256Key: Sendable {
 }
 
 /// The clock of the provider token and of `--expiration`: the system's, or for tests the Unix
-/// time written in the file of ``SendOptions/testClockVariable``, read at every look.
+/// time written in the file of `SendOptions.testClockVariable` (`KINDLY_PUSH_TEST_CLOCK_FILE`), read at every look.
 package struct SendClock: Sendable {
     package let file: String?
 

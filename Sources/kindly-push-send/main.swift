@@ -1,5 +1,5 @@
-internal import KindlyPushAPNs
 internal import KindlyPushCLI
+internal import KindlyPushCLIAPNs
 internal import KindlyPushCLIRedis
 
 // `kindly-push-send`: the commands of `kindly-push` with `send`, the only one that needs libcurl

@@ -1,6 +1,6 @@
-import KindlyPushAPNs
 import KindlyPushBase
 import KindlyPushCLI
+import KindlyPushCLIAPNs
 import KindlyPushCLIDesktop
 import KindlyPushCLIRedis
 import Testing

@@ -1,3 +1,4 @@
+internal import KindlyPushAPNs
 internal import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
@@ -27,15 +28,20 @@ package struct APNsSendServices: SendServices {
     package func send(_ options: SendOptions) -> Int32 {
         do throws(CodedError) {
             let token = try Self.providerToken(options)
-            let sender = try APNsSender(options: options, token: token)
+            let sender = try APNsSender(destination: Self.destination(options), token: token)
             if let redis = options.redis {
                 return workers.runWorker(SendWorkerCommand(sender: sender, deadLetters: redis.deadLetter != nil), options: redis)
             }
-            return options.isLineMode ? runLines(sender) : try runSingle(sender)
+            return options.isLineMode ? runLines(sender, options) : try runSingle(sender, options)
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
+    }
+
+    /// Where the sender sends: the options' server, topic, CA file and expiration.
+    static func destination(_ options: SendOptions) -> APNsDestination {
+        APNsDestination(serverURL: options.serverURL, topic: options.topic, caFile: options.caFile, expiration: options.expiration)
     }
 
     /// The auth key, read from its file (regular, the user's, mode 0600) into wiped memory, and
@@ -57,8 +63,8 @@ package struct APNsSendServices: SendServices {
 
     /// One document: its result on standard output (exit 0 whatever APNs answered), or its
     /// error on standard error.
-    private func runSingle(_ sender: APNsSender) throws(CodedError) -> Int32 {
-        let descriptor = try InputFiles.open(sender.options.inputs, lineMode: false)[0]
+    private func runSingle(_ sender: APNsSender, _ options: SendOptions) throws(CodedError) -> Int32 {
+        let descriptor = try InputFiles.open(options.inputs, lineMode: false)[0]
         defer { if descriptor != STDIN_FILENO { close(descriptor) } }
         let input = try StandardInput.readDocument(descriptor: descriptor)
         // A bad document is refused before anything is sent, on standard error.
@@ -81,7 +87,7 @@ package struct APNsSendServices: SendServices {
         }
         // The one line: a result, or the io error of a push that found no server.
         if let error = Self.errorOf(output) { throw error }
-        let target = try OutputTarget(path: sender.options.outputPath)
+        let target = try OutputTarget(path: options.outputPath)
         var stdout = OutputStream(descriptor: target.descriptor, capacity: output.count)
         stdout.write(output)
         return DocumentRunner.finish(&stdout, target) ?? 0
@@ -96,12 +102,12 @@ package struct APNsSendServices: SendServices {
     }
 
     /// `--jsonl`: one result per line, in input order, each written once all before it are.
-    private func runLines(_ sender: APNsSender) -> Int32 {
+    private func runLines(_ sender: APNsSender, _ options: SendOptions) -> Int32 {
         let descriptors: [Int32]
         let target: OutputTarget
         do throws(CodedError) {
-            descriptors = try InputFiles.open(sender.options.inputs, lineMode: true)
-            target = try OutputTarget(path: sender.options.outputPath)
+            descriptors = try InputFiles.open(options.inputs, lineMode: true)
+            target = try OutputTarget(path: options.outputPath)
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus
