@@ -30,6 +30,8 @@ package struct APNsPush: Sendable, Equatable {
         package var error: CodedError
         /// The document's `"id"`, when it had one.
         package var id: JSONValue?
+        /// The document could not be read as a JSON object at all (nothing of it was checked).
+        package var isUnreadable = false
     }
 
     /// Reads one input document's bytes.
@@ -37,7 +39,7 @@ package struct APNsPush: Sendable, Equatable {
         let document: JSONValue
         switch JSONReader.parseInputObject(bytes, what: "input") {
         case .success(let value): document = value
-        case .failure(let problem): throw Refusal(token: nil, error: CodedError(problem))
+        case .failure(let problem): throw Refusal(token: nil, error: CodedError(problem), isUnreadable: true)
         }
         try self.init(document: document)
     }

@@ -1,7 +1,7 @@
 internal import CCurl
 internal import CCurlShim
 package import KindlyPushBase
-internal import KindlyPushCore
+package import KindlyPushCore
 
 #if canImport(Glibc)
     import Glibc
@@ -208,27 +208,47 @@ package final class APNsSender {
     /// Whether every input read has its result written.
     package var isIdle: Bool { results.isEmpty }
 
-    /// Takes one input document: sent, or answered at once with its error.
+    /// Takes one input document (a worker's entry, the one document of a single run): sent, or
+    /// answered at once with its error.
     package func submit(_ bytes: UnsafeRawBufferPointer) {
-        let sequence = nextSequence
-        nextSequence += 1
-        results.append(nil)
+        let result: Result<APNsPush, APNsPush.Refusal>
         do throws(APNsPush.Refusal) {
-            ready.append(Transfer(sequence: sequence, push: try APNsPush(bytes: bytes)))
+            result = .success(try APNsPush(bytes: bytes))
         } catch {
-            complete(sequence, with: Self.errorLine(id: error.id, token: error.token, error.error))
+            result = .failure(error)
+        }
+        submit(result)
+    }
+
+    /// Takes one input line of `--jsonl` through the line engine's per-line step
+    /// (`LineEngine.run`): a line over the limit, one that is not JSON, and one that opens a
+    /// document its newline cuts short get the engine's error, as in every other stream; a
+    /// document that is no push, its refusal (with its id and token when it has them).
+    package func submit(_ line: LineBatchReader.Line, in bytes: [UInt8]) {
+        let read = LineEngine.run(line, in: bytes, limit: WireFormat.maximumInputSize, lines: true) {
+            raw throws(CodedError) -> Result<APNsPush, APNsPush.Refusal> in
+            do throws(APNsPush.Refusal) {
+                return .success(try APNsPush(bytes: raw))
+            } catch {
+                // Not a JSON object: the line's reading failed, which is the engine's to say.
+                if error.isUnreadable { throw error.error }
+                return .failure(error)
+            }
+        }
+        switch read {
+        case .success(let result): submit(result)
+        case .failure(let error): submit(.failure(APNsPush.Refusal(token: nil, error: error)))
         }
     }
 
-    /// Takes a line that was over the input limit: its error.
-    package func submitOversized() {
+    private func submit(_ result: Result<APNsPush, APNsPush.Refusal>) {
         let sequence = nextSequence
         nextSequence += 1
         results.append(nil)
-        complete(
-            sequence,
-            with: Self.errorLine(
-                token: nil, CodedError(.badInput, "the line is over \(LineEngine.sizeText(WireFormat.maximumInputSize))")))
+        switch result {
+        case .success(let push): ready.append(Transfer(sequence: sequence, push: push))
+        case .failure(let error): complete(sequence, with: Self.errorLine(id: error.id, token: error.token, error.error))
+        }
     }
 
     /// The result lines answered in input order since the last call.

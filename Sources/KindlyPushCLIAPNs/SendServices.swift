@@ -131,12 +131,7 @@ package struct APNsSendServices: SendServices {
                     inputEnded = true
                     break
                 }
-                for line in batch.lines {
-                    switch line {
-                    case .oversized: sender.submitOversized()
-                    case .text(let range): batch.bytes.withUnsafeBytes { sender.submit(UnsafeRawBufferPointer(rebasing: $0[range])) }
-                    }
-                }
+                for line in batch.lines { sender.submit(line, in: batch.bytes) }
                 if reader.isAtEnd { inputEnded = true }
                 if batch.lines.isEmpty { break }
             }

@@ -109,7 +109,9 @@ struct SendTests {
         #expect(Self.answered(records, APNsTestServer.token(2)).first?["payload"] as? String == silent)
     }
 
-    @Test("a bad line is that line's error and is not sent: not JSON, no token, a push over 4096 bytes, a bad collapse id")
+    @Test(
+        "a bad line is that line's error and is not sent: not JSON, no token, a push over 4096 bytes, a bad collapse id, over 64 KiB, cut short"
+    )
     func badLines() throws {
         let server = try APNsTestServer()
         let big = #"{"aps":{"alert":"x"},"pad":""# + String(repeating: "a", count: 4100) + #""}"#
@@ -117,11 +119,15 @@ struct SendTests {
             "not json", #"{"push":{"aps":{}}}"#, APNsTestServer.line(APNsTestServer.token(3), push: big),
             APNsTestServer.line(APNsTestServer.token(4), extra: #","collapse_id":"\#(String(repeating: "c", count: 65))""#),
             #"{"token":"xyz","push":{}}"#, APNsTestServer.line(APNsTestServer.token(6)),
+            // The line engine's own errors, as in every stream: over 64 KiB, and a document its newline cuts short.
+            String(repeating: " ", count: 70_000), #"{"token":"#,
         ].map { $0 + "\n" }.joined()
         let output = try server.send(["--jsonl"], stdin: input)
         #expect(output.status == 0)
         let results = Self.lines(output)
-        try #require(results.count == 6)
+        try #require(results.count == 8)
+        #expect((results[6]["error"] as? [String: Any])?["message"] as? String == "the line is over 64 KiB")
+        #expect((results[7]["error"] as? [String: Any])?["message"] as? String == PushStreamResult.spreadDocumentAdvice)
         for index in 0..<5 {
             #expect((results[index]["error"] as? [String: Any])?["code"] as? String == "bad_input")
         }
