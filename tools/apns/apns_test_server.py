@@ -285,6 +285,12 @@ class Connection:
         processed (RFC 9113 section 6.8) and never answered, so the client must send them again
         on a new connection. The connection closes once every stream up to `last` is answered."""
         self.goaway_sent = last
+        # The streams received whole above `last` are recorded unanswered now, not when their
+        # delayed answer would have come: by then the connection may be closed (every stream up
+        # to `last` answered), and a record made only then would be lost.
+        for sid in [sid for sid, stream in self.streams.items() if sid > last and stream.get("ended")]:
+            self.record_stream(sid, None, "declared unprocessed by GOAWAY")
+            del self.streams[sid]
         self.h2.close_connection(last_stream_id=last)
         self.flush()
         if not any(sid <= last for sid in self.streams):
