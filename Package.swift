@@ -142,8 +142,14 @@ let package = Package(
             name: "KindlyPushCLI",
             // CProcessGuard: the process guards every binary's main sets first (kindlyPushMain).
             dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushVectors", "CProcessGuard"],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            // Each command's and option group's `options` list, read off its declarations.
+            plugins: ["OptionLists"]
         ),
+        // The lists of options, written at build time from the declarations of the command line
+        // (each option declared once: its key is the list).
+        .executableTarget(name: "OptionListGenerator", swiftSettings: strictSettings),
+        .plugin(name: "OptionLists", capability: .buildTool(), dependencies: ["OptionListGenerator"]),
         // The Secret Service keyring, `notify` and `doctor` for the command line.
         .target(
             name: "KindlyPushCLIDesktop",

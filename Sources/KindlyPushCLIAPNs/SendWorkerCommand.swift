@@ -16,7 +16,7 @@ struct SendWorkerCommand: DocumentCommand {
         processor = APNsSendProcessor(sender: sender, deadLetters: deadLetters)
         // One entry at a time: the sender is one HTTP/2 connection, used from this thread only.
         stream = try! StreamOptions(
-            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.specs, command: Self.name), command: Self.name)
+            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.options, command: Self.name), command: Self.name)
     }
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).

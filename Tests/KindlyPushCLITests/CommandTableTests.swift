@@ -1,3 +1,4 @@
+import Foundation
 import KindlyPushBase
 import KindlyPushCLI
 import KindlyPushCLIAPNs
@@ -82,5 +83,82 @@ struct CommandTableTests {
             let names = command.options.map(\.name) + command.options.compactMap(\.shortName)
             #expect(names.count == Set(names).count, "\(command.name): \(names)")
         }
+    }
+}
+
+/// The build tool that writes every command's and option group's `options` from its
+/// declarations (Plugins/OptionLists, Sources/OptionListGenerator), run on sources of its own.
+@Suite("Option lists read off the declarations at build time")
+struct OptionListGeneratorTests {
+    /// The generator the build ran (the plugin's host tool), beside the binary under test.
+    static let generator: URL = {
+        let folder = CLI.binary.deletingLastPathComponent()
+        let tool = folder.appendingPathComponent("OptionListGenerator-tool")
+        return FileManager.default.fileExists(atPath: tool.path) ? tool : folder.appendingPathComponent("OptionListGenerator")
+    }()
+
+    /// The generator's output for `sources` (one file each), or its error.
+    func generate(_ sources: [String]) throws -> (status: Int32, text: String, error: String) {
+        let folder = try KeyFolder()
+        var files: [String] = []
+        for (number, source) in sources.enumerated() {
+            let path = folder.url.appendingPathComponent("Source\(number).swift").path
+            try source.write(toFile: path, atomically: true, encoding: .utf8)
+            files.append(path)
+        }
+        let output = folder.url.appendingPathComponent("OptionLists.swift").path
+        let run = try CLI.run([output] + files, executable: Self.generator)
+        return (run.status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "", run.stderr)
+    }
+
+    @Test("options in declaration order, aliases and groups in place; strings, comments and annotated values are not options")
+    func declarationOrder() throws {
+        let generated = try generate([
+            #"""
+            internal import KindlyPushBase
+            package struct Sample: Command {
+                package static let name = "sample"
+                package static let discussion = """
+                    Braces in text } { and an interpolation \(["}": "{"].count) count for nothing.
+                    """
+                package static let first = Flag("--first", "A } brace in help.")
+                // package static let commented = Flag("--commented", "")
+                /* package static let blocked = Flag("--blocked", "") */
+                package static let keyring = KeyringOptions.keyring.taken
+                package static let number = Option<Int>("--number", "N", #"A raw "string" }"#)
+                package static let stream = OptionGroup(StreamOptions.options, except: [number])
+                package static let list: [OptionSpec] = [first.spec]
+                package static let alias = Sample.name
+                package static let required = KeyringOptions.keyFile.help("{").required()
+                func run() -> Int32 { struct Local { static let inner = Flag("--inner", "") }; return 0 }
+                package static let help = SharedOptions.help.taken
+            }
+            """#
+        ])
+        #expect(generated.status == 0, "\(generated.error)")
+        #expect(generated.text.contains("package import KindlyPushBase\n"))
+        #expect(
+            generated.text.contains(
+                "package static let options: [OptionSpec] = [first.spec, keyring.spec, number.spec] + stream.specs + [required.spec, help.spec]"
+            ),
+            "\(generated.text)")
+        #expect(generated.text.contains("package static let declaredKeys: [any OptionKey] = [first, keyring, number, required, help]"))
+        // A type in a function's body is no command.
+        #expect(!generated.text.contains("Local"))
+    }
+
+    @Test("a source it cannot read, or a type's options in two files, fails the build with the file's name")
+    func unreadable() throws {
+        let open = try generate(["package enum Broken {\n    package static let flag = Flag(\"--flag\", \"\")\n"])
+        #expect(open.status == 1)
+        #expect(open.error.contains("Source0.swift: 1 braces are not closed"), "\(open.error)")
+        let string = try generate(["package enum Broken { static let text = \"never ends }\n"])
+        #expect(string.status == 1)
+        #expect(string.error.contains("Source0.swift: a string literal does not end"), "\(string.error)")
+        let split = try generate([
+            "extension Sample { static let a = Flag(\"--a\", \"\") }", "extension Sample { static let b = Flag(\"--b\", \"\") }",
+        ])
+        #expect(split.status == 1)
+        #expect(split.error.contains("Sample declares options in"), "\(split.error)")
     }
 }

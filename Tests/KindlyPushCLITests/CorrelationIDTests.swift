@@ -95,7 +95,7 @@ struct CorrelationIDTests {
 @Suite("--redis: the URL and the worker options (issue 23)")
 struct RedisOptionsTests {
     func options(_ arguments: [String], environment: CommandEnvironment = [:]) throws(CodedError) -> RedisOptions? {
-        let parsed = try ParsedArguments.parse(arguments, specs: RedisOptions.specs + SharedOptions.stream, command: "seal")
+        let parsed = try ParsedArguments.parse(arguments, specs: RedisOptions.options + StreamOptions.options, command: "seal")
         return try RedisOptions(parsed, command: "seal", environment: environment)
     }
 

@@ -92,6 +92,21 @@ package protocol OptionKey: Sendable {
 extension OptionKey {
     /// `--name`, for messages.
     package var name: String { spec.name }
+
+    /// The same option, as it is declared: `static let keyring = KeyringOptions.keyring.taken`
+    /// declares that a command takes another's option, at that place of its list.
+    package var taken: Self { self }
+}
+
+/// Options of another group, taken as a whole at this place of a command's list
+/// (`static let stream = OptionGroup(StreamOptions.options)`), as swift-argument-parser's
+/// `@OptionGroup`; `except` leaves out options the command declares itself.
+package struct OptionGroup: Sendable {
+    package let specs: [OptionSpec]
+
+    package init(_ specs: [OptionSpec], except: [any OptionKey] = []) {
+        self.specs = specs.filter { spec in !except.contains { $0.name == spec.name } }
+    }
 }
 
 /// `--name` alone: `arguments[key]` is whether it was given.

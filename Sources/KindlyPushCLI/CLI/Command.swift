@@ -116,17 +116,19 @@ package enum SharedOptions {
     /// Before a subcommand only (`kindly-push --version`).
     package static let version = Flag("--version", "Show the version.")
 
-    /// How the document commands (`seal`, `check`, `decrypt`, `route`) read and write streams.
-    package static let stream = StreamOptions.specs
-
-    /// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
-    package static let decryption = KeyringOptions.specs + stream + RedisOptions.specs + [help.spec]
-
     package static func noPositionals(_ arguments: ParsedArguments, command: String) throws(CodedError) {
         if let extra = arguments.positionals.first {
             throw CodedError.usage("unexpected argument '\(extra)'", command: command)
         }
     }
+}
+
+/// The options of the commands that decrypt pushes (`decrypt`, `route`), after their own.
+package enum DecryptionOptions {
+    package static let keyring = OptionGroup(KeyringOptions.options)
+    package static let stream = OptionGroup(StreamOptions.options)
+    package static let redis = OptionGroup(RedisOptions.options)
+    package static let help = SharedOptions.help.taken
 }
 
 /// How a document command reads its input and writes its output (docs/spec/streams.md, "Input and
@@ -140,9 +142,6 @@ package struct StreamOptions: Sendable {
         "--output", "PATH", "Write the output to this file (a temporary file renamed into place, mode 0600) instead of standard output.")
     package static let quiet = Flag("--quiet", "No progress line, even on a terminal.")
     package static let summary = Flag("--summary", "With --jsonl, print the count of each result code on standard error at the end.")
-
-    /// The group's options, in the order help lists them.
-    package static let specs = [jsonl.spec, jobs.spec, output.spec, quiet.spec, summary.spec]
 
     /// `--jsonl` given.
     package let isLineMode: Bool

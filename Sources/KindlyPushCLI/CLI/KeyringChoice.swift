@@ -14,9 +14,6 @@ package struct KeyringOptions: Sendable {
         "Pin this sender public key for this run, besides the keyring's (repeatable); with --key-file, the only pinned keys.")
     package static let verbose = Flag("--verbose", "Say on standard error which keyring is used.")
 
-    /// The group's options, in the order help lists them (`decrypt`, `route`).
-    package static let specs = [keyFile.spec, keyring.spec, senderKey.spec, verbose.spec]
-
     /// The command's arguments, of which the group reads its own options only.
     private let arguments: ParsedArguments
 

@@ -42,14 +42,8 @@ extension RedisOptions {
     package static let tlsKey = Option<String>(
         worker: "--tls-key", "PATH", "rediss:// only: the client certificate's private key (PEM).")
 
-    /// The options that go with `--redis`, in the order help lists them.
-    package static let workerKeys: [any OptionKey] = [
-        from, groupName, to, consumerName, claimIdleTime, batchSize, exitWhenIdleTime, maxDeliveryCount, deadLetterStream, metricsAddress,
-        caFile, tlsCertificate, tlsKey,
-    ]
-
-    /// The options of the document commands that can run as workers.
-    package static let specs: [OptionSpec] = [url.spec] + workerKeys.map(\.spec)
+    /// The options that go with `--redis` (all but `--redis` itself), in the order help lists them.
+    package static var workerKeys: [any OptionKey] { declaredKeys.filter { $0.name != url.name } }
 
     /// The worker options of `arguments`, `nil` without `--redis`; a usage error for a bad URL,
     /// a missing stream or group, a bad number, or worker options without `--redis`. `shared`:

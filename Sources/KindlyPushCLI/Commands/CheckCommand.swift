@@ -13,7 +13,8 @@ package struct CheckCommand: DocumentCommand, DocumentProcessor {
         Reads an APNs JSON document on standard input and prints {"kindly": BOOL, "decrypted": BOOL}.
         Exits 0 when the push is Kindly's and 1 when it is not.
         """
-    package static let options: [OptionSpec] = StreamOptions.specs + [SharedOptions.help.spec]
+    package static let streamOptions = OptionGroup(StreamOptions.options)
+    package static let help = SharedOptions.help.taken
 
     package let stream: StreamOptions
 

@@ -13,7 +13,7 @@ package struct CompletionsCommand: Command {
         (tools/install does this).
         """
     package static let arguments = ["bash", "zsh", "fish"]
-    package static let options: [OptionSpec] = [SharedOptions.help.spec]
+    package static let help = SharedOptions.help.taken
 
     package let shell: Completions.Shell
     /// The commands of this binary's table.

@@ -19,7 +19,7 @@ package struct DecryptCommand: DocumentCommand {
         with no flag. Failures exit with the reason's code: \(ErrorCode.exitStatuses(ErrorCode.allCases.filter { $0 != .usage })).
         """
     package static let apply = Flag("--apply", "Print the whole APNs document after apply (title and body set, marked decrypted).")
-    package static let options: [OptionSpec] = [apply.spec] + SharedOptions.decryption
+    package static let decryption = OptionGroup(DecryptionOptions.options)
 
     package let processor: DecryptProcessor
     package let stream: StreamOptions

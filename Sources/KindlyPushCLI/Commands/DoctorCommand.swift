@@ -16,6 +16,7 @@ package struct DoctorCommand: DesktopOnlyCommand {
         Exits 0 when there is no problem and 1 otherwise. Never prints a secret, never prompts,
         and waits at most 1.5 s for the session bus, the Secret Service and the notification server.
         """
+    package static let keyring = KeyringOptions.keyring.taken
     package static let json = Flag("--json", "Print one JSON object per check: {\"check\", \"status\", \"message\", \"action\", ...}.")
-    package static let options: [OptionSpec] = [KeyringOptions.keyring.spec, json.spec, SharedOptions.help.spec]
+    package static let help = SharedOptions.help.taken
 }

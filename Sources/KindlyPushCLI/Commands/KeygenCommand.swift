@@ -31,6 +31,7 @@ package struct KeygenCommand: Command {
         """
     package static let keyFile = KeyringOptions.keyFile.help(
         "Write the new key to this key file (mode 0600; never replaced) instead of the keyring.")
+    package static let keyring = KeyringOptions.keyring.taken
     package static let label = Option<String>("--label", "TEXT", "A label for the key in the keyring (default: \"kindly-push\").")
     package static let token = Option<String>("--token", "HEX", "The APNs device token (hex digits, even length); printed in lowercase.")
     package static let pushMode = Option<KindlyNotificationMode>("--push-mode", "MODE", "automatic (default), alert or silent.")
@@ -40,11 +41,8 @@ package struct KeygenCommand: Command {
         "--reuse", "Register the newest stored key (or the existing --key-file); create one only when there is none.")
     package static let sdkVersion = Option<String>(
         "--sdk-version", "V", "The sdk_version to register (default: \(Registration.sdkVersion)).")
-
-    package static let options: [OptionSpec] = [
-        keyFile.spec, KeyringOptions.keyring.spec, label.spec, token.spec, pushMode.spec, presenter.spec, reuse.spec, sdkVersion.spec,
-        KeyringOptions.verbose.spec, SharedOptions.help.spec,
-    ]
+    package static let verbose = KeyringOptions.verbose.taken
+    package static let help = SharedOptions.help.taken
 
     /// `--presenter`: whether a decrypting presenter shows the pushes.
     package enum Presenter: String, CaseIterable, Sendable {

@@ -17,7 +17,9 @@ package struct KeysCommand: Command {
         delete within 1 s: the deleted key's pushes are then key_unavailable.
         A kid that begins with "--" goes after "--": kindly-push keys delete -- --AbCdEfGh.
         """
-    package static let options: [OptionSpec] = [KeyringOptions.keyring.spec, KeyringOptions.verbose.spec, SharedOptions.help.spec]
+    package static let keyring = KeyringOptions.keyring.taken
+    package static let verbose = KeyringOptions.verbose.taken
+    package static let help = SharedOptions.help.taken
 
     package enum Action {
         case list

@@ -7,7 +7,7 @@ package struct ManCommand: Command {
     package static let examples = [
         Example("Read the man page", "kindly-push man | man -l -")
     ]
-    package static let options: [OptionSpec] = [SharedOptions.help.spec]
+    package static let help = SharedOptions.help.taken
 
     /// The commands of this binary's table.
     let commands: [any Command.Type]

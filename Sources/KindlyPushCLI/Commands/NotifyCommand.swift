@@ -1,4 +1,4 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
@@ -36,6 +36,10 @@ package struct NotifyCommand: DesktopOnlyCommand {
         user owns or can write, nor lie in a folder they can change. SIGTERM or SIGINT end it between
         two pushes with status 0. A second agent on the bus exits 74: the name is taken.
         """
+    package static let appState = RouteOptions.appState.help("killed, background or foreground (default: background).")
+    package static let screen = RouteOptions.screen.taken
+    package static let chatId = RouteOptions.chatId.taken
+    package static let delegate = RouteOptions.delegate.taken
     package static let appName = Option<String>("--app-name", "NAME", "The notification's application name (default: Kindly).")
     package static let desktopEntry = Option<String>(
         "--desktop-entry", "NAME", "The desktop-entry hint: a .desktop file name without .desktop (default: ai.kindly.Push).")
@@ -49,6 +53,11 @@ package struct NotifyCommand: DesktopOnlyCommand {
     package static let noDedup = Flag("--no-dedup", "Show every push, also one shown before.")
     package static let dedupTTL = Option<String>(
         "--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d).")
+    // decrypt's key options. Not the Redis worker's: notify reads standard input, a file or a
+    // FIFO (issue 31, finding 16: it listed --redis and ignored it).
+    package static let keyFile = KeyringOptions.keyFile.taken
+    package static let keyring = KeyringOptions.keyring.taken
+    package static let senderKey = KeyringOptions.senderKey.taken
     // --jsonl and --verbose say more here.
     package static let jsonl = StreamOptions.jsonl.help(
         "Read one push per line and show each as its line arrives, for as long as the input is open.")
@@ -57,15 +66,5 @@ package struct NotifyCommand: DesktopOnlyCommand {
         "Run as the desktop agent: read pushes from FILE (followed as tail -F does), a FIFO, or - (standard input), and own ai.kindly.Push1 on the session bus."
     )
     package static let verbose = KeyringOptions.verbose.help("Say on standard error which keyring is used and what became of each push.")
-
-    package static let options: [OptionSpec] =
-        [
-            RouteCommand.appState.help("killed, background or foreground (default: background).").spec, RouteCommand.screen.spec,
-            RouteCommand.chatId.spec, RouteCommand.delegate.spec, appName.spec, desktopEntry.spec, icon.spec, onOpen.spec, wait.spec,
-            passthrough.spec, state.spec, noDedup.spec, dedupTTL.spec,
-        ]
-        // decrypt's key options (--verbose says more here). Not the Redis worker's: notify reads
-        // standard input, a file or a FIFO (issue 31, finding 16: it listed --redis and ignored it).
-        + [KeyringOptions.keyFile.spec, KeyringOptions.keyring.spec, KeyringOptions.senderKey.spec]
-        + [jsonl.spec, follow.spec, verbose.spec, SharedOptions.help.spec]
+    package static let help = SharedOptions.help.taken
 }

@@ -28,9 +28,10 @@ package struct RedisStatusCommand: Command {
     package static let group = Option<String>("--group", "GROUP", "The workers' consumer group.")
     package static let deadLetter = Option<String>("--dead-letter", "STREAM", "The workers' dead-letter stream, whose length is shown.")
     package static let json = Flag("--json", "Print one JSON object instead of the table.")
-    package static let options: [OptionSpec] =
-        [url.spec, from.spec, group.spec, deadLetter.spec, json.spec]
-        + [RedisOptions.caFile.spec, RedisOptions.tlsCertificate.spec, RedisOptions.tlsKey.spec, SharedOptions.help.spec]
+    package static let caFile = RedisOptions.caFile.taken
+    package static let tlsCertificate = RedisOptions.tlsCertificate.taken
+    package static let tlsKey = RedisOptions.tlsKey.taken
+    package static let help = SharedOptions.help.taken
 
     package let request: RedisStatusRequest
     /// The services of this binary, that read the group.

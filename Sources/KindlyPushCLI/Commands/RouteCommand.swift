@@ -19,41 +19,31 @@ package struct RouteCommand: DocumentCommand, DocumentProcessor {
         or given with --sender-key) the mark kindly.decrypted counts for nothing: a push counts as
         decrypted only when it decrypts now. Exits 0 whatever the decision.
         """
+    package static let appState = RouteOptions.appState.help("killed, background or foreground (required).").required()
+    package static let screen = RouteOptions.screen.taken
+    package static let chatId = RouteOptions.chatId.taken
     package static let hasExtension = Flag("--extension", "The host ships a notification service extension built on the SDK.")
-    package static let options: [OptionSpec] =
-        [
-            appState.help("killed, background or foreground (required).").required().spec, screen.spec, chatId.spec,
-            hasExtension.spec, delegate.spec,
-        ] + SharedOptions.decryption
-
-    /// The display-rule inputs that `route` and `notify` read from the command line; each command
-    /// gives `--app-state` its help.
-    package static let appState = Option<DisplayRules.AppState>("--app-state", "STATE", "")
-    package static let screen = Option<DisplayRules.Screen>(
-        "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.")
-    package static let chatId = Option<String>(
-        "--chat-id", "ID", "With --screen chat: the chat on top; a decrypted push for another chat counts as other.")
-    package static let delegate = Option<DisplayRules.DelegateAnswer>(
-        "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.")
+    package static let delegate = RouteOptions.delegate.taken
+    package static let decryption = OptionGroup(DecryptionOptions.options)
 
     /// The context of `--app-state` (`defaultState` when it is not given; required without one),
     /// `--screen` and `--delegate`.
     package static func context(
         _ arguments: ParsedArguments, command: String, defaultState: DisplayRules.AppState? = nil, hasExtension: Bool
     ) throws(CodedError) -> RouteContext {
-        guard let state = arguments[appState] ?? defaultState else {
-            throw CodedError.usage("missing '\(appState.name) killed|background|foreground'", command: command)
+        guard let state = arguments[RouteOptions.appState] ?? defaultState else {
+            throw CodedError.usage("missing '\(RouteOptions.appState.name) killed|background|foreground'", command: command)
         }
-        let screen = arguments[Self.screen] ?? .other
+        let screen = arguments[RouteOptions.screen] ?? .other
         var context = RouteContext(
             appState: state, screen: screen, hasExtension: hasExtension,
-            delegate: arguments[delegate] ?? .allow)
-        if let chat = arguments[chatId] {
+            delegate: arguments[RouteOptions.delegate] ?? .allow)
+        if let chat = arguments[RouteOptions.chatId] {
             guard screen == .chat else {
-                throw CodedError.usage("'\(chatId.name)' needs '\(Self.screen.name) chat'", command: command)
+                throw CodedError.usage("'\(RouteOptions.chatId.name)' needs '\(RouteOptions.screen.name) chat'", command: command)
             }
             guard !chat.isEmpty else {
-                throw CodedError.usage("'\(chatId.name)' takes a non-empty chat id", command: command)
+                throw CodedError.usage("'\(RouteOptions.chatId.name)' takes a non-empty chat id", command: command)
             }
             context.chatOnScreen = chat
         }
@@ -77,4 +67,17 @@ package struct RouteCommand: DocumentCommand, DocumentProcessor {
         JSONWriter.write(decision.json, to: &output)
         return .success
     }
+}
+
+/// The display-rule inputs that `route` and `notify` read from the command line
+/// (``RouteCommand/context(_:command:defaultState:hasExtension:)``); each command takes them
+/// in its place and gives `--app-state` its help.
+package enum RouteOptions {
+    package static let appState = Option<DisplayRules.AppState>("--app-state", "STATE", "")
+    package static let screen = Option<DisplayRules.Screen>(
+        "--screen", "SCREEN", "chat or other (default: other); read only in the foreground.")
+    package static let chatId = Option<String>(
+        "--chat-id", "ID", "With --screen chat: the chat on top; a decrypted push for another chat counts as other.")
+    package static let delegate = Option<DisplayRules.DelegateAnswer>(
+        "--delegate", "ANSWER", "What shouldHandleNotification returns: allow (default) or suppress.")
 }

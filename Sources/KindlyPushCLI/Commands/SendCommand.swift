@@ -66,11 +66,10 @@ package struct SendCommand: Command {
         "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
     package static let jsonl = StreamOptions.jsonl.help("Read one document per line and write one result per line, in input order.")
 
-    package static let options: [OptionSpec] =
-        [
-            authKeyFile.spec, keyID.spec, teamID.spec, topic.spec, sandbox.spec, apnsURL.spec, caFile.spec, expiration.spec, jsonl.spec,
-            StreamOptions.output.spec,
-        ] + RedisOptions.specs.filter { $0.name != caFile.name } + [SharedOptions.help.spec]
+    package static let output = StreamOptions.output.taken
+    /// The worker's options but `--ca-file`, which is send's own (for APNs and a `rediss://` server alike).
+    package static let redis = OptionGroup(RedisOptions.options, except: [caFile])
+    package static let help = SharedOptions.help.taken
 
     /// The production server and the development one.
     package static let productionURL = "https://api.push.apple.com"

@@ -16,7 +16,7 @@ package struct SenderKeygenCommand: Command {
         Seal with it: kindly-push seal --sender-key-file <path>. The secret key is never printed.
         """
     package static let keyFile = Option<String>("--key-file", "PATH", "Write the sender key to this new file (required).", required: true)
-    package static let options: [OptionSpec] = [keyFile.spec, SharedOptions.help.spec]
+    package static let help = SharedOptions.help.taken
 
     package let path: String
 

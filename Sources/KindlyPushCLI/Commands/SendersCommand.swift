@@ -21,14 +21,14 @@ package struct SendersCommand: Command {
         untrusted_sender, and after the first add version 1 pushes are refused. To rotate, add the
         new key before the backend switches to it, then delete the old one. A sid that begins with "--" goes after "--": kindly-push senders delete -- --AbCdEfGh.
         """
-    package static let options: [OptionSpec] = [
-        publicKey.spec, label.spec, KeyringOptions.keyring.spec, KeyringOptions.verbose.spec, SharedOptions.help.spec,
-    ]
     package static let publicKey = Option<String>(
         "--public-key", "B64", "The sender public key to pin (base64url or base64), for add.", required: true
     ).only("add")
     package static let label = Option<String>("--label", "TEXT", "A label for the pinned key, for add (default: \"kindly-push\").").only(
         "add")
+    package static let keyring = KeyringOptions.keyring.taken
+    package static let verbose = KeyringOptions.verbose.taken
+    package static let help = SharedOptions.help.taken
 
     package enum Action {
         case add(SenderPublicKey, label: String)

@@ -22,7 +22,8 @@ package struct VerifyCommand: Command {
         line for each failure and last "N passed, N failed"; exits 0 only when none failed. Only
         regular files of at most 4 MiB are read; anything else is a failure of its own.
         """
-    package static let options: [OptionSpec] = [StreamOptions.quiet.spec, SharedOptions.help.spec]
+    package static let quiet = StreamOptions.quiet.taken
+    package static let help = SharedOptions.help.taken
 
     package let files: [String]
     package let isQuiet: Bool

@@ -28,7 +28,10 @@ package struct SealCommand: DocumentCommand, DocumentProcessor {
         'kindly-push send' reads).
         With --fit a body too long for APNs is cut to the longest prefix that fits.
         """
-    package static let options: [OptionSpec] = SealingOptions.specs + StreamOptions.specs + RedisOptions.specs + [SharedOptions.help.spec]
+    package static let sealing = OptionGroup(SealingOptions.options)
+    package static let streamOptions = OptionGroup(StreamOptions.options)
+    package static let redis = OptionGroup(RedisOptions.options)
+    package static let help = SharedOptions.help.taken
 
     package let recipient: DevicePublicKey
     /// The binding to the recipient of version 2 or version 3 mode_auth, computed once for the

@@ -23,10 +23,6 @@ package struct SealingOptions: Sendable {
         "--recipients-inline", "Read {\"public_key\", \"plaintext\"} objects, each sealed for its own device (with --jsonl: one per line).")
 
     /// The group's options, in the order help lists them.
-    package static let specs = [
-        publicKey.spec, keyFile.spec, senderKeyFile.spec, wire.spec, mode.spec, placeholderTitle.spec, placeholderBody.spec, fit.spec,
-        recipientsInline.spec,
-    ]
 
     /// `--public-key B64`, as given.
     package let publicKey: String?
