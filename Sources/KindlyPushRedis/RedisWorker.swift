@@ -154,6 +154,9 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// chunks, and their lines taken back in order.
     private let runner: OrderedBatchRunner<LineEngine.Work<P>>
     private var lines: [UInt8] = []
+    /// The batch on the runner's threads (``startPreparing(_:)``), not yet taken back: its slot,
+    /// and whether it was published (a batch of problems only is not).
+    private var inFlight: (pending: PendingCommit, slot: OrderedBatchRunner<LineEngine.Work<P>>.Slot, published: Bool)?
     private var claimCursor = Array("0-0".utf8)
     private var nextClaim = 0
     /// Entries whose processing failed for a reason that may go away (a locked or unreachable
@@ -514,8 +517,13 @@ package final class RedisWorker<P: DocumentProcessor> {
     {
         var current = PendingCommit(first)
         var committing: PendingCommit?
+        // A batch left on the runner's threads by a lost connection is taken back (its lines
+        // kept for the commit after reconnecting): nothing is processed twice.
+        defer { if let inFlight { prepare(inFlight.pending) } }
         while true {
-            prepare(current)
+            // With --jobs N the batch is processed on the runner's threads while this one reads
+            // the next batch and confirms the last commit.
+            startPreparing(current)
             unconfirmed = [current] + (committing.map { [$0] } ?? [])
             let prefetches = !StopSignals.requested && Self.now() < nextClaim && held.isEmpty
             if prefetches { try connection.send(readCommand(claiming: false)) }
@@ -524,6 +532,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             let next = prefetches ? try readEntries(try connection.receive(), on: connection) : []
             if let committing, let committed { try confirm(committed, of: committing, on: connection) }
             committing = nil
+            prepare(current)
             let following = next.isEmpty ? nil : PendingCommit(next)
             unconfirmed = [current] + (following.map { [$0] } ?? [])
             try connection.send(arguments(of: current))
@@ -652,15 +661,15 @@ package final class RedisWorker<P: DocumentProcessor> {
         case transient(String)
     }
 
-    /// The output line of each entry, as `--jsonl` prints it (without its newline), into
-    /// ``lines``. The entries' documents are one batch of the runner: with `--jobs N` its chunks
-    /// are processed on N threads, and the lines come back in the entries' order.
-    private func process(_ entries: [Entry]) -> [Result] {
-        lines.removeAll(keepingCapacity: true)
+    /// Hands `pending`'s documents to the runner as one batch: with `--jobs N` its chunks are
+    /// processed on N threads while this one goes on (reads the next batch, confirms the last
+    /// commit); with `--jobs 1` they are processed here and now. ``process(_:)`` takes the lines.
+    private func startProcessing(_ pending: PendingCommit) {
+        precondition(inFlight == nil, "the worker's one batch is in flight")
         guard let slot = runner.takeFreeSlot() else { preconditionFailure("the worker's one batch is in flight") }
         slot.batch.bytes.removeAll(keepingCapacity: true)
         slot.batch.lines.removeAll(keepingCapacity: true)
-        for entry in entries where entry.problem == nil {
+        for entry in pending.entries where entry.problem == nil {
             if let document = entry.document, document.count <= processor.inputLimit {
                 let start = slot.batch.bytes.count
                 slot.batch.bytes += document
@@ -669,11 +678,21 @@ package final class RedisWorker<P: DocumentProcessor> {
                 slot.batch.lines.append(.oversized)
             }
         }
-        var processed = slot
-        if !slot.batch.lines.isEmpty {
-            runner.publish(slot)
-            processed = runner.waitForOldest()
-        }
+        let published = !slot.batch.lines.isEmpty
+        if published { runner.publish(slot) }
+        inFlight = (pending, slot, published)
+    }
+
+    /// The output line of each of `pending`'s entries, as `--jsonl` prints it (without its
+    /// newline), into ``lines``, in the entries' order: the batch ``startProcessing(_:)`` handed
+    /// over (started now if it was not), taken back complete.
+    private func process(_ pending: PendingCommit) -> [Result] {
+        if inFlight?.pending !== pending { startProcessing(pending) }
+        let (_, slot, published) = inFlight!
+        inFlight = nil
+        let entries = pending.entries
+        lines.removeAll(keepingCapacity: true)
+        let processed = published ? runner.waitForOldest() : slot
         var results: [Result] = []
         results.reserveCapacity(entries.count)
         var line = 0
@@ -711,9 +730,10 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// The `EVALSHA` of the commit script for `entries`, processed: group and consumer, then
     /// per entry id, kind, output line or code, message, deliveries. Entries that failed for a
     /// transient reason are held (``hold(_:reason:)``), not committed.
-    private func commitArguments(_ entries: [Entry]) -> [[UInt8]] {
-        let started = Self.nanoseconds()
-        let results = process(entries)
+    private func commitArguments(_ pending: PendingCommit) -> [[UInt8]] {
+        let started = pending.started ?? Self.nanoseconds()
+        let results = process(pending)
+        let entries = pending.entries
         var arguments: [[UInt8]] = [Array("EVALSHA".utf8), scriptHash, Array("3".utf8), input, output, deadLetter, group, consumer]
         arguments.reserveCapacity(8 + 5 * entries.count)
         var transient: [Entry] = []
@@ -749,6 +769,8 @@ package final class RedisWorker<P: DocumentProcessor> {
         let entries: [Entry]
         /// `nil` until processed; the first two are `EVALSHA` and the script's hash.
         var arguments: [[UInt8]]?
+        /// When its processing started, for the metrics' batch time.
+        var started: Int?
 
         init(_ entries: [Entry]) { self.entries = entries }
 
@@ -763,9 +785,17 @@ package final class RedisWorker<P: DocumentProcessor> {
         }
     }
 
-    /// Processes `pending`'s entries, unless that was done.
+    /// Starts processing `pending`'s entries (``startProcessing(_:)``), unless that was done.
+    private func startPreparing(_ pending: PendingCommit) {
+        guard pending.arguments == nil, inFlight?.pending !== pending else { return }
+        pending.started = Self.nanoseconds()
+        startProcessing(pending)
+    }
+
+    /// Processes `pending`'s entries, or takes back what ``startPreparing(_:)`` began, unless
+    /// that was done: its commit's arguments.
     private func prepare(_ pending: PendingCommit) {
-        if pending.arguments == nil { pending.arguments = commitArguments(pending.entries) }
+        if pending.arguments == nil { pending.arguments = commitArguments(pending) }
     }
 
     /// The script call of `pending` (processed), with the script's current hash.
