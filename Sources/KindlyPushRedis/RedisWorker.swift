@@ -795,6 +795,8 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// Processes `pending`'s entries, or takes back what ``startPreparing(_:)`` began, unless
     /// that was done: its commit's arguments.
     private func prepare(_ pending: PendingCommit) {
+        // Another batch on the threads is taken back first, its lines kept: one slot, one batch.
+        if let other = inFlight?.pending, other !== pending { prepare(other) }
         if pending.arguments == nil { pending.arguments = commitArguments(pending) }
     }
 
