@@ -103,10 +103,9 @@ package struct PushDecryptor {
             }
             try plaintext.withBytes { (buffer) throws(DecryptionFailure) in
                 let text = UnsafeRawBufferPointer(rebasing: buffer[0..<length])
-                switch DecryptedPayload.read(text) {
-                case .compact: output.append(contentsOf: text)
-                case .payload(let payload): JSONWriter.write(.object(payload.object), to: &output)
-                case .invalid(let problem): throw KindlyPushDecryption.badPlaintext(problem)
+                // In any spelling, written compactly without a tree.
+                if let problem = DecryptedPayload.appendCompact(text, to: &output) {
+                    throw KindlyPushDecryption.badPlaintext(problem)
                 }
             }
             return .decrypted

@@ -102,8 +102,25 @@ package struct PushSealer {
     package mutating func seal(
         plaintext: UnsafeRawBufferPointer, ephemeralSecretKey: SecureBytes?, nonce: [UInt8]?, appendingTo output: inout [UInt8]
     ) -> Outcome {
-        // A text too long to seal as it is needs its payload whatever its spelling: the tree.
-        let reading = fits(plaintext.count) ? DecryptedPayload.read(plaintext) : DecryptedPayload.Reading(DecryptedPayload.parse(plaintext))
+        // A text that fits is written compactly in any spelling, without a tree (the message
+        // buffer has room for it: a compact text is never longer); one too long to seal as it is
+        // needs its payload whatever its spelling: the tree.
+        let reading: DecryptedPayload.Reading
+        if fits(plaintext.count) {
+            message.removeAll(keepingCapacity: true)
+            message.reserveCapacity(WireFormat.maximumPayloadSize)
+            if let problem = DecryptedPayload.appendCompact(plaintext, to: &message) {
+                reading = .invalid(problem)
+            } else {
+                let message = message
+                return message.withUnsafeBytes { compact in
+                    refusal.map { .failed($0) }
+                        ?? sealMessage(compact, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
+                }
+            }
+        } else {
+            reading = DecryptedPayload.Reading(DecryptedPayload.parse(plaintext))
+        }
         // The general path's order: the input is JSON, then the recipient, then section 4.
         switch (reading, refusal) {
         case (.invalid(.notJSON(let error)), _): return .notJSON(error)
