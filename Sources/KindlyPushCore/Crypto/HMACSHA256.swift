@@ -33,6 +33,47 @@ package enum HMACSHA256 {
         }
     }
 
+    /// Runs `body` with the HMAC state keyed by `key` (RFC 2104's inner and outer pads already
+    /// hashed), on the stack and wiped after: several HMACs under one key (HKDF-Expand's `key`
+    /// and `base_nonce` from one PRK) each start from it (``authenticate(state:into:_:)``)
+    /// instead of hashing the key's pads again.
+    package static func withState<R>(key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        _ = Sodium.ready
+        return withUnsafeTemporaryAllocation(byteCount: stateSize, alignment: 16) { raw in
+            defer { SecureBytes.wipeScratch(raw) }
+            let state = raw.baseAddress!.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
+            // An empty key is the HashLen zero bytes of RFC 5869 section 2.2: HMAC pads both the same.
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { none in
+                let keyBase = key.count > 0 ? key.baseAddress!.assumingMemoryBound(to: UInt8.self) : UnsafePointer(none.baseAddress!)
+                crypto_auth_hmacsha256_init(state, keyBase, key.count)
+            }
+            return body(UnsafeRawBufferPointer(raw))
+        }
+    }
+
+    /// `HMAC(key, part₁ || part₂ || …)` from the state ``withState(key:_:)`` keyed, which is
+    /// copied (and the copy wiped), so that the state serves again.
+    package static func authenticate(
+        state keyed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, _ feed: ((UnsafeRawBufferPointer) -> Void) -> Void
+    ) {
+        precondition(keyed.count == stateSize && (1...outputLength).contains(out.count), "an HMAC-SHA256 output is 1...32 bytes")
+        withUnsafeTemporaryAllocation(byteCount: stateSize + outputLength, alignment: 16) { raw in
+            defer { SecureBytes.wipeScratch(raw) }
+            raw.copyMemory(from: keyed)
+            let state = raw.baseAddress!.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
+            let tag = raw.baseAddress!.advanced(by: stateSize).assumingMemoryBound(to: UInt8.self)
+            feed { part in
+                guard let base = part.baseAddress, part.count > 0 else { return }
+                crypto_auth_hmacsha256_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+            }
+            crypto_auth_hmacsha256_final(state, tag)
+            out.copyMemory(from: UnsafeRawBufferPointer(start: tag, count: out.count))
+        }
+    }
+
+    /// The state keyed by the empty key (HKDF-Extract's empty salt): public, made once.
+    package static let emptyKeyState: [UInt8] = withState(key: UnsafeRawBufferPointer(start: nil, count: 0)) { Array($0) }
+
     /// HKDF-Extract(salt, IKM) of RFC 5869 (`HMAC(salt, IKM)`, an empty salt being 32 zero bytes),
     /// with the IKM fed in parts; writes the 32-byte PRK into `out`.
     package static func extract(
@@ -54,6 +95,16 @@ package enum HMACSHA256 {
         }
     }
 
+    /// ``expand(prk:into:info:)`` from the state ``withState(key:_:)`` keyed with the PRK.
+    package static func expand(
+        prkState: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: ((UnsafeRawBufferPointer) -> Void) -> Void
+    ) {
+        authenticate(state: prkState, into: out) { update in
+            withoutActuallyEscaping(update) { info($0) }
+            withUnsafeBytes(of: UInt8(1)) { update($0) }
+        }
+    }
+
     /// `crypto_auth_hmacsha256_statebytes()`, rounded up to keep the tag behind it aligned.
-    private static let stateSize = (crypto_auth_hmacsha256_statebytes() + 15) / 16 * 16
+    package static let stateSize = (crypto_auth_hmacsha256_statebytes() + 15) / 16 * 16
 }

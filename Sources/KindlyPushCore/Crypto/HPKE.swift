@@ -57,12 +57,19 @@ package enum HPKE {
         suiteID: [UInt8], salt: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
         ikm: ((UnsafeRawBufferPointer) -> Void) -> Void = { _ in }
     ) {
-        HMACSHA256.extract(salt: salt, into: out) { update in
+        func feed(_ update: (UnsafeRawBufferPointer) -> Void) {
             versionLabel.withUnsafeBytes(update)
             suiteID.withUnsafeBytes(update)
             label.withUnsafeBytes(update)
             withoutActuallyEscaping(update) { ikm($0) }
         }
+        // The empty salt's keyed state is public and made once (DHKEM's `eae_prk` every push).
+        guard salt.count > 0 else {
+            precondition(out.count == HMACSHA256.outputLength)
+            HMACSHA256.emptyKeyState.withUnsafeBytes { HMACSHA256.authenticate(state: $0, into: out, feed) }
+            return
+        }
+        HMACSHA256.extract(salt: salt, into: out, ikm: feed)
     }
 
     /// `LabeledExpand(prk, label, info, L) = Expand(prk, I2OSP(L, 2) || "HPKE-v1" || suite_id ||
@@ -71,7 +78,18 @@ package enum HPKE {
         suiteID: [UInt8], prk: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
         info: ((UnsafeRawBufferPointer) -> Void) -> Void
     ) {
-        HMACSHA256.expand(prk: prk, into: out) { update in
+        HMACSHA256.withState(key: prk) { state in
+            labeledExpand(suiteID: suiteID, prkState: state, label: label, into: out, info: info)
+        }
+    }
+
+    /// ``labeledExpand(suiteID:prk:label:into:info:)`` from the HMAC state keyed with the PRK
+    /// (``HMACSHA256/withState(key:_:)``), for several expansions of one PRK.
+    package static func labeledExpand(
+        suiteID: [UInt8], prkState: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
+        info: ((UnsafeRawBufferPointer) -> Void) -> Void
+    ) {
+        HMACSHA256.expand(prkState: prkState, into: out) { update in
             withUnsafeBytes(of: UInt16(out.count).bigEndian, update)
             versionLabel.withUnsafeBytes(update)
             suiteID.withUnsafeBytes(update)
@@ -137,10 +155,13 @@ package enum HPKE {
             defer { SecureBytes.wipeScratch(secret) }
             labeledExtract(suiteID: suiteID, salt: sharedSecret, label: secretLabel, into: secret)
             let prk = UnsafeRawBufferPointer(secret)
-            labeledExpand(suiteID: suiteID, prk: prk, label: keyLabel, into: key) { $0(context) }
-            labeledExpand(suiteID: suiteID, prk: prk, label: baseNonceLabel, into: baseNonce) { $0(context) }
-            if let exporterSecret {
-                labeledExpand(suiteID: suiteID, prk: prk, label: exporterLabel, into: exporterSecret) { $0(context) }
+            // One keyed state for the expansions of `secret`: its pads are hashed once.
+            HMACSHA256.withState(key: prk) { state in
+                labeledExpand(suiteID: suiteID, prkState: state, label: keyLabel, into: key) { $0(context) }
+                labeledExpand(suiteID: suiteID, prkState: state, label: baseNonceLabel, into: baseNonce) { $0(context) }
+                if let exporterSecret {
+                    labeledExpand(suiteID: suiteID, prkState: state, label: exporterLabel, into: exporterSecret) { $0(context) }
+                }
             }
             secretOut?.copyMemory(from: prk)
         }
