@@ -152,6 +152,20 @@ struct Declarations {
     var files: [String: String] = [:]
     /// What the files import: the generated extensions need the types they extend.
     var modules: Set<String> = []
+    /// `static let NAME = Type.member` with no modifier, by where it stands: an option taken
+    /// as it is must say so (`.taken`), else it would not be listed (``checkPlainAliases()``).
+    var plainAliases: [(file: String, declared: String, type: String, member: String)] = []
+
+    /// Fails on a plain alias of another type's option: `static let keyring =
+    /// KeyringOptions.keyring` reads like `static let name = SealCommand.name`, and would be
+    /// left out of its command's list without a word.
+    func checkPlainAliases() throws {
+        for alias in plainAliases where entries[alias.type]?.contains(.option(alias.member)) == true {
+            throw GeneratorError(
+                "\(alias.file): 'static let \(alias.declared) = \(alias.type).\(alias.member)' names an option without a modifier: "
+                    + "write '\(alias.type).\(alias.member).taken' to take it as it is (or give it its own help)")
+        }
+    }
 
     mutating func add(_ entry: Entry, to type: String, file: String) throws {
         if entries[type] == nil {
@@ -217,6 +231,10 @@ func read(_ tokens: [Token], file: String, into declarations: inout Declarations
             guard isPunctuation("=", at: index + 3) else { break }
             if let entry = try entry(for: declared, initializer: index + 4) {
                 try declarations.add(entry, to: type, file: file)
+            } else if let first = name(at: index + 4), isPunctuation(".", at: index + 5), let member = name(at: index + 6),
+                !isPunctuation(".", at: index + 7), !isPunctuation("(", at: index + 7)
+            {
+                declarations.plainAliases.append((file, declared, first, member))
             }
         default:
             break
@@ -322,6 +340,11 @@ for path in arguments.dropFirst(2).sorted() {
     } catch {
         fail("\(error)".hasPrefix(name) ? "\(error)" : "\(name): \(error)")
     }
+}
+do {
+    try declarations.checkPlainAliases()
+} catch {
+    fail("\(error)")
 }
 let text = generate(declarations)
 // Written only when it changed, so that an unchanged list does not rebuild the module.

@@ -147,7 +147,7 @@ struct OptionListGeneratorTests {
         #expect(!generated.text.contains("Local"))
     }
 
-    @Test("a source it cannot read, or a type's options in two files, fails the build with the file's name")
+    @Test("a source it cannot read, a type's options in two files, or an option named without a modifier fails the build")
     func unreadable() throws {
         let open = try generate(["package enum Broken {\n    package static let flag = Flag(\"--flag\", \"\")\n"])
         #expect(open.status == 1)
@@ -155,6 +155,13 @@ struct OptionListGeneratorTests {
         let string = try generate(["package enum Broken { static let text = \"never ends }\n"])
         #expect(string.status == 1)
         #expect(string.error.contains("Source0.swift: a string literal does not end"), "\(string.error)")
+        // Another type's option named without a modifier would be left out of the list.
+        let plain = try generate([
+            "enum Group { static let flag = Flag(\"--flag\", \"\") }",
+            "struct Sample { static let name = Group.name\n static let flag = Group.flag }",
+        ])
+        #expect(plain.status == 1)
+        #expect(plain.error.contains("'static let flag = Group.flag' names an option without a modifier"), "\(plain.error)")
         let split = try generate([
             "extension Sample { static let a = Flag(\"--a\", \"\") }", "extension Sample { static let b = Flag(\"--b\", \"\") }",
         ])
