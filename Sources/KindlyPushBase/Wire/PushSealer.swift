@@ -105,12 +105,12 @@ package struct PushSealer {
         // A text that fits is written compactly in any spelling, without a tree (the message
         // buffer has room for it: a compact text is never longer); one too long to seal as it is
         // needs its payload whatever its spelling: the tree.
-        let reading: DecryptedPayload.Reading
+        let parsed: Result<DecryptedPayload, DecryptedPayload.Problem>
         if fits(plaintext.count) {
             message.removeAll(keepingCapacity: true)
             message.reserveCapacity(WireFormat.maximumPayloadSize)
             if let problem = DecryptedPayload.appendCompact(plaintext, to: &message) {
-                reading = .invalid(problem)
+                parsed = .failure(problem)
             } else {
                 let message = message
                 return message.withUnsafeBytes { compact in
@@ -119,16 +119,15 @@ package struct PushSealer {
                 }
             }
         } else {
-            reading = DecryptedPayload.Reading(DecryptedPayload.parse(plaintext))
+            parsed = DecryptedPayload.parse(plaintext)
         }
         // The general path's order: the input is JSON, then the recipient, then section 4.
-        switch (reading, refusal) {
-        case (.invalid(.notJSON(let error)), _): return .notJSON(error)
-        case (.invalid(.notObject(let kind)), _): return .notObject(kind)
+        switch (parsed, refusal) {
+        case (.failure(.notJSON(let error)), _): return .notJSON(error)
+        case (.failure(.notObject(let kind)), _): return .notObject(kind)
         case (_, let refusal?): return .failed(refusal)
-        case (.invalid(.breaksRule(let error)), nil): return .failed(.invalidPlaintext(error.description))
-        case (.compact, nil): return sealMessage(plaintext, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
-        case (.payload(let payload), nil):
+        case (.failure(.breaksRule(let error)), nil): return .failed(.invalidPlaintext(error.description))
+        case (.success(let payload), nil):
             do throws(KindlyPushSealer.SealingError) {
                 try seal(payload, ephemeralSecretKey: ephemeralSecretKey, nonce: nonce, appendingTo: &output)
                 return .sealed

@@ -14,23 +14,7 @@ package enum HMACSHA256 {
     package static func authenticate(
         key: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, _ feed: ((UnsafeRawBufferPointer) -> Void) -> Void
     ) {
-        _ = Sodium.ready
-        precondition((1...outputLength).contains(out.count), "an HMAC-SHA256 output is 1...32 bytes")
-        // Both scratch areas hold key-derived state: wiped together.
-        withUnsafeTemporaryAllocation(byteCount: stateSize + outputLength, alignment: 16) { raw in
-            defer { SecureBytes.wipeScratch(raw) }
-            let state = raw.baseAddress!.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
-            let tag = raw.baseAddress!.advanced(by: stateSize).assumingMemoryBound(to: UInt8.self)
-            // An empty key is the HashLen zero bytes of RFC 5869 section 2.2: HMAC pads both the same.
-            let keyBase = key.count > 0 ? key.baseAddress!.assumingMemoryBound(to: UInt8.self) : UnsafePointer(tag)
-            crypto_auth_hmacsha256_init(state, keyBase, key.count)
-            feed { part in
-                guard let base = part.baseAddress, part.count > 0 else { return }
-                crypto_auth_hmacsha256_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
-            }
-            crypto_auth_hmacsha256_final(state, tag)
-            out.copyMemory(from: UnsafeRawBufferPointer(start: tag, count: out.count))
-        }
+        withState(key: key) { state in authenticate(state: state, into: out, feed) }
     }
 
     /// Runs `body` with the HMAC state keyed by `key` (RFC 2104's inner and outer pads already
