@@ -425,24 +425,87 @@ package struct JSONTokenizer {
         index += 1
         let start = index
         skipPlainASCII()
-        while index < end {
-            let byte = base[index]
-            if byte >= 0x80 {
-                // Non-ASCII text tends to come in runs: stay in this loop for it.
-                guard utf8Sequence() else { return nil }
-            } else if byte == UInt8(ascii: "\"") {
-                index += 1
-                return start..<(index - 1)
-            } else if byte == UInt8(ascii: "\\") {
-                guard canonicalEscape() else { return nil }
-            } else if byte < 0x20 {
-                return nil
-            } else {
-                index += 1
-                skipPlainASCII()
+        return JSONTokenizer.plainTextAutomaton.withUnsafeBufferPointer { automaton -> Range<Int>? in
+            let rows = automaton.baseAddress!
+            while true {
+                // Eight bytes at a time through the automaton, with no branch per character
+                // (mixed scripts make a branch on each character's length a guess the CPU
+                // keeps losing). `resume` is the last point known to start a character.
+                var resume = index
+                var state = PlainTextState.text
+                while index + 8 <= end {
+                    for offset in 0..<8 { state = rows[Int(base[index + offset])] &>> state }
+                    state &= 63
+                    if state == PlainTextState.stop { break }
+                    index += 8
+                    if state == PlainTextState.text { resume = index }
+                }
+                // What stopped it (the closing quote, an escape, a byte that is not allowed),
+                // or the last bytes, one character at a time from `resume`.
+                index = resume
+                while true {
+                    guard index < end else { return nil }
+                    let byte = base[index]
+                    if byte >= 0x80 {
+                        guard utf8Sequence() else { return nil }
+                    } else if byte == UInt8(ascii: "\"") {
+                        index += 1
+                        return start..<(index - 1)
+                    } else if byte == UInt8(ascii: "\\") {
+                        guard canonicalEscape() else { return nil }
+                        break
+                    } else if byte < 0x20 {
+                        return nil
+                    } else {
+                        index += 1
+                    }
+                }
             }
         }
-        return nil
+    }
+
+    /// The states of ``plainTextAutomaton``, each the offset of its 6-bit field in a row.
+    private enum PlainTextState {
+        /// A byte that ends the fast scan: `"`, `\`, a control character, or not well-formed UTF-8.
+        static let stop: UInt64 = 0
+        /// Between characters.
+        static let text: UInt64 = 6
+        /// Inside a multi-byte character: one, two or three continuation bytes to come.
+        static let tail1: UInt64 = 12, tail2: UInt64 = 18, tail3: UInt64 = 24
+        /// After a lead byte whose second byte has a narrower range (no overlong forms, no
+        /// surrogates, nothing above U+10FFFF): E0 (A0–BF), ED (80–9F), F0 (90–BF), F4 (80–8F).
+        static let afterE0: UInt64 = 30, afterED: UInt64 = 36, afterF0: UInt64 = 42, afterF4: UInt64 = 48
+    }
+
+    /// A shift automaton for the text of a compact string: row `b` holds, in the 6-bit field at
+    /// each state's offset, the state after byte `b`; `stop` is absorbing (its field is zero in
+    /// every row). It accepts what ``utf8Sequence()`` accepts and stops where the character loop
+    /// must look: it only decides faster, never differently.
+    private static let plainTextAutomaton: [UInt64] = (0...255).map { (byte: Int) -> UInt64 in
+        typealias S = PlainTextState
+        var row: UInt64 = 0
+        func on(_ from: UInt64, go to: UInt64) { row |= to << from }
+        switch byte {
+        case 0x20...0x7F where byte != 0x22 && byte != 0x5C: on(S.text, go: S.text)
+        case 0xC2...0xDF: on(S.text, go: S.tail1)
+        case 0xE0: on(S.text, go: S.afterE0)
+        case 0xE1...0xEC, 0xEE...0xEF: on(S.text, go: S.tail2)
+        case 0xED: on(S.text, go: S.afterED)
+        case 0xF0: on(S.text, go: S.afterF0)
+        case 0xF1...0xF3: on(S.text, go: S.tail3)
+        case 0xF4: on(S.text, go: S.afterF4)
+        default: break
+        }
+        if (0x80...0xBF).contains(byte) {
+            on(S.tail1, go: S.text)
+            on(S.tail2, go: S.tail1)
+            on(S.tail3, go: S.tail2)
+        }
+        if (0xA0...0xBF).contains(byte) { on(S.afterE0, go: S.tail1) }
+        if (0x80...0x9F).contains(byte) { on(S.afterED, go: S.tail1) }
+        if (0x90...0xBF).contains(byte) { on(S.afterF0, go: S.tail2) }
+        if (0x80...0x8F).contains(byte) { on(S.afterF4, go: S.tail2) }
+        return row
     }
 
     /// An escape as ``JSONWriter/writeString(_:to:)`` writes it: `\"`, `\\`, `\n`, `\r`, `\t`,

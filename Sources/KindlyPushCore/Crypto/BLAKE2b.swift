@@ -68,8 +68,12 @@ package enum BLAKE2b {
     ) {
         _ = Sodium.ready
         precondition((1...64).contains(out.count), "BLAKE2b output length must be 1...64")
-        withUnsafeTemporaryAllocation(byteCount: stateSize, alignment: 64) { raw in
-            let state = OpaquePointer(raw.baseAddress!)
+        // A constant size on the stack (a size known only at run time, or an alignment of 64,
+        // sends the buffer to the heap: an allocation per hash); aligned to 64 by hand.
+        withUnsafeTemporaryAllocation(byteCount: stateCapacity + 64, alignment: 16) { buffer in
+            let base = buffer.baseAddress!.alignedUp(toMultipleOf: 64)
+            let raw = UnsafeMutableRawBufferPointer(start: base, count: stateCapacity)
+            let state = OpaquePointer(base)
             crypto_generichash_init(state, nil, 0, out.count)
             feed { part in
                 guard let base = part.baseAddress, part.count > 0 else { return }
@@ -80,8 +84,10 @@ package enum BLAKE2b {
         }
     }
 
-    /// `crypto_generichash_statebytes()`: the state is an over-aligned C struct Swift does not import.
-    private static let stateSize = crypto_generichash_statebytes()
+    /// Room for `crypto_generichash_statebytes()` (384 in every libsodium since 1.0.0; the state
+    /// is an over-aligned C struct Swift does not import), checked when libsodium starts
+    /// (``Sodium/ready``).
+    static let stateCapacity = 384
 
     private static func hash(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
         _ = crypto_generichash(

@@ -89,6 +89,9 @@ package enum HMACSHA256 {
         }
     }
 
-    /// `crypto_auth_hmacsha256_statebytes()`, rounded up to keep the tag behind it aligned.
-    package static let stateSize = (crypto_auth_hmacsha256_statebytes() + 15) / 16 * 16
+    /// Room for `crypto_auth_hmacsha256_statebytes()` (208 in every libsodium since 1.0.0),
+    /// rounded up to keep the tag behind it aligned; checked when libsodium starts
+    /// (``Sodium/ready``). A constant, so that the states live on the stack: a size known only at
+    /// run time sends them to the heap, an allocation per HMAC.
+    package static let stateSize = 208
 }

@@ -9,6 +9,11 @@ package enum Sodium {
         guard sodium_init() >= 0 else {
             fatalError("libsodium could not be initialised")
         }
+        // The hash states live in buffers of a constant size (on the stack): this libsodium's must fit.
+        precondition(
+            crypto_generichash_statebytes() <= BLAKE2b.stateCapacity
+                && crypto_auth_hmacsha256_statebytes() <= HMACSHA256.stateSize,
+            "libsodium's hash states are larger than this build allows for")
     }()
 
     /// Fills `buffer` with bytes from the operating system's CSPRNG.

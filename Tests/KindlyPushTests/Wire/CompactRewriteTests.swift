@@ -106,4 +106,57 @@ struct CompactRewriteTests {
             }
         }
     }
+
+    /// What ``JSONTokenizer/compactString()`` must say of the string at the start of `text`:
+    /// its contents' range when the strict reader reads it and the writer spells its text the
+    /// same way, else `nil`.
+    static func expectedCompactString(_ text: [UInt8]) -> Range<Int>? {
+        text.withUnsafeBytes { raw -> Range<Int>? in
+            var reader = JSONTokenizer(raw)
+            var decoded: [UInt8] = []
+            guard let token = try? reader.string(&decoded) else { return nil }
+            let contents = token.hasEscapes ? decoded : Array(raw[token.raw])
+            var written: [UInt8] = []
+            contents.withUnsafeBytes { JSONWriter.writeString(utf8: $0, to: &written) }
+            return written.elementsEqual(raw[(token.raw.lowerBound - 1)...token.raw.upperBound]) ? token.raw : nil
+        }
+    }
+
+    @Test("compact strings: the eight-byte automaton decides exactly as the writer spells, at every offset")
+    func compactStrings() {
+        var generator = SeededGenerator(seed: 3535)
+        // Each length of character and its edges, and each way a byte breaks a compact string:
+        // a bad or cut-short sequence, an overlong form, a surrogate, a control character, an
+        // escape the writer would not write, the closing quote.
+        let pieces: [[UInt8]] = [
+            Array("a".utf8), Array(" ".utf8), Array("~\u{7F}".utf8), Array("é".utf8), Array("\u{80}".utf8), Array("\u{7FF}".utf8),
+            Array("\u{800}".utf8), Array("世".utf8), Array("\u{D7FF}".utf8), Array("\u{E000}".utf8), Array("\u{FFFF}".utf8),
+            Array("\u{10000}".utf8), Array("🍜".utf8), Array("\u{10FFFF}".utf8), Array(#"\""#.utf8), Array(#"\\"#.utf8),
+            Array(#"\n"#.utf8), Array(#"\u001f"#.utf8), [0x22], [0x5C], [0x01], [0x1F], [0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF],
+            [0xC3], [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xED, 0xA0, 0x80], [0xED, 0xBF, 0xBF], [0xE4, 0xB8],
+            [0xF0, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF0, 0x9F, 0x8D], [0xF5, 0x80, 0x80, 0x80], [0xFE], [0xFF],
+            Array(#"\u001F"#.utf8), Array(#"\u0041"#.utf8), Array(#"\/"#.utf8), Array(#"\u0009"#.utf8), Array(#"\x"#.utf8),
+        ]
+        var compact = 0
+        for round in 0..<20000 {
+            // Mostly good text (the first 16 pieces), so that the bytes that break it fall at
+            // every offset of the automaton's eight.
+            var text: [UInt8] = [0x22]
+            for _ in 0..<Int.random(in: 0...40, using: &generator) {
+                let good = Int.random(in: 0..<10, using: &generator) < 8
+                text += good ? pieces[Int.random(in: 0..<16, using: &generator)] : pieces.randomElement(using: &generator)!
+            }
+            // Closed, or cut short where the text ends.
+            if round % 5 != 0 { text += [0x22] + Array(",\"x\":1}".utf8) }
+            let expected = Self.expectedCompactString(text)
+            let found = text.withUnsafeBytes { raw -> Range<Int>? in
+                var reader = JSONTokenizer(raw, compact: true)
+                return reader.compactString()
+            }
+            #expect(found == expected, "\(text.map { String($0, radix: 16) })")
+            if expected != nil { compact += 1 }
+        }
+        // Both answers come up often.
+        #expect(compact > 2000 && compact < 18000, "\(compact) of 20000")
+    }
 }
