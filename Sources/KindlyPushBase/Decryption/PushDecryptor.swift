@@ -29,6 +29,9 @@ package struct PushDecryptor {
     private var plaintext: [UInt8] = []
     /// The decoded text of envelope strings and names that hold escapes.
     private var scratch: [UInt8] = []
+    /// The last push's key id and sender id (public).
+    private var lastKid: KeyID?
+    private var lastSid: SenderID?
 
     /// What ``decrypt(_:appendingTo:)`` did.
     package enum Outcome: Sendable, Equatable {
@@ -81,8 +84,16 @@ package struct PushDecryptor {
                     }
                 }
             }.get()
-            let kid = KeyID(bytes: Array(fields[envelope.kid]))!
-            let sid = envelope.senderID.map { SenderID(bytes: Array(fields[$0]))! }
+            // The last push's kid and sid when the bytes are the same (a stream is mostly for one
+            // key, from one sender): no array made per push.
+            if lastKid.map({ !$0.bytes.elementsEqual(fields[envelope.kid]) }) ?? true {
+                lastKid = KeyID(bytes: Array(fields[envelope.kid]))!
+            }
+            let kid = lastKid!
+            if let range = envelope.senderID, lastSid.map({ !$0.bytes.elementsEqual(fields[range]) }) ?? true {
+                lastSid = SenderID(bytes: Array(fields[range]))!
+            }
+            let sid = envelope.senderID == nil ? nil : lastSid
             let key = try decryption.key(for: kid)
             let sender = try decryption.trustedSender(for: sid, version: envelope.version)
             let binding = try KindlyPushDecryption.binding(of: key, with: sender)

@@ -10,9 +10,9 @@ package enum HMACSHA256 {
     package static let outputLength = 32
 
     /// `HMAC(key, part₁ || part₂ || …)` written into `out` (at most 32 bytes: a longer tag is cut
-    /// to `out.count`, as HKDF-Expand cuts its last block). `feed` calls `update` once per part.
+    /// to `out.count`, as HKDF-Expand cuts its last block). `feed` appends each part to the ``Message``.
     package static func authenticate(
-        key: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, _ feed: ((UnsafeRawBufferPointer) -> Void) -> Void
+        key: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, _ feed: (Message) -> Void
     ) {
         withState(key: key) { state in authenticate(state: state, into: out, feed) }
     }
@@ -38,7 +38,7 @@ package enum HMACSHA256 {
     /// `HMAC(key, part₁ || part₂ || …)` from the state ``withState(key:_:)`` keyed, which is
     /// copied (and the copy wiped), so that the state serves again.
     package static func authenticate(
-        state keyed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, _ feed: ((UnsafeRawBufferPointer) -> Void) -> Void
+        state keyed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, _ feed: (Message) -> Void
     ) {
         precondition(keyed.count == stateSize && (1...outputLength).contains(out.count), "an HMAC-SHA256 output is 1...32 bytes")
         withUnsafeTemporaryAllocation(byteCount: stateSize + outputLength, alignment: 16) { raw in
@@ -46,10 +46,7 @@ package enum HMACSHA256 {
             raw.copyMemory(from: keyed)
             let state = raw.baseAddress!.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
             let tag = raw.baseAddress!.advanced(by: stateSize).assumingMemoryBound(to: UInt8.self)
-            feed { part in
-                guard let base = part.baseAddress, part.count > 0 else { return }
-                crypto_auth_hmacsha256_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
-            }
+            feed(Message(state: state))
             crypto_auth_hmacsha256_final(state, tag)
             out.copyMemory(from: UnsafeRawBufferPointer(start: tag, count: out.count))
         }
@@ -61,7 +58,7 @@ package enum HMACSHA256 {
     /// HKDF-Extract(salt, IKM) of RFC 5869 (`HMAC(salt, IKM)`, an empty salt being 32 zero bytes),
     /// with the IKM fed in parts; writes the 32-byte PRK into `out`.
     package static func extract(
-        salt: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, ikm: ((UnsafeRawBufferPointer) -> Void) -> Void
+        salt: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, ikm: (Message) -> Void
     ) {
         precondition(out.count == outputLength)
         authenticate(key: salt, into: out, ikm)
@@ -70,22 +67,35 @@ package enum HMACSHA256 {
     /// HKDF-Expand(PRK, info, L) of RFC 5869 for `L = out.count` ≤ 32, the only lengths HPKE's
     /// cipher suite asks for: `T(1) = HMAC(PRK, info || 0x01)`, cut to `L`. The info is fed in parts.
     package static func expand(
-        prk: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: ((UnsafeRawBufferPointer) -> Void) -> Void
+        prk: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: (Message) -> Void
     ) {
         precondition(prk.count == outputLength && (1...outputLength).contains(out.count), "HKDF-Expand here gives 1...32 bytes")
-        authenticate(key: prk, into: out) { update in
-            withoutActuallyEscaping(update) { info($0) }
-            withUnsafeBytes(of: UInt8(1)) { update($0) }
+        authenticate(key: prk, into: out) { message in
+            info(message)
+            withUnsafeBytes(of: UInt8(1)) { message.append($0) }
         }
     }
 
     /// ``expand(prk:into:info:)`` from the state ``withState(key:_:)`` keyed with the PRK.
     package static func expand(
-        prkState: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: ((UnsafeRawBufferPointer) -> Void) -> Void
+        prkState: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: (Message) -> Void
     ) {
-        authenticate(state: prkState, into: out) { update in
-            withoutActuallyEscaping(update) { info($0) }
-            withUnsafeBytes(of: UInt8(1)) { update($0) }
+        authenticate(state: prkState, into: out) { message in
+            info(message)
+            withUnsafeBytes(of: UInt8(1)) { message.append($0) }
+        }
+    }
+
+    /// The message of an HMAC being computed, given in parts: each ``append(_:)`` hashes one
+    /// part into the state (no copy of the parts into one buffer). A value, not a closure, so
+    /// that a caller hands it on to its own caller's parts without a closure made per HMAC.
+    package struct Message {
+        fileprivate let state: UnsafeMutablePointer<crypto_auth_hmacsha256_state>
+
+        /// Hashes `part` into the message.
+        package func append(_ part: UnsafeRawBufferPointer) {
+            guard let base = part.baseAddress, part.count > 0 else { return }
+            crypto_auth_hmacsha256_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
         }
     }
 

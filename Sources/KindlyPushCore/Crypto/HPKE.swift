@@ -55,13 +55,13 @@ package enum HPKE {
     /// with `ikm` fed in parts; writes 32 bytes.
     package static func labeledExtract(
         suiteID: [UInt8], salt: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
-        ikm: ((UnsafeRawBufferPointer) -> Void) -> Void = { _ in }
+        ikm: (HMACSHA256.Message) -> Void = { _ in }
     ) {
-        func feed(_ update: (UnsafeRawBufferPointer) -> Void) {
-            versionLabel.withUnsafeBytes(update)
-            suiteID.withUnsafeBytes(update)
-            label.withUnsafeBytes(update)
-            withoutActuallyEscaping(update) { ikm($0) }
+        func feed(_ message: HMACSHA256.Message) {
+            versionLabel.withUnsafeBytes { message.append($0) }
+            suiteID.withUnsafeBytes { message.append($0) }
+            label.withUnsafeBytes { message.append($0) }
+            ikm(message)
         }
         // The empty salt's keyed state is public and made once (DHKEM's `eae_prk` every push).
         guard salt.count > 0 else {
@@ -76,7 +76,7 @@ package enum HPKE {
     /// label || info, L)` for `L = out.count` ≤ 32, with `info` fed in parts.
     package static func labeledExpand(
         suiteID: [UInt8], prk: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
-        info: ((UnsafeRawBufferPointer) -> Void) -> Void
+        info: (HMACSHA256.Message) -> Void
     ) {
         HMACSHA256.withState(key: prk) { state in
             labeledExpand(suiteID: suiteID, prkState: state, label: label, into: out, info: info)
@@ -87,14 +87,14 @@ package enum HPKE {
     /// (``HMACSHA256/withState(key:_:)``), for several expansions of one PRK.
     package static func labeledExpand(
         suiteID: [UInt8], prkState: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
-        info: ((UnsafeRawBufferPointer) -> Void) -> Void
+        info: (HMACSHA256.Message) -> Void
     ) {
-        HMACSHA256.expand(prkState: prkState, into: out) { update in
-            withUnsafeBytes(of: UInt16(out.count).bigEndian, update)
-            versionLabel.withUnsafeBytes(update)
-            suiteID.withUnsafeBytes(update)
-            label.withUnsafeBytes(update)
-            withoutActuallyEscaping(update) { info($0) }
+        HMACSHA256.expand(prkState: prkState, into: out) { message in
+            withUnsafeBytes(of: UInt16(out.count).bigEndian) { message.append($0) }
+            versionLabel.withUnsafeBytes { message.append($0) }
+            suiteID.withUnsafeBytes { message.append($0) }
+            label.withUnsafeBytes { message.append($0) }
+            info(message)
         }
     }
 
@@ -112,14 +112,15 @@ package enum HPKE {
         withUnsafeTemporaryAllocation(byteCount: HMACSHA256.outputLength, alignment: 16) { prk in
             defer { SecureBytes.wipeScratch(prk) }
             labeledExtract(suiteID: kemSuiteID, salt: UnsafeRawBufferPointer(start: nil, count: 0), label: eaePRKLabel, into: prk) {
-                update in
-                update(ephemeral)
-                if let sender { update(sender.sharedSecret) }
+                message in
+                message.append(ephemeral)
+                if let sender { message.append(sender.sharedSecret) }
             }
-            labeledExpand(suiteID: kemSuiteID, prk: UnsafeRawBufferPointer(prk), label: sharedSecretLabel, into: sharedSecret) { update in
-                update(enc)
-                update(pkR)
-                if let sender { update(sender.publicKey) }
+            labeledExpand(suiteID: kemSuiteID, prk: UnsafeRawBufferPointer(prk), label: sharedSecretLabel, into: sharedSecret) {
+                message in
+                message.append(enc)
+                message.append(pkR)
+                if let sender { message.append(sender.publicKey) }
             }
         }
     }
@@ -136,7 +137,7 @@ package enum HPKE {
             labeledExtract(
                 suiteID: suiteID, salt: none, label: pskIDHashLabel, into: UnsafeMutableRawBufferPointer(rebasing: out[1..<33]))
             labeledExtract(suiteID: suiteID, salt: none, label: infoHashLabel, into: UnsafeMutableRawBufferPointer(rebasing: out[33...])) {
-                $0(info)
+                $0.append(info)
             }
         }
         return context
@@ -157,10 +158,10 @@ package enum HPKE {
             let prk = UnsafeRawBufferPointer(secret)
             // One keyed state for the expansions of `secret`: its pads are hashed once.
             HMACSHA256.withState(key: prk) { state in
-                labeledExpand(suiteID: suiteID, prkState: state, label: keyLabel, into: key) { $0(context) }
-                labeledExpand(suiteID: suiteID, prkState: state, label: baseNonceLabel, into: baseNonce) { $0(context) }
+                labeledExpand(suiteID: suiteID, prkState: state, label: keyLabel, into: key) { $0.append(context) }
+                labeledExpand(suiteID: suiteID, prkState: state, label: baseNonceLabel, into: baseNonce) { $0.append(context) }
                 if let exporterSecret {
-                    labeledExpand(suiteID: suiteID, prkState: state, label: exporterLabel, into: exporterSecret) { $0(context) }
+                    labeledExpand(suiteID: suiteID, prkState: state, label: exporterLabel, into: exporterSecret) { $0.append(context) }
                 }
             }
             secretOut?.copyMemory(from: prk)
