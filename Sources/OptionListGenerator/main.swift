@@ -275,7 +275,9 @@ func generate(_ declarations: Declarations) -> String {
         // of each type below: do not edit. Each list is in the order its options are declared.
 
         """
-    for module in declarations.modules.sorted() { text += "package import \(module)\n" }
+    // Internal: the lists name only this module's types (a package import the lists do not
+    // use is a warning in every build).
+    for module in declarations.modules.sorted() { text += "internal import \(module)\n" }
     for type in declarations.order {
         let entries = declarations.entries[type]!
         var parts: [String] = []

@@ -136,7 +136,7 @@ struct OptionListGeneratorTests {
             """#
         ])
         #expect(generated.status == 0, "\(generated.error)")
-        #expect(generated.text.contains("package import KindlyPushBase\n"))
+        #expect(generated.text.contains("internal import KindlyPushBase\n"))
         #expect(
             generated.text.contains(
                 "package static let options: [OptionSpec] = [first.spec, keyring.spec, number.spec] + stream.specs + [required.spec, help.spec]"
