@@ -32,6 +32,9 @@ package struct PushDecryptor {
     /// The last push's key id and sender id (public).
     private var lastKid: KeyID?
     private var lastSid: SenderID?
+    /// The last push's sender binding (version 2, version 3 mode_auth) and the device public key
+    /// it was made for. Its secret is the cache's (kept between pushes, section 7).
+    private var lastBinding: (device: [UInt8], binding: SenderBinding)?
 
     /// What ``decrypt(_:appendingTo:)`` did.
     package enum Outcome: Sendable, Equatable {
@@ -53,6 +56,7 @@ package struct PushDecryptor {
 
     /// Zeroes the reused buffers, which hold the last plaintexts: for the end of a run.
     package mutating func wipe() {
+        lastBinding = nil
         fields.wipeCapacity()
         plaintext.wipeCapacity()
         scratch.wipeCapacity()
@@ -96,7 +100,7 @@ package struct PushDecryptor {
             let sid = envelope.senderID == nil ? nil : lastSid
             let key = try decryption.key(for: kid)
             let sender = try decryption.trustedSender(for: sid, version: envelope.version)
-            let binding = try KindlyPushDecryption.binding(of: key, with: sender)
+            let binding = try senderBinding(of: key, with: sender)
             if plaintext.count < envelope.ciphertext.count {
                 // The old buffer holds the last plaintext: zeroed before it is let go.
                 plaintext.wipeCapacity()
@@ -121,8 +125,27 @@ package struct PushDecryptor {
             }
             return .decrypted
         } catch {
+            // A key or pin that is gone is refused before the binding is asked for; its secret
+            // is not kept here either.
+            lastBinding = nil
             return .failed(error)
         }
+    }
+
+    /// ``KindlyPushDecryption/binding(of:with:)`` (the process's ``SenderSecretCache``), or the
+    /// last push's binding when the keyring gave the same device key and the same trusted
+    /// sender key again: a stream from one sender takes no lock and hashes nothing per push.
+    private mutating func senderBinding(of key: DeviceKey, with sender: SenderPublicKey?) throws(DecryptionFailure)
+        -> SenderBinding?
+    {
+        guard let sender else { return nil }
+        if let last = lastBinding, last.binding.publicKey == sender, last.device == key.publicKey.rawRepresentation {
+            return last.binding
+        }
+        lastBinding = nil
+        let binding = try KindlyPushDecryption.binding(of: key, with: sender)
+        lastBinding = binding.map { (key.publicKey.rawRepresentation, $0) }
+        return binding
     }
 }
 

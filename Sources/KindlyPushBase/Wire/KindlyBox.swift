@@ -257,7 +257,7 @@ package enum KindlyBox {
 /// push from that sender to that device, so it is computed once and kept (``SenderSecretCache``
 /// on the device, ``PushSealer`` on the backend): version 2 costs no more X25519 per push than
 /// version 1.
-package struct SenderBinding: Sendable {
+package final class SenderBinding: Sendable {
     /// `spk`, as the device pinned it or as the sender's own.
     package let publicKey: SenderPublicKey
     /// `ss_s`, 32 bytes, never all zeros.

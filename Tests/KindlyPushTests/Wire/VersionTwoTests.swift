@@ -182,6 +182,35 @@ struct VersionTwoTests {
         #expect(Self.reason(reader.decryptResult(userInfo: v2)) == .keyUnavailable)
     }
 
+    @Test("a stream's reader reuses the last push's binding only while the keyring trusts its sender, and lets it go on a refusal")
+    func streamBinding() throws {
+        let keyring = InMemoryKeyring(keys: [device], pinnedSenders: [sender.publicKey])
+        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: keyring))
+        let bytes = JSONWriter.compactBytes(try push(from: sender))
+        var output: [UInt8] = []
+        func decrypt() -> PushDecryptor.Outcome {
+            output.removeAll()
+            return bytes.withUnsafeBytes { decryptor.decrypt($0, appendingTo: &output) }
+        }
+        #expect(decrypt() == .decrypted)
+        #expect(decrypt() == .decrypted)
+        #expect(output == JSONWriter.compactBytes(.object(Self.payload.object)))
+        let recorder = WipeRecorder()
+        try recorder.observing {
+            try keyring.unpinSender(sender.sid)
+            // Refused (reason 5) with the last push's binding at hand; the reader lets its copy
+            // go, so that the secret, evicted from the cache, is wiped now and not at the run's end.
+            guard case .failed(let failure) = decrypt() else {
+                Issue.record("a push from an unpinned sender decrypted")
+                return
+            }
+            #expect(failure.reason == .untrustedSender)
+        }
+        #expect(recorder.buffers.withLock { $0 }.contains { $0.count >= 32 && $0.allSatisfy { $0 == 0 } })
+        try keyring.pinSender(sender.publicKey, label: "again")
+        #expect(decrypt() == .decrypted)
+    }
+
     @Test("the file and caching keyrings drop the kept secret on delete and unpin as well")
     func cachedSecretFileKeyring() throws {
         let folder = try TemporaryFolder()
