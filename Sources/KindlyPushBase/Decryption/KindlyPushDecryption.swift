@@ -91,19 +91,15 @@ public struct KindlyPushDecryption: Sendable {
     ) throws(DecryptionFailure) -> SenderPublicKey? {
         if let sid, let key = pinned.first(where: { $0.sid == sid }) { return key }
         var inPinnedMode = !pinned.isEmpty
-        if sid != nil || !inPinnedMode {
-            // Asked through the optional, not bound to a constant: binding copies the keyring
-            // (an existential) on every push.
-            let stored: [PinnedSender]?
+        if let keyring, sid != nil || !inPinnedMode {
+            let stored: [PinnedSender]
             do throws(KeyringError) {
-                stored = try keyring?.pinnedSenders()
+                stored = try keyring.pinnedSenders()
             } catch {
                 throw DecryptionFailure(.untrustedSender, "the pinned sender keys cannot be read (\(error))")
             }
-            if let stored {
-                if let sid, let entry = stored.first(where: { $0.sid == sid }) { return entry.publicKey }
-                inPinnedMode = inPinnedMode || !stored.isEmpty
-            }
+            if let sid, let entry = stored.first(where: { $0.sid == sid }) { return entry.publicKey }
+            inPinnedMode = inPinnedMode || !stored.isEmpty
         }
         if let sid { throw DecryptionFailure(.untrustedSender, "no pinned sender key has sid \(sid)") }
         guard !inPinnedMode else {
