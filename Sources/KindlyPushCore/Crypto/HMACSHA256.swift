@@ -21,17 +21,26 @@ package enum HMACSHA256 {
     /// hashed), on the stack and wiped after: several HMACs under one key (HKDF-Expand's `key`
     /// and `base_nonce` from one PRK) each start from it (``authenticate(state:into:_:)``)
     /// instead of hashing the key's pads again.
+    ///
+    /// The empty key's state (HKDF-Extract's empty salt: DHKEM's `eae_prk` on every version 3
+    /// push) is public and made once.
     package static func withState<R>(key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        _ = Sodium.ready
+        guard key.count > 0 else { return emptyKeyState.withUnsafeBytes(body) }
         return withUnsafeTemporaryAllocation(byteCount: stateSize, alignment: 16) { raw in
             defer { SecureBytes.wipeScratch(raw) }
-            let state = raw.baseAddress!.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
-            // An empty key is the HashLen zero bytes of RFC 5869 section 2.2: HMAC pads both the same.
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { none in
-                let keyBase = key.count > 0 ? key.baseAddress!.assumingMemoryBound(to: UInt8.self) : UnsafePointer(none.baseAddress!)
-                crypto_auth_hmacsha256_init(state, keyBase, key.count)
-            }
+            initialize(raw, key: key)
             return body(UnsafeRawBufferPointer(raw))
+        }
+    }
+
+    /// Keys the state in `raw` with `key` (RFC 2104's pads hashed).
+    private static func initialize(_ raw: UnsafeMutableRawBufferPointer, key: UnsafeRawBufferPointer) {
+        _ = Sodium.ready
+        let state = raw.baseAddress!.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
+        // An empty key is the HashLen zero bytes of RFC 5869 section 2.2: HMAC pads both the same.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { none in
+            let keyBase = key.count > 0 ? key.baseAddress!.assumingMemoryBound(to: UInt8.self) : UnsafePointer(none.baseAddress!)
+            crypto_auth_hmacsha256_init(state, keyBase, key.count)
         }
     }
 
@@ -52,8 +61,12 @@ package enum HMACSHA256 {
         }
     }
 
-    /// The state keyed by the empty key (HKDF-Extract's empty salt): public, made once.
-    package static let emptyKeyState: [UInt8] = withState(key: UnsafeRawBufferPointer(start: nil, count: 0)) { Array($0) }
+    /// The state keyed by the empty key (``withState(key:_:)``).
+    private static let emptyKeyState: [UInt8] = {
+        var state = [UInt8](repeating: 0, count: stateSize)
+        state.withUnsafeMutableBytes { initialize($0, key: UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return state
+    }()
 
     /// HKDF-Extract(salt, IKM) of RFC 5869 (`HMAC(salt, IKM)`, an empty salt being 32 zero bytes),
     /// with the IKM fed in parts; writes the 32-byte PRK into `out`.
@@ -65,18 +78,9 @@ package enum HMACSHA256 {
     }
 
     /// HKDF-Expand(PRK, info, L) of RFC 5869 for `L = out.count` ≤ 32, the only lengths HPKE's
-    /// cipher suite asks for: `T(1) = HMAC(PRK, info || 0x01)`, cut to `L`. The info is fed in parts.
-    package static func expand(
-        prk: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: (Message) -> Void
-    ) {
-        precondition(prk.count == outputLength && (1...outputLength).contains(out.count), "HKDF-Expand here gives 1...32 bytes")
-        authenticate(key: prk, into: out) { message in
-            info(message)
-            withUnsafeBytes(of: UInt8(1)) { message.append($0) }
-        }
-    }
-
-    /// ``expand(prk:into:info:)`` from the state ``withState(key:_:)`` keyed with the PRK.
+    /// cipher suite asks for: `T(1) = HMAC(PRK, info || 0x01)`, cut to `L`, from the state
+    /// ``withState(key:_:)`` keyed with the PRK (several expansions of one PRK hash its pads
+    /// once). The info is fed in parts.
     package static func expand(
         prkState: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, info: (Message) -> Void
     ) {

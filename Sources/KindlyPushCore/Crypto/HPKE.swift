@@ -57,19 +57,12 @@ package enum HPKE {
         suiteID: [UInt8], salt: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
         ikm: (HMACSHA256.Message) -> Void = { _ in }
     ) {
-        func feed(_ message: HMACSHA256.Message) {
+        HMACSHA256.extract(salt: salt, into: out) { message in
             versionLabel.withUnsafeBytes { message.append($0) }
             suiteID.withUnsafeBytes { message.append($0) }
             label.withUnsafeBytes { message.append($0) }
             ikm(message)
         }
-        // The empty salt's keyed state is public and made once (DHKEM's `eae_prk` every push).
-        guard salt.count > 0 else {
-            precondition(out.count == HMACSHA256.outputLength)
-            HMACSHA256.emptyKeyState.withUnsafeBytes { HMACSHA256.authenticate(state: $0, into: out, feed) }
-            return
-        }
-        HMACSHA256.extract(salt: salt, into: out, ikm: feed)
     }
 
     /// `LabeledExpand(prk, label, info, L) = Expand(prk, I2OSP(L, 2) || "HPKE-v1" || suite_id ||
