@@ -90,14 +90,13 @@ package struct PushDecryptor {
             }.get()
             // The last push's kid and sid when the bytes are the same (a stream is mostly for one
             // key, from one sender): no array made per push.
-            if lastKid.map({ !$0.bytes.elementsEqual(fields[envelope.kid]) }) ?? true {
-                lastKid = KeyID(bytes: Array(fields[envelope.kid]))!
-            }
+            if lastKid?.bytes.elementsEqual(fields[envelope.kid]) != true { lastKid = KeyID(bytes: Array(fields[envelope.kid])) }
             let kid = lastKid!
-            if let range = envelope.senderID, lastSid.map({ !$0.bytes.elementsEqual(fields[range]) }) ?? true {
-                lastSid = SenderID(bytes: Array(fields[range]))!
+            var sid: SenderID?
+            if let range = envelope.senderID {
+                if lastSid?.bytes.elementsEqual(fields[range]) != true { lastSid = SenderID(bytes: Array(fields[range])) }
+                sid = lastSid!
             }
-            let sid = envelope.senderID == nil ? nil : lastSid
             let key = try decryption.key(for: kid)
             let sender = try decryption.trustedSender(for: sid, version: envelope.version)
             let binding = try senderBinding(of: key, with: sender)

@@ -182,11 +182,14 @@ struct VersionTwoTests {
         #expect(Self.reason(reader.decryptResult(userInfo: v2)) == .keyUnavailable)
     }
 
-    @Test("a stream's reader reuses the last push's binding only while the keyring trusts its sender, and lets it go on a refusal")
-    func streamBinding() throws {
+    @Test(
+        "a stream's reader reuses the last push's binding only while the keyring trusts its sender, and lets it go on a refusal",
+        arguments: [WireVersion.two, .three])
+    func streamBinding(_ version: WireVersion) throws {
         let keyring = InMemoryKeyring(keys: [device], pinnedSenders: [sender.publicKey])
         var decryptor = PushDecryptor(KindlyPushDecryption(keyring: keyring))
-        let bytes = JSONWriter.compactBytes(try push(from: sender))
+        // Version 2, or version 3 mode_auth: the same binding (`DH(sk, spk)`).
+        let bytes = try KindlyPushSealer.seal(Self.payload, for: device.publicKey, wire: version, from: sender)
         var output: [UInt8] = []
         func decrypt() -> PushDecryptor.Outcome {
             output.removeAll()
