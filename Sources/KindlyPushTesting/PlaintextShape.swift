@@ -1,6 +1,6 @@
 package import KindlyPush
 
-/// The independent statement of what ``DecryptedPayload/read(_:)`` takes as compact, for the
+/// The independent statement of what ``DecryptedPayload/isCompact(_:)`` takes as compact, for the
 /// tests and the fuzz target that check the reader against the tree path: the writer writes the
 /// object as `text`, every member's value is a scalar (nested values need the duplicate rule at
 /// every depth, the tree's), `sent_at` is digits alone, and there are at most 16 members.

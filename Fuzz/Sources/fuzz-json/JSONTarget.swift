@@ -18,7 +18,11 @@ enum JSONTarget {
             value = try JSONReader.parse(input)
         } catch {
             require(error.offset >= 0 && error.offset <= input.count, "error offset \(error.offset) outside 0...\(input.count)")
-            require(DecryptedPayload.read(input) == .invalid(.notJSON(error)), "the plaintext reader misses the tree's \(error)")
+            var output: [UInt8] = []
+            require(
+                DecryptedPayload.appendCompact(input, to: &output) == .notJSON(error) && output.isEmpty,
+                "the plaintext reader misses the tree's \(error)")
+            require(!DecryptedPayload.isCompact(input), "a text that is not JSON taken as a compact plaintext")
             if let text {
                 do {
                     _ = try JSONValue(parsing: text)
@@ -52,32 +56,35 @@ enum JSONTarget {
         checkPlaintextReading(input, value)
     }
 
-    /// The one plaintext reader (``DecryptedPayload/read(_:)``, one pass, compact first) against
-    /// the tree path on a text that is JSON: the same payload or the same refusal, and `.compact`
-    /// exactly when the writer writes the payload as the text, every extra is a scalar, `sent_at`
-    /// is digits alone and there are at most 16 members.
+    /// The one plaintext reader (``DecryptedPayload/appendCompact(_:to:)``, what decrypt and seal
+    /// run) against the tree path on a text that is JSON: the compact form of the same payload,
+    /// or the same refusal with nothing written; and ``DecryptedPayload/isCompact(_:)`` exactly
+    /// when the writer writes the payload as the text, every extra is a scalar, `sent_at` is
+    /// digits alone and there are at most 16 members.
     static func checkPlaintextReading(_ input: UnsafeRawBufferPointer, _ value: JSONValue) {
-        let reading = DecryptedPayload.read(input)
+        var output: [UInt8] = []
+        let problem = DecryptedPayload.appendCompact(input, to: &output)
+        let compact = DecryptedPayload.isCompact(input)
         guard case .object(let object) = value else {
-            require(reading == .invalid(.notObject(value.kind)), "the plaintext reader says \(reading) for \(value.typeName)")
+            require(
+                problem == .notObject(value.kind) && output.isEmpty,
+                "the plaintext reader says \(String(describing: problem)) for \(value.typeName)")
+            require(!compact, "a \(value.typeName) taken as a compact plaintext")
             return
         }
         let payload: DecryptedPayload
         do throws(PlaintextError) {
             payload = try DecryptedPayload(validating: object)
         } catch {
-            require(reading == .invalid(.breaksRule(error)), "the plaintext reader says \(reading); the tree, \(error)")
+            require(
+                problem == .breaksRule(error) && output.isEmpty,
+                "the plaintext reader says \(String(describing: problem)); the tree, \(error)")
+            require(!compact, "a text that breaks a rule taken as a compact plaintext")
             return
         }
-        if PlaintextShape.isCompact(object, text: input) {
-            require(reading == .compact, "a compact plaintext read as \(reading)")
-        } else if case .payload(let read) = reading {
-            require(
-                JSONWriter.compactBytes(.object(read.object)) == JSONWriter.compactBytes(.object(payload.object)),
-                "the plaintext reader built another payload")
-        } else {
-            fail("the plaintext reader says \(reading) for a payload that is not compact")
-        }
+        require(problem == nil, "the plaintext reader refuses a payload: \(String(describing: problem))")
+        require(output == JSONWriter.compactBytes(.object(payload.object)), "the plaintext reader wrote another payload")
+        require(compact == PlaintextShape.isCompact(object, text: input), "isCompact says \(compact) against the shape's")
     }
 
     /// Checks objects and numbers, visiting at most `budget` values so that wide inputs stay fast.

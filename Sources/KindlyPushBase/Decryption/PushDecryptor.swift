@@ -18,8 +18,10 @@ internal import KindlyPushCore
 /// repeating them: the document is read by ``JSONTokenizer`` (the strict reader's scanner, so
 /// with its errors), the duplicate rule and the envelope by ``SealedEnvelope/checkDuplicates(hasEnvelope:document:envelope:)``
 /// and ``EnvelopeRules/read(_:into:)``, the key is looked up and the box opened by the same
-/// functions as the general path, and the plaintext is read once by ``DecryptedPayload/read(_:)``
-/// (the general path's reader, which says when a text is already in the writer's compact form).
+/// functions as the general path, and the plaintext is written by
+/// ``DecryptedPayload/appendCompact(_:to:)`` (copied when it is already in the writer's compact
+/// form, written compactly from the tokenizer in any other spelling, the tree path's problem when
+/// it is not a plaintext).
 /// `FastPathTests` checks the two against each other on every test vector and on mutated pushes.
 package struct PushDecryptor {
     package let decryption: KindlyPushDecryption

@@ -158,21 +158,6 @@ private struct Parser {
         return JSONObject.Member(key: key, value: value)
     }
 
-    /// The rest of a document's top-level object (see ``JSONReader/parseObject(_:continuing:at:atMember:)``).
-    mutating func parseObject(continuing memberStarts: [Int], at index: Int, atMember: Bool) throws(JSONReadError) -> JSONObject {
-        tokenizer.depth = 1
-        var members: [JSONObject.Member] = []
-        for start in memberStarts {
-            tokenizer.index = start
-            members.append(try parseMember())
-        }
-        tokenizer.index = index
-        if atMember { members.append(try parseMember()) }
-        while try tokenizer.nextMember() { members.append(try parseMember()) }
-        try tokenizer.endDocument()
-        return JSONObject(members: members, hasDuplicateKeys: JSONObject.containsDuplicates(members))
-    }
-
     mutating func parseArray() throws(JSONReadError) -> [JSONValue] {
         var elements: [JSONValue] = []
         guard try tokenizer.beginArray() else { return elements }
@@ -210,22 +195,6 @@ private struct Parser {
 }
 
 extension JSONReader {
-    /// The top-level object of the document `bytes`, of which a scan that stopped at `index` has
-    /// read the first members already: their starts (each a name's opening quote, after the
-    /// document's `{` with no whitespace) are `memberStarts`, none of them holds a mistake, and
-    /// `index` is where the next member starts (`atMember`, after a `,`) or the end of the last
-    /// member's value. The members are built from where they start and the reading goes on from
-    /// `index` with every strict rule, so that the object and any error (its kind and offset) are
-    /// those of ``parse(_:)-(UnsafeRawBufferPointer)``; the bytes before `index` are read again
-    /// only to build those members' names and values. `memberStarts` must not be empty.
-    package static func parseObject(
-        _ bytes: UnsafeRawBufferPointer, continuing memberStarts: [Int], at index: Int, atMember: Bool
-    ) throws(JSONReadError) -> JSONObject {
-        precondition(!memberStarts.isEmpty)
-        var parser = Parser(bytes: bytes)
-        return try parser.parseObject(continuing: memberStarts, at: index, atMember: atMember)
-    }
-
     /// Reads a top-level JSON object in which the member named `secretMember` is a string that
     /// is never turned into a `String`: its value comes back as `null` in the object, and the
     /// byte range of its raw text (between the quotes) as `secretRange` (of its last occurrence;

@@ -585,13 +585,6 @@ package struct JSONTokenizer {
         /// which is not wiped (a reader of plaintext stops before that).
         package var isFull: Bool { spilled != nil || count == Names.capacity }
 
-        /// The raw names inserted so far, in order, while the store is inline (``isFull`` was
-        /// never passed).
-        package var inlineNames: [Range<Int>] {
-            precondition(spilled == nil)
-            return withUnsafeBytes(of: ranges) { raw in Array(raw.bindMemory(to: Range<Int>.self).prefix(count)) }
-        }
-
         /// Adds the raw name at `name` (a name without escapes, or any name in compact mode,
         /// whose escapes have one spelling); false when it was there already.
         package mutating func insert(_ name: Range<Int>, in reader: JSONTokenizer) -> Bool {

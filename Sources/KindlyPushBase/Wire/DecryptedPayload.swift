@@ -77,8 +77,8 @@ public struct DecryptedPayload: Sendable, Hashable {
 }
 
 /// A member section 4 names and what it must hold: one list (``all``), which both
-/// ``DecryptedPayload/init(validating:)`` (a tree) and ``DecryptedPayload/read(_:)`` (a text in
-/// the writer's compact form) apply.
+/// ``DecryptedPayload/init(validating:)`` (a tree), ``DecryptedPayload/isCompact(_:)`` (a text in
+/// the writer's compact form) and ``CompactPlaintextWriter`` (a text in another spelling) apply.
 struct PayloadField: Sendable {
     enum Rule: Sendable {
         /// A string; `required` ones must be there, `nonEmpty` ones must hold a character.
@@ -220,7 +220,8 @@ public struct PlaintextError: Error, Sendable, Equatable, CustomStringConvertibl
         self.description = description
     }
 
-    /// The error for a text that ``DecryptedPayload/read(_:)`` refuses.
+    /// The error for a text that is not a plaintext (``DecryptedPayload/appendCompact(_:to:)``,
+    /// ``DecryptedPayload/parse(_:)``).
     package init(_ problem: DecryptedPayload.Problem) {
         switch problem {
         case .notJSON(let error): self.init("not a JSON text: \(error)")

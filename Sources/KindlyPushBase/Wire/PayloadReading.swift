@@ -1,31 +1,11 @@
 internal import KindlyPushCore
 
 // The one reader of plaintext texts (docs/spec/wire-format.md section 4), for both directions:
-// `seal` reads its input with it, decryption the opened box. It reads a text once and says
-// whether it is already the writer's compact form (then the text is the message, and nothing is
-// built), or gives the payload, or says why not.
+// `seal` reads its input with it, decryption the opened box. `appendCompact` writes a text in
+// the writer's compact form, in any spelling and without a tree, or says why it is not a
+// plaintext; `parse` builds the payload (the tree path, and the answer for every refusal).
 
 extension DecryptedPayload {
-    /// What ``read(_:)`` found in a plaintext text.
-    package enum Reading: Sendable, Equatable {
-        /// A plaintext section 4 accepts, already exactly what ``JSONWriter`` writes for the
-        /// object it holds: the text is its own compact form, byte for byte.
-        case compact
-        /// A plaintext section 4 accepts, in another spelling (whitespace, other escapes, nested
-        /// extras, more than 16 members): the payload.
-        case payload(DecryptedPayload)
-        /// Not a plaintext: why.
-        case invalid(Problem)
-
-        /// The reading of ``parse(_:)``'s result: a payload, or why not.
-        package init(_ result: Result<DecryptedPayload, Problem>) {
-            switch result {
-            case .success(let payload): self = .payload(payload)
-            case .failure(let problem): self = .invalid(problem)
-            }
-        }
-    }
-
     /// Why a text is not a plaintext.
     package enum Problem: Error, Sendable, Equatable {
         /// Not one JSON document: what ``JSONReader/parse(_:)-(UnsafeRawBufferPointer)`` throws for it.
@@ -36,77 +16,40 @@ extension DecryptedPayload {
         case breaksRule(PlaintextError)
     }
 
-    /// Reads a plaintext text in one pass.
-    ///
-    /// It reads the text in the writer's compact form (``JSONTokenizer``'s compact methods and
-    /// ``PayloadField/all``) for as long as the text is so: a text that is so to its end is
-    /// ``Reading/compact`` with nothing built. At the first member that is not (or at the end of
-    /// the members, for a missing field, whitespace or anything after the last one), the strict
-    /// tree builder takes over from that point (``JSONReader/parseObject(_:continuing:at:atMember:)``):
-    /// the members read so far are built from where they start, the rest is read from there, and
-    /// the object is checked by ``init(validating:)``. The outcome and any error (kind and offset)
-    /// are those of ``parse(_:)``, which `FastPathTests` checks on mutated texts.
-    package static func read(_ text: UnsafeRawBufferPointer) -> Reading {
-        switch scanCompact(text) {
-        case .compact: return .compact
-        case .stopped(let names, let completed, let index, let atMember):
-            return readOn(text, names, completed, at: index, atMember: atMember)
-        }
-    }
-
-    /// Whether a text is a plaintext in the writer's compact form (``read(_:)``'s `.compact`).
-    static func isCompact(_ text: UnsafeRawBufferPointer) -> Bool {
-        if case .compact = scanCompact(text) { return true }
-        return false
-    }
-
-    /// Where the compact reading of ``read(_:)`` ended.
-    private enum CompactScan {
-        case compact
-        /// At `index`, after the first `completed` members (named in `names`): at a member
-        /// (`atMember`) or after the last one's value.
-        case stopped(JSONTokenizer.Names, completed: Int, index: Int, atMember: Bool)
-    }
-
-    /// Reads a text in the writer's compact form for as long as it is so (see ``read(_:)``).
-    private static func scanCompact(_ text: UnsafeRawBufferPointer) -> CompactScan {
+    /// Whether a text is a plaintext already in the writer's compact form, byte for byte (then
+    /// it is its own compact form, and nothing is built). Read in one pass with
+    /// ``JSONTokenizer``'s compact methods and ``PayloadField/all``; it says no, and stops, at
+    /// the first byte that is not so, or at anything only the tree decides: more than 16
+    /// members (the duplicate rule's names would no longer fit in a wiped store), an extra that
+    /// is an object or an array (the duplicate rule at every depth), a `sent_at` that is not
+    /// digits alone. `PlaintextShape` is the independent statement of it that the tests and the
+    /// fuzz target check it against.
+    package static func isCompact(_ text: UnsafeRawBufferPointer) -> Bool {
         var reader = JSONTokenizer(text, compact: true)
         var names = JSONTokenizer.Names()
         var required = 0
-        // The members read in compact form, and where the last one's value ends.
-        var completed = 0
-        var lastValueEnd = 0
-        guard reader.consume(UInt8(ascii: "{")) else { return .stopped(names, completed: 0, index: 0, atMember: false) }
+        guard reader.consume(UInt8(ascii: "{")) else { return false }
         repeat {
-            let memberStart = reader.index
-            // Past 16 members the duplicate rule would keep names in a set that is not wiped: the
-            // tree takes over.
+            // Past 16 members the duplicate rule would keep names in a set that is not wiped.
             guard !names.isFull, let name = reader.compactString(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":"))
-            else { return .stopped(names, completed: completed, index: memberStart, atMember: true) }
+            else { return false }
             let raw = reader.bytes(name)
             if let index = PayloadField.all.firstIndex(where: { $0.utf8.count == raw.count && $0.utf8.elementsEqual(raw) }) {
-                guard PayloadField.all[index].isCompact(&reader) else {
-                    return .stopped(names, completed: completed, index: memberStart, atMember: true)
-                }
+                guard PayloadField.all[index].isCompact(&reader) else { return false }
                 required |= 1 << index
             } else {
                 // An extra that is an object or an array would need the duplicate rule at every
-                // depth: the tree's.
-                guard reader.compactScalar() else { return .stopped(names, completed: completed, index: memberStart, atMember: true) }
+                // depth.
+                guard reader.compactScalar() else { return false }
             }
-            completed += 1
-            lastValueEnd = reader.index
         } while reader.consume(UInt8(ascii: ","))
-        if required & PayloadField.requiredMask == PayloadField.requiredMask, reader.consume(UInt8(ascii: "}")), reader.atEnd {
-            return .compact
-        }
-        return .stopped(names, completed: completed, index: lastValueEnd, atMember: false)
+        return required & PayloadField.requiredMask == PayloadField.requiredMask && reader.consume(UInt8(ascii: "}")) && reader.atEnd
     }
 
     /// Appends the writer's compact form of a plaintext text to `output` (what ``JSONWriter``
     /// writes for the payload's object), or says why the text is not a plaintext; builds no tree
-    /// for a plaintext in any spelling. A text already compact is copied (``read(_:)`` decides
-    /// that without building anything); any other is rewritten from its start straight from the
+    /// for a plaintext in any spelling. A text already compact is copied (``isCompact(_:)``
+    /// decides that without building anything); any other is rewritten from its start straight from the
     /// strict tokenizer (``CompactPlaintextWriter``: the compact scan stops at the first byte
     /// that is not so, in `json.dumps`'s spelling after the first name), which applies every
     /// rule the tree path does. A text either refuses is read by ``parse(_:)``, whose problem is
@@ -143,23 +86,6 @@ extension DecryptedPayload {
         }
         guard case .object(let object) = value else { return .failure(.notObject(value.kind)) }
         return validated(object)
-    }
-
-    /// The strict reading from `index` on, after the first `completed` members (named in `names`)
-    /// read in compact form; from the start when there are none.
-    private static func readOn(
-        _ text: UnsafeRawBufferPointer, _ names: JSONTokenizer.Names, _ completed: Int, at index: Int, atMember: Bool
-    )
-        -> Reading
-    {
-        guard completed > 0 else { return Reading(parse(text)) }
-        // A name's range is its text between the quotes: its member starts at the opening quote.
-        let starts = names.inlineNames.prefix(completed).map { $0.lowerBound - 1 }
-        do throws(JSONReadError) {
-            return Reading(validated(try JSONReader.parseObject(text, continuing: starts, at: index, atMember: atMember)))
-        } catch {
-            return .invalid(.notJSON(error))
-        }
     }
 
     private static func validated(_ object: JSONObject) -> Result<DecryptedPayload, Problem> {

@@ -6,9 +6,9 @@ package import KindlyPushCore
 /// It decides every plaintext, and its outcome and output (but for the random bytes) are the
 /// general path's, ``KindlyPushSealer/payload(plaintext:)`` then
 /// ``KindlyPushSealer/seal(_:for:binding:version:mode:placeholder:oversize:)``: the text is
-/// read once by ``DecryptedPayload/read(_:)``. A text already in the writer's compact form is
-/// sealed as it is (it is what the general path writes and seals); another spelling is written
-/// compactly from the payload that reading gave, and sealed so; the document around the envelope
+/// written by ``DecryptedPayload/appendCompact(_:to:)``: a text already in the writer's compact
+/// form as it is (it is what the general path writes and seals), another spelling compactly
+/// without a tree, and sealed so; the document around the envelope
 /// fields is cut once from what ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)`` writes,
 /// and the cryptography is ``KindlyBox``'s. A plaintext whose push would be over 4096 bytes goes
 /// to the general path with that payload, which fits it (``KindlyPushSealer/Oversize/truncateBody``)

@@ -150,44 +150,33 @@ struct FastPathTests {
         }
     }
 
-    /// What ``DecryptedPayload/read(_:)`` finds in `text`, checked against the tree path it stands
-    /// in for (the strict reader, then ``DecryptedPayload/init(validating:)``): the same payload or
-    /// the same error (kind and offset), and `.compact` exactly when the writer writes that
-    /// payload as `text`, every extra is a scalar, `sent_at` is digits alone (the tree reads its
-    /// other spellings) and there are at most 16 members.
+    /// What the one plaintext reader makes of a text.
+    enum PlaintextReading: Equatable {
+        /// Already the writer's compact form (``DecryptedPayload/isCompact(_:)``): copied as it is.
+        case compact
+        /// A plaintext in another spelling, written compactly.
+        case rewritten
+        /// Not a plaintext.
+        case refused(DecryptedPayload.Problem)
+    }
+
+    /// What the plaintext reader does with `text`, checked against the tree path it stands in
+    /// for (the strict reader, then ``DecryptedPayload/init(validating:)``):
+    /// ``DecryptedPayload/appendCompact(_:to:)`` writes what the tree's payload writes or gives
+    /// the tree's problem (``CompactRewriteTests/check(_:sourceLocation:)``), and
+    /// ``DecryptedPayload/isCompact(_:)`` says yes exactly when the writer writes that payload as
+    /// `text`, every extra is a scalar, `sent_at` is digits alone and there are at most 16
+    /// members (``PlaintextShape``).
     @discardableResult
-    static func checkReading(_ text: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> DecryptedPayload.Reading {
-        let reading = text.withUnsafeBytes { DecryptedPayload.read($0) }
-        let shown = String(decoding: text, as: UTF8.self)
-        let value: JSONValue
-        do throws(JSONReadError) {
-            value = try JSONReader.parse(text)
-        } catch {
-            #expect(reading == .invalid(.notJSON(error)), "\(shown)", sourceLocation: sourceLocation)
-            return reading
-        }
-        guard case .object(let object) = value else {
-            #expect(reading == .invalid(.notObject(value.kind)), "\(shown)", sourceLocation: sourceLocation)
-            return reading
-        }
-        let payload: DecryptedPayload
-        do throws(PlaintextError) {
-            payload = try DecryptedPayload(validating: object)
-        } catch {
-            #expect(reading == .invalid(.breaksRule(error)), "\(shown)", sourceLocation: sourceLocation)
-            return reading
-        }
-        if PlaintextShape.isCompact(object, text: text) {
-            #expect(reading == .compact, "\(shown)", sourceLocation: sourceLocation)
-        } else if case .payload(let read) = reading {
-            // The same members in the same order: the same compact text.
-            #expect(
-                JSONWriter.compactBytes(.object(read.object)) == JSONWriter.compactBytes(.object(payload.object)), "\(shown)",
-                sourceLocation: sourceLocation)
-        } else {
-            Issue.record("\(reading) for \(shown)", sourceLocation: sourceLocation)
-        }
-        return reading
+    static func checkReading(_ text: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> PlaintextReading {
+        let taken = CompactRewriteTests.check(text, sourceLocation: sourceLocation)
+        let compact = text.withUnsafeBytes { DecryptedPayload.isCompact($0) }
+        let shape = taken && (try? JSONReader.parse(text))?.objectValue.map { PlaintextShape.isCompact($0, text: text) } == true
+        #expect(compact == shape, "\(String(decoding: text, as: UTF8.self))", sourceLocation: sourceLocation)
+        if compact { return .compact }
+        if taken { return .rewritten }
+        guard case .failure(let problem) = text.withUnsafeBytes({ DecryptedPayload.parse($0) }) else { return .rewritten }
+        return .refused(problem)
     }
 
     @Test("the one plaintext reader: other spellings, errors after a compact start, many members, nested extras")
@@ -212,11 +201,11 @@ struct FastPathTests {
             String(repeating: "[", count: 600),
             #"{"chat_id":"c","title":"t","body":"b","x":"#.appending(String(repeating: "[", count: 600)),
         ]
-        var readings: [DecryptedPayload.Reading] = []
+        var readings: [PlaintextReading] = []
         for text in texts { readings.append(Self.checkReading(Array(text.utf8))) }
-        // The cases above are not all alike: some compact, some payloads, each kind of refusal.
+        // The cases above are not all alike: some compact, some rewritten, each kind of refusal.
         #expect(readings.contains(.compact))
-        #expect(readings.contains { if case .payload = $0 { return true } else { return false } })
+        #expect(readings.contains(.rewritten))
         for problem in ["notJSON", "notObject", "breaksRule"] {
             #expect(readings.contains { "\($0)".contains(problem) }, "\(problem)")
         }
