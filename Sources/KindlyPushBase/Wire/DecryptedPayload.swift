@@ -137,21 +137,27 @@ struct PayloadField: Sendable {
     }
 
     /// Whether the member's value at the reader is valid and in the writer's compact form.
+    /// The value of a number literal that is digits only (no sign, fraction or exponent: those
+    /// the tree path reads), few enough not to overflow; read from the bytes, so that no
+    /// `String` holds the plaintext's number.
+    static func digitsValue(_ literal: UnsafeRawBufferPointer) -> Int64? {
+        guard literal.count <= 18 else { return nil }
+        var value: Int64 = 0
+        for byte in literal {
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit <= 9 else { return nil }
+            value = value * 10 + Int64(digit)
+        }
+        return value
+    }
+
     func isCompact(_ reader: inout JSONTokenizer) -> Bool {
         switch rule {
         case .string(_, let nonEmpty):
             guard let text = reader.compactString() else { return false }
             return !nonEmpty || !text.isEmpty
         case .wholeNumber(let range, _):
-            // Digits only (no sign, fraction or exponent: those the tree path reads), few enough
-            // not to overflow.
-            guard let number = reader.compactNumber(), number.count <= 18 else { return false }
-            var value: Int64 = 0
-            for index in number {
-                let digit = reader.base[index] &- UInt8(ascii: "0")
-                guard digit <= 9 else { return false }
-                value = value * 10 + Int64(digit)
-            }
+            guard let number = reader.compactNumber(), let value = PayloadField.digitsValue(reader.bytes(number)) else { return false }
             return range.contains(value)
         case .boolean:
             return (reader.current == UInt8(ascii: "t") || reader.current == UInt8(ascii: "f")) && reader.compactScalar()

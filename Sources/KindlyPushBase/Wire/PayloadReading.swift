@@ -235,8 +235,14 @@ package struct CompactPlaintextWriter {
         case .wholeNumber(let range, _):
             guard start == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(start) else { return false }
             let literal = tokenizer.bytes(try tokenizer.number())
-            let number = JSONNumber(validatedLiteral: String(decoding: literal, as: UTF8.self))
-            guard number.integerValue(in: range) != nil else { return false }
+            // Digits alone (every writer's spelling) from the bytes; another spelling (`1.5e1`)
+            // as the tree reads it, through a `String`, as the tree path itself holds it.
+            if let value = PayloadField.digitsValue(literal) {
+                guard range.contains(value) else { return false }
+            } else {
+                let number = JSONNumber(validatedLiteral: String(decoding: literal, as: UTF8.self))
+                guard number.integerValue(in: range) != nil else { return false }
+            }
             output.append(contentsOf: literal)
             return true
         case .boolean:
