@@ -136,10 +136,10 @@ struct PayloadField: Sendable {
         }
     }
 
-    /// Whether the member's value at the reader is valid and in the writer's compact form.
     /// The value of a number literal that is digits only (no sign, fraction or exponent: those
     /// the tree path reads), few enough not to overflow; read from the bytes, so that no
     /// `String` holds the plaintext's number.
+    @inline(__always)
     static func digitsValue(_ literal: UnsafeRawBufferPointer) -> Int64? {
         guard literal.count <= 18 else { return nil }
         var value: Int64 = 0
@@ -151,6 +151,10 @@ struct PayloadField: Sendable {
         return value
     }
 
+    /// Whether the member's value at the reader is valid and in the writer's compact form.
+    /// Inlined into the compact check: called out of line, the field (and its strings) is
+    /// copied and released for each member.
+    @inline(__always)
     func isCompact(_ reader: inout JSONTokenizer) -> Bool {
         switch rule {
         case .string(_, let nonEmpty):
