@@ -159,7 +159,8 @@ package enum Base64 {
 
     /// The decoding of canonical text in one table-driven pass; `nil` for any text that is not
     /// canonical, or when `output` is too small. It refuses exactly what
-    /// ``validatedDecodedLength(_:)`` refuses, and also non-zero trailing bits.
+    /// ``validatedDecodedLength(_:)`` refuses, and also non-zero trailing bits. Writes nothing past
+    /// the decoded length.
     package static func quickDecode(_ text: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
         guard let input = text.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return text.isEmpty ? 0 : nil }
         var padding = 0
@@ -167,45 +168,57 @@ package enum Base64 {
         if padding > 0, text.count % 4 != 0 { return nil }
         guard let length = decodedLength(ofTextWithCount: text.count, padding: padding), output.count >= length else { return nil }
         let dataCount = text.count - padding
-        let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var groupsSeen: UInt32 = 0
-        var inIndex = 0
-        var outIndex = 0
-        groupTables.withUnsafeBufferPointer { tables in
+        let out = output.baseAddress!
+        return groupTables.withUnsafeBufferPointer { tables -> Int? in
             let places = tables.baseAddress!
+            /// The group of up to four characters at `offset` (`count` of them): its bytes in bits
+            /// 16–23, 8–15 and 0–7, its alphabet flags in bits 30 and 31.
+            @inline(__always) func group(at offset: Int, count: Int = 4) -> UInt32 {
+                var chunk = places[Int(input[offset])] | places[256 + Int(input[offset + 1])]
+                if count > 2 { chunk |= places[512 + Int(input[offset + 2])] }
+                if count > 3 { chunk |= places[768 + Int(input[offset + 3])] }
+                return chunk
+            }
+            var groupsSeen: UInt32 = 0
+            var inIndex = 0
+            var outIndex = 0
+            // Two groups at a time while their six bytes and two more are within the decoded
+            // length: one eight-byte store, whose last two bytes the next step writes again.
+            while inIndex + 8 <= dataCount, outIndex + 8 <= length {
+                let first = group(at: inIndex)
+                let second = group(at: inIndex + 4)
+                groupsSeen |= first | second
+                let word = UInt64(first & 0xFF_FFFF) << 40 | UInt64(second & 0xFF_FFFF) << 16
+                (out + outIndex).storeBytes(of: word.bigEndian, as: UInt64.self)
+                inIndex += 8
+                outIndex += 6
+            }
             while inIndex + 4 <= dataCount {
-                let chunk =
-                    places[Int(input[inIndex])] | places[256 + Int(input[inIndex + 1])]
-                    | places[512 + Int(input[inIndex + 2])] | places[768 + Int(input[inIndex + 3])]
+                let chunk = group(at: inIndex)
                 groupsSeen |= chunk
-                out[outIndex] = UInt8(truncatingIfNeeded: chunk >> 16)
-                out[outIndex + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
-                out[outIndex + 2] = UInt8(truncatingIfNeeded: chunk)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: chunk >> 16), toByteOffset: outIndex, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: chunk >> 8), toByteOffset: outIndex + 1, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: chunk), toByteOffset: outIndex + 2, as: UInt8.self)
                 inIndex += 4
                 outIndex += 3
             }
-        }
-        return decodingTable.withUnsafeBufferPointer { table -> Int? in
-            var seen = UInt8(truncatingIfNeeded: groupsSeen >> 24)
+            // The last two or three characters: one or two bytes, and bits that must be zero.
             switch dataCount - inIndex {
             case 2:
-                let a = table[Int(input[inIndex])]
-                let b = table[Int(input[inIndex + 1])]
-                seen |= a | b
-                guard b & 0x0F == 0 else { return nil }
-                out[outIndex] = (a & 0x3F) << 2 | (b & 0x3F) >> 4
+                let chunk = group(at: inIndex, count: 2)
+                guard chunk & 0xF000 == 0 else { return nil }
+                groupsSeen |= chunk
+                out.storeBytes(of: UInt8(truncatingIfNeeded: chunk >> 16), toByteOffset: outIndex, as: UInt8.self)
             case 3:
-                let a = table[Int(input[inIndex])]
-                let b = table[Int(input[inIndex + 1])]
-                let c = table[Int(input[inIndex + 2])]
-                seen |= a | b | c
-                guard c & 0x03 == 0 else { return nil }
-                out[outIndex] = (a & 0x3F) << 2 | (b & 0x3F) >> 4
-                out[outIndex + 1] = (b & 0x0F) << 4 | (c & 0x3F) >> 2
+                let chunk = group(at: inIndex, count: 3)
+                guard chunk & 0xC0 == 0 else { return nil }
+                groupsSeen |= chunk
+                out.storeBytes(of: UInt8(truncatingIfNeeded: chunk >> 16), toByteOffset: outIndex, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: chunk >> 8), toByteOffset: outIndex + 1, as: UInt8.self)
             default: break
             }
             // An invalid byte sets both flags; so do the two alphabets mixed.
-            return seen & 0xC0 == 0xC0 ? nil : length
+            return groupsSeen >> 30 == 3 ? nil : length
         }
     }
 
