@@ -428,21 +428,9 @@ package struct JSONTokenizer {
         return JSONTokenizer.plainTextAutomaton.withUnsafeBufferPointer { automaton -> Range<Int>? in
             let rows = automaton.baseAddress!
             while true {
-                // Eight bytes at a time through the automaton, with no branch per character
-                // (mixed scripts make a branch on each character's length a guess the CPU
-                // keeps losing). `resume` is the last point known to start a character.
-                var resume = index
-                var state = PlainTextState.text
-                while index + 8 <= end {
-                    for offset in 0..<8 { state = rows[Int(base[index + offset])] &>> state }
-                    state &= 63
-                    if state == PlainTextState.stop { break }
-                    index += 8
-                    if state == PlainTextState.text { resume = index }
-                }
+                index = JSONTokenizer.plainTextPrefix(base, from: index, end: end, rows: rows)
                 // What stopped it (the closing quote, an escape, a byte that is not allowed),
-                // or the last bytes, one character at a time from `resume`.
-                index = resume
+                // or the last bytes, one character at a time.
                 while true {
                     guard index < end else { return nil }
                     let byte = base[index]
@@ -462,6 +450,40 @@ package struct JSONTokenizer {
                 }
             }
         }
+    }
+
+    /// Where the bytes from `start` (the start of a character) stop being plain text for
+    /// certain, eight at a time through the automaton `rows`, with no branch per character
+    /// (mixed scripts make a branch on each character's length a guess the CPU keeps losing):
+    /// the start of the character that runs into the first eight bytes with a byte the automaton
+    /// stops on, or into the last few bytes. Locals only, so that the loop keeps them in registers.
+    @inline(__always)
+    private static func plainTextPrefix(_ base: UnsafePointer<UInt8>, from start: Int, end: Int, rows: UnsafePointer<UInt64>) -> Int {
+        var index = start
+        var state = PlainTextState.text
+        while index &+ 8 <= end {
+            let bytes = base + index
+            // Shifts take their count modulo 64: the bits above a state's six need no masking
+            // until the state is compared.
+            var next = rows[Int(bytes[0])] &>> state
+            next = rows[Int(bytes[1])] &>> next
+            next = rows[Int(bytes[2])] &>> next
+            next = rows[Int(bytes[3])] &>> next
+            next = rows[Int(bytes[4])] &>> next
+            next = rows[Int(bytes[5])] &>> next
+            next = rows[Int(bytes[6])] &>> next
+            next = rows[Int(bytes[7])] &>> next
+            next &= 63
+            if next == PlainTextState.stop { break }
+            index &+= 8
+            state = next
+        }
+        guard state != PlainTextState.text else { return index }
+        // Inside a character: back to its lead byte, which the automaton has already checked,
+        // like the continuation bytes between (at most three, none before `start`).
+        var lead = index &- 1
+        while base[lead] & 0xC0 == 0x80 { lead &-= 1 }
+        return lead
     }
 
     /// The states of ``plainTextAutomaton``, each the offset of its 6-bit field in a row.
