@@ -101,6 +101,11 @@ package enum HMACSHA256 {
             guard let base = part.baseAddress, part.count > 0 else { return }
             crypto_auth_hmacsha256_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
         }
+
+        /// Hashes `text`'s UTF-8 bytes into the message (a label: a constant in the binary).
+        package func append(_ text: StaticString) {
+            crypto_auth_hmacsha256_update(state, text.utf8Start, UInt64(text.utf8CodeUnitCount))
+        }
     }
 
     /// Room for `crypto_auth_hmacsha256_statebytes()` (208 in every libsodium since 1.0.0),

@@ -33,34 +33,37 @@ package enum HPKE {
     package static let nonceLength = ChaCha20Poly1305.nonceLength
     package static let tagLength = ChaCha20Poly1305.tagLength
 
-    /// `"HPKE-v1"`, the prefix of every labeled input.
-    private static let versionLabel: [UInt8] = Array("HPKE-v1".utf8)
-    /// `suite_id` of the KEM: `"KEM" || I2OSP(kem_id, 2)`.
-    package static let kemSuiteID: [UInt8] = Array("KEM".utf8) + [0x00, 0x20]
-    /// `suite_id` of the key schedule: `"HPKE" || I2OSP(kem_id, 2) || I2OSP(kdf_id, 2) || I2OSP(aead_id, 2)`.
-    package static let suiteID: [UInt8] = Array("HPKE".utf8) + [0x00, 0x20, 0x00, 0x01, 0x00, 0x03]
+    // The labels and suite IDs are static strings, constants in the binary: no lazy start and
+    // no reference count on the way through every HMAC of every push.
 
-    private static let eaePRKLabel: [UInt8] = Array("eae_prk".utf8)
-    private static let sharedSecretLabel: [UInt8] = Array("shared_secret".utf8)
-    private static let pskIDHashLabel: [UInt8] = Array("psk_id_hash".utf8)
-    private static let infoHashLabel: [UInt8] = Array("info_hash".utf8)
-    private static let secretLabel: [UInt8] = Array("secret".utf8)
-    private static let keyLabel: [UInt8] = Array("key".utf8)
-    private static let baseNonceLabel: [UInt8] = Array("base_nonce".utf8)
-    private static let exporterLabel: [UInt8] = Array("exp".utf8)
+    /// `"HPKE-v1"`, the prefix of every labeled input.
+    private static let versionLabel: StaticString = "HPKE-v1"
+    /// `suite_id` of the KEM: `"KEM" || I2OSP(kem_id, 2)`.
+    package static let kemSuiteID: StaticString = "KEM\u{00}\u{20}"
+    /// `suite_id` of the key schedule: `"HPKE" || I2OSP(kem_id, 2) || I2OSP(kdf_id, 2) || I2OSP(aead_id, 2)`.
+    package static let suiteID: StaticString = "HPKE\u{00}\u{20}\u{00}\u{01}\u{00}\u{03}"
+
+    private static let eaePRKLabel: StaticString = "eae_prk"
+    private static let sharedSecretLabel: StaticString = "shared_secret"
+    private static let pskIDHashLabel: StaticString = "psk_id_hash"
+    private static let infoHashLabel: StaticString = "info_hash"
+    private static let secretLabel: StaticString = "secret"
+    private static let keyLabel: StaticString = "key"
+    private static let baseNonceLabel: StaticString = "base_nonce"
+    private static let exporterLabel: StaticString = "exp"
 
     // MARK: Section 4: labeled HKDF
 
     /// `LabeledExtract(salt, label, ikm) = Extract(salt, "HPKE-v1" || suite_id || label || ikm)`,
     /// with `ikm` fed in parts; writes 32 bytes.
     package static func labeledExtract(
-        suiteID: [UInt8], salt: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
+        suiteID: StaticString, salt: UnsafeRawBufferPointer, label: StaticString, into out: UnsafeMutableRawBufferPointer,
         ikm: (HMACSHA256.Message) -> Void = { _ in }
     ) {
         HMACSHA256.extract(salt: salt, into: out) { message in
-            versionLabel.withUnsafeBytes { message.append($0) }
-            suiteID.withUnsafeBytes { message.append($0) }
-            label.withUnsafeBytes { message.append($0) }
+            message.append(versionLabel)
+            message.append(suiteID)
+            message.append(label)
             ikm(message)
         }
     }
@@ -68,7 +71,7 @@ package enum HPKE {
     /// `LabeledExpand(prk, label, info, L) = Expand(prk, I2OSP(L, 2) || "HPKE-v1" || suite_id ||
     /// label || info, L)` for `L = out.count` ≤ 32, with `info` fed in parts.
     package static func labeledExpand(
-        suiteID: [UInt8], prk: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
+        suiteID: StaticString, prk: UnsafeRawBufferPointer, label: StaticString, into out: UnsafeMutableRawBufferPointer,
         info: (HMACSHA256.Message) -> Void
     ) {
         HMACSHA256.withState(key: prk) { state in
@@ -79,14 +82,14 @@ package enum HPKE {
     /// ``labeledExpand(suiteID:prk:label:into:info:)`` from the HMAC state keyed with the PRK
     /// (``HMACSHA256/withState(key:_:)``), for several expansions of one PRK.
     package static func labeledExpand(
-        suiteID: [UInt8], prkState: UnsafeRawBufferPointer, label: [UInt8], into out: UnsafeMutableRawBufferPointer,
+        suiteID: StaticString, prkState: UnsafeRawBufferPointer, label: StaticString, into out: UnsafeMutableRawBufferPointer,
         info: (HMACSHA256.Message) -> Void
     ) {
         HMACSHA256.expand(prkState: prkState, into: out) { message in
             withUnsafeBytes(of: UInt16(out.count).bigEndian) { message.append($0) }
-            versionLabel.withUnsafeBytes { message.append($0) }
-            suiteID.withUnsafeBytes { message.append($0) }
-            label.withUnsafeBytes { message.append($0) }
+            message.append(versionLabel)
+            message.append(suiteID)
+            message.append(label)
             info(message)
         }
     }
