@@ -154,7 +154,9 @@ extension EnvelopeRules {
         let result = buffer.withUnsafeMutableBytes { buffer -> Result<DecodedEnvelope, DecryptionFailure> in
             Result { () throws(DecryptionFailure) in
                 var offset = 0
-                func field(_ field: EnvelopeField) throws(DecryptionFailure) -> Range<Int> {
+                // `offset` passed in, not captured: a captured variable is checked for exclusive
+                // access at run time on every call.
+                func field(_ field: EnvelopeField, at offset: inout Int) throws(DecryptionFailure) -> Range<Int> {
                     guard let kind = members.kind(of: field) else {
                         throw DecryptionFailure(.malformed, "\"kindly.\(field.name)\" is missing")
                     }
@@ -183,18 +185,18 @@ extension EnvelopeRules {
                     defer { offset += slot.count }
                     return offset..<(offset + count)
                 }
-                let kid = try field(rules.kid)
+                let kid = try field(rules.kid, at: &offset)
                 let sid: Range<Int>?
                 switch rules.senderID.presence {
                 case .ignored: sid = nil  // version 1 ignores a `sid` field entirely, whatever it holds
-                case .required: sid = try field(rules.senderID)
-                case .optional: sid = members.kind(of: rules.senderID) == nil ? nil : try field(rules.senderID)
+                case .required: sid = try field(rules.senderID, at: &offset)
+                case .optional: sid = members.kind(of: rules.senderID) == nil ? nil : try field(rules.senderID, at: &offset)
                 }
                 if sid == nil { offset += rules.senderID.byteCount }
-                let key = try field(rules.ephemeralKey)
+                let key = try field(rules.ephemeralKey, at: &offset)
                 var nonce = offset..<offset
-                if let rule = rules.nonce { nonce = try field(rule) }
-                let ciphertext = try field(rules.ciphertext)
+                if let rule = rules.nonce { nonce = try field(rule, at: &offset) }
+                let ciphertext = try field(rules.ciphertext, at: &offset)
                 return DecodedEnvelope(version: version, kid: kid, senderID: sid, ephemeralKey: key, nonce: nonce, ciphertext: ciphertext)
             }
         }
