@@ -250,6 +250,8 @@ struct LocatedEnvelope {
     /// Reads the object at the reader (its `{`), checking all of it.
     mutating func read(_ reader: inout JSONTokenizer, scratch: inout [UInt8]) throws(JSONReadError) {
         var names = JSONTokenizer.Names()
+        // Read once, not per member: a static is a lazy start and a reference each time.
+        let members = LocatedEnvelope.names
         guard try reader.beginObject() else { return }
         repeat {
             let mark = scratch.count
@@ -258,7 +260,7 @@ struct LocatedEnvelope {
                 let decoded = UnsafeRawBufferPointer(rebasing: scratch[mark...])
                 let text = name.hasEscapes ? decoded : reader.bytes(name.raw)
                 let unique = name.hasEscapes ? names.insert(decoded: decoded, in: reader) : names.insert(name.raw, in: reader)
-                return (unique, LocatedEnvelope.names.first { $0.name.elementsEqual(text) }?.member)
+                return (unique, members.first { $0.name.elementsEqual(text) }?.member)
             }
             if scratch.count > mark { scratch.removeSubrange(mark...) }
             if !unique { hasDuplicateNames = true }

@@ -28,14 +28,16 @@ extension DecryptedPayload {
         var reader = JSONTokenizer(text, compact: true)
         var names = JSONTokenizer.Names()
         var required = 0
+        // Read once, not per member: a static is a lazy start and a reference each time.
+        let fields = PayloadField.all
         guard reader.consume(UInt8(ascii: "{")) else { return false }
         repeat {
             // Past 16 members the duplicate rule would keep names in a set that is not wiped.
             guard !names.isFull, let name = reader.compactString(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":"))
             else { return false }
             let raw = reader.bytes(name)
-            if let index = PayloadField.all.firstIndex(where: { $0.utf8.count == raw.count && $0.utf8.elementsEqual(raw) }) {
-                guard PayloadField.all[index].isCompact(&reader) else { return false }
+            if let index = fields.firstIndex(where: { $0.utf8.count == raw.count && $0.utf8.elementsEqual(raw) }) {
+                guard fields[index].isCompact(&reader) else { return false }
                 required |= 1 << index
             } else {
                 // An extra that is an object or an array would need the duplicate rule at every
