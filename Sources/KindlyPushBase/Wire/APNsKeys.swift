@@ -39,11 +39,18 @@ package enum KindlyKey {
 /// Constants of the wire format (versions 1, 2 and 3).
 package enum WireFormat {
     /// `kindly-push/v1`, the domain-separation label in the key derivation and the associated data.
-    package static let label: [UInt8] = Array("kindly-push/v1".utf8)
+    /// The labels are static strings, constants in the binary: no lazy start and no reference
+    /// count on every push's way through them (``bytes(_:)`` reads one).
+    package static let label: StaticString = "kindly-push/v1"
     /// `kindly-push/v2`, the same for version 2 (section 7).
-    package static let label2: [UInt8] = Array("kindly-push/v2".utf8)
+    package static let label2: StaticString = "kindly-push/v2"
     /// `kindly-push/v3`, version 3's HPKE `info` and the start of its associated data (section 8.1).
-    package static let label3: [UInt8] = Array("kindly-push/v3".utf8)
+    package static let label3: StaticString = "kindly-push/v3"
+
+    /// A label's UTF-8 bytes, where the binary holds them.
+    package static func bytes(_ label: StaticString) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount)
+    }
     /// The plaintext is padded to a multiple of this many bytes.
     package static let paddingBlockSize = 64
     /// Apple's limit for the whole payload, measured as `seal` writes it.

@@ -15,9 +15,9 @@ package import KindlyPushCore
 /// device pays one X25519 per push in both modes.
 package enum HPKEBox {
     /// `key_schedule_context` of mode_base with `info = LABEL3`.
-    package static let baseContext: [UInt8] = WireFormat.label3.withUnsafeBytes { HPKE.keyScheduleContext(mode: .base, info: $0) }
+    package static let baseContext: [UInt8] = HPKE.keyScheduleContext(mode: .base, info: WireFormat.bytes(WireFormat.label3))
     /// `key_schedule_context` of mode_auth with `info = LABEL3`.
-    package static let authContext: [UInt8] = WireFormat.label3.withUnsafeBytes { HPKE.keyScheduleContext(mode: .auth, info: $0) }
+    package static let authContext: [UInt8] = HPKE.keyScheduleContext(mode: .auth, info: WireFormat.bytes(WireFormat.label3))
 
     /// Seals `message` (unpadded) for `recipient`, mode_auth with `sender`, with the ephemeral
     /// secret key `skE` given: writes `enc` (32 bytes) and `ct` (the padded length + 16, returned),

@@ -214,14 +214,12 @@ package enum KindlyBox {
     ) {
         recipient.rawRepresentation.withUnsafeBytes { pk in
             guard let sender else {
-                WireFormat.label.withUnsafeBytes { label in BLAKE2b.hash(label, sharedSecret, ephemeralPublicKey, pk, into: out) }
+                BLAKE2b.hash(WireFormat.bytes(WireFormat.label), sharedSecret, ephemeralPublicKey, pk, into: out)
                 return
             }
-            WireFormat.label2.withUnsafeBytes { label in
-                sender.sharedSecret.withUnsafeBytes { senderSecret in
-                    sender.publicKey.rawRepresentation.withUnsafeBytes { spk in
-                        BLAKE2b.hash(label, sharedSecret, senderSecret, ephemeralPublicKey, pk, spk, into: out)
-                    }
+            sender.sharedSecret.withUnsafeBytes { senderSecret in
+                sender.publicKey.rawRepresentation.withUnsafeBytes { spk in
+                    BLAKE2b.hash(WireFormat.bytes(WireFormat.label2), sharedSecret, senderSecret, ephemeralPublicKey, pk, spk, into: out)
                 }
             }
         }
@@ -236,11 +234,12 @@ package enum KindlyBox {
 
     /// Calls `body` with `aad = label || kid` (`|| sid` with a `sender`) in a stack buffer.
     package static func withAssociatedData<R, E: Error>(
-        label: [UInt8], kid: UnsafeRawBufferPointer, sender: SenderBinding?, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+        label: StaticString, kid: UnsafeRawBufferPointer, sender: SenderBinding?, _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
         let sid = sender?.publicKey.sid.bytes ?? []
+        let label = WireFormat.bytes(label)
         let result = withUnsafeTemporaryAllocation(byteCount: label.count + kid.count + sid.count, alignment: 1) { aad in
-            label.withUnsafeBytes { aad.copyMemory(from: $0) }
+            aad.copyMemory(from: label)
             UnsafeMutableRawBufferPointer(rebasing: aad[label.count..<(label.count + kid.count)]).copyMemory(from: kid)
             if !sid.isEmpty {
                 sid.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: aad[(label.count + kid.count)...]).copyMemory(from: $0) }
