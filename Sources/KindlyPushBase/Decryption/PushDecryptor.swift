@@ -1,8 +1,8 @@
+internal import KindlyPushCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-
-internal import KindlyPushCore
 
 /// The fast path of decryption, for streams of pushes: JSON bytes in, the payload's compact JSON
 /// out, with its buffers reused from push to push and no tree of ``JSONValue``s built.
