@@ -1,9 +1,5 @@
 internal import KindlyPushCore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The fast path of decryption, for streams of pushes: JSON bytes in, the payload's compact JSON
 /// out, with its buffers reused from push to push and no tree of ``JSONValue``s built.
 ///
@@ -96,11 +92,11 @@ package struct PushDecryptor {
             }.get()
             // The last push's kid and sid when the bytes are the same (a stream is mostly for one
             // key, from one sender): no array made per push.
-            if !Self.same(lastKid?.bytes, fields[envelope.kid]) { lastKid = KeyID(bytes: Array(fields[envelope.kid])) }
+            if lastKid?.bytes.elementsEqual(fields[envelope.kid]) != true { lastKid = KeyID(bytes: Array(fields[envelope.kid])) }
             let kid = lastKid!
             var sid: SenderID?
             if let range = envelope.senderID {
-                if !Self.same(lastSid?.bytes, fields[range]) { lastSid = SenderID(bytes: Array(fields[range])) }
+                if lastSid?.bytes.elementsEqual(fields[range]) != true { lastSid = SenderID(bytes: Array(fields[range])) }
                 sid = lastSid!
             }
             let key = try decryption.key(for: kid)
@@ -135,14 +131,6 @@ package struct PushDecryptor {
             lastBinding = nil
             return .failed(error)
         }
-    }
-
-    /// Whether `bytes` are `slice`'s bytes: one `memcmp` (the generic element loop cost 200
-    /// instructions a push for eight bytes).
-    private static func same(_ bytes: [UInt8]?, _ slice: ArraySlice<UInt8>) -> Bool {
-        guard let bytes, bytes.count == slice.count else { return false }
-        guard !bytes.isEmpty else { return true }
-        return bytes.withUnsafeBytes { a in slice.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
     }
 
     /// ``KindlyPushDecryption/binding(of:with:)`` (the process's ``SenderSecretCache``), or the
