@@ -214,6 +214,24 @@ struct VersionTwoTests {
         #expect(decrypt() == .decrypted)
     }
 
+    @Test(
+        "a stream's reader keeps the last binding for its device only: one sender's pushes to two of the keyring's devices, alternated, all decrypt",
+        arguments: [WireVersion.two, .three])
+    func streamBindingPerDevice(_ version: WireVersion) throws {
+        let other = DeviceKey.generate()
+        let keyring = InMemoryKeyring(keys: [device, other], pinnedSenders: [sender.publicKey])
+        var decryptor = PushDecryptor(KindlyPushDecryption(keyring: keyring))
+        // The same sender, so the same trusted key: only the device tells the two bindings apart.
+        let pushes = try [device, other, other, device].map {
+            try KindlyPushSealer.seal(Self.payload, for: $0.publicKey, wire: version, from: sender)
+        }
+        for bytes in pushes {
+            var output: [UInt8] = []
+            #expect(bytes.withUnsafeBytes { decryptor.decrypt($0, appendingTo: &output) } == .decrypted)
+            #expect(output == JSONWriter.compactBytes(.object(Self.payload.object)))
+        }
+    }
+
     @Test("the file and caching keyrings drop the kept secret on delete and unpin as well")
     func cachedSecretFileKeyring() throws {
         let folder = try TemporaryFolder()
