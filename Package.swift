@@ -91,11 +91,15 @@ let package = Package(
         // non-dumpable, crash handlers that print one fixed line and dump nothing (prctl is
         // C-variadic, and a signal handler must be plain async-signal-safe C).
         .target(name: "CProcessGuard"),
+        // The loops over text that run sixteen bytes at a time (SSE2, and SSSE3 when the CPU has
+        // it): JSON string scans and base64 decoding, which Swift's SIMD types do not compile to
+        // yet.
+        .target(name: "CVectorText"),
         // Primitives on libsodium, canonical base64, secure buffers, line batching and locks.
         // Its API is `package`: nothing here is visible to a client of the products.
         .target(
             name: "KindlyPushCore",
-            dependencies: ["CSodium"],
+            dependencies: ["CSodium", "CVectorText"],
             swiftSettings: strictSettings
         ),
         // The types and logic of the public API, with no Foundation: the command links this
@@ -103,7 +107,7 @@ let package = Package(
         .target(
             name: "KindlyPushBase",
             // CProcessGuard: the temporary files of writes, removed on SIGTERM, SIGINT, SIGHUP.
-            dependencies: ["KindlyPushCore", "CProcessGuard"],
+            dependencies: ["KindlyPushCore", "CProcessGuard", "CVectorText"],
             swiftSettings: strictSettings
         ),
         // The public library: KindlyPushBase re-exported, and what needs Foundation (`Data` and
@@ -214,7 +218,7 @@ let package = Package(
         // One test target per product: KindlyPush's tests build without libsecret's headers.
         .testTarget(
             name: "KindlyPushTests",
-            dependencies: ["KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors"]
+            dependencies: ["KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors", "CVectorText"]
         ),
         // The Secret Service keyring against a private gnome-keyring (tools/with-secret-service).
         // Keyring/ links two files of KindlyPushTests (shared helpers and the pinning contract).

@@ -12,9 +12,10 @@ let package = Package(
         // package, so that the fuzzers reach its `package` API (the primitives, the parsers) that
         // no client of the products can see.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
-        .target(name: "KindlyPushCore", dependencies: ["CSodium"]),
+        .target(name: "CVectorText"),
+        .target(name: "KindlyPushCore", dependencies: ["CSodium", "CVectorText"]),
         .target(name: "CProcessGuard"),
-        .target(name: "KindlyPushBase", dependencies: ["KindlyPushCore", "CProcessGuard"]),
+        .target(name: "KindlyPushBase", dependencies: ["KindlyPushCore", "CProcessGuard", "CVectorText"]),
         .target(name: "KindlyPush", dependencies: ["KindlyPushBase", "KindlyPushCore"]),
         .target(name: "KindlyPushTesting", dependencies: ["KindlyPush", "KindlyPushCore"]),
         // The libFuzzer entry point (LLVMFuzzerRunDriver), a memfd helper, and libsodium for the

@@ -1,3 +1,5 @@
+internal import CVectorText
+
 /// Base64 as the wire format uses it (RFC 4648).
 ///
 /// Writing is always base64url without padding. Reading accepts base64url and standard
@@ -179,9 +181,12 @@ package enum Base64 {
                 if count > 3 { chunk |= places[768 + Int(input[offset + 3])] }
                 return chunk
             }
-            var groupsSeen: UInt32 = 0
-            var inIndex = 0
-            var outIndex = 0
+            // Sixteen characters at a time where the CPU can (SSSE3), with the alphabets they
+            // held as the group flags.
+            var alphabets: UInt32 = 0
+            var inIndex = kp_base64_decode_blocks(input, dataCount, out.assumingMemoryBound(to: UInt8.self), length, &alphabets)
+            var groupsSeen = alphabets << 30
+            var outIndex = inIndex / 4 * 3
             // Two groups at a time while their six bytes and two more are within the decoded
             // length: one eight-byte store, whose last two bytes the next step writes again.
             while inIndex + 8 <= dataCount, outIndex + 8 <= length {

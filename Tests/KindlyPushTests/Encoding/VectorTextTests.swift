@@ -1,0 +1,179 @@
+import CVectorText
+import Foundation
+import Testing
+
+/// The vector loops of CVectorText against references that share nothing with them: the
+/// standard library's UTF-8 decoder, Foundation's base64 decoder, and plain byte tests. Every
+/// byte value is tried at every place of a block, so that each entry of their lookup tables is
+/// read; random texts of mixed scripts and lengths take them through block ends and stops.
+/// (On this machine's x86-64 the SSE2 and SSSE3 forms run; the portable ASCII scan is checked
+/// on its own.)
+@Suite("Vector text loops")
+struct VectorTextTests {
+    static func isPlainASCII(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte < 0x80 && byte != 0x22 && byte != 0x5C
+    }
+
+    static func asciiPrefix(_ bytes: [UInt8]) -> (vector: Int, scalar: Int) {
+        bytes.withUnsafeBufferPointer { buffer in
+            (kp_plain_ascii_prefix(buffer.baseAddress, buffer.count), kp_plain_ascii_prefix_scalar(buffer.baseAddress, buffer.count))
+        }
+    }
+
+    @Test("the ASCII scan stops at the first byte a string must look at, every byte at every place")
+    func asciiEveryByte() {
+        for count in [1, 15, 16, 17, 31, 32, 33, 47] {
+            for place in 0..<count {
+                for value in 0...255 {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: count)
+                    bytes[place] = UInt8(value)
+                    let expected = Self.isPlainASCII(UInt8(value)) ? count : place
+                    let (vector, scalar) = Self.asciiPrefix(bytes)
+                    #expect(vector == expected && scalar == expected, "count \(count), byte \(value) at \(place)")
+                }
+            }
+        }
+    }
+
+    @Test("the ASCII scan on random texts")
+    func asciiRandom() {
+        var generator = SeededGenerator(seed: 41)
+        for _ in 0..<20000 {
+            let count = Int.random(in: 0...70, using: &generator)
+            let bytes = (0..<count).map { _ in
+                Int.random(in: 0..<20, using: &generator) == 0
+                    ? UInt8.random(in: 0...255, using: &generator) : UInt8.random(in: 0x20...0x7E, using: &generator)
+            }
+            let expected = bytes.firstIndex { !Self.isPlainASCII($0) } ?? count
+            let (vector, scalar) = Self.asciiPrefix(bytes)
+            #expect(vector == expected && scalar == expected, "\(bytes)")
+        }
+    }
+
+    /// The longest prefix that is well-formed UTF-8 with no `"`, `\` or control character, by the
+    /// standard library's decoder, and where each of its characters starts.
+    static func plainTextReference(_ bytes: [UInt8]) -> (length: Int, starts: Set<Int>) {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        var offset = 0
+        var starts: Set<Int> = [0]
+        while case .scalarValue(let scalar) = decoder.decode(&iterator) {
+            if scalar.value < 0x20 || scalar == "\"" || scalar == "\\" { break }
+            offset += UTF8.width(scalar)
+            starts.insert(offset)
+        }
+        return (offset, starts)
+    }
+
+    static func checkTextPrefix(_ bytes: [UInt8], _ note: @autoclosure () -> String) {
+        let found = bytes.withUnsafeBufferPointer { kp_plain_text_prefix($0.baseAddress, $0.count) }
+        let (length, starts) = plainTextReference(bytes)
+        #expect(found <= length && starts.contains(found), "\(note()): \(found) past the plain text (\(length))")
+        guard bytes.count >= 16 else {
+            #expect(found == 0, "\(note())")
+            return
+        }
+        // Every block wholly inside the plain text is taken; a stop the blocks reach is found
+        // exactly, when the text before it is plain.
+        let wholeBlocks = length / 16 * 16
+        if length < bytes.count, bytes[length] < 0x20 || bytes[length] == 0x22 || bytes[length] == 0x5C, wholeBlocks + 16 <= bytes.count {
+            #expect(found == length, "\(note()): stop at \(length) not found (\(found))")
+        } else {
+            #expect(found >= wholeBlocks - 4, "\(note()): \(found) short of \(wholeBlocks)")
+        }
+    }
+
+    @Test("the UTF-8 scan: every byte value at every place of two blocks")
+    func textEveryByte() {
+        // Two-, three- and four-byte characters, one across the blocks' boundary (bytes 14 to 17).
+        let base = Array("abcdefghijklé😀€mnopqrstuvw".utf8)
+        #expect(base.count == 32)
+        for place in 0..<32 {
+            for value in 0...255 {
+                var bytes = Array(base)
+                bytes[place] = UInt8(value)
+                Self.checkTextPrefix(bytes + Array("\"}".utf8), "byte \(value) at \(place)")
+            }
+        }
+    }
+
+    @Test("the UTF-8 scan on random texts of mixed scripts")
+    func textRandom() {
+        var generator = SeededGenerator(seed: 43)
+        let pieces: [[UInt8]] = ["a", "Z", " ", "é", "ß", "€", "漢", "😀", "\u{FFFF}", "\u{10FFFF}", "\"", "\\", "\n", "\u{7F}"].map {
+            Array($0.utf8)
+        }
+        // Bytes no well-formed text has, or only in another place: overlong leads, surrogates,
+        // leads past U+10FFFF, lone continuations, truncations.
+        let wrong: [[UInt8]] = [
+            [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5], [0xFF], [0x80],
+            [0xE2, 0x82], [0xF0, 0x9F, 0x98],
+        ]
+        for _ in 0..<30000 {
+            var bytes: [UInt8] = []
+            let characters = Int.random(in: 0...40, using: &generator)
+            for _ in 0..<characters {
+                if Int.random(in: 0..<60, using: &generator) == 0 {
+                    bytes += wrong.randomElement(using: &generator)!
+                } else if Int.random(in: 0..<30, using: &generator) == 0 {
+                    bytes += pieces[10...].randomElement(using: &generator)!
+                } else {
+                    bytes += pieces[..<10].randomElement(using: &generator)!
+                }
+            }
+            Self.checkTextPrefix(bytes, "\(bytes)")
+        }
+    }
+
+    static let urlAlphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Runs the base64 blocks on `text` into an output of `room` bytes with sixteen guard bytes
+    /// after it; checks nothing past `room` was written, and returns the characters decoded, the
+    /// bytes and the alphabet flags.
+    static func decodeBlocks(_ text: [UInt8], room: Int) -> (consumed: Int, bytes: [UInt8], alphabets: UInt32) {
+        var output = [UInt8](repeating: 0xA5, count: room + 16)
+        var alphabets: UInt32 = 0xFFFF
+        let consumed = text.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer {
+                kp_base64_decode_blocks(input.baseAddress, input.count, $0.baseAddress, room, &alphabets)
+            }
+        }
+        #expect(output[room...].allSatisfy { $0 == 0xA5 }, "\(text): written at or past \(room)")
+        return (consumed, Array(output[0..<(consumed / 4 * 3)]), alphabets)
+    }
+
+    static func foundationDecoding(_ text: [UInt8]) -> [UInt8]? {
+        let standard = String(decoding: text.map { $0 == 0x2D ? 0x2B : $0 == 0x5F ? 0x2F : $0 }, as: UTF8.self)
+        return Data(base64Encoded: standard).map { Array($0) }
+    }
+
+    @Test("base64url blocks: every byte value at every place of two blocks")
+    func base64EveryByte() {
+        var generator = SeededGenerator(seed: 47)
+        let alphabet = Array(Self.urlAlphabet)
+        for place in 0..<32 {
+            for value in 0...255 {
+                var text = (0..<32).map { _ in alphabet.randomElement(using: &generator)! }
+                text[place] = UInt8(value)
+                let (consumed, bytes, alphabets) = Self.decodeBlocks(text, room: 28)
+                let expected = Self.urlAlphabet.contains(UInt8(value)) ? 32 : place / 16 * 16
+                #expect(consumed == expected, "byte \(value) at \(place)")
+                let decoded = Array(text[0..<consumed])
+                #expect(bytes == Self.foundationDecoding(decoded), "byte \(value) at \(place)")
+                #expect(alphabets == (decoded.contains(0x2D) || decoded.contains(0x5F) ? 2 : 0), "byte \(value) at \(place)")
+            }
+        }
+    }
+
+    @Test("base64url blocks stop where the output has no room for a whole store")
+    func base64Room() {
+        let text = Array(String(repeating: "QUJD", count: 16).utf8)  // 64 characters, 48 bytes
+        for room in 0...60 {
+            let (consumed, bytes, _) = Self.decodeBlocks(text, room: room)
+            // Block n stores sixteen bytes from 12n.
+            let blocks = room < 16 ? 0 : min(4, (room - 16) / 12 + 1)
+            #expect(consumed == blocks * 16, "room \(room)")
+            #expect(bytes == Array(repeating: Array("ABC".utf8), count: blocks * 4).flatMap { $0 }, "room \(room)")
+        }
+    }
+}
