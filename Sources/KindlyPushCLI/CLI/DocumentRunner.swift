@@ -72,8 +72,7 @@ package enum DocumentRunner {
 
     /// `--jsonl`: one output line per input line, in input order; a bad line gives its error
     /// object and the stream goes on. Lines are read in batches bounded in lines and bytes, so
-    /// memory stays flat however long the stream. With `--jobs 1` everything happens on this
-    /// thread, in order. With more, see ``runStream(_:reader:stdout:tally:)``.
+    /// memory stays flat however long the stream; see ``runStream(_:reader:stdout:tally:)``.
     package static func runLines<C: DocumentCommand>(_ command: C) -> Int32 {
         let descriptors: [Int32]
         do throws(CodedError) {
@@ -135,18 +134,19 @@ package enum DocumentRunner {
     }
 
     /// The stream on the library's ``OrderedBatchRunner`` (the engine of the async
-    /// `decryptStream` too): with `--jobs N`, N > 1, N threads take chunks of 16 lines, oldest
-    /// first, from up to ``StreamBatching/batchesInFlight`` batches, while this thread reads batches ahead and
-    /// writes each one as soon as all its chunks are done, in input order. With `--jobs 1` (or
-    /// when the system gives no thread) the runner has no thread and this one processes each
-    /// batch as it publishes it: read, process and write, in order.
+    /// `decryptStream` too): with `--jobs N`, N threads take chunks of 16 lines, oldest first,
+    /// from up to ``StreamBatching/batchesInFlight`` batches, while this thread reads batches
+    /// ahead and writes each one as soon as all its chunks are done, in input order. So with
+    /// `--jobs 1` one thread processes while this one reads and writes beside it, as the
+    /// library's stream with `jobs` 1 does. When the system gives no thread, the runner has
+    /// none and this one processes each batch as it publishes it: read, process and write.
     private static func runStream<C: DocumentCommand>(
         _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
     ) -> CodedError? {
         let jobs = command.stream.jobs
         let runner = OrderedBatchRunner(
-            LineEngine.Work(processor: command.processor, counts: tally.counts != nil), jobs: jobs == 1 ? 0 : jobs,
-            batchesInFlight: jobs == 1 ? 1 : StreamBatching.batchesInFlight,
+            LineEngine.Work(processor: command.processor, counts: tally.counts != nil), jobs: jobs,
+            batchesInFlight: StreamBatching.batchesInFlight,
             maximumBatchLines: StreamBatching.batchLines, chunkLines: StreamBatching.chunkLines)
         var readError: CodedError?
         var ended = false
@@ -169,7 +169,7 @@ package enum DocumentRunner {
                     try reader.nextBatch(
                         into: &slot.batch, maximumLines: StreamBatching.batchLines, maximumBytes: StreamBatching.batchBytes, live: true)
                 } catch {
-                    // As with --jobs 1: the lines of a batch cut short by the error are not processed.
+                    // The lines of a batch cut short by the error are not processed.
                     readError = readFailure(error)
                     slot.batch.lines.removeAll()
                 }
