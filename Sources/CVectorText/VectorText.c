@@ -111,7 +111,7 @@ __attribute__((target("ssse3"))) static size_t plain_text_prefix_ssse3(const uin
     return index;
 }
 
-// Base64url sixteen characters at a time, as Mu\u0142a and Lemire decode base64 ("Faster Base64
+// Base64url sixteen characters at a time, as Mula and Lemire decode base64 ("Faster Base64
 // Encoding and Decoding Using AVX2 Instructions", 2018; here in SSSE3, for the URL-safe
 // alphabet): a character is valid when the classes its high nibble allows and the classes its
 // low nibble rules out share no bit; its sextet is the character plus an offset looked up by its
