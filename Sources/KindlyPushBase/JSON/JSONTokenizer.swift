@@ -399,6 +399,9 @@ package struct JSONTokenizer {
         return true
     }
 
+    /// Whether a `"` is at `index`.
+    private var atQuote: Bool { index < end && base[index] == UInt8(ascii: "\"") }
+
     /// A string at `index` (its opening quote) spelt as ``JSONWriter`` writes it: the range of
     /// its text between the quotes, or `nil` (invalid, or an escape the writer would not write).
     package mutating func compactString() -> Range<Int>? {
@@ -406,17 +409,18 @@ package struct JSONTokenizer {
         index += 1
         let start = index
         skipPlainASCII()
+        // A string of plain ASCII (a name, an id) ends here: no vector scan, no automaton.
+        if atQuote {
+            index += 1
+            return start..<(index - 1)
+        }
         return JSONTokenizer.plainTextAutomaton.withUnsafeBufferPointer { automaton -> Range<Int>? in
             let rows = automaton.baseAddress!
             while true {
                 // Sixteen bytes at a time where the CPU can (SSSE3), which mostly ends at the
                 // closing quote; then eight at a time through the automaton.
                 index += kp_plain_text_prefix(base + index, end - index)
-                if index < end, base[index] == UInt8(ascii: "\"") {
-                    index += 1
-                    return start..<(index - 1)
-                }
-                index = JSONTokenizer.plainTextPrefix(base, from: index, end: end, rows: rows)
+                if !atQuote { index = JSONTokenizer.plainTextPrefix(base, from: index, end: end, rows: rows) }
                 // What stopped it (the closing quote, an escape, a byte that is not allowed),
                 // or the last bytes, one character at a time.
                 while true {
