@@ -102,7 +102,9 @@ struct WireParityTests {
         }
     }
 
-    @Test("--jsonl: check, decrypt, --apply and route over a stream of every case")
+    /// Each stream runs with `--jobs 1` (one worker thread, reading and writing beside it) and
+    /// `--jobs 2`: both as version 1's `--jobs 1`.
+    @Test("--jsonl: check, decrypt, --apply and route over a stream of every case, with --jobs 1 and 2")
     func jsonLines() throws {
         let streams: [(String, [String])] = [
             ("check --jsonl", ["check", "--jsonl"]),
@@ -111,15 +113,17 @@ struct WireParityTests {
             ("route --jsonl", ["route", "--jsonl", "--app-state", "foreground", "--screen", "chat", "--chat-id", "c-1"]),
         ]
         for (frontEnd, arguments) in streams {
-            func run(_ sealing: Sealing) throws -> String {
+            func run(_ sealing: Sealing, jobs: String) throws -> String {
                 let stream = try Self.cases.map { try input($0, sealing) }.joined(separator: "\n") + "\n"
                 let command = arguments + (frontEnd.hasPrefix("check") ? [] : reader(sealing))
-                return try outcome(try CLI.run(command + ["--jobs", "2"], stdin: stream))
+                return try outcome(try CLI.run(command + ["--jobs", jobs], stdin: stream))
             }
-            let reference = try run(.one)
+            let reference = try run(.one, jobs: "1")
             #expect(reference.hasPrefix("exit 0 |"), "\(frontEnd): \(reference)")
-            for sealing in Sealing.allCases.dropFirst() {
-                #expect(try run(sealing) == reference, "\(frontEnd), \(sealing.rawValue)")
+            for sealing in Sealing.allCases {
+                for jobs in ["1", "2"] where (sealing, jobs) != (.one, "1") {
+                    #expect(try run(sealing, jobs: jobs) == reference, "\(frontEnd), \(sealing.rawValue), --jobs \(jobs)")
+                }
             }
         }
     }
