@@ -399,9 +399,6 @@ package struct JSONTokenizer {
         return true
     }
 
-    /// Whether a `"` is at `index`.
-    private var atQuote: Bool { index < end && base[index] == UInt8(ascii: "\"") }
-
     /// A string at `index` (its opening quote) spelt as ``JSONWriter`` writes it: the range of
     /// its text between the quotes, or `nil` (invalid, or an escape the writer would not write).
     package mutating func compactString() -> Range<Int>? {
@@ -410,7 +407,7 @@ package struct JSONTokenizer {
         let start = index
         skipPlainASCII()
         // A string of plain ASCII (a name, an id) ends here: no vector scan, no automaton.
-        if atQuote {
+        if current == UInt8(ascii: "\"") {
             index += 1
             return start..<(index - 1)
         }
@@ -420,7 +417,7 @@ package struct JSONTokenizer {
                 // Sixteen bytes at a time where the CPU can (SSSE3), which mostly ends at the
                 // closing quote; then eight at a time through the automaton.
                 index += kp_plain_text_prefix(base + index, end - index)
-                if !atQuote { index = JSONTokenizer.plainTextPrefix(base, from: index, end: end, rows: rows) }
+                if current != UInt8(ascii: "\"") { index = JSONTokenizer.plainTextPrefix(base, from: index, end: end, rows: rows) }
                 // What stopped it (the closing quote, an escape, a byte that is not allowed),
                 // or the last bytes, one character at a time.
                 while true {
