@@ -1,5 +1,9 @@
 internal import KindlyPushCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The fast path of decryption, for streams of pushes: JSON bytes in, the payload's compact JSON
 /// out, with its buffers reused from push to push and no tree of ``JSONValue``s built.
 ///
@@ -92,11 +96,11 @@ package struct PushDecryptor {
             }.get()
             // The last push's kid and sid when the bytes are the same (a stream is mostly for one
             // key, from one sender): no array made per push.
-            if lastKid?.bytes.elementsEqual(fields[envelope.kid]) != true { lastKid = KeyID(bytes: Array(fields[envelope.kid])) }
+            if lastKid.map({ Self.same($0.bytes, fields, envelope.kid) }) != true { lastKid = KeyID(bytes: Array(fields[envelope.kid])) }
             let kid = lastKid!
             var sid: SenderID?
             if let range = envelope.senderID {
-                if lastSid?.bytes.elementsEqual(fields[range]) != true { lastSid = SenderID(bytes: Array(fields[range])) }
+                if lastSid.map({ Self.same($0.bytes, fields, range) }) != true { lastSid = SenderID(bytes: Array(fields[range])) }
                 sid = lastSid!
             }
             let key = try decryption.key(for: kid)
@@ -130,6 +134,16 @@ package struct PushDecryptor {
             // is not kept here either.
             lastBinding = nil
             return .failed(error)
+        }
+    }
+
+    /// Whether `bytes` are `fields`' bytes at `range` (one comparison of memory, not a loop
+    /// over two collections).
+    private static func same(_ bytes: [UInt8], _ fields: [UInt8], _ range: Range<Int>) -> Bool {
+        guard bytes.count == range.count else { return false }
+        guard !range.isEmpty else { return true }
+        return bytes.withUnsafeBytes { a in
+            fields.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress! + range.lowerBound, range.count) == 0 }
         }
     }
 
@@ -213,8 +227,8 @@ struct LocatedEnvelope {
     /// One per ``EnvelopeMember``, stored inline (no allocation per push).
     private var version, kid, senderID, ephemeralPublicKey, encapsulatedKey, nonce, ciphertext: Member?
 
-    /// Each member's name, to find it by.
-    static let names: [(member: EnvelopeMember, name: [UInt8])] = EnvelopeMember.allCases.map { ($0, Array($0.name.utf8)) }
+    /// The members' names, each at the index of its member's raw value.
+    static let names = JSONTokenizer.KnownNames(EnvelopeMember.allCases.indices.map { EnvelopeMember(rawValue: $0)!.name })
 
     subscript(member: EnvelopeMember) -> Member? {
         get {
@@ -249,25 +263,30 @@ struct LocatedEnvelope {
 
     /// Reads the object at the reader (its `{`), checking all of it.
     mutating func read(_ reader: inout JSONTokenizer, scratch: inout [UInt8]) throws(JSONReadError) {
-        var names = JSONTokenizer.Names()
+        // The duplicate rule: a bit per member that some version reads, and the other names.
+        var seen: UInt32 = 0
+        var others = JSONTokenizer.Names()
         // Read once, not per member: a static is a lazy start and a reference each time.
         let members = LocatedEnvelope.names
         guard try reader.beginObject() else { return }
         repeat {
             let mark = scratch.count
             let name = try reader.memberName(&scratch)
-            let (unique, known) = scratch.withUnsafeBytes { scratch in
+            let (unique, known) = scratch.withUnsafeBytes { scratch -> (Bool, EnvelopeMember?) in
                 let decoded = UnsafeRawBufferPointer(rebasing: scratch[mark...])
-                let text = name.hasEscapes ? decoded : reader.bytes(name.raw)
-                let unique = name.hasEscapes ? names.insert(decoded: decoded, in: reader) : names.insert(name.raw, in: reader)
-                return (unique, members.first { $0.name.elementsEqual(text) }?.member)
+                if let index = members.index(of: name.hasEscapes ? decoded : reader.bytes(name.raw)) {
+                    return (seen & 1 << index == 0, EnvelopeMember(rawValue: index))
+                }
+                return (name.hasEscapes ? others.insert(decoded: decoded, in: reader) : others.insert(name.raw, in: reader), nil)
             }
             if scratch.count > mark { scratch.removeSubrange(mark...) }
             if !unique { hasDuplicateNames = true }
-            guard let known, self[known] == nil else {
+            // Any member but the first of a name is stepped over (its duplicate is refused).
+            guard let known, unique else {
                 try reader.skipValue()
                 continue
             }
+            seen |= 1 << known.rawValue
             let first = try reader.valueStart()
             if first == UInt8(ascii: "\"") {
                 let start = scratch.count

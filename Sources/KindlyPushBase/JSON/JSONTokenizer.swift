@@ -57,9 +57,15 @@ package struct JSONTokenizer {
         a.count == b.count && memcmp(base + a.lowerBound, base + b.lowerBound, a.count) == 0
     }
 
-    /// Steps over whitespace (none in compact mode, where there must be none).
+    /// Steps over whitespace (none in compact mode, where there must be none). Inline as far as
+    /// the first byte, which is seldom whitespace.
+    @inline(__always)
     package mutating func skipWhitespace() {
-        guard !compact else { return }
+        guard !compact, index < end, base[index] <= 0x20 else { return }
+        skipWhitespaceRun()
+    }
+
+    private mutating func skipWhitespaceRun() {
         while index < end {
             switch base[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -592,10 +598,6 @@ package struct JSONTokenizer {
 
         package init() {}
 
-        /// Whether the inline store is full: another name would go to the set of decoded names,
-        /// which is not wiped (a reader of plaintext stops before that).
-        package var isFull: Bool { spilled != nil || count == Names.capacity }
-
         /// Adds the raw name at `name` (a name without escapes, or any name in compact mode,
         /// whose escapes have one spelling); false when it was there already.
         package mutating func insert(_ name: Range<Int>, in reader: JSONTokenizer) -> Bool {
@@ -624,6 +626,59 @@ package struct JSONTokenizer {
                 spilled = set
             }
             return spilled!.insert(Array(name)).inserted
+        }
+    }
+
+    /// A few member names known in advance, each at most 16 bytes of UTF-8, found by a text's
+    /// length and its bytes compared as two words: no loop over the bytes, no `String`. A reader
+    /// keeps the duplicate rule for them in a bit per name (``index(of:)``), and ``Names`` for the
+    /// others only.
+    package struct KnownNames: Sendable {
+        private let entries: [(count: Int, words: Words)]
+        private typealias Words = (UInt64, UInt64)
+
+        /// `names`, in the order ``index(of:)`` counts them.
+        package init(_ names: [String]) {
+            entries = names.map { name in
+                let bytes = Array(name.utf8)
+                precondition(bytes.count <= 16, "a known name of more than 16 bytes")
+                return (bytes.count, bytes.withUnsafeBytes(KnownNames.words))
+            }
+        }
+
+        /// The index in the list of the name whose bytes are `text`, or `nil`.
+        package func index(of text: UnsafeRawBufferPointer) -> Int? {
+            guard text.count <= 16 else { return nil }
+            let words = KnownNames.words(text)
+            for index in entries.indices where entries[index].count == text.count && entries[index].words == words {
+                return index
+            }
+            return nil
+        }
+
+        /// Up to 16 bytes as two words, zero past them: a few loads, no loop and no call.
+        @inline(__always)
+        private static func words(_ text: UnsafeRawBufferPointer) -> Words {
+            let low = min(text.count, 8)
+            return (word(text, 0, low), word(text, low, text.count &- low))
+        }
+
+        /// `count` bytes (at most 8) from `start` as one little-endian word, zero past them.
+        @inline(__always)
+        private static func word(_ text: UnsafeRawBufferPointer, _ start: Int, _ count: Int) -> UInt64 {
+            func load<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> UInt64 {
+                UInt64(T(littleEndian: text.loadUnaligned(fromByteOffset: start &+ offset, as: T.self)))
+            }
+            switch count {
+            case 0: return 0
+            case 1: return load(0, UInt8.self)
+            case 2: return load(0, UInt16.self)
+            case 3: return load(0, UInt16.self) | load(2, UInt8.self) << 16
+            case 4: return load(0, UInt32.self)
+            // Two loads that overlap: the bytes in both are the same bytes.
+            case 5...7: return load(0, UInt32.self) | load(count &- 4, UInt32.self) << ((count &- 4) &* 8)
+            default: return load(0, UInt64.self)
+            }
         }
     }
 }

@@ -91,13 +91,10 @@ struct PayloadField: Sendable {
 
     let name: String
     let rule: Rule
-    /// ``name``'s UTF-8, for texts.
-    let utf8: [UInt8]
 
     init(_ name: String, _ rule: Rule) {
         self.name = name
         self.rule = rule
-        self.utf8 = Array(name.utf8)
     }
 
     /// Section 4, in the order its checks are made.
@@ -109,6 +106,9 @@ struct PayloadField: Sendable {
         PayloadField(KindlyKey.sentAt, .wholeNumber(0...WireFormat.maximumSentAt, described: "0 to 2^53 − 1")),
         PayloadField(KindlyKey.truncated, .boolean),
     ]
+
+    /// ``all``'s names, found by their bytes at their index in ``all``.
+    static let names = JSONTokenizer.KnownNames(all.map(\.name))
 
     /// The bits of ``all``'s required members.
     static let requiredMask = all.indices.reduce(0) { mask, index in

@@ -26,26 +26,30 @@ extension DecryptedPayload {
     /// fuzz target check it against.
     package static func isCompact(_ text: UnsafeRawBufferPointer) -> Bool {
         var reader = JSONTokenizer(text, compact: true)
-        var names = JSONTokenizer.Names()
-        var required = 0
+        // The duplicate rule: a bit per field of section 4 (in ``PayloadField/all``'s order),
+        // and the extras' names. A compact name has one spelling: its raw text is its name.
+        var seen = 0
+        var extras = JSONTokenizer.Names()
+        var members = 0
         // Read once, not per member: a static is a lazy start and a reference each time.
         let fields = PayloadField.all
+        let names = PayloadField.names
         guard reader.consume(UInt8(ascii: "{")) else { return false }
         repeat {
             // Past 16 members the duplicate rule would keep names in a set that is not wiped.
-            guard !names.isFull, let name = reader.compactString(), names.insert(name, in: reader), reader.consume(UInt8(ascii: ":"))
+            guard members < JSONTokenizer.Names.capacity, let name = reader.compactString(), reader.consume(UInt8(ascii: ":"))
             else { return false }
-            let raw = reader.bytes(name)
-            if let index = fields.firstIndex(where: { $0.utf8.count == raw.count && $0.utf8.elementsEqual(raw) }) {
-                guard fields[index].isCompact(&reader) else { return false }
-                required |= 1 << index
+            members += 1
+            if let index = names.index(of: reader.bytes(name)) {
+                guard seen & 1 << index == 0, fields[index].isCompact(&reader) else { return false }
+                seen |= 1 << index
             } else {
                 // An extra that is an object or an array would need the duplicate rule at every
                 // depth.
-                guard reader.compactScalar() else { return false }
+                guard extras.insert(name, in: reader), reader.compactScalar() else { return false }
             }
         } while reader.consume(UInt8(ascii: ","))
-        return required & PayloadField.requiredMask == PayloadField.requiredMask && reader.consume(UInt8(ascii: "}")) && reader.atEnd
+        return seen & PayloadField.requiredMask == PayloadField.requiredMask && reader.consume(UInt8(ascii: "}")) && reader.atEnd
     }
 
     /// Appends the writer's compact form of a plaintext text to `output` (what ``JSONWriter``
@@ -215,7 +219,8 @@ package struct CompactPlaintextWriter {
                 nameRanges.append(name)
                 names.withUnsafeBytes { JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: $0[name]), to: &output) }
                 output.append(UInt8(ascii: ":"))
-                if fields != nil, let index = PayloadField.all.firstIndex(where: { names[name].elementsEqual($0.utf8) }) {
+                let field = names.withUnsafeBytes { PayloadField.names.index(of: UnsafeRawBufferPointer(rebasing: $0[name])) }
+                if fields != nil, let index = field {
                     guard try writeField(PayloadField.all[index], into: &output) else { return false }
                     fields! |= 1 << index
                 } else {

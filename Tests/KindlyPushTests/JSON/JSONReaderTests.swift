@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushBase
 import KindlyPushCore
 import Testing
 
@@ -41,6 +42,33 @@ struct JSONReaderTests {
         ] as [[UInt8]])
     func refusesBadBytes(_ bytes: [UInt8]) {
         #expect(throws: JSONReadError.self) { try JSONReader.parse(bytes) }
+    }
+
+    @Test("finds a known member name by its bytes, and no other text")
+    func knownNames() {
+        // A name of each length from 1 to 16 bytes, and some of the envelope's; every text that
+        // differs from one of them in one bit, or by a byte more or less, is looked up too.
+        let names =
+            (1...16).map { length in String(decoding: (0..<length).map { UInt8(97 + ($0 * 7 + length) % 26) }, as: UTF8.self) }
+            + ["kid", "sid", "epk", "\u{E9}"]
+        let known = JSONTokenizer.KnownNames(names)
+        func found(_ bytes: [UInt8]) -> Int? { bytes.withUnsafeBytes { known.index(of: $0) } }
+        func expected(_ bytes: [UInt8]) -> Int? { names.firstIndex { Array($0.utf8) == bytes } }
+        for (position, name) in names.enumerated() {
+            let bytes = Array(name.utf8)
+            #expect(found(bytes) == position, "\(name)")
+            for place in bytes.indices {
+                for bit in 0..<8 {
+                    var changed = bytes
+                    changed[place] ^= 1 << bit
+                    #expect(found(changed) == expected(changed), "\(name), byte \(place) bit \(bit)")
+                }
+            }
+            #expect(found(bytes + [bytes[0]]) == expected(bytes + [bytes[0]]), "\(name) and a byte more")
+            #expect(found(Array(bytes.dropLast())) == expected(Array(bytes.dropLast())), "\(name) less a byte")
+        }
+        #expect(found(Array(repeating: 97, count: 17)) == nil)
+        #expect(found([]) == nil)
     }
 
     @Test("keeps duplicate members and says so, comparing names by scalars")

@@ -58,6 +58,8 @@ extension FastPathTests {
             (Self.edit(one, "\"kid\"", many + "\"x19\":0,\"kid\""), .malformed),
             (Self.edit(one, "\"kindly\"", "\"kindlx\""), .notKindly), (Self.edit(one, "\"kindly\":{", "\"kindly\":7,\"x\":{"), .notKindly),
             (Self.edit(one, "\"v\":1,", "\"v\":1,\"v\":1,"), .malformed), (Self.edit(one, "\"v\":1", "\"v\":4"), .unsupportedVersion),
+            (Self.edit(one, "\"kid\"", "\"k\\u0069d\":\"AAAAAAAAAAA\",\"kid\""), .malformed),  // a member once escaped, twice
+            (Self.edit(one, "\"kid\"", "\"sid\":1,\"s\\u0069d\":2,\"kid\""), .malformed),  // an ignored member twice
             (Self.edit(one, "\"v\":1", "\"v\":\"1\""), .unsupportedVersion), (Self.edit(one, "\"v\":1,", ""), .unsupportedVersion),
             (Self.edit(one, "\"v\":1", "\"v\":-0"), .unsupportedVersion), (Self.edit(one, "\"v\":1", "\"v\":null"), .unsupportedVersion),
             (Self.edit(one, "\"kid\":\"", "\"kid\":\"!"), .malformed), (Self.edit(one, "\"kid\":\"", "\"kid\":\"AAAA"), .malformed),
