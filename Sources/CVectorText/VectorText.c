@@ -1,6 +1,7 @@
 #include "CVectorText.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #include <tmmintrin.h>
 
 // The UTF-8 check of Keiser and Lemire ("Validating UTF-8 In Less Than One Instruction Per
@@ -56,7 +57,9 @@ static const uint8_t byte_2_high_table[16] = {
     TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,
 };
 
-__attribute__((target("ssse3"))) static size_t plain_text_prefix_ssse3(const uint8_t *bytes, size_t count) {
+// From `index` (0, or where the AVX2 loop below stopped, a multiple of 32 whose blocks before it
+// passed), so that its blocks are those it would have read from the start.
+__attribute__((target("ssse3"))) static size_t plain_text_prefix_ssse3(const uint8_t *bytes, size_t count, size_t index) {
     const __m128i byte_1_high = _mm_loadu_si128((const __m128i *)byte_1_high_table);
     const __m128i byte_1_low = _mm_loadu_si128((const __m128i *)byte_1_low_table);
     const __m128i byte_2_high = _mm_loadu_si128((const __m128i *)byte_2_high_table);
@@ -66,8 +69,7 @@ __attribute__((target("ssse3"))) static size_t plain_text_prefix_ssse3(const uin
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), last_control = _mm_set1_epi8(0x1F);
     const __m128i zero = _mm_setzero_si128();
 
-    __m128i previous = zero;
-    size_t index = 0;
+    __m128i previous = index >= 16 ? _mm_loadu_si128((const __m128i *)(bytes + index - 16)) : zero;
     while (index + 16 <= count) {
         __m128i block = _mm_loadu_si128((const __m128i *)(bytes + index));
         // `"`, `\`, or a control character (unsigned, at most 0x1F).
@@ -107,6 +109,57 @@ __attribute__((target("ssse3"))) static size_t plain_text_prefix_ssse3(const uin
             lead--;
         }
         index = lead;
+    }
+    return index;
+}
+
+// The same check thirty-two bytes at a time (AVX2), as simdjson's haswell kernel: the byte
+// before each one comes from across the two 128-bit lanes by one permute. It stops at the start
+// of a block that has a mistake or a stop it cannot answer for, or where fewer than 32 bytes are
+// left (`*done` 0), for the SSSE3 loop to go on from there sixteen bytes at a time (and to back
+// up over a character the blocks left unfinished); `*done` is 1 when it found the stop that ends
+// the text.
+__attribute__((target("avx2"))) static size_t plain_text_prefix_avx2(const uint8_t *bytes, size_t count, int *done) {
+    const __m256i byte_1_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)byte_1_high_table));
+    const __m256i byte_1_low = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)byte_1_low_table));
+    const __m256i byte_2_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)byte_2_high_table));
+    const __m256i low_nibble = _mm256_set1_epi8(0x0F);
+    const __m256i third_byte = _mm256_set1_epi8((char)(0xE0 - 0x80)), fourth_byte = _mm256_set1_epi8((char)(0xF0 - 0x80));
+    const __m256i high_bits = _mm256_set1_epi8((char)0x80);
+    const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\'), last_control = _mm256_set1_epi8(0x1F);
+    const __m256i zero = _mm256_setzero_si256();
+
+    __m256i previous = zero;
+    size_t index = 0;
+    *done = 0;
+    while (index + 32 <= count) {
+        __m256i block = _mm256_loadu_si256((const __m256i *)(bytes + index));
+        __m256i stops = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(block, quote), _mm256_cmpeq_epi8(block, backslash)),
+            _mm256_cmpeq_epi8(_mm256_min_epu8(block, last_control), block));
+        // The previous block's high lane beside this block's low lane: the bytes before each lane.
+        __m256i before = _mm256_permute2x128_si256(previous, block, 0x21);
+        __m256i prev1 = _mm256_alignr_epi8(block, before, 15);
+        __m256i special = _mm256_and_si256(
+            _mm256_and_si256(
+                _mm256_shuffle_epi8(byte_1_high, _mm256_and_si256(_mm256_srli_epi16(prev1, 4), low_nibble)),
+                _mm256_shuffle_epi8(byte_1_low, _mm256_and_si256(prev1, low_nibble))),
+            _mm256_shuffle_epi8(byte_2_high, _mm256_and_si256(_mm256_srli_epi16(block, 4), low_nibble)));
+        __m256i prev2 = _mm256_alignr_epi8(block, before, 14), prev3 = _mm256_alignr_epi8(block, before, 13);
+        __m256i must_continue = _mm256_and_si256(
+            _mm256_or_si256(_mm256_subs_epu8(prev2, third_byte), _mm256_subs_epu8(prev3, fourth_byte)), high_bits);
+        uint64_t errors =
+            0xFFFFFFFFu ^ (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_xor_si256(must_continue, special), zero));
+        uint64_t stop_mask = (uint32_t)_mm256_movemask_epi8(stops);
+        if ((errors | stop_mask) != 0) {
+            if (stop_mask == 0) break;
+            unsigned stop = (unsigned)__builtin_ctzll(stop_mask);
+            if ((errors & ((2ull << stop) - 1)) != 0) break;
+            *done = 1;
+            return index + stop;
+        }
+        previous = block;
+        index += 32;
     }
     return index;
 }
@@ -174,18 +227,107 @@ __attribute__((target("ssse3"))) static size_t base64_decode_blocks_ssse3(
     return in;
 }
 
+// The same thirty-two characters at a time (AVX2): the tables in both 128-bit lanes, each
+// lane's twelve bytes gathered by one permute, and exactly twenty-four bytes stored, so a block
+// needs twenty-four bytes of room (not thirty-two). It stops at a block with a character it does
+// not take, for the SSSE3 loop to go on sixteen at a time.
+__attribute__((target("avx2"))) static size_t base64_decode_blocks_avx2(
+    const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets) {
+    const __m256i classes = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)base64_classes));
+    const __m256i ruled_out = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)base64_ruled_out));
+    const __m256i offsets = _mm256_setr_epi8(
+        0, 0, 62 - '-', 52 - '0', -'A', -'A', 26 - 'a', 26 - 'a', 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 62 - '-', 52 - '0', -'A', -'A', 26 - 'a', 26 - 'a', 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i low_nibble = _mm256_set1_epi8(0x0F), zero = _mm256_setzero_si256();
+    const __m256i dash = _mm256_set1_epi8('-'), underscore = _mm256_set1_epi8('_');
+    const __m256i underscore_fix = _mm256_set1_epi8(63 - '_' + 'A');
+    const __m256i pairs = _mm256_set1_epi32(0x01400140), quads = _mm256_set1_epi32(0x00011000);
+    const __m256i order = _mm256_setr_epi8(
+        2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
+        2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+    // Each lane's twelve bytes (its first three 32-bit words) side by side.
+    const __m256i gather = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
+    __m256i url = zero;
+    size_t in = 0, out = 0;
+    while (in + 32 <= count && out + 24 <= output_count) {
+        __m256i block = _mm256_loadu_si256((const __m256i *)(text + in));
+        __m256i high = _mm256_and_si256(_mm256_srli_epi32(block, 4), low_nibble);
+        __m256i invalid = _mm256_and_si256(
+            _mm256_shuffle_epi8(classes, high), _mm256_shuffle_epi8(ruled_out, _mm256_and_si256(block, low_nibble)));
+        if ((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(invalid, zero)) != 0xFFFFFFFFu) break;
+        __m256i is_underscore = _mm256_cmpeq_epi8(block, underscore);
+        __m256i sextets = _mm256_add_epi8(
+            _mm256_add_epi8(block, _mm256_shuffle_epi8(offsets, high)), _mm256_and_si256(is_underscore, underscore_fix));
+        __m256i words = _mm256_madd_epi16(_mm256_maddubs_epi16(sextets, pairs), quads);
+        __m256i packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(words, order), gather);
+        _mm_storeu_si128((__m128i *)(output + out), _mm256_castsi256_si128(packed));
+        _mm_storel_epi64((__m128i *)(output + out + 16), _mm256_extracti128_si256(packed, 1));
+        url = _mm256_or_si256(url, _mm256_or_si256(is_underscore, _mm256_cmpeq_epi8(block, dash)));
+        in += 32;
+        out += 24;
+    }
+    *alphabets = _mm256_movemask_epi8(url) != 0 ? 2u : 0u;
+    return in;
+}
+
+// kp_plain_ascii_prefix's loop thirty-two bytes at a time, from byte 16; the last block
+// overlaps the one before, as in the SSE2 loop.
+__attribute__((target("avx2"))) static size_t plain_ascii_prefix_avx2(const uint8_t *bytes, size_t count) {
+    const __m256i space = _mm256_set1_epi8(0x20), quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\');
+    size_t index = 16;
+    for (;;) {
+        size_t at = index + 32 <= count ? index : count - 32;
+        __m256i block = _mm256_loadu_si256((const __m256i *)(bytes + at));
+        __m256i stops = _mm256_or_si256(
+            _mm256_cmpgt_epi8(space, block), _mm256_or_si256(_mm256_cmpeq_epi8(block, quote), _mm256_cmpeq_epi8(block, backslash)));
+        uint32_t mask = (uint32_t)_mm256_movemask_epi8(stops);
+        if (mask != 0) return at + (size_t)__builtin_ctz(mask);
+        if (at + 32 == count) return count;
+        index = at + 32;
+    }
+}
+
+size_t kp_plain_ascii_prefix_long(const uint8_t *bytes, size_t count) {
+    if (__builtin_cpu_supports("avx2")) return plain_ascii_prefix_avx2(bytes, count);
+    return kp_plain_ascii_prefix_sse2(bytes, count, 16);
+}
+
 size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count) {
     if (count < 16 || !__builtin_cpu_supports("ssse3")) return 0;
-    return plain_text_prefix_ssse3(bytes, count);
+    size_t index = 0;
+    if (count >= 32 && __builtin_cpu_supports("avx2")) {
+        int done;
+        index = plain_text_prefix_avx2(bytes, count, &done);
+        if (done) return index;
+    }
+    return plain_text_prefix_ssse3(bytes, count, index);
 }
 
 size_t kp_base64_decode_blocks(const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets) {
     *alphabets = 0;
     if (count < 16 || output_count < 16 || !__builtin_cpu_supports("ssse3")) return 0;
-    return base64_decode_blocks_ssse3(text, count, output, output_count, alphabets);
+    size_t in = 0, out = 0;
+    unsigned wide = 0, narrow = 0;
+    if (count >= 32 && output_count >= 24 && __builtin_cpu_supports("avx2")) {
+        in = base64_decode_blocks_avx2(text, count, output, output_count, &wide);
+        out = in / 4 * 3;
+    }
+    if (count - in >= 16 && output_count - out >= 16) {
+        in += base64_decode_blocks_ssse3(text + in, count - in, output + out, output_count - out, &narrow);
+    }
+    *alphabets = wide | narrow;
+    return in;
 }
 
 #else
+
+size_t kp_plain_ascii_prefix_long(const uint8_t *bytes, size_t count) {
+#if defined(__SSE2__)
+    return kp_plain_ascii_prefix_sse2(bytes, count, 16);
+#else
+    return 16 + kp_plain_ascii_prefix_portable(bytes + 16, count - 16);
+#endif
+}
 
 size_t kp_base64_decode_blocks(const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets) {
     (void)text;

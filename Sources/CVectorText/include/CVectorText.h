@@ -1,5 +1,6 @@
 // The loops over text that run sixteen bytes at a time where the CPU has vector instructions
-// (SSE2, and SSSE3 when the CPU has it; elsewhere the portable forms, or nothing): the scans of
+// (SSE2, and SSSE3 when the CPU has it; thirty-two with AVX2 when it has that; elsewhere the
+// portable forms, or nothing): the scans of
 // JSON string text and base64's decoding, which Swift's SIMD types cannot yet be compiled to
 // (their comparisons become a loop over the lanes). Each only does faster part of what its Swift
 // caller's loop does, and stops where that loop must look: at, or before, the first byte that
@@ -38,29 +39,48 @@ static inline size_t kp_plain_ascii_prefix_portable(const uint8_t *bytes, size_t
     return index;
 }
 
+#if defined(__SSE2__)
+/// kp_plain_ascii_prefix's SSE2 loop from `index` (a multiple of 16 below `count`, whose bytes
+/// before it have passed; `count` at least 16).
+static inline size_t kp_plain_ascii_prefix_sse2(const uint8_t *bytes, size_t count, size_t index) {
+    // As signed bytes, everything from 0x80 up is negative: one comparison finds the control
+    // characters and the non-ASCII bytes.
+    const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (;;) {
+        // The last block overlaps the one before rather than leave a tail: the bytes it reads
+        // again have passed already.
+        size_t at = index + 16 <= count ? index : count - 16;
+        __m128i block = _mm_loadu_si128((const __m128i *)(bytes + at));
+        __m128i stops = _mm_or_si128(
+            _mm_cmplt_epi8(block, space), _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
+        unsigned mask = (unsigned)_mm_movemask_epi8(stops);
+        if (mask != 0) return at + (size_t)__builtin_ctz(mask);
+        if (at + 16 == count) return count;
+        index = at + 16;
+    }
+}
+#endif
+
+/// kp_plain_ascii_prefix past its first sixteen bytes (which have passed), for `count` of at
+/// least 48: thirty-two bytes at a time where the CPU has AVX2, else the SSE2 loop.
+size_t kp_plain_ascii_prefix_long(const uint8_t *bytes, size_t count);
+
 /// The length of the longest prefix of `bytes[0..<count]` that is printable ASCII other than
 /// `"` and `\`: where a JSON string's text first needs a look (its closing quote, an escape, a
-/// control character, a byte of a multi-byte character). Inline, so that a short string (a
-/// member name) costs no call.
+/// control character, a byte of a multi-byte character). Its first sixteen bytes are looked at
+/// inline, so that a short string (a member name) costs no call; a longer text goes on in
+/// kp_plain_ascii_prefix_long.
 static inline size_t kp_plain_ascii_prefix(const uint8_t *bytes, size_t count) {
 #if defined(__SSE2__)
     if (count >= 16) {
-        // As signed bytes, everything from 0x80 up is negative: one comparison finds the
-        // control characters and the non-ASCII bytes.
         const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-        size_t index = 0;
-        for (;;) {
-            // The last block overlaps the one before rather than leave a tail: the bytes it
-            // reads again have passed already.
-            size_t at = index + 16 <= count ? index : count - 16;
-            __m128i block = _mm_loadu_si128((const __m128i *)(bytes + at));
-            __m128i stops = _mm_or_si128(
-                _mm_cmplt_epi8(block, space), _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
-            unsigned mask = (unsigned)_mm_movemask_epi8(stops);
-            if (mask != 0) return at + (size_t)__builtin_ctz(mask);
-            if (at + 16 == count) return count;
-            index = at + 16;
-        }
+        __m128i block = _mm_loadu_si128((const __m128i *)bytes);
+        __m128i stops = _mm_or_si128(
+            _mm_cmplt_epi8(block, space), _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
+        unsigned mask = (unsigned)_mm_movemask_epi8(stops);
+        if (mask != 0) return (size_t)__builtin_ctz(mask);
+        if (count == 16) return 16;
+        return count >= 48 ? kp_plain_ascii_prefix_long(bytes, count) : kp_plain_ascii_prefix_sse2(bytes, count, 16);
     }
 #endif
     return kp_plain_ascii_prefix_portable(bytes, count);
@@ -68,20 +88,23 @@ static inline size_t kp_plain_ascii_prefix(const uint8_t *bytes, size_t count) {
 
 /// A length, at most `count`, that ends at the start of a character, such that
 /// `bytes[0..<length]` is well-formed UTF-8 (RFC 3629) with no `"`, `\` or control character:
-/// found sixteen bytes at a time, and 0 where the CPU has no such instructions (SSSE3) or
+/// found thirty-two bytes at a time (AVX2) and sixteen at a time from a block with a mistake or
+/// where fewer than thirty-two are left (SSSE3), and 0 where the CPU has no such instructions or
 /// `count` is below 16. It is the whole of the longest such prefix when a `"`, `\` or control
 /// character ends it within the blocks read; otherwise it may stop up to nineteen bytes short
-/// (a block with a mistake, the last bytes), never past it. `bytes` must start at the start of
-/// a character.
+/// (a sixteen-byte block with a mistake, the last bytes), never past it. `bytes` must start at
+/// the start of a character.
 size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count);
 
-/// Decodes whole blocks of sixteen base64url characters from the start of `text` (`count`
-/// characters, no padding among them) into `output`, three bytes for each four characters, while
-/// a block has only characters of the URL-safe alphabet and `output` has sixteen bytes of room
-/// from where it writes (each block stores sixteen, the last four of which the next block writes
-/// again: nothing is written at or past `output_count`). Returns the number of characters
-/// decoded, a multiple of sixteen (0 where the CPU has no SSSE3), and sets `alphabets` to 2 when
-/// they held `-` or `_`, 0 otherwise. The standard alphabet (`+`, `/`) stops it.
+/// Decodes whole blocks of base64url characters from the start of `text` (`count` characters,
+/// no padding among them) into `output`, three bytes for each four characters, while a block has
+/// only characters of the URL-safe alphabet and `output` has room for the block's store: a block
+/// of thirty-two characters (AVX2) stores exactly its twenty-four bytes, a block of sixteen
+/// (SSSE3; where thirty-two do not fit, or from a block of thirty-two it did not take) stores
+/// sixteen, the last four of which the next block writes again. Nothing is written at or past
+/// `output_count`. Returns the number of characters decoded, a multiple of sixteen (0 where the
+/// CPU has no SSSE3), and sets `alphabets` to 2 when they held `-` or `_`, 0 otherwise. The
+/// standard alphabet (`+`, `/`) stops it.
 size_t kp_base64_decode_blocks(const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets);
 
 #endif

@@ -5,8 +5,9 @@ import Testing
 /// standard library's UTF-8 decoder, Foundation's base64 decoder, and plain byte tests. Every
 /// byte value is tried at every place of a block, so that each entry of their lookup tables is
 /// read; random texts of mixed scripts and lengths take them through block ends and stops.
-/// (On x86-64 the SSE2 and SSSE3 forms run; the portable ASCII scan, which other CPUs run, is
-/// checked beside it.)
+/// (On x86-64 the SSE2, SSSE3 and, where the CPU has it, AVX2 forms run: texts of two 32-byte
+/// blocks take the AVX2 loops across their lanes and blocks; the portable ASCII scan, which other
+/// CPUs run, is checked beside it.)
 @Suite("Vector text loops")
 struct VectorTextTests {
     static func isPlainASCII(_ byte: UInt8) -> Bool {
@@ -21,7 +22,8 @@ struct VectorTextTests {
 
     @Test("the ASCII scan stops at the first byte a string must look at, every byte at every place")
     func asciiEveryByte() {
-        for count in [1, 15, 16, 17, 31, 32, 33, 47] {
+        // Past 48 bytes the scan goes on out of line, 32 bytes at a time where the CPU has AVX2.
+        for count in [1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 80, 81, 111, 112, 113] {
             for place in 0..<count {
                 for value in 0...255 {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: count)
@@ -39,7 +41,7 @@ struct VectorTextTests {
     func asciiRandom() {
         var generator = SeededGenerator(seed: 41)
         for _ in 0..<20000 {
-            let count = Int.random(in: 0...70, using: &generator)
+            let count = Int.random(in: 0...150, using: &generator)
             let bytes = (0..<count).map { _ in
                 Int.random(in: 0..<20, using: &generator) == 0
                     ? UInt8.random(in: 0...255, using: &generator) : UInt8.random(in: 0x20...0x7E, using: &generator)
@@ -94,6 +96,21 @@ struct VectorTextTests {
                 var bytes = Array(base)
                 bytes[place] = UInt8(value)
                 Self.checkTextPrefix(bytes + Array("\"}".utf8), "byte \(value) at \(place)")
+            }
+        }
+    }
+
+    @Test("the UTF-8 scan: every byte value at every place of two 32-byte blocks")
+    func textEveryByteWide() {
+        // Characters across the lanes' ends (bytes 14 to 17, 46 to 49) and the blocks' boundary
+        // (bytes 31 to 33).
+        let base = Array("abcdefghijklé😀€mnopqrstuv漢wxyzABCDEFGH😀IJKLMNOPQRSTUV".utf8)
+        #expect(base.count == 64)
+        for place in 0..<64 {
+            for value in 0...255 {
+                var bytes = Array(base)
+                bytes[place] = UInt8(value)
+                Self.checkTextPrefix(bytes + Array("\"}".utf8), "byte \(value) at \(place) of 64")
             }
         }
     }
@@ -161,15 +178,35 @@ struct VectorTextTests {
         }
     }
 
+    @Test("base64url blocks: every byte value at every place of two 32-character blocks")
+    func base64EveryByteWide() {
+        var generator = SeededGenerator(seed: 53)
+        let alphabet = Array(Self.urlAlphabet)
+        for place in 0..<64 {
+            for value in 0...255 {
+                var text = (0..<64).map { _ in alphabet.randomElement(using: &generator)! }
+                text[place] = UInt8(value)
+                let (consumed, bytes, alphabets) = Self.decodeBlocks(text, room: 48)
+                // Every sixteen characters before the one not taken, whatever the loop.
+                let expected = Self.urlAlphabet.contains(UInt8(value)) ? 64 : place / 16 * 16
+                #expect(consumed == expected, "byte \(value) at \(place) of 64")
+                let decoded = Array(text[0..<consumed])
+                #expect(bytes == FastPathTests.foundationCanonicalDecoding(decoded), "byte \(value) at \(place) of 64")
+                #expect(alphabets == (decoded.contains(0x2D) || decoded.contains(0x5F) ? 2 : 0), "byte \(value) at \(place) of 64")
+            }
+        }
+    }
+
     @Test("base64url blocks stop where the output has no room for a whole store")
     func base64Room() {
         let text = Array(String(repeating: "QUJD", count: 16).utf8)  // 64 characters, 48 bytes
         for room in 0...60 {
             let (consumed, bytes, _) = Self.decodeBlocks(text, room: room)
-            // Block n stores sixteen bytes from 12n.
-            let blocks = room < 16 ? 0 : min(4, (room - 16) / 12 + 1)
-            #expect(consumed == blocks * 16, "room \(room)")
-            #expect(bytes == Array(repeating: Array("ABC".utf8), count: blocks * 4).flatMap { $0 }, "room \(room)")
+            // With sixteen-character blocks alone, block n stores sixteen bytes from 12n; a
+            // thirty-two-character block stores its twenty-four bytes alone, so it may go further.
+            let sixteens = room < 16 ? 0 : min(4, (room - 16) / 12 + 1)
+            #expect(consumed % 16 == 0 && consumed >= sixteens * 16 && consumed / 4 * 3 <= room, "room \(room): \(consumed)")
+            #expect(bytes == Array(repeating: Array("ABC".utf8), count: consumed / 4).flatMap { $0 }, "room \(room)")
         }
     }
 }
