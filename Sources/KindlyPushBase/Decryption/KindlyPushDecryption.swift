@@ -81,20 +81,25 @@ public struct KindlyPushDecryption: Sendable {
     /// Reason 5 of sections 7.3 and 8.2 for this reader: the pinned key a push's `sid` names,
     /// `nil` for a push without `sid` (version 1, version 3 mode_base) outside pinned mode.
     func trustedSender(for sid: SenderID?, version: WireVersion) throws(DecryptionFailure) -> SenderPublicKey? {
-        try KindlyPushDecryption.trustedSender(for: sid, version: version, pinned: pinnedSenderKeys, keyring: keyring)
+        // The keyring asked in place: no copy of it per push.
+        try KindlyPushDecryption.trustedSender(for: sid, version: version, pinned: pinnedSenderKeys) {
+            () throws(KeyringError) in try keyring.pinnedSenders()
+        }
     }
 
-    /// Reason 5 of section 7.3: `pinned` and the keyring's pins are the reader's. The keyring is
-    /// asked only when `pinned` does not decide; when it cannot say, nothing is trusted.
+    /// Reason 5 of section 7.3: `pinned` and the keyring's pins (`storedPins`; none without a
+    /// keyring) are the reader's. The keyring is asked only when `pinned` does not decide; when
+    /// it cannot say, nothing is trusted.
     static func trustedSender(
-        for sid: SenderID?, version: WireVersion, pinned: [SenderPublicKey], keyring: (any Keyring)?
+        for sid: SenderID?, version: WireVersion, pinned: [SenderPublicKey],
+        storedPins: () throws(KeyringError) -> [PinnedSender] = { [] }
     ) throws(DecryptionFailure) -> SenderPublicKey? {
         if let sid, let key = pinned.first(where: { $0.sid == sid }) { return key }
         var inPinnedMode = !pinned.isEmpty
-        if let keyring, sid != nil || !inPinnedMode {
+        if sid != nil || !inPinnedMode {
             let stored: [PinnedSender]
             do throws(KeyringError) {
-                stored = try keyring.pinnedSenders()
+                stored = try storedPins()
             } catch {
                 throw DecryptionFailure(.untrustedSender, "the pinned sender keys cannot be read (\(error))")
             }
@@ -135,7 +140,7 @@ public struct KindlyPushDecryption: Sendable {
                     .keyUnavailable, "the push is for kid \(envelope.kid); the key given has kid \(key.kid)",
                     keyringError: .notFound(envelope.kid))
             }
-            let sender = try trustedSender(for: envelope.senderID, version: envelope.version, pinned: pinnedSenderKeys, keyring: nil)
+            let sender = try trustedSender(for: envelope.senderID, version: envelope.version, pinned: pinnedSenderKeys)
             return try open(envelope, with: key, sender: sender)
         }
     }
