@@ -186,23 +186,22 @@ struct PushDocument {
             return
         }
         var names = JSONTokenizer.Names()
+        // Read once, not per member: a static is a lazy start and a reference each time.
+        let known = LocatedEnvelope.names
         if try reader.beginObject() {
             repeat {
                 let mark = scratch.count
                 let name = try reader.memberName(&scratch)
-                let unique = scratch.withUnsafeBytes { scratch in
-                    name.hasEscapes
-                        ? names.insert(decoded: UnsafeRawBufferPointer(rebasing: scratch[mark...]), in: reader)
-                        : names.insert(name.raw, in: reader)
+                let (unique, isEnvelope) = scratch.withUnsafeBytes { scratch in
+                    let decoded = UnsafeRawBufferPointer(rebasing: scratch[mark...])
+                    let unique = name.hasEscapes ? names.insert(decoded: decoded, in: reader) : names.insert(name.raw, in: reader)
+                    return (unique, known.index(of: name.hasEscapes ? decoded : reader.bytes(name.raw)) == LocatedEnvelope.envelopeName)
                 }
                 if !unique { hasDuplicateNames = true }
-                let isEnvelope = scratch.withUnsafeBytes { scratch in
-                    LocatedEnvelope.named(KindlyKey.envelope, name, reader, UnsafeRawBufferPointer(rebasing: scratch[mark...]))
-                }
                 if scratch.count > mark { scratch.removeSubrange(mark...) }
                 if isEnvelope, !hasEnvelope, try reader.valueStart() == UInt8(ascii: "{") {
                     hasEnvelope = true
-                    try envelope.read(&reader, scratch: &scratch)
+                    try envelope.read(&reader, scratch: &scratch, names: known)
                 } else {
                     try reader.skipValue()
                 }
@@ -227,8 +226,11 @@ struct LocatedEnvelope {
     /// One per ``EnvelopeMember``, stored inline (no allocation per push).
     private var version, kid, senderID, ephemeralPublicKey, encapsulatedKey, nonce, ciphertext: Member?
 
-    /// The members' names, each at the index of its member's raw value.
-    static let names = JSONTokenizer.KnownNames(EnvelopeMember.allCases.indices.map { EnvelopeMember(rawValue: $0)!.name })
+    /// The names a push's reader looks for: the members', each at the index of its member's raw
+    /// value, then the envelope's own (`kindly`, at ``envelopeName``).
+    static let names = JSONTokenizer.KnownNames(
+        EnvelopeMember.allCases.indices.map { EnvelopeMember(rawValue: $0)!.name } + [KindlyKey.envelope])
+    static let envelopeName = EnvelopeMember.allCases.count
 
     subscript(member: EnvelopeMember) -> Member? {
         get {
@@ -255,27 +257,21 @@ struct LocatedEnvelope {
         }
     }
 
-    /// Whether the name read as `token` (decoded in `decoded` when it has escapes) is `name`.
-    static func named(_ name: String, _ token: JSONStringToken, _ reader: JSONTokenizer, _ decoded: UnsafeRawBufferPointer) -> Bool {
-        let text = token.hasEscapes ? decoded : reader.bytes(token.raw)
-        return name.utf8.elementsEqual(text)
-    }
-
-    /// Reads the object at the reader (its `{`), checking all of it.
-    mutating func read(_ reader: inout JSONTokenizer, scratch: inout [UInt8]) throws(JSONReadError) {
+    /// Reads the object at the reader (its `{`), checking all of it; `names` is ``names``.
+    mutating func read(_ reader: inout JSONTokenizer, scratch: inout [UInt8], names: JSONTokenizer.KnownNames) throws(JSONReadError) {
         // The duplicate rule: a bit per member that some version reads, and the other names.
         var seen: UInt32 = 0
         var others = JSONTokenizer.Names()
-        // Read once, not per member: a static is a lazy start and a reference each time.
-        let members = LocatedEnvelope.names
         guard try reader.beginObject() else { return }
         repeat {
             let mark = scratch.count
             let name = try reader.memberName(&scratch)
             let (unique, known) = scratch.withUnsafeBytes { scratch -> (Bool, EnvelopeMember?) in
                 let decoded = UnsafeRawBufferPointer(rebasing: scratch[mark...])
-                if let index = members.index(of: name.hasEscapes ? decoded : reader.bytes(name.raw)) {
-                    return (seen & 1 << index == 0, EnvelopeMember(rawValue: index))
+                if let index = names.index(of: name.hasEscapes ? decoded : reader.bytes(name.raw)),
+                    let member = EnvelopeMember(rawValue: index)
+                {
+                    return (seen & 1 << index == 0, member)
                 }
                 return (name.hasEscapes ? others.insert(decoded: decoded, in: reader) : others.insert(name.raw, in: reader), nil)
             }

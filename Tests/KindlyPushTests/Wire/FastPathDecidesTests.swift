@@ -44,6 +44,7 @@ extension FastPathTests {
             Self.edit(one, "\"v\":1", "\"sid\":{\"any\":[true]},\"v\":1"),  // version 1 ignores any sid
             Self.edit(one, "\"kid\":\"", "\"x\":\"\u{E9}\\n\\ud83c\\udf5c\",\"kid\":\""),  // escapes and UTF-8 elsewhere
             Self.edit(one, "\"v\":1", "\"v\":1,\"sid\":\"\u{E9}!\""),  // an ignored sid, no base64, checked as JSON
+            Self.edit(one, "\"v\":1", "\"v\":1,\"kindly\":{}"),  // the envelope's own name in it: an unknown member
         ]
         for push in decrypts {
             #expect(push != one, "an edit that did not apply")
@@ -60,6 +61,7 @@ extension FastPathTests {
             (Self.edit(one, "\"v\":1,", "\"v\":1,\"v\":1,"), .malformed), (Self.edit(one, "\"v\":1", "\"v\":4"), .unsupportedVersion),
             (Self.edit(one, "\"kid\"", "\"k\\u0069d\":\"AAAAAAAAAAA\",\"kid\""), .malformed),  // a member once escaped, twice
             (Self.edit(one, "\"kid\"", "\"sid\":1,\"s\\u0069d\":2,\"kid\""), .malformed),  // an ignored member twice
+            (Self.edit(one, "\"kid\"", "\"kindly\":1,\"kindly\":2,\"kid\""), .malformed),  // the envelope's own name, in it twice
             (Self.edit(one, "\"v\":1", "\"v\":\"1\""), .unsupportedVersion), (Self.edit(one, "\"v\":1,", ""), .unsupportedVersion),
             (Self.edit(one, "\"v\":1", "\"v\":-0"), .unsupportedVersion), (Self.edit(one, "\"v\":1", "\"v\":null"), .unsupportedVersion),
             (Self.edit(one, "\"kid\":\"", "\"kid\":\"!"), .malformed), (Self.edit(one, "\"kid\":\"", "\"kid\":\"AAAA"), .malformed),
