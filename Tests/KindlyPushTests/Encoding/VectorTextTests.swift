@@ -86,31 +86,20 @@ struct VectorTextTests {
         }
     }
 
-    @Test("the UTF-8 scan: every byte value at every place of two blocks")
-    func textEveryByte() {
-        // Two-, three- and four-byte characters, one across the blocks' boundary (bytes 14 to 17).
-        let base = Array("abcdefghijklé😀€mnopqrstuvw".utf8)
-        #expect(base.count == 32)
-        for place in 0..<32 {
-            for value in 0...255 {
-                var bytes = Array(base)
-                bytes[place] = UInt8(value)
-                Self.checkTextPrefix(bytes + Array("\"}".utf8), "byte \(value) at \(place)")
-            }
-        }
-    }
+    /// Texts of two blocks with two-, three- and four-byte characters across the blocks' and the
+    /// lanes' boundaries: two 16-byte blocks (bytes 14 to 17), and two 32-byte blocks (bytes 14
+    /// to 17 and 46 to 49 across the lanes, 31 to 33 across the blocks) for the AVX2 loop.
+    static let twoBlocks = ["abcdefghijklé😀€mnopqrstuvw", "abcdefghijklé😀€mnopqrstuv漢wxyzABCDEFGH😀IJKLMNOPQRSTUV"]
 
-    @Test("the UTF-8 scan: every byte value at every place of two 32-byte blocks")
-    func textEveryByteWide() {
-        // Characters across the lanes' ends (bytes 14 to 17, 46 to 49) and the blocks' boundary
-        // (bytes 31 to 33).
-        let base = Array("abcdefghijklé😀€mnopqrstuv漢wxyzABCDEFGH😀IJKLMNOPQRSTUV".utf8)
-        #expect(base.count == 64)
-        for place in 0..<64 {
+    @Test("the UTF-8 scan: every byte value at every place of two blocks", arguments: twoBlocks)
+    func textEveryByte(_ text: String) {
+        let base = Array(text.utf8)
+        #expect(base.count == 32 || base.count == 64)
+        for place in base.indices {
             for value in 0...255 {
                 var bytes = Array(base)
                 bytes[place] = UInt8(value)
-                Self.checkTextPrefix(bytes + Array("\"}".utf8), "byte \(value) at \(place) of 64")
+                Self.checkTextPrefix(bytes + Array("\"}".utf8), "byte \(value) at \(place) of \(base.count)")
             }
         }
     }
@@ -160,39 +149,23 @@ struct VectorTextTests {
         return (consumed, Array(output[0..<(consumed / 4 * 3)]), alphabets)
     }
 
-    @Test("base64url blocks: every byte value at every place of two blocks")
-    func base64EveryByte() {
-        var generator = SeededGenerator(seed: 47)
+    /// Two blocks of 16 characters (room for their stores: 28 bytes), and two of 32 (48 bytes)
+    /// for the AVX2 loop.
+    @Test("base64url blocks: every byte value at every place of two blocks", arguments: [(32, 28), (64, 48)])
+    func base64EveryByte(_ count: Int, _ room: Int) {
+        var generator = SeededGenerator(seed: UInt64(47 + count))
         let alphabet = Array(Self.urlAlphabet)
-        for place in 0..<32 {
+        for place in 0..<count {
             for value in 0...255 {
-                var text = (0..<32).map { _ in alphabet.randomElement(using: &generator)! }
+                var text = (0..<count).map { _ in alphabet.randomElement(using: &generator)! }
                 text[place] = UInt8(value)
-                let (consumed, bytes, alphabets) = Self.decodeBlocks(text, room: 28)
-                let expected = Self.urlAlphabet.contains(UInt8(value)) ? 32 : place / 16 * 16
-                #expect(consumed == expected, "byte \(value) at \(place)")
-                let decoded = Array(text[0..<consumed])
-                #expect(bytes == FastPathTests.foundationCanonicalDecoding(decoded), "byte \(value) at \(place)")
-                #expect(alphabets == (decoded.contains(0x2D) || decoded.contains(0x5F) ? 2 : 0), "byte \(value) at \(place)")
-            }
-        }
-    }
-
-    @Test("base64url blocks: every byte value at every place of two 32-character blocks")
-    func base64EveryByteWide() {
-        var generator = SeededGenerator(seed: 53)
-        let alphabet = Array(Self.urlAlphabet)
-        for place in 0..<64 {
-            for value in 0...255 {
-                var text = (0..<64).map { _ in alphabet.randomElement(using: &generator)! }
-                text[place] = UInt8(value)
-                let (consumed, bytes, alphabets) = Self.decodeBlocks(text, room: 48)
+                let (consumed, bytes, alphabets) = Self.decodeBlocks(text, room: room)
                 // Every sixteen characters before the one not taken, whatever the loop.
-                let expected = Self.urlAlphabet.contains(UInt8(value)) ? 64 : place / 16 * 16
-                #expect(consumed == expected, "byte \(value) at \(place) of 64")
+                let expected = Self.urlAlphabet.contains(UInt8(value)) ? count : place / 16 * 16
+                #expect(consumed == expected, "byte \(value) at \(place) of \(count)")
                 let decoded = Array(text[0..<consumed])
-                #expect(bytes == FastPathTests.foundationCanonicalDecoding(decoded), "byte \(value) at \(place) of 64")
-                #expect(alphabets == (decoded.contains(0x2D) || decoded.contains(0x5F) ? 2 : 0), "byte \(value) at \(place) of 64")
+                #expect(bytes == FastPathTests.foundationCanonicalDecoding(decoded), "byte \(value) at \(place) of \(count)")
+                #expect(alphabets == (decoded.contains(0x2D) || decoded.contains(0x5F) ? 2 : 0), "byte \(value) at \(place) of \(count)")
             }
         }
     }
