@@ -289,7 +289,11 @@ __attribute__((target("avx2"))) static size_t plain_ascii_prefix_avx2(const uint
 
 size_t kp_plain_ascii_prefix_long(const uint8_t *bytes, size_t count) {
     if (__builtin_cpu_supports("avx2")) return plain_ascii_prefix_avx2(bytes, count);
+#if defined(__SSE2__)
     return kp_plain_ascii_prefix_sse2(bytes, count, 16);
+#else
+    return 16 + kp_plain_ascii_prefix_portable(bytes + 16, count - 16);
+#endif
 }
 
 size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count) {
@@ -322,11 +326,7 @@ size_t kp_base64_decode_blocks(const uint8_t *text, size_t count, uint8_t *outpu
 #else
 
 size_t kp_plain_ascii_prefix_long(const uint8_t *bytes, size_t count) {
-#if defined(__SSE2__)
-    return kp_plain_ascii_prefix_sse2(bytes, count, 16);
-#else
     return 16 + kp_plain_ascii_prefix_portable(bytes + 16, count - 16);
-#endif
 }
 
 size_t kp_base64_decode_blocks(const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets) {
