@@ -92,8 +92,8 @@ let package = Package(
         // C-variadic, and a signal handler must be plain async-signal-safe C).
         .target(name: "CProcessGuard"),
         // The loops over text that run sixteen bytes at a time (SSE2, and SSSE3 when the CPU has
-        // it): JSON string scans and base64 decoding, which Swift's SIMD types do not compile to
-        // yet.
+        // it; thirty-two with AVX2): JSON string scans and base64 decoding, which Swift's SIMD
+        // types do not compile to yet.
         .target(name: "CVectorText"),
         // Primitives on libsodium, canonical base64, secure buffers, line batching and locks.
         // Its API is `package`: nothing here is visible to a client of the products.

@@ -1,8 +1,7 @@
 // The loops over text that run sixteen bytes at a time where the CPU has vector instructions
 // (SSE2, and SSSE3 when the CPU has it; thirty-two with AVX2 when it has that; elsewhere the
-// portable forms, or nothing): the scans of
-// JSON string text and base64's decoding, which Swift's SIMD types cannot yet be compiled to
-// (their comparisons become a loop over the lanes). Each only does faster part of what its Swift
+// portable forms, or nothing): the scans of JSON string text and base64's decoding, which
+// Swift's SIMD types cannot yet be compiled to (their comparisons become a loop over the lanes). Each only does faster part of what its Swift
 // caller's loop does, and stops where that loop must look: at, or before, the first byte that
 // needs it.
 #ifndef KINDLY_PUSH_VECTOR_TEXT_H
@@ -40,20 +39,25 @@ static inline size_t kp_plain_ascii_prefix_portable(const uint8_t *bytes, size_t
 }
 
 #if defined(__SSE2__)
-/// kp_plain_ascii_prefix's SSE2 loop from `index` (a multiple of 16 below `count`, whose bytes
-/// before it have passed; `count` at least 16).
-static inline size_t kp_plain_ascii_prefix_sse2(const uint8_t *bytes, size_t count, size_t index) {
+/// Of the sixteen bytes at `at`, a bit for each that is not plain ASCII (a control character, a
+/// byte from 0x80 up, `"` or `\`).
+static inline unsigned kp_plain_ascii_stops_sse2(const uint8_t *at) {
     // As signed bytes, everything from 0x80 up is negative: one comparison finds the control
     // characters and the non-ASCII bytes.
     const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    __m128i block = _mm_loadu_si128((const __m128i *)at);
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(
+        _mm_cmplt_epi8(block, space), _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash))));
+}
+
+/// kp_plain_ascii_prefix's SSE2 loop from `index` (a multiple of 16 below `count`, whose bytes
+/// before it have passed; `count` at least 16).
+static inline size_t kp_plain_ascii_prefix_sse2(const uint8_t *bytes, size_t count, size_t index) {
     for (;;) {
         // The last block overlaps the one before rather than leave a tail: the bytes it reads
         // again have passed already.
         size_t at = index + 16 <= count ? index : count - 16;
-        __m128i block = _mm_loadu_si128((const __m128i *)(bytes + at));
-        __m128i stops = _mm_or_si128(
-            _mm_cmplt_epi8(block, space), _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
-        unsigned mask = (unsigned)_mm_movemask_epi8(stops);
+        unsigned mask = kp_plain_ascii_stops_sse2(bytes + at);
         if (mask != 0) return at + (size_t)__builtin_ctz(mask);
         if (at + 16 == count) return count;
         index = at + 16;
@@ -73,11 +77,7 @@ size_t kp_plain_ascii_prefix_long(const uint8_t *bytes, size_t count);
 static inline size_t kp_plain_ascii_prefix(const uint8_t *bytes, size_t count) {
 #if defined(__SSE2__)
     if (count >= 16) {
-        const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-        __m128i block = _mm_loadu_si128((const __m128i *)bytes);
-        __m128i stops = _mm_or_si128(
-            _mm_cmplt_epi8(block, space), _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
-        unsigned mask = (unsigned)_mm_movemask_epi8(stops);
+        unsigned mask = kp_plain_ascii_stops_sse2(bytes);
         if (mask != 0) return (size_t)__builtin_ctz(mask);
         if (count == 16) return 16;
         return count >= 48 ? kp_plain_ascii_prefix_long(bytes, count) : kp_plain_ascii_prefix_sse2(bytes, count, 16);
