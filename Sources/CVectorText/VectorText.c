@@ -296,29 +296,33 @@ size_t kp_plain_ascii_prefix_long(const uint8_t *bytes, size_t count) {
 #endif
 }
 
-size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count) {
+size_t kp_plain_text_prefix_narrow(const uint8_t *bytes, size_t count) {
     if (count < 16 || !__builtin_cpu_supports("ssse3")) return 0;
-    size_t index = 0;
-    if (count >= 32 && __builtin_cpu_supports("avx2")) {
-        int done;
-        index = plain_text_prefix_avx2(bytes, count, &done);
-        if (done) return index;
-    }
-    return plain_text_prefix_ssse3(bytes, count, index);
+    return plain_text_prefix_ssse3(bytes, count, 0);
+}
+
+size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count) {
+    if (count < 32 || !__builtin_cpu_supports("avx2")) return kp_plain_text_prefix_narrow(bytes, count);
+    int done;
+    size_t index = plain_text_prefix_avx2(bytes, count, &done);
+    return done ? index : plain_text_prefix_ssse3(bytes, count, index);
+}
+
+size_t kp_base64_decode_blocks_narrow(
+    const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets) {
+    *alphabets = 0;
+    if (count < 16 || output_count < 16 || !__builtin_cpu_supports("ssse3")) return 0;
+    return base64_decode_blocks_ssse3(text, count, output, output_count, alphabets);
 }
 
 size_t kp_base64_decode_blocks(const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets) {
-    *alphabets = 0;
-    if (count < 16 || output_count < 16 || !__builtin_cpu_supports("ssse3")) return 0;
-    size_t in = 0, out = 0;
-    unsigned wide = 0, narrow = 0;
-    if (count >= 32 && output_count >= 24 && __builtin_cpu_supports("avx2")) {
-        in = base64_decode_blocks_avx2(text, count, output, output_count, &wide);
-        out = in / 4 * 3;
+    if (count < 32 || output_count < 24 || !__builtin_cpu_supports("avx2")) {
+        return kp_base64_decode_blocks_narrow(text, count, output, output_count, alphabets);
     }
-    if (count - in >= 16 && output_count - out >= 16) {
-        in += base64_decode_blocks_ssse3(text + in, count - in, output + out, output_count - out, &narrow);
-    }
+    unsigned wide, narrow;
+    size_t in = base64_decode_blocks_avx2(text, count, output, output_count, &wide);
+    size_t out = in / 4 * 3;
+    in += kp_base64_decode_blocks_narrow(text + in, count - in, output + out, output_count - out, &narrow);
     *alphabets = wide | narrow;
     return in;
 }
@@ -342,6 +346,15 @@ size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count) {
     (void)bytes;
     (void)count;
     return 0;
+}
+
+size_t kp_plain_text_prefix_narrow(const uint8_t *bytes, size_t count) {
+    return kp_plain_text_prefix(bytes, count);
+}
+
+size_t kp_base64_decode_blocks_narrow(
+    const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets) {
+    return kp_base64_decode_blocks(text, count, output, output_count, alphabets);
 }
 
 #endif

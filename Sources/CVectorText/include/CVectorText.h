@@ -96,6 +96,10 @@ static inline size_t kp_plain_ascii_prefix(const uint8_t *bytes, size_t count) {
 /// the start of a character.
 size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count);
 
+/// kp_plain_text_prefix with the SSSE3 loop alone, as a CPU without AVX2 runs it (and its
+/// reference in tests on one that has it).
+size_t kp_plain_text_prefix_narrow(const uint8_t *bytes, size_t count);
+
 /// Decodes whole blocks of base64url characters from the start of `text` (`count` characters,
 /// no padding among them) into `output`, three bytes for each four characters, while a block has
 /// only characters of the URL-safe alphabet and `output` has room for the block's store: a block
@@ -106,5 +110,10 @@ size_t kp_plain_text_prefix(const uint8_t *bytes, size_t count);
 /// CPU has no SSSE3), and sets `alphabets` to 2 when they held `-` or `_`, 0 otherwise. The
 /// standard alphabet (`+`, `/`) stops it.
 size_t kp_base64_decode_blocks(const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets);
+
+/// kp_base64_decode_blocks with the SSSE3 loop alone, as a CPU without AVX2 runs it (and its
+/// reference in tests on one that has it): every block stores sixteen bytes.
+size_t kp_base64_decode_blocks_narrow(
+    const uint8_t *text, size_t count, uint8_t *output, size_t output_count, unsigned *alphabets);
 
 #endif

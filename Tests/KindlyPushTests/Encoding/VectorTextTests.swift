@@ -6,17 +6,29 @@ import Testing
 /// byte value is tried at every place of a block, so that each entry of their lookup tables is
 /// read; random texts of mixed scripts and lengths take them through block ends and stops.
 /// (On x86-64 the SSE2, SSSE3 and, where the CPU has it, AVX2 forms run: texts of two 32-byte
-/// blocks take the AVX2 loops across their lanes and blocks; the portable ASCII scan, which other
-/// CPUs run, is checked beside it.)
+/// blocks take the AVX2 loops across their lanes and blocks. The forms a CPU without AVX2 runs,
+/// the SSE2 ASCII loop, SSSE3 alone, and the portable ASCII scan other CPUs run, are checked
+/// beside them by the same references.)
 @Suite("Vector text loops")
 struct VectorTextTests {
     static func isPlainASCII(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte < 0x80 && byte != 0x22 && byte != 0x5C
     }
 
-    static func asciiPrefix(_ bytes: [UInt8]) -> (vector: Int, portable: Int) {
+    /// The scan as the CPU runs it, the SSE2 loop past the first sixteen bytes (when those are
+    /// plain, its precondition; `nil` otherwise or off x86-64) and the portable scan.
+    static func asciiPrefix(_ bytes: [UInt8]) -> (vector: Int, narrow: Int?, portable: Int) {
         bytes.withUnsafeBufferPointer { buffer in
-            (kp_plain_ascii_prefix(buffer.baseAddress, buffer.count), kp_plain_ascii_prefix_portable(buffer.baseAddress, buffer.count))
+            var narrow: Int?
+            #if arch(x86_64)
+                if buffer.count > 16, buffer.prefix(16).allSatisfy(isPlainASCII) {
+                    narrow = kp_plain_ascii_prefix_sse2(buffer.baseAddress, buffer.count, 16)
+                }
+            #endif
+            return (
+                kp_plain_ascii_prefix(buffer.baseAddress, buffer.count), narrow,
+                kp_plain_ascii_prefix_portable(buffer.baseAddress, buffer.count)
+            )
         }
     }
 
@@ -29,8 +41,9 @@ struct VectorTextTests {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: count)
                     bytes[place] = UInt8(value)
                     let expected = Self.isPlainASCII(UInt8(value)) ? count : place
-                    let (vector, portable) = Self.asciiPrefix(bytes)
+                    let (vector, narrow, portable) = Self.asciiPrefix(bytes)
                     #expect(vector == expected, "count \(count), byte \(value) at \(place)")
+                    #expect(narrow == nil || narrow == expected, "SSE2: count \(count), byte \(value) at \(place)")
                     #expect(portable == expected, "portable: count \(count), byte \(value) at \(place)")
                 }
             }
@@ -47,8 +60,9 @@ struct VectorTextTests {
                     ? UInt8.random(in: 0...255, using: &generator) : UInt8.random(in: 0x20...0x7E, using: &generator)
             }
             let expected = bytes.firstIndex { !Self.isPlainASCII($0) } ?? count
-            let (vector, portable) = Self.asciiPrefix(bytes)
+            let (vector, narrow, portable) = Self.asciiPrefix(bytes)
             #expect(vector == expected, "\(bytes)")
+            #expect(narrow == nil || narrow == expected, "SSE2: \(bytes)")
             #expect(portable == expected, "portable: \(bytes)")
         }
     }
@@ -68,8 +82,16 @@ struct VectorTextTests {
         return (offset, starts)
     }
 
+    /// The scan as the CPU runs it and with SSSE3 alone (`narrow`) must each answer as below.
     static func checkTextPrefix(_ bytes: [UInt8], _ note: @autoclosure () -> String) {
-        let found = bytes.withUnsafeBufferPointer { kp_plain_text_prefix($0.baseAddress, $0.count) }
+        checkTextPrefix(bytes, narrow: false, note())
+        checkTextPrefix(bytes, narrow: true, "SSSE3 alone: " + note())
+    }
+
+    static func checkTextPrefix(_ bytes: [UInt8], narrow: Bool, _ note: @autoclosure () -> String) {
+        let found = bytes.withUnsafeBufferPointer {
+            narrow ? kp_plain_text_prefix_narrow($0.baseAddress, $0.count) : kp_plain_text_prefix($0.baseAddress, $0.count)
+        }
         let (length, starts) = plainTextReference(bytes)
         #expect(found <= length && starts.contains(found), "\(note()): \(found) past the plain text (\(length))")
         guard bytes.count >= 16 else {
@@ -134,15 +156,17 @@ struct VectorTextTests {
 
     static let urlAlphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    /// Runs the base64 blocks on `text` into an output of `room` bytes with sixteen guard bytes
-    /// after it; checks nothing past `room` was written, and returns the characters decoded, the
-    /// bytes and the alphabet flags.
-    static func decodeBlocks(_ text: [UInt8], room: Int) -> (consumed: Int, bytes: [UInt8], alphabets: UInt32) {
+    /// Runs the base64 blocks (with SSSE3 alone when `narrow`) on `text` into an output of `room`
+    /// bytes with sixteen guard bytes after it; checks nothing past `room` was written, and
+    /// returns the characters decoded, the bytes and the alphabet flags.
+    static func decodeBlocks(_ text: [UInt8], room: Int, narrow: Bool = false) -> (consumed: Int, bytes: [UInt8], alphabets: UInt32) {
         var output = [UInt8](repeating: 0xA5, count: room + 16)
         var alphabets: UInt32 = 0xFFFF
         let consumed = text.withUnsafeBufferPointer { input in
             output.withUnsafeMutableBufferPointer {
-                kp_base64_decode_blocks(input.baseAddress, input.count, $0.baseAddress, room, &alphabets)
+                narrow
+                    ? kp_base64_decode_blocks_narrow(input.baseAddress, input.count, $0.baseAddress, room, &alphabets)
+                    : kp_base64_decode_blocks(input.baseAddress, input.count, $0.baseAddress, room, &alphabets)
             }
         }
         #expect(output[room...].allSatisfy { $0 == 0xA5 }, "\(text): written at or past \(room)")
@@ -151,21 +175,26 @@ struct VectorTextTests {
 
     /// Two blocks of 16 characters (room for their stores: 28 bytes), and two of 32 (48 bytes)
     /// for the AVX2 loop.
-    @Test("base64url blocks: every byte value at every place of two blocks", arguments: [(32, 28), (64, 48)])
-    func base64EveryByte(_ count: Int, _ room: Int) {
+    /// Two blocks of 16 characters, and two of 32 for the AVX2 loop, each with the room sixteen-
+    /// byte stores need (28 and 52 bytes); each as the CPU runs it and with SSSE3 alone.
+    @Test(
+        "base64url blocks: every byte value at every place of two blocks",
+        arguments: [(32, 28, false), (64, 52, false), (32, 28, true), (64, 52, true)])
+    func base64EveryByte(_ count: Int, _ room: Int, _ narrow: Bool) {
         var generator = SeededGenerator(seed: UInt64(47 + count))
         let alphabet = Array(Self.urlAlphabet)
         for place in 0..<count {
             for value in 0...255 {
                 var text = (0..<count).map { _ in alphabet.randomElement(using: &generator)! }
                 text[place] = UInt8(value)
-                let (consumed, bytes, alphabets) = Self.decodeBlocks(text, room: room)
+                let (consumed, bytes, alphabets) = Self.decodeBlocks(text, room: room, narrow: narrow)
+                let note = "byte \(value) at \(place) of \(count)\(narrow ? ", SSSE3 alone" : "")"
                 // Every sixteen characters before the one not taken, whatever the loop.
                 let expected = Self.urlAlphabet.contains(UInt8(value)) ? count : place / 16 * 16
-                #expect(consumed == expected, "byte \(value) at \(place) of \(count)")
+                #expect(consumed == expected, "\(note)")
                 let decoded = Array(text[0..<consumed])
-                #expect(bytes == FastPathTests.foundationCanonicalDecoding(decoded), "byte \(value) at \(place) of \(count)")
-                #expect(alphabets == (decoded.contains(0x2D) || decoded.contains(0x5F) ? 2 : 0), "byte \(value) at \(place) of \(count)")
+                #expect(bytes == FastPathTests.foundationCanonicalDecoding(decoded), "\(note)")
+                #expect(alphabets == (decoded.contains(0x2D) || decoded.contains(0x5F) ? 2 : 0), "\(note)")
             }
         }
     }
@@ -174,10 +203,14 @@ struct VectorTextTests {
     func base64Room() {
         let text = Array(String(repeating: "QUJD", count: 16).utf8)  // 64 characters, 48 bytes
         for room in 0...60 {
-            let (consumed, bytes, _) = Self.decodeBlocks(text, room: room)
-            // With sixteen-character blocks alone, block n stores sixteen bytes from 12n; a
-            // thirty-two-character block stores its twenty-four bytes alone, so it may go further.
+            // With sixteen-character blocks alone, block n stores sixteen bytes from 12n: exactly
+            // that many blocks. A thirty-two-character block stores its twenty-four bytes alone,
+            // so the loops together may go further, never past the room.
             let sixteens = room < 16 ? 0 : min(4, (room - 16) / 12 + 1)
+            let (narrow, narrowBytes, _) = Self.decodeBlocks(text, room: room, narrow: true)
+            #expect(narrow == sixteens * 16, "SSSE3 alone, room \(room): \(narrow)")
+            #expect(narrowBytes == Array(repeating: Array("ABC".utf8), count: narrow / 4).flatMap { $0 }, "SSSE3 alone, room \(room)")
+            let (consumed, bytes, _) = Self.decodeBlocks(text, room: room)
             #expect(consumed % 16 == 0 && consumed >= sixteens * 16 && consumed / 4 * 3 <= room, "room \(room): \(consumed)")
             #expect(bytes == Array(repeating: Array("ABC".utf8), count: consumed / 4).flatMap { $0 }, "room \(room)")
         }
