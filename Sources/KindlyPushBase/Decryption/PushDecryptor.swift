@@ -188,6 +188,7 @@ struct PushDocument {
         var names = JSONTokenizer.Names()
         // Read once, not per member: a static is a lazy start and a reference each time.
         let known = LocatedEnvelope.names
+        let envelopeName = LocatedEnvelope.envelopeName
         if try reader.beginObject() {
             repeat {
                 let mark = scratch.count
@@ -195,7 +196,7 @@ struct PushDocument {
                 let (unique, isEnvelope) = scratch.withUnsafeBytes { scratch in
                     let decoded = UnsafeRawBufferPointer(rebasing: scratch[mark...])
                     let unique = name.hasEscapes ? names.insert(decoded: decoded, in: reader) : names.insert(name.raw, in: reader)
-                    return (unique, known.index(of: name.hasEscapes ? decoded : reader.bytes(name.raw)) == LocatedEnvelope.envelopeName)
+                    return (unique, known.index(of: name.hasEscapes ? decoded : reader.bytes(name.raw)) == envelopeName)
                 }
                 if !unique { hasDuplicateNames = true }
                 if scratch.count > mark { scratch.removeSubrange(mark...) }

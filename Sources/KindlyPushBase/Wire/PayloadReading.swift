@@ -219,8 +219,10 @@ package struct CompactPlaintextWriter {
                 nameRanges.append(name)
                 names.withUnsafeBytes { JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: $0[name]), to: &output) }
                 output.append(UInt8(ascii: ":"))
-                let field = names.withUnsafeBytes { PayloadField.names.index(of: UnsafeRawBufferPointer(rebasing: $0[name])) }
-                if fields != nil, let index = field {
+                // A field of section 4 only at the top level (where `fields` counts them).
+                let field =
+                    fields == nil ? nil : names.withUnsafeBytes { PayloadField.names.index(of: UnsafeRawBufferPointer(rebasing: $0[name])) }
+                if let index = field {
                     guard try writeField(PayloadField.all[index], into: &output) else { return false }
                     fields! |= 1 << index
                 } else {
