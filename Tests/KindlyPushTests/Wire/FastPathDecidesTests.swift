@@ -62,6 +62,11 @@ extension FastPathTests {
             (Self.edit(one, "\"kid\"", "\"k\\u0069d\":\"AAAAAAAAAAA\",\"kid\""), .malformed),  // a member once escaped, twice
             (Self.edit(one, "\"kid\"", "\"sid\":1,\"s\\u0069d\":2,\"kid\""), .malformed),  // an ignored member twice
             (Self.edit(one, "\"kid\"", "\"kindly\":1,\"kindly\":2,\"kid\""), .malformed),  // the envelope's own name, in it twice
+            // Each version's own members twice, once escaped: version 2's sid, version 3's enc,
+            // mode_auth's sid.
+            (Self.edit(two, "\"sid\"", "\"s\\u0069d\":\"AAAAAAAAAAA\",\"sid\""), .malformed),
+            (Self.edit(three, "\"enc\"", "\"e\\u006ec\":\"AAAA\",\"enc\""), .malformed),
+            (Self.edit(threeAuth, "\"sid\"", "\"sid\":\"AAAAAAAAAAA\",\"s\\u0069d\""), .malformed),
             (Self.edit(one, "\"v\":1", "\"v\":\"1\""), .unsupportedVersion), (Self.edit(one, "\"v\":1,", ""), .unsupportedVersion),
             (Self.edit(one, "\"v\":1", "\"v\":-0"), .unsupportedVersion), (Self.edit(one, "\"v\":1", "\"v\":null"), .unsupportedVersion),
             (Self.edit(one, "\"kid\":\"", "\"kid\":\"!"), .malformed), (Self.edit(one, "\"kid\":\"", "\"kid\":\"AAAA"), .malformed),
