@@ -20,11 +20,7 @@ package struct RedisStatus {
 
     package static func read(_ request: RedisStatusRequest) throws(CodedError) -> RedisStatus {
         func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-        var commands: [[[UInt8]]] = []
-        if let password = request.password {
-            commands.append([bytes("AUTH")] + (request.user.map { [bytes($0)] } ?? []) + [bytes(password)])
-        }
-        if request.database != 0 { commands.append([bytes("SELECT"), bytes(String(request.database))]) }
+        var commands = request.server.sessionCommands
         let setup = commands.count
         commands += [
             [bytes("XLEN"), bytes(request.stream)], [bytes("XINFO"), bytes("GROUPS"), bytes(request.stream)],
@@ -34,7 +30,8 @@ package struct RedisStatus {
         let replies: [RedisReply]
         do throws(RedisConnectionLost) {
             let connection = try RedisConnection(
-                request.endpoint, tls: request.tls, connectTimeout: RedisTiming.connectTimeout, commandTimeout: RedisTiming.commandMargin,
+                request.server.endpoint, tls: request.server.tls, connectTimeout: RedisTiming.connectTimeout,
+                commandTimeout: RedisTiming.commandMargin,
                 limits: RedisConnection.Limits(bytes: 64 << 20, objects: 1 << 20))
             replies = try connection.pipeline(commands)
         } catch {

@@ -273,15 +273,8 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// One line at start: what the worker reads and writes, its group and consumer, its keys;
     /// never the password.
     private func startLine(keys: String) -> String {
-        let place: String
-        switch options.endpoint {
-        case .tcp(let host, let port):
-            place = "\(options.tls == nil ? "redis" : "rediss")://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(options.database)"
-        case .unix(let path): place = "unix://\(path)"
-        }
-        let user = options.user.map { " as \($0)" } ?? ""
         let letters = options.deadLetter.map { ", dead letters to '\($0)'" } ?? ""
-        return "\(name) worker: reads '\(options.input)' on \(place)\(user) (group '\(options.group)', consumer '"
+        return "\(name) worker: reads '\(options.input)' on \(options.server.place) (group '\(options.group)', consumer '"
             + "\(String(decoding: consumer, as: UTF8.self))'), writes '\(options.output)'\(letters); \(keys)"
     }
 
@@ -293,14 +286,10 @@ package final class RedisWorker<P: DocumentProcessor> {
     private func connect() throws(RedisConnectionLost) {
         connection = nil
         let made = try RedisConnection(
-            options.endpoint, tls: options.tls, connectTimeout: RedisTiming.connectTimeout,
+            options.server.endpoint, tls: options.server.tls, connectTimeout: RedisTiming.connectTimeout,
             commandTimeout: blockMilliseconds + RedisTiming.commandMargin,
             limits: replyLimits)
-        var first: [[[UInt8]]] = []
-        if let password = options.password {
-            first.append(["AUTH"].map { Array($0.utf8) } + (options.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
-        }
-        if options.database != 0 { first.append([Array("SELECT".utf8), Array(String(options.database).utf8)]) }
+        var first = options.server.sessionCommands
         let checks = first.count
         first += [
             [Array("INFO".utf8), Array("cluster".utf8)], [Array("TYPE".utf8), input], [Array("TYPE".utf8), output],
@@ -311,7 +300,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             guard let message = replies[index].errorMessage else { return }
             // A server that is starting (loading its append-only file) is waited for.
             if Self.isTransient(message) { throw RedisConnectionLost(reason: message) }
-            if index == 0, options.password != nil {
+            if index == 0, options.server.password != nil {
                 fail(.io, "Redis refused the credentials (AUTH): \(message)")
             }
             if message.hasPrefix("NOAUTH") {
@@ -320,7 +309,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                     "Redis asks for a password (\(message)): give it in \(RedisOptions.passwordVariable) or \(RedisOptions.passwordFileVariable)"
                 )
             }
-            if index < checks { fail(.io, "Redis refused SELECT \(options.database): \(message)") }
+            if index < checks { fail(.io, "Redis refused SELECT \(options.server.database): \(message)") }
             fail(.io, "Redis: \(message)")
         }
         // Credentials, database and INFO first; the hash-slot rule before anything touches the

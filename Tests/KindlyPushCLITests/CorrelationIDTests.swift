@@ -114,11 +114,47 @@ struct RedisOptionsTests {
         }
     }
 
+    @Test(
+        "a worker and redis-status read one server from a URL: endpoint, TLS, user, password, database; AUTH and SELECT open its sessions")
+    func oneServer() throws {
+        let url = "rediss://alice:s3cret@10.0.0.5:6380/3"
+        let worker = try #require(try options(["--redis", url, "--from", "in", "--group", "g", "--to", "out", "--ca-file", "/etc/ca.pem"]))
+        let expected = RedisOptions.Server(
+            endpoint: .tcp(host: "10.0.0.5", port: 6380), tls: RedisOptions.TLS(caFile: "/etc/ca.pem"), user: "alice", password: "s3cret",
+            database: 3)
+        #expect(worker.server == expected)
+        let arguments = ["--redis", url, "--from", "in", "--group", "g", "--ca-file", "/etc/ca.pem"]
+        let status = try RedisStatusCommand(
+            try ParsedArguments.parse(arguments, specs: RedisStatusCommand.options, command: RedisStatusCommand.name), environment: [:])
+        #expect(status.request.server == expected)
+        #expect(expected.sessionCommands == [["AUTH", "alice", "s3cret"], ["SELECT", "3"]].map { $0.map { Array($0.utf8) } })
+        #expect(expected.place == "rediss://10.0.0.5:6380/3 as alice")
+        // No password in the URL: the environment's; no user: AUTH with the password alone.
+        let fromEnvironment = try RedisStatusCommand(
+            try ParsedArguments.parse(
+                ["--redis", "unix:///run/r.sock", "--from", "in", "--group", "g"], specs: RedisStatusCommand.options,
+                command: RedisStatusCommand.name), environment: ["KINDLY_PUSH_REDIS_PASSWORD": "pw"])
+        #expect(fromEnvironment.request.server == RedisOptions.Server(endpoint: .unix(path: "/run/r.sock"), password: "pw"))
+        #expect(fromEnvironment.request.server.sessionCommands == [["AUTH", "pw"].map { Array($0.utf8) }])
+        #expect(fromEnvironment.request.server.place == "unix:///run/r.sock")
+        #expect(RedisOptions.Server(endpoint: .unix(path: "/run/r.sock")).sessionCommands.isEmpty)
+        // The TLS options go with rediss:// only, for both.
+        #expect(throws: CodedError.self) {
+            try RedisStatusCommand(
+                try ParsedArguments.parse(
+                    ["--redis", "redis://h", "--from", "in", "--group", "g", "--ca-file", "/etc/ca.pem"], specs: RedisStatusCommand.options,
+                    command: RedisStatusCommand.name), environment: [:])
+        }
+        #expect(throws: CodedError.self) {
+            try options(["--redis", "redis://h", "--from", "in", "--group", "g", "--to", "out", "--ca-file", "/x"])
+        }
+    }
+
     @Test("the streams and group are required, numbers checked, worker options need --redis; the password may come from the environment")
     func rules() throws {
         let base = ["--redis", "redis://h", "--from", "in", "--group", "g", "--to", "out"]
         let parsed = try #require(try options(base, environment: ["KINDLY_PUSH_REDIS_PASSWORD": "pw"]))
-        #expect(parsed.password == "pw")
+        #expect(parsed.server.password == "pw")
         #expect(parsed.batch == RedisOptions.defaultBatch && parsed.maxDeliveries == 5 && parsed.exitWhenIdle == nil)
         #expect(try options([]) == nil)
         for arguments in [

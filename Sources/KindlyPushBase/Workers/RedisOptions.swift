@@ -35,17 +35,52 @@ package struct RedisOptions: Sendable, Equatable {
         case unix(path: String)
     }
 
-    package var endpoint: Endpoint
-    /// TLS, for a `rediss://` URL; `nil` for `redis://` and `unix://`.
-    package var tls: TLS?
-    /// The ACL user (`AUTH user password`), when the URL names one.
-    package var user: String?
-    /// The password of `KINDLY_PUSH_REDIS_PASSWORD` (where the command puts a URL's, taken out of
-    /// its arguments), else of the file
-    /// `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil` for none.
-    package var password: String?
-    /// The database of `/db` (0 by default).
-    package var database: Int
+    /// The server of `--redis URL` and how to log in to it: what a worker and `redis-status`
+    /// alike connect to.
+    package struct Server: Sendable, Equatable {
+        package var endpoint: Endpoint
+        /// TLS, for a `rediss://` URL; `nil` for `redis://` and `unix://`.
+        package var tls: TLS?
+        /// The ACL user (`AUTH user password`), when the URL names one.
+        package var user: String?
+        /// The password of `KINDLY_PUSH_REDIS_PASSWORD` (where the command puts a URL's, taken
+        /// out of its arguments), else of the file `KINDLY_PUSH_REDIS_PASSWORD_FILE` names; `nil`
+        /// for none.
+        package var password: String?
+        /// The database of `/db` (0 by default).
+        package var database: Int
+
+        package init(endpoint: Endpoint, tls: TLS? = nil, user: String? = nil, password: String? = nil, database: Int = 0) {
+            self.endpoint = endpoint
+            self.tls = tls
+            self.user = user
+            self.password = password
+            self.database = database
+        }
+
+        /// The commands that open a session, first in every connection's pipeline: `AUTH`
+        /// (with a password) and `SELECT` (a database other than 0), in that order.
+        package var sessionCommands: [[[UInt8]]] {
+            var commands: [[[UInt8]]] = []
+            if let password {
+                commands.append([Array("AUTH".utf8)] + (user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
+            }
+            if database != 0 { commands.append([Array("SELECT".utf8), Array(String(database).utf8)]) }
+            return commands
+        }
+
+        /// The server as messages name it, and its user; never the password.
+        package var place: String {
+            let user = user.map { " as \($0)" } ?? ""
+            switch endpoint {
+            case .tcp(let host, let port):
+                return "\(tls == nil ? "redis" : "rediss")://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)\(user)"
+            case .unix(let path): return "unix://\(path)\(user)"
+            }
+        }
+    }
+
+    package var server: Server
     package var input: String
     package var group: String
     package var output: String
@@ -73,15 +108,11 @@ package struct RedisOptions: Sendable, Equatable {
     package static let passwordFileVariable = "KINDLY_PUSH_REDIS_PASSWORD_FILE"
 
     package init(
-        endpoint: Endpoint, tls: TLS? = nil, user: String? = nil, password: String? = nil, database: Int = 0, input: String,
-        group: String, output: String, consumer: String? = nil, claimIdle: Int = defaultClaimIdle, batch: Int = defaultBatch,
-        exitWhenIdle: Int? = nil, maxDeliveries: Int = defaultMaxDeliveries, deadLetter: String? = nil, metrics: MetricsAddress? = nil
+        server: Server, input: String, group: String, output: String, consumer: String? = nil, claimIdle: Int = defaultClaimIdle,
+        batch: Int = defaultBatch, exitWhenIdle: Int? = nil, maxDeliveries: Int = defaultMaxDeliveries, deadLetter: String? = nil,
+        metrics: MetricsAddress? = nil
     ) {
-        self.endpoint = endpoint
-        self.tls = tls
-        self.user = user
-        self.password = password
-        self.database = database
+        self.server = server
         self.input = input
         self.group = group
         self.output = output
@@ -106,27 +137,15 @@ package struct RedisOptions: Sendable, Equatable {
 
 /// What `redis-status` reads: a consumer group of a stream on a server.
 package struct RedisStatusRequest: Sendable {
-    package var endpoint: RedisOptions.Endpoint
-    /// For `rediss://`.
-    package var tls: RedisOptions.TLS?
-    package var user: String?
-    package var password: String?
-    package var database: Int
+    package var server: RedisOptions.Server
     package var stream: String
     package var group: String
     package var deadLetter: String?
     /// Printed as one JSON object instead of the table.
     package var json: Bool
 
-    package init(
-        endpoint: RedisOptions.Endpoint, tls: RedisOptions.TLS?, user: String?, password: String?, database: Int, stream: String,
-        group: String, deadLetter: String?, json: Bool
-    ) {
-        self.endpoint = endpoint
-        self.tls = tls
-        self.user = user
-        self.password = password
-        self.database = database
+    package init(server: RedisOptions.Server, stream: String, group: String, deadLetter: String?, json: Bool) {
+        self.server = server
         self.stream = stream
         self.group = group
         self.deadLetter = deadLetter

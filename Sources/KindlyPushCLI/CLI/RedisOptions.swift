@@ -72,10 +72,7 @@ extension RedisOptions {
             }
             return number
         }
-        let (endpoint, tls) = try Self.tlsEndpoint(url, arguments, sharedNames, usage)
-        let (_, user, urlPassword, database) = try RedisOptions.parseURL(Self.plainScheme(url))
-        var password = urlPassword
-        if password == nil { password = try Self.password(environment) }
+        let server = try Server(url, arguments, shared: sharedNames, environment: environment, usage)
         let input = try required(Self.from)
         let group = try required(Self.groupName)
         let output = try required(Self.to)
@@ -95,32 +92,14 @@ extension RedisOptions {
             }
         }
         self.init(
-            endpoint: endpoint, tls: tls, user: user, password: password, database: database, input: input, group: group, output: output,
-            consumer: consumer, claimIdle: claimIdle, batch: batch, exitWhenIdle: exitWhenIdle, maxDeliveries: maxDeliveries,
+            server: server, input: input, group: group, output: output, consumer: consumer, claimIdle: claimIdle, batch: batch,
+            exitWhenIdle: exitWhenIdle, maxDeliveries: maxDeliveries,
             deadLetter: deadLetter, metrics: metrics)
     }
 
     /// `url` with `rediss://` spelt `redis://` (the rest is read the same way).
     package static func plainScheme(_ url: String) -> String {
         url.hasPrefix("rediss://") ? "redis://" + url.dropFirst(9) : url
-    }
-
-    /// The endpoint of `url`, and TLS for `rediss://` with `--ca-file`, `--tls-cert`, `--tls-key`
-    /// (which go with `rediss://` only, and the last two together).
-    static func tlsEndpoint(
-        _ url: String, _ arguments: ParsedArguments, _ shared: Set<String>, _ usage: (String) -> CodedError
-    ) throws(CodedError) -> (Endpoint, TLS?) {
-        let (endpoint, _, _, _) = try parseURL(plainScheme(url))
-        guard url.hasPrefix("rediss://") else {
-            let tlsKeys = [caFile, tlsCertificate, tlsKey].filter { !shared.contains($0.name) }
-            if let given = tlsKeys.first(where: { arguments.isGiven($0) }) {
-                throw usage("'\(given.name)' goes with a rediss:// URL")
-            }
-            return (endpoint, nil)
-        }
-        let tls = TLS(caFile: arguments[caFile], certificateFile: arguments[tlsCertificate], keyFile: arguments[tlsKey])
-        if (tls.certificateFile == nil) != (tls.keyFile == nil) { throw usage("'\(tlsCertificate.name)' and '\(tlsKey.name)' go together") }
-        return (endpoint, tls)
     }
 
     /// The password of `KINDLY_PUSH_REDIS_PASSWORD`, else of the file
@@ -355,6 +334,38 @@ extension CommandTable.Services {
             return ErrorCode.io.exitStatus
         }
         return redis.status(request)
+    }
+}
+
+extension RedisOptions.Server {
+    /// The server of `--redis URL`, for a worker and `redis-status` alike: its endpoint, user and
+    /// database; TLS for `rediss://` with `--ca-file`, `--tls-cert`, `--tls-key` (which go with
+    /// `rediss://` only, and the last two together; `shared` names those the command also takes
+    /// without one); the URL's password, else the environment's
+    /// (``RedisOptions/password(_:)``).
+    init(
+        _ url: String, _ arguments: ParsedArguments, shared: Set<String>, environment: CommandEnvironment,
+        _ usage: (String) -> CodedError
+    ) throws(CodedError) {
+        let (endpoint, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
+        var tls: RedisOptions.TLS?
+        if url.hasPrefix("rediss://") {
+            let given = RedisOptions.TLS(
+                caFile: arguments[RedisOptions.caFile], certificateFile: arguments[RedisOptions.tlsCertificate],
+                keyFile: arguments[RedisOptions.tlsKey])
+            if (given.certificateFile == nil) != (given.keyFile == nil) {
+                throw usage("'\(RedisOptions.tlsCertificate.name)' and '\(RedisOptions.tlsKey.name)' go together")
+            }
+            tls = given
+        } else {
+            let tlsKeys = [RedisOptions.caFile, RedisOptions.tlsCertificate, RedisOptions.tlsKey].filter { !shared.contains($0.name) }
+            if let given = tlsKeys.first(where: { arguments.isGiven($0) }) {
+                throw usage("'\(given.name)' goes with a rediss:// URL")
+            }
+        }
+        var password = urlPassword
+        if password == nil { password = try RedisOptions.password(environment) }
+        self.init(endpoint: endpoint, tls: tls, user: user, password: password, database: database)
     }
 }
 

@@ -43,16 +43,13 @@ package struct RedisStatusCommand: Command {
             guard let value = arguments[key], !value.isEmpty else { throw CodedError.usage("missing '\(key.name)'", command: Self.name) }
             return value
         }
-        let url = try required(Self.url)
-        let (endpoint, tls) = try RedisOptions.tlsEndpoint(url, arguments, []) { CodedError.usage($0, command: Self.name) }
-        let (_, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
-        var password = urlPassword
-        if password == nil { password = try RedisOptions.password(environment) }
+        let server = try RedisOptions.Server(try required(Self.url), arguments, shared: [], environment: environment) {
+            CodedError.usage($0, command: Self.name)
+        }
         let stream = try required(Self.from)
         let group = try required(Self.group)
         request = RedisStatusRequest(
-            endpoint: endpoint, tls: tls, user: user, password: password, database: database, stream: stream, group: group,
-            deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
+            server: server, stream: stream, group: group, deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
         services = environment.table.services
     }
 
