@@ -236,8 +236,61 @@ struct NotifyDesktopTests {
                 } else {
                     #expect(got == reference["follow"], "notify --follow, \(sealing.rawValue)")
                 }
+                // The agent on a FIFO, the same stream from two writers one after the other
+                // (writers come and go): the same banners as from standard input.
+                let fifoApp = "Parity FIFO \(sealing.rawValue) \(marker)"
+                let fifoStore = keys.url.appendingPathComponent("parity/\(sealing.rawValue)/fifo.sqlite3").path
+                let fifo = keys.url.appendingPathComponent("parity/\(sealing.rawValue)/inbox").path
+                try #require(mkfifo(fifo, 0o600) == 0)
+                let agent = try RunningCLI(
+                    ["notify", "--follow", fifo, "--state", fifoStore, "--app-name", fifoApp, "--verbose"] + matrix.reader(sealing),
+                    environment: DesktopSession.environment)
+                let lines = stream.split(separator: "\n", omittingEmptySubsequences: false)
+                for half in [lines.prefix(lines.count / 2), lines.dropFirst(lines.count / 2)] {
+                    try Self.writeToFIFO(fifo, half.joined(separator: "\n") + "\n", while: agent)
+                    // The agent has read this writer's lines (and seen it go) before the next comes.
+                    #expect(agent.waitUntil(seconds: 30) { AgentTests.decided(agent) >= half.endIndex }, "\(agent.stderr)")
+                }
+                kill(agent.process.processIdentifier, SIGTERM)
+                let status = agent.finish() ?? -1
+                let fifoGot = WireParityTests.notifyOutcome(
+                    [CLI.Output(status: status, stdout: agent.stdout, stderr: agent.stderr, stdoutBytes: [], timedOut: false)],
+                    shown: try DesktopSession.shown(fifoApp),
+                    store: fifoStore
+                ).replacingOccurrences(of: fifo, with: "FIFO")
+                if sealing == .one {
+                    #expect(status == 0, "\(agent.stderr)")
+                    // The source changes where lines come from, not what is shown.
+                    #expect(fifoGot.split(separator: " | ").last == got.split(separator: " | ").last, "\(fifoGot)")
+                    #expect(fifoGot.contains("follows the FIFO FIFO"), "\(fifoGot)")
+                    reference["fifo"] = fifoGot
+                } else {
+                    #expect(fifoGot == reference["fifo"], "notify --follow FIFO, \(sealing.rawValue)")
+                }
             }
             print("notify parity reference:", reference)
+        }
+    }
+
+    /// Writes `text` into the FIFO as one writer: opened once the agent reads it (waiting up to
+    /// 20 s while `agent` runs), written, and closed.
+    static func writeToFIFO(_ fifo: String, _ text: String, while agent: RunningCLI) throws {
+        var descriptor: Int32 = -1
+        // Non-blocking until a reader has it open (ENXIO before), so a dead agent fails the test.
+        #expect(
+            agent.waitUntil(seconds: 20) {
+                descriptor = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+                return descriptor >= 0
+            })
+        try #require(descriptor >= 0, "\(agent.stderr)")
+        defer { close(descriptor) }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            try #require(count > 0, "write into the FIFO: errno \(errno)")
+            written += count
         }
     }
 
