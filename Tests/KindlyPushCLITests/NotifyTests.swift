@@ -191,7 +191,7 @@ struct NotifyDesktopTests {
     }
 
     @Test(
-        "issue 35, the parity matrix's notify row: one-shot and --follow, each case delivered twice, every version and mode as version 1"
+        "issue 35, the parity matrix's notify row: one-shot, --jsonl, --follow on standard input and on a FIFO, each case delivered twice, every version and mode as version 1"
     )
     func parityMatrix() async throws {
         let matrix = try WireParityTests()
@@ -235,6 +235,21 @@ struct NotifyDesktopTests {
                     reference["follow"] = got
                 } else {
                     #expect(got == reference["follow"], "notify --follow, \(sealing.rawValue)")
+                }
+                // --jsonl: the same stream, one process (no agent).
+                let jsonlApp = "Parity jsonl \(sealing.rawValue) \(marker)"
+                let jsonlStore = keys.url.appendingPathComponent("parity/\(sealing.rawValue)/jsonl.sqlite3").path
+                let jsonlRun = try CLI.run(
+                    ["notify", "--jsonl", "--state", jsonlStore, "--app-name", jsonlApp, "--verbose"] + matrix.reader(sealing),
+                    stdin: stream + "\n", environment: DesktopSession.environment, timeLimit: 30)
+                let jsonlGot = WireParityTests.notifyOutcome([jsonlRun], shown: try DesktopSession.shown(jsonlApp), store: jsonlStore)
+                if sealing == .one {
+                    // Exit 0 whatever the lines' results (cli.md, --jsonl), and the agent's banners.
+                    #expect(jsonlRun.status == 0, "\(jsonlRun.stderr)")
+                    #expect(jsonlGot.split(separator: " | ").last == got.split(separator: " | ").last, "\(jsonlGot)")
+                    reference["jsonl"] = jsonlGot
+                } else {
+                    #expect(jsonlGot == reference["jsonl"], "notify --jsonl, \(sealing.rawValue)")
                 }
                 // The agent on a FIFO, the same stream from two writers one after the other
                 // (writers come and go): the same banners as from standard input.
