@@ -292,21 +292,15 @@ struct NotifyDesktopTests {
     static func writeToFIFO(_ fifo: String, _ text: String, while agent: RunningCLI) throws {
         var descriptor: Int32 = -1
         // Non-blocking until a reader has it open (ENXIO before), so a dead agent fails the test.
-        #expect(
+        try #require(
             agent.waitUntil(seconds: 20) {
                 descriptor = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
                 return descriptor >= 0
-            })
-        try #require(descriptor >= 0, "\(agent.stderr)")
+            }, "\(agent.stderr)")
         defer { close(descriptor) }
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         let bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            try #require(count > 0, "write into the FIFO: errno \(errno)")
-            written += count
-        }
+        try bytes.withUnsafeBytes { try FileDescriptor(rawValue: descriptor).writeAll($0) }
     }
 
     @Test("eight concurrent notify runs of one push show exactly one banner")
