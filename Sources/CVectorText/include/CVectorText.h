@@ -1,9 +1,9 @@
 // The loops over text that run sixteen bytes at a time where the CPU has vector instructions
 // (SSE2, and SSSE3 when the CPU has it; thirty-two with AVX2 when it has that; elsewhere the
 // portable forms, or nothing): the scans of JSON string text and base64's decoding, which
-// Swift's SIMD types cannot yet be compiled to (their comparisons become a loop over the lanes). Each only does faster part of what its Swift
-// caller's loop does, and stops where that loop must look: at, or before, the first byte that
-// needs it.
+// Swift's SIMD types cannot yet be compiled to (their comparisons become a loop over the lanes).
+// Each only does faster part of what its Swift caller's loop does, and stops where that loop must
+// look: at, or before, the first byte that needs it.
 #ifndef KINDLY_PUSH_VECTOR_TEXT_H
 #define KINDLY_PUSH_VECTOR_TEXT_H
 
