@@ -9,7 +9,7 @@ import Testing
 /// Each binary's command table (issue 35, item 3): every binary lists every command, in the
 /// same order, and runs each one or hands it to a sibling that does; no command declares an
 /// option twice.
-@Suite("Command tables (KindlyPushCLI)")
+@Suite("Command tables (KindlyPushCLI)", .offThePool)
 struct CommandTableTests {
     /// The tables the four `main`s hand to `kindlyPushMain`.
     static let tables: [CommandTable] = [.kindlyPush, .desktop, .redis(over: .desktop), .send(workers: RedisWorkerServices())]
@@ -88,7 +88,7 @@ struct CommandTableTests {
 
 /// The build tool that writes every command's and option group's `options` from its
 /// declarations (Plugins/OptionLists, Sources/OptionListGenerator), run on sources of its own.
-@Suite("Option lists read off the declarations at build time")
+@Suite("Option lists read off the declarations at build time", .offThePool)
 struct OptionListGeneratorTests {
     /// The generator the build ran (the plugin's host tool), beside the binary under test.
     static let generator: URL = {

@@ -4,7 +4,7 @@ import KindlyPushCLI
 import KindlyPushCore
 import Testing
 
-@Suite("seal --recipients-inline: a line's \"id\" is copied to its output (issue 23)")
+@Suite("seal --recipients-inline: a line's \"id\" is copied to its output (issue 23)", .offThePool)
 struct CorrelationIDTests {
     static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
 
@@ -92,7 +92,7 @@ struct CorrelationIDTests {
     }
 }
 
-@Suite("--redis: the URL and the worker options (issue 23)")
+@Suite("--redis: the URL and the worker options (issue 23)", .offThePool)
 struct RedisOptionsTests {
     func options(_ arguments: [String], environment: CommandEnvironment = [:]) throws(CodedError) -> RedisOptions? {
         let parsed = try ParsedArguments.parse(arguments, specs: RedisOptions.options + StreamOptions.options, command: "seal")

@@ -4,7 +4,7 @@ import KindlyPushCore
 import KindlyPushVectors
 import Testing
 
-@Suite("kindly-push seal, check, decrypt and keygen")
+@Suite("kindly-push seal, check, decrypt and keygen", .offThePool)
 struct DecryptAndSealTests {
     static let exitStatus: [String: Int32] = [
         "not_kindly": 1, "unsupported_version": 2, "malformed": 3, "key_unavailable": 4, "authentication_failed": 5, "bad_plaintext": 6,

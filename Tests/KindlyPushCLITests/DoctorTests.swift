@@ -4,7 +4,7 @@ import KindlyPushCore
 import Testing
 
 /// `kindly-push doctor` run as a binary: exact lines, exit status, time, and no secret printed.
-@Suite("kindly-push doctor")
+@Suite("kindly-push doctor", .offThePool)
 struct DoctorTests {
     /// A file keyring folder of the test's own with `count` keys made by `keygen`.
     final class Keyring {
@@ -75,12 +75,13 @@ struct DoctorTests {
         ]
     }
 
-    /// Runs doctor; checks the time and that no secret of `keyring` is in the output.
+    /// Runs doctor; checks that it ended and that no secret of `keyring` is in the output. Each
+    /// probe has a budget under a second; the cap, 10 s, lies under D-Bus's own 25 s time-out, so
+    /// a probe that waits for the bus's answer without its budget is killed there and fails,
+    /// whatever the machine's load (a bound of 2 s measured the load).
     static func doctor(_ arguments: [String] = [], keyring: Keyring, environment: [String: String] = [:]) throws -> CLI.Output {
-        let started = Date()
         let output = try CLI.run(["doctor"] + arguments, environment: keyring.environment.merging(environment) { $1 }, timeLimit: 10)
-        let seconds = Date().timeIntervalSince(started)
-        #expect(seconds < 2, "doctor took \(seconds) s")
+        #expect(!output.timedOut, "doctor did not end within 10 s")
         for secret in try keyring.secretSpellings() {
             #expect(!output.stdout.contains(secret) && !output.stderr.contains(secret), "a secret key is in doctor's output")
         }
@@ -246,9 +247,7 @@ struct DoctorTests {
             atPath: keyring.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let listener = try SilentSocket(path: socketPath)
         defer { listener.close() }
-        let started = Date()
         let output = try Self.doctor(keyring: keyring, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"])
-        #expect(Date().timeIntervalSince(started) < 1.5)
         #expect(output.status == 0)
         #expect(
             Self.lines(output)[1]

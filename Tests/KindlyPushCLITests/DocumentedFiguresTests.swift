@@ -14,7 +14,7 @@ import Testing
 /// code defines is restated in prose unless the test command checks it"). Each phrase is built
 /// from the constant the code uses, so that a changed constant fails here until its prose is
 /// changed too. Line breaks and runs of spaces in the documents count as one space.
-@Suite("figures the documentation states are the code's")
+@Suite("figures the documentation states are the code's", .offThePool)
 struct DocumentedFiguresTests {
     /// `3 s`, `1.5 s`, `0.5 s`.
     static func seconds(_ duration: Duration) -> String {

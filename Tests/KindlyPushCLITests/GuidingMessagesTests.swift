@@ -4,7 +4,7 @@ import KindlyPushCore
 import Testing
 
 /// Messages that say what to do (issue 24), through the real binary.
-@Suite("kindly-push messages that say what to do")
+@Suite("kindly-push messages that say what to do", .offThePool)
 struct GuidingMessagesTests {
     /// A device public key to seal for.
     static let sealingKey = DeviceKey.generate().publicKey.base64URL

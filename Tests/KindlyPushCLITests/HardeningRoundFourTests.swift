@@ -3,7 +3,7 @@ import KindlyPush
 import Testing
 
 /// Issue 31 (hardening, round 4), through the real binary.
-@Suite("Hardening, round 4 (issue 31)")
+@Suite("Hardening, round 4 (issue 31)", .offThePool)
 struct HardeningRoundFourTests {
     /// base64url of the little-endian 32 bytes of `value` (given as its 32 bytes).
     static func key(_ bytes: [UInt8]) -> String {

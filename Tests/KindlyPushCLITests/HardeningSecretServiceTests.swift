@@ -8,7 +8,7 @@ import Testing
 /// python3-dbus, python3-gi).
 @Suite(
     "Hardening (round 2) with the Secret Service",
-    .enabled(if: SecretServiceSession.isRunning, "no Secret Service: run under tools/with-secret-service"))
+    .enabled(if: SecretServiceSession.isRunning, "no Secret Service: run under tools/with-secret-service"), .offThePool)
 struct HardeningSecretServiceTests {
     static let badPaths = [
         "/org/freedesktop/secrets/collection/login/", "//", "/org//freedesktop", "/x-y", "/a b//c", "/a\n\u{1B}[31mkindly-push: ok: FAKE",
@@ -28,11 +28,9 @@ struct HardeningSecretServiceTests {
             (["keygen"], "", 64),
         ]
         for (arguments, input, status) in runs {
-            let started = Date()
+            // A prompt would wait for ever: the cap (10 s) is reached only by a hang.
             let output = try CLI.run(arguments, stdin: input, environment: environment, timeLimit: 10)
-            let seconds = Date().timeIntervalSince(started)
             #expect(!output.timedOut, "\(arguments)")
-            #expect(seconds < 2, "\(arguments): \(seconds) s")
             #expect(output.status == status, "\(arguments): \(output.stderr)")
             #expect(output.stdout == "")
             #expect(!output.stderr.contains("GLib"), "\(arguments): \(output.stderr)")

@@ -6,7 +6,7 @@ import Testing
 /// Hardening, round 2 (issue 15), through the real binary: crashes, ownership, leftovers of
 /// interrupted writes, bounded inputs, one-line errors, closed standard streams, a bus that never
 /// answers, a missing HOME.
-@Suite("Hardening (round 2)")
+@Suite("Hardening (round 2)", .offThePool)
 struct HardeningTests {
     static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
 
@@ -247,13 +247,11 @@ struct HardeningTests {
             (large, "FAIL \(large): over the 4 MiB limit of a vector file\n"),
         ]
         for (path, line) in cases {
-            let started = Date()
             // Bounded memory too: the run would die under this limit if it read without one (not
             // under AddressSanitizer, whose shadow memory needs far more address space).
             let limit = Self.sanitized ? "" : "ulimit -v 2000000; "
             let output = try Self.shell(limit + "exec \"$0\" verify \"$1\"", [path], timeLimit: 10)
-            #expect(Date().timeIntervalSince(started) < 1, "\(path)")
-            #expect(!output.timedOut)
+            #expect(!output.timedOut, "\(path): reading without a bound")
             #expect(output.status == 1, "\(path): \(output.status) \(output.stderr)")
             #expect(output.stdout == line + "0 passed, 1 failed\n")
         }
@@ -343,19 +341,19 @@ struct HardeningTests {
         let socket = folder.url.appendingPathComponent("bus").path
         let listener = try SilentSocket(path: socket)
         defer { listener.close() }
+        // One budget (1 s) per push would be 40 s: the cap of 20 s lies far from both, so only
+        // a budget paid per push reaches it, not a loaded machine.
         var input = ""
-        for _ in 0..<8 { input += try Self.sealed(for: DeviceKey.generate()) + "\n" }
+        for _ in 0..<40 { input += try Self.sealed(for: DeviceKey.generate()) + "\n" }
         for jobs in ["1", "4"] {
-            let started = Date()
             let output = try CLI.run(
                 ["decrypt", "--jsonl", "--jobs", jobs, "--keyring", "secret-service"], stdin: input,
-                environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"], timeLimit: 30)
-            let seconds = Date().timeIntervalSince(started)
+                environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"], timeLimit: 20)
+            #expect(!output.timedOut, "--jobs \(jobs): 40 pushes took 20 s: a budget per push")
             #expect(output.status == 0)
             let lines = output.stdout.split(separator: "\n")
-            #expect(lines.count == 8)
+            #expect(lines.count == 40)
             #expect(lines.allSatisfy { $0.contains(#""code":"key_unavailable""#) }, "\(output.stdout)")
-            #expect(seconds < 3.5, "--jobs \(jobs): \(seconds) s for 8 pushes")
         }
     }
 
@@ -413,10 +411,10 @@ struct HardeningTests {
         let socket = folder.url.appendingPathComponent("bus").path
         let listener = try SilentSocket(path: socket)
         defer { listener.close() }
-        let started = Date()
+        // Its budget (1 s), not D-Bus's 25 s: the cap of 10 s is reached only without the budget.
         let slow = try CLI.run(
-            ["keygen"], environment: ["KINDLY_PUSH_KEYRING_DIR": ring, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"], timeLimit: 20)
-        #expect(Date().timeIntervalSince(started) < 2)
+            ["keygen"], environment: ["KINDLY_PUSH_KEYRING_DIR": ring, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"], timeLimit: 10)
+        #expect(!slow.timedOut)
         #expect(slow.status == 74)
         #expect(slow.stdout == "")
         #expect(slow.stderr.hasPrefix("kindly-push: io: "), "\(slow.stderr)")

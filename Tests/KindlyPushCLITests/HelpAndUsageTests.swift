@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("kindly-push help and usage errors")
+@Suite("kindly-push help and usage errors", .offThePool)
 struct HelpAndUsageTests {
     @Test("issue 31, finding 16: notify neither lists nor takes the Redis worker's options (it read standard input instead)")
     func notifyRefusesWorkerOptions() throws {

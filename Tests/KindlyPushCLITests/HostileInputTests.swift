@@ -5,7 +5,7 @@ import Testing
 
 /// Hostile input through the real binary: every case answers with the spec's code (written
 /// here, not derived from the code under test), within a time limit, with no crash.
-@Suite("Hostile input")
+@Suite("Hostile input", .offThePool)
 struct HostileInputTests {
     struct Case: CustomTestStringConvertible, Sendable {
         let name: String

@@ -5,7 +5,7 @@ import Testing
 
 /// Pushes cross between kindly-push and the independent Python implementation
 /// (tools/reference/kindly_ref.py: PyPI cryptography and pycryptodome, no libsodium).
-@Suite("Interoperability with the independent implementation")
+@Suite("Interoperability with the independent implementation", .offThePool)
 struct InteropTests {
     static let reference = CLI.packageRoot.appendingPathComponent("tools/reference/kindly_ref.py").path
     static let python = URL(fileURLWithPath: "/usr/bin/env")

@@ -5,7 +5,7 @@ import Testing
 
 /// Version 2 pushes cross between kindly-push and the independent Python implementation
 /// (tools/reference/kindly_ref.py), both ways, and seal byte for byte alike.
-@Suite("Version 2 interoperability with the independent implementation")
+@Suite("Version 2 interoperability with the independent implementation", .offThePool)
 struct InteropVersionTwoTests {
     /// A device key file, and a sender key file written by `writer` ("swift" or "python").
     static func keys(senderFrom writer: String) throws -> (folder: KeyFolder, senderFile: String, sender: SenderKey) {

@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("kindly-push --jsonl")
+@Suite("kindly-push --jsonl", .offThePool)
 struct JSONLinesTests {
     /// What one input line must give: a payload's chat id, or an error code.
     enum Expected: Equatable {

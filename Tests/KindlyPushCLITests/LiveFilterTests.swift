@@ -6,7 +6,7 @@ import Testing
 /// `--jsonl` is a live filter (cli.md, "General conventions"): each result is written as soon as
 /// the input would block, so `tail -f pushes.jsonl | kindly-push decrypt --jsonl` prints as lines
 /// arrive instead of waiting for a batch to fill.
-@Suite("--jsonl as a live filter")
+@Suite("--jsonl as a live filter", .offThePool)
 struct LiveFilterTests {
     /// A running `kindly-push` whose standard input the test writes line by line.
     final class LiveProcess {
@@ -67,12 +67,12 @@ struct LiveFilterTests {
         let live = try LiveProcess(["decrypt", "--jsonl", "--key-file", folder.keyFile] + jobs)
         for chat in ["c-1", "c-2", "c-3"] {
             live.send(try Self.push(for: folder.key, chat: chat))
-            let line = try #require(live.nextLine(timeout: 5), "no result for \(chat) while the input stays open")
+            let line = try #require(live.nextLine(timeout: 10), "no result for \(chat) while the input stays open")
             #expect(try JSONValue(parsing: line)["chat_id"] == .string(chat))
         }
         // A bad line is answered live too.
         live.send("not json")
-        let error = try #require(live.nextLine(timeout: 5))
+        let error = try #require(live.nextLine(timeout: 10))
         #expect(try JSONValue(parsing: error)["error"]?["code"] == "bad_input")
         #expect(live.finish() == 0)
     }
@@ -86,9 +86,9 @@ struct LiveFilterTests {
         let live = try LiveProcess(arguments + (isSeal ? ["--public-key=" + folder.key.publicKey.base64URL] : []))
         let line = isSeal ? #"{"chat_id":"c-1","title":"t","body":"b"}"# : try Self.push(for: folder.key, chat: "c-1")
         live.send(line)
-        #expect(live.nextLine(timeout: 5) != nil, "no result while the input stays open")
+        #expect(live.nextLine(timeout: 10) != nil, "no result while the input stays open")
         live.send(line)
-        #expect(live.nextLine(timeout: 5) != nil)
+        #expect(live.nextLine(timeout: 10) != nil)
         #expect(live.finish() == 0)
     }
 

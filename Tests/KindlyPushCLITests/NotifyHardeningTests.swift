@@ -7,7 +7,7 @@ import Testing
 /// failed with the 0.2.0 binary (KINDLY_PUSH_BINARY pointed at a build of a2b2f6e).
 @Suite(
     "notify hardening (issue 20)",
-    .serialized, .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"))
+    .serialized, .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"), .offThePool)
 struct NotifyHardeningTests {
     let keys: KeyFolder
     let marker = "H\(UInt32.random(in: 0...UInt32.max))"

@@ -5,7 +5,7 @@ import Testing
 
 /// The command line parsed in-process, as swift-argument-parser's `AssertParseCommand` does:
 /// the declarations, the parser, usage, suggestions, and which runs need kindly-push-desktop.
-@Suite("Parsing in-process (KindlyPushCLI)")
+@Suite("Parsing in-process (KindlyPushCLI)", .offThePool)
 struct ParseCommandTests {
     @Test("options, values, repeatable values and operands parse from the declarations")
     func parse() throws {

@@ -5,7 +5,7 @@ import Testing
 /// Help, usage and the man page as a user reads them (issue 24): usage wrapped at any width
 /// without a word repeated or lost, each form with only its options, an example for every
 /// command, a man page that groff renders without a warning.
-@Suite("kindly-push reference text: usage, examples, man page")
+@Suite("kindly-push reference text: usage, examples, man page", .offThePool)
 struct ReferenceTextTests {
     static let names = CommandTable.kindlyPush.commands.map { $0.name }
 

@@ -5,7 +5,7 @@ import Testing
 
 /// `keygen --reuse` and `--push-mode automatic` (issue 10): registering again does not rotate the
 /// key, and automatic mode resolves from the declared presenter.
-@Suite("kindly-push keygen: reuse and automatic mode")
+@Suite("kindly-push keygen: reuse and automatic mode", .offThePool)
 struct RegistrationLifecycleTests {
     @Test("keygen --reuse creates a key only when none is stored, then prints the newest one's registration")
     func reuseInKeyring() throws {

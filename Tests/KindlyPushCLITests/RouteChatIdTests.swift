@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("route --screen chat --chat-id")
+@Suite("route --screen chat --chat-id", .offThePool)
 struct RouteChatIdTests {
     @Test("a decrypted push for another chat than the one on screen is routed as on the other screen")
     func chatId() throws {

@@ -6,7 +6,7 @@ import Testing
 /// `kindly-push route` for every combination of display-rules.md's inputs, checked against the
 /// spec's tables (SpecTables.swift, shared with the library's tests: the rows of the spec,
 /// copied by hand, never derived from the code).
-@Suite("kindly-push route")
+@Suite("kindly-push route", .offThePool)
 struct RouteTests {
     static let device = DeviceKey.generate()
     static let stranger = DeviceKey.generate()

@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("kindly-push seal --fit")
+@Suite("kindly-push seal --fit", .offThePool)
 struct SealFitTests {
     static let units: [(String, String)] = [
         ("Latin", "Lorem ipsum dolor sit amet, consectetur adipiscing elit. "),

@@ -5,7 +5,7 @@ import Testing
 
 /// No command prints key material: every output and error of every command is searched for
 /// the secret key in base64url, standard base64 and hex.
-@Suite("Secret hygiene")
+@Suite("Secret hygiene", .offThePool)
 struct SecretHygieneTests {
     /// Every spelling of a secret that could leak.
     static func spellings(of key: DeviceKey) -> [String] {

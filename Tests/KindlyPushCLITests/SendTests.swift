@@ -5,7 +5,7 @@ import Testing
 
 /// `kindly-push send` against the APNs test server (tools/apns/apns_test_server.py), each test
 /// with a server of its own.
-@Suite("kindly-push send (APNs over HTTP/2)")
+@Suite("kindly-push send (APNs over HTTP/2)", .offThePool)
 struct SendTests {
     static func lines(_ output: CLI.Output) -> [[String: Any]] {
         output.stdout.split(separator: "\n").map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
@@ -277,7 +277,7 @@ struct SendTests {
     }
 }
 
-@Suite("seal --recipients-inline carries \"token\" to send")
+@Suite("seal --recipients-inline carries \"token\" to send", .offThePool)
 struct RecipientsInlineTokenTests {
     @Test(
         "the token (and the id) before the push, on the fast path and the strict one; a token that is not a string is bad_input; send delivers the output"

@@ -5,7 +5,7 @@ import Testing
 
 /// Version 2 through the real binary: sender-keygen, seal --sender-key-file, decrypt and route
 /// with --sender-key, senders add|list|delete, exit 7 untrusted_sender.
-@Suite("kindly-push with sender keys (version 2)")
+@Suite("kindly-push with sender keys (version 2)", .offThePool)
 struct SenderKeyCLITests {
     static let plaintext = #"{"chat_id":"c-7","title":"Bank","body":"Code 1234"}"#
 

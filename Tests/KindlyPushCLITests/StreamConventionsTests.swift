@@ -4,7 +4,7 @@ import KindlyPushCore
 import Testing
 
 /// FILE arguments, `--output`, `--summary` and `--quiet` (cli.md, "General conventions").
-@Suite("kindly-push: files, --output, --summary")
+@Suite("kindly-push: files, --output, --summary", .offThePool)
 struct StreamConventionsTests {
     static func push(_ key: DeviceKey, chat: String) throws -> String {
         String(

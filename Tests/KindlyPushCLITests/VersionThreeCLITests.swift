@@ -6,7 +6,7 @@ import Testing
 /// Wire format version 3 through the binary: `seal --wire`, and `decrypt`, `route` and `senders`
 /// reading version 3 with no flag, alone and in a `--jsonl` stream that mixes versions 1, 2 and 3.
 /// (Every version 3 vector also goes through `decrypt` in DecryptAndSealTests.)
-@Suite("kindly-push and wire format version 3")
+@Suite("kindly-push and wire format version 3", .offThePool)
 struct VersionThreeCLITests {
     static let plaintext = #"{"chat_id":"c-1","title":"Anna","body":"Hi!"}"#
 

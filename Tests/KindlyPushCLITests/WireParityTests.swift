@@ -7,7 +7,7 @@ import Testing
 /// is what does not depend on the version by design: the exit status, standard output (with
 /// `kindly` envelopes, which are the version's own, taken out of `--apply`'s documents) and the
 /// reason code on standard error; never the envelope or a message's version-specific detail.
-@Suite("Wire parity: every front end, every version and mode, as version 1")
+@Suite("Wire parity: every front end, every version and mode, as version 1", .offThePool)
 struct WireParityTests {
     enum Sealing: String, CaseIterable, CustomTestStringConvertible {
         case one = "v1"
@@ -158,6 +158,14 @@ struct WireParityTests {
             executable: URL(fileURLWithPath: "/usr/bin/redis-cli"))
         #expect(output.status == 0, "redis-cli \(arguments): \(output.stderr)")
         return output.stdout
+    }
+
+    /// tools/test runs the suite beside a redis-server and says so: there the Redis row must run.
+    @Test(
+        "where the test command starts a redis-server, the Redis row runs rather than being skipped",
+        .enabled(if: ProcessInfo.processInfo.environment["KINDLY_PUSH_TEST_REDIS_REQUIRED"] == "1"))
+    func redisRowRuns() {
+        #expect(Self.redis != nil, "KINDLY_PUSH_TEST_REDIS_REQUIRED=1 but no redis-server: run the suite under tools/with-redis")
     }
 
     /// Version 1's worker processes one entry at a time, the others two at once (`--jobs 2`):

@@ -44,7 +44,7 @@ enum DeliveryCase: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// the same message exactly when it names the same message id. Version 1's outcome is the
 /// reference for every other version (0.3.0 showed version 3 twice: its identity was read from
 /// `n`, which version 3 does not have).
-@Suite("De-duplication: every wire version as version 1")
+@Suite("De-duplication: every wire version as version 1", .offThePool)
 struct DeduplicationParityTests {
     struct Outcome: Equatable {
         var namespace: StoreClaim.Namespace?

@@ -44,7 +44,7 @@ func flippingCiphertext(_ push: JSONValue) throws -> JSONValue {
     return .object(object)
 }
 
-@Suite("De-duplication identities")
+@Suite("De-duplication identities", .offThePool)
 struct DeduplicationIdentityTests {
     @Test("a message is known by kid and message id, or by its envelope without one; a push that is not Kindly's by nothing")
     func identities() throws {
@@ -127,7 +127,7 @@ func checkContract(_ store: any Deduplicator) throws {
     #expect(try post(store, banner, id: 9, at: 400) == (.posted(9), StoreSlot()))
 }
 
-@Suite("De-duplication stores")
+@Suite("De-duplication stores", .offThePool)
 struct DeduplicatorTests {
     @Test("the in-memory store keeps the contract")
     func inMemory() throws {

@@ -63,7 +63,8 @@ func makePresenter(
 }
 
 @Suite(
-    "DesktopNotifier against dunst", .serialized, .enabled(if: Desktop.isRunning, "no notification server: run under tools/with-desktop"))
+    "DesktopNotifier against dunst", .serialized, .enabled(if: Desktop.isRunning, "no notification server: run under tools/with-desktop"),
+    .offThePool)
 struct DesktopNotifierTests {
     let marker = "L\(UInt32.random(in: 0...UInt32.max))"
 
@@ -131,13 +132,13 @@ struct DesktopNotifierTests {
     }
 }
 
-@Suite("DesktopNotifier without a server")
+@Suite("DesktopNotifier without a server", .offThePool)
 struct DesktopNotifierOfflineTests {
-    @Test("no bus at the address: unreachable at once")
+    // A connection that waited instead of failing would reach the time limit, not a bound that
+    // the machine's load decides.
+    @Test("no bus at the address: unreachable, no wait", .timeLimit(.minutes(1)))
     func noBus() {
-        let started = ContinuousClock.now
         #expect(throws: DesktopNotifierError.self) { try DesktopNotifier(busAddress: "unix:path=/nonexistent/bus") }
-        #expect(ContinuousClock.now - started < .seconds(2))
     }
 
     @Test("markup is escaped: & < > and nothing else")

@@ -6,7 +6,7 @@ import Testing
 /// One rule for where keys live (issue 22): the command's `--keyring auto` and the library's
 /// `SecretServiceKeyring.automatic()` find the same key (serialized: the tests set the process's
 /// default keyring).
-@Suite("Automatic keyring", .serialized)
+@Suite("Automatic keyring", .serialized, .offThePool)
 struct AutomaticKeyringTests {
     static let payload = try! DecryptedPayload(chatId: "c-1", title: "Anna", body: "Hi!", messageId: "m-1")
 

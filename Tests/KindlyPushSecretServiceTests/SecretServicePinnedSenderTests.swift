@@ -5,7 +5,7 @@ import KindlyPushSecretService
 import Testing
 
 /// Pinned sender keys in the Secret Service keyring (wire format section 7.1).
-@Suite("Pinned sender keys in the Secret Service keyring")
+@Suite("Pinned sender keys in the Secret Service keyring", .offThePool)
 struct SecretServicePinnedSenderTests {
     @Test("the Secret Service keyring pins, lists, refuses a pinned sid, unpins, and switches pinned mode", .needsSecretService)
     func secretServiceContract() throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// Long-lived secrets are locked in RAM and left out of core dumps; reused plaintext buffers are
 /// zeroed at the end of a run (issue 15, item 2 and "also fix").
-@Suite("Guarded secrets and wiped buffers")
+@Suite("Guarded secrets and wiped buffers", .offThePool)
 struct GuardedSecretTests {
     /// The `VmFlags` of the mapping of this process that holds `address`, from /proc/self/smaps.
     static func mappingFlags(of address: UnsafeRawPointer) throws -> [String] {

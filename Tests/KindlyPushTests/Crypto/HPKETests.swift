@@ -5,7 +5,7 @@ import Testing
 /// RFC 9180's own test vectors for DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, ChaCha20Poly1305
 /// (appendix A.2.1 mode_base, A.2.3 mode_auth; TestVectors/hpke/) through the HPKE layer, with
 /// the ephemeral key fixed through the `package` seam: every listed value is reproduced.
-@Suite("HPKE (RFC 9180 vectors)")
+@Suite("HPKE (RFC 9180 vectors)", .offThePool)
 struct HPKETests {
     struct Encryption: Sendable {
         let sequenceNumber: UInt64

@@ -20,7 +20,7 @@ final class WipeRecorder: Sendable {
     }
 }
 
-@Suite("Secret buffers")
+@Suite("Secret buffers", .offThePool)
 struct SecureBytesTests {
     @Test("a secret buffer is wiped before its memory is freed")
     func wipesOnRelease() {

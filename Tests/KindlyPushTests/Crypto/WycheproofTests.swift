@@ -4,7 +4,7 @@ import Testing
 
 /// Project Wycheproof's X25519 and XChaCha20-Poly1305 vectors (TestVectors/wycheproof/) run
 /// against the crypto layer.
-@Suite("Wycheproof")
+@Suite("Wycheproof", .offThePool)
 struct WycheproofTests {
     struct X25519Case: CustomTestStringConvertible, Sendable {
         let id: Int

@@ -2,7 +2,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("Canonical base64")
+@Suite("Canonical base64", .offThePool)
 struct Base64Tests {
     @Test(
         "accepts both alphabets, padded or not",

@@ -9,7 +9,7 @@ import Testing
 /// blocks take the AVX2 loops across their lanes and blocks. The forms a CPU without AVX2 runs,
 /// the SSE2 ASCII loop, SSSE3 alone, and the portable ASCII scan other CPUs run, are checked
 /// beside them by the same references.)
-@Suite("Vector text loops")
+@Suite("Vector text loops", .offThePool)
 struct VectorTextTests {
     static func isPlainASCII(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte < 0x80 && byte != 0x22 && byte != 0x5C

@@ -7,7 +7,7 @@ import Testing
 
 /// The `Data` and `[AnyHashable: Any]` forms give the same results as the `JSONValue` forms, and
 /// a host's own values never make a Kindly push unreadable (issue 10).
-@Suite("Data and dictionary forms")
+@Suite("Data and dictionary forms", .offThePool)
 struct FoundationFormsTests {
     static let key = DeviceKey.generate()
     static let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key]))

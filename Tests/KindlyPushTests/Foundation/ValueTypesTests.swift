@@ -5,7 +5,7 @@ import KindlyPushTesting
 import Testing
 
 /// Codable with the spec's field names, Hashable, LocalizedError, and typed causes (issue 10).
-@Suite("Values, errors and typed causes")
+@Suite("Values, errors and typed causes", .offThePool)
 struct ValueTypesTests {
     static let key = DeviceKey.generate()
 

@@ -3,7 +3,7 @@ import KindlyPushBase
 import KindlyPushCore
 import Testing
 
-@Suite("Strict JSON reader")
+@Suite("Strict JSON reader", .offThePool)
 struct JSONReaderTests {
     @Test(
         "accepts RFC 8259 documents",

@@ -6,7 +6,7 @@ import Testing
 @testable import KindlyPushCore
 
 /// `CachingKeyring` follows changes that another process makes to its keyring (issue 20, point 1).
-@Suite("Caching keyring: changes made elsewhere")
+@Suite("Caching keyring: changes made elsewhere", .offThePool)
 struct CachingKeyringChangesTests {
     /// A file keyring in a folder of its own, with one key and one pinned sender.
     final class Folder {

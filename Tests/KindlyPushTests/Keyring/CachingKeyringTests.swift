@@ -5,7 +5,7 @@ import KindlyPushTesting
 import Testing
 
 /// The negative cache and circuit breaker of `CachingKeyring` (issue 15, item 9).
-@Suite("Caching keyring: failures remembered")
+@Suite("Caching keyring: failures remembered", .offThePool)
 struct CachingKeyringTests {
     static func caching(_ base: any Keyring, _ clock: ManualClock) -> CachingKeyring {
         CachingKeyring(base, failureLifetime: .seconds(3), retryInterval: .seconds(5), changeCheckInterval: .seconds(3600), clock: clock)

@@ -5,7 +5,7 @@ import Testing
 
 /// The file keyring written by separate processes (`kindly-push keygen --keyring file`): killed
 /// at random moments, and racing each other.
-@Suite("File keyring across processes")
+@Suite("File keyring across processes", .offThePool)
 struct FileKeyringProcessTests {
     /// `KINDLY_PUSH_BINARY`, else the package's debug build.
     static let binary: String =

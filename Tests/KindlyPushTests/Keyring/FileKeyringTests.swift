@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("File keyring")
+@Suite("File keyring", .offThePool)
 struct FileKeyringTests {
     @Test("stores each key in a 0600 file inside a 0700 folder, even with umask 0")
     func permissionsUnderUmaskZero() throws {

@@ -7,7 +7,7 @@ import Testing
 /// What every keyring promises (Keyring.swift), checked on the keyrings that need nothing
 /// around them. The Secret Service keyring has the same checks in SecretServiceKeyringTests,
 /// where they show as skipped, by name, when no service runs.
-@Suite("Every keyring keeps the same contract")
+@Suite("Every keyring keeps the same contract", .offThePool)
 struct KeyringContractTests {
     static let kinds = ["memory", "file"]
 

@@ -5,7 +5,7 @@ import KindlyPushTesting
 import Testing
 
 /// Pinned sender keys in every keyring (wire format section 7.1).
-@Suite("Pinned sender keys in the keyrings")
+@Suite("Pinned sender keys in the keyrings", .offThePool)
 struct PinnedSenderTests {
     @Test(
         "memory and file keyrings pin, list, refuse a pinned sid, unpin, and switch pinned mode", arguments: ["memory", "file", "caching"])

@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("Key files")
+@Suite("Key files", .offThePool)
 final class KeyFileTests {
     /// A folder of each test's own, removed when the test ends. Its mode is set, not left to the
     /// umask, which `writeAndRead` sets to 0 for the whole process while other tests run: a folder

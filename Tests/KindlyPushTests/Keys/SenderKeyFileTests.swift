@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("Sender keys and sender key files")
+@Suite("Sender keys and sender key files", .offThePool)
 final class SenderKeyFileTests {
     let folder: String = {
         let path = NSTemporaryDirectory() + "kindly-senderfile-\(UUID().uuidString)"

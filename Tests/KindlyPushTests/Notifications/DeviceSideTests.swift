@@ -2,7 +2,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("The device side of a desktop: cleaned text, the chat on screen, taps")
+@Suite("The device side of a desktop: cleaned text, the chat on screen, taps", .offThePool)
 struct DeviceSideTests {
     @Test("banner text loses NUL, escape sequences, C0/C1 controls and bidi overrides; a body keeps its lines")
     func cleaned() {

@@ -15,7 +15,7 @@ final class SuppressingDelegate: KindlyNotificationDelegate, Sendable {
 
 /// The iOS SDK's names and registration lifecycle (issue 10), and the process-wide defaults of
 /// issue 22 (serialized: the tests set the default keyring and the environment).
-@Suite("iOS parity", .serialized)
+@Suite("iOS parity", .serialized, .offThePool)
 struct IOSParityTests {
     static let key = DeviceKey.generate()
 

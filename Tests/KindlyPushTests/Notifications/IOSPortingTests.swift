@@ -54,7 +54,7 @@ extension MainActorScreen: @preconcurrency KindlyNotificationDelegate {
 }
 
 /// Issue 22's iOS-parity items that need no process-wide setting.
-@Suite("Porting from iOS")
+@Suite("Porting from iOS", .offThePool)
 struct IOSPortingTests {
     static let key = DeviceKey.generate()
 
@@ -306,7 +306,7 @@ struct IOSPortingTests {
         handler.start()
         handler.setAppState(.foreground)
         #expect(opened.all.isEmpty)
-        let line = listener.firstLine(containing: "dropped a notification tap", timeout: .seconds(5))
+        let line = listener.firstLine(containing: "dropped a notification tap", timeout: hangCap)
         #expect(line?.contains("kindly-push: warning: dropped a notification tap made 61.0 seconds before start()") == true)
         #expect(line?.hasPrefix("<12>") == true)  // facility user (8) + warning (4)
     }

@@ -3,7 +3,7 @@ import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
-@Suite("The app side: foreground presentation and the silent path")
+@Suite("The app side: foreground presentation and the silent path", .offThePool)
 struct KindlyNotificationHandlerTests {
     static let key = DeviceKey.generate()
 

@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("Notification mode and registration")
+@Suite("Notification mode and registration", .offThePool)
 struct KindlyNotificationModeTests {
     static let key = DeviceKey.generate()
 

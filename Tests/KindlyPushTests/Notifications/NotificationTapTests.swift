@@ -3,7 +3,7 @@ import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
-@Suite("Taps on notifications")
+@Suite("Taps on notifications", .offThePool)
 struct NotificationTapTests {
     static let key = DeviceKey.generate()
 

@@ -2,7 +2,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("The display-rule engine")
+@Suite("The display-rule engine", .offThePool)
 struct DisplayRulesTests {
     static let message = DisplayMessage(chatId: "c-1", title: "Anna", body: "Hi!", messageId: "m-1")
 

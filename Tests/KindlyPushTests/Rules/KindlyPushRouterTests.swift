@@ -3,7 +3,7 @@ import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
-@Suite("Routing real sealed pushes")
+@Suite("Routing real sealed pushes", .offThePool)
 struct KindlyPushRouterTests {
     static let key = DeviceKey.generate()
 

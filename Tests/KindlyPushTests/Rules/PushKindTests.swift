@@ -2,7 +2,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("Reading a push's kind")
+@Suite("Reading a push's kind", .offThePool)
 struct PushKindTests {
     struct Case: Sendable, CustomStringConvertible {
         let description: String

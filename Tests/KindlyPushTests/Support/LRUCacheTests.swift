@@ -1,7 +1,7 @@
 import KindlyPushCore
 import Testing
 
-@Suite("The least-recently-used cache")
+@Suite("The least-recently-used cache", .offThePool)
 struct LRUCacheTests {
     @Test("it keeps at most its capacity and evicts the least recently used, a look-up counting as a use")
     func evictionOrder() {

@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("The --jsonl line splitter")
+@Suite("The --jsonl line splitter", .offThePool)
 struct LineBatchReaderTests {
     /// Every line of `input` read through a pipe, with small limits so that lines cross reads.
     func lines(of input: String, maximumLineLength: Int = 5, chunkSize: Int = 3, maximumLines: Int = 2) throws -> [String?] {
@@ -41,7 +41,7 @@ struct LineBatchReaderTests {
     }
 }
 
-@Suite("The line splitter of a live stream (notify --jsonl)")
+@Suite("The line splitter of a live stream (notify --jsonl)", .offThePool)
 struct LiveLineBatchReaderTests {
     @Test("with maximumReads 1 a call never blocks for more: whole lines now, a partial line when it ends, the end once")
     func oneReadAtATime() throws {

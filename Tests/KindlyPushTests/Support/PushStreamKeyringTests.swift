@@ -56,7 +56,7 @@ final class SlowKeyring: Keyring {
 
 /// Issue 31, finding 11: the library's stream with a keyring that blocks, and with one that
 /// gives no change token.
-@Suite("The stream and a slow keyring (issue 31, finding 11)")
+@Suite("The stream and a slow keyring (issue 31, finding 11)", .offThePool)
 struct PushStreamKeyringTests {
     static func pushes(_ count: Int) throws -> [[UInt8]] {
         try (0..<count).map { index in

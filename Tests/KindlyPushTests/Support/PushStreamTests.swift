@@ -85,7 +85,7 @@ struct UnevenWork: BatchWork {
     }
 }
 
-@Suite("The stream engine: ordered parallel runner and decryptStream", .serialized)
+@Suite("The stream engine: ordered parallel runner and decryptStream", .serialized, .offThePool)
 struct PushStreamTests {
     static let key = DeviceKey.generate()
     static let other = DeviceKey.generate()

@@ -28,7 +28,7 @@ private final class TestPipe {
     }
 }
 
-@Suite("The platform layer: Errno, valueOrErrno, FileDescriptor")
+@Suite("The platform layer: Errno, valueOrErrno, FileDescriptor", .offThePool)
 struct SystemCallTests {
     @Test("Errno's description is strerror's text, for every error number and an unknown one")
     func errnoDescription() {

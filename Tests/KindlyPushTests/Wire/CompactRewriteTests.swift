@@ -7,7 +7,7 @@ import Testing
 /// path it stands in for (the strict reader, ``DecryptedPayload/init(validating:)``, ``JSONWriter``):
 /// the writer takes exactly the texts the tree takes and writes the same bytes, and
 /// `appendCompact` gives the same output or the same problem.
-@Suite("A plaintext in any spelling, written compactly without a tree")
+@Suite("A plaintext in any spelling, written compactly without a tree", .offThePool)
 struct CompactRewriteTests {
     /// Checks `text` against the tree path; whether the tree took it.
     @discardableResult

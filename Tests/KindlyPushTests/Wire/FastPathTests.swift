@@ -10,7 +10,7 @@ import Testing
 /// The fast paths (``PushDecryptor``, ``JSONTokenizer``, ``Base64``'s quick loop) against the general
 /// ones they stand in for: whatever a fast path decides, the general path must decide the same,
 /// with the same output, on every test vector and on many mutated pushes.
-@Suite("Fast paths agree with the general ones")
+@Suite("Fast paths agree with the general ones", .offThePool)
 struct FastPathTests {
     /// The general path's result for push bytes, as the CLI takes it: JSON first, then decryption.
     enum General: Equatable {

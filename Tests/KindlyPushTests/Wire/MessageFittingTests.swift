@@ -6,7 +6,7 @@ import Testing
 
 /// `KindlyPushSealer.seal(_:for:mode:placeholder:oversize:)` against real sealing: the fitted
 /// push is checked by sealing and measuring, never by the arithmetic under test.
-@Suite("Messages that always fit")
+@Suite("Messages that always fit", .offThePool)
 struct MessageFittingTests {
     let key = DeviceKey.generate()
 

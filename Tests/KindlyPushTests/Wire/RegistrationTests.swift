@@ -2,7 +2,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-@Suite("Registration")
+@Suite("Registration", .offThePool)
 struct RegistrationTests {
     @Test("the registration object has section 6's fields, with the token in lowercase hex")
     func registrationJSON() throws {

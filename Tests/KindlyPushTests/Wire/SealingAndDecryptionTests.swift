@@ -4,7 +4,7 @@ import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
-@Suite("Sealing and decryption")
+@Suite("Sealing and decryption", .offThePool)
 struct SealingAndDecryptionTests {
     let key = DeviceKey.generate()
 

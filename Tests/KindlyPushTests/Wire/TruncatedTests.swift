@@ -6,7 +6,7 @@ import Testing
 @testable import KindlyPushCore
 
 /// The optional plaintext key `truncated` (wire format section 4): a boolean, or bad_plaintext.
-@Suite("The plaintext key truncated")
+@Suite("The plaintext key truncated", .offThePool)
 struct TruncatedTests {
     static func text(_ value: String) -> String {
         #"{"chat_id":"c","title":"t","body":"b","message_id":"m","truncated":\#(value)}"#

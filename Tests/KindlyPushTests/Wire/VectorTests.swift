@@ -7,7 +7,7 @@ import Testing
 
 /// Every vector in TestVectors/*.json (made by tools/reference/gen_vectors.py, an independent
 /// implementation) run through the library.
-@Suite("Test vectors")
+@Suite("Test vectors", .offThePool)
 struct VectorTests {
     struct Case: CustomTestStringConvertible, Sendable {
         let file: String

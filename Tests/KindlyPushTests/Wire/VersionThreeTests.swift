@@ -8,7 +8,7 @@ import Testing
 
 /// Wire format version 3 (section 8) through the library: sealing in both modes, one reader for
 /// three versions, the pinned-mode rules, the fast paths, the size arithmetic and the kept secrets.
-@Suite("Wire format version 3 (HPKE)")
+@Suite("Wire format version 3 (HPKE)", .offThePool)
 struct VersionThreeTests {
     static let payload = try! DecryptedPayload(chatId: "c-1", title: "Anna", body: "Hi!")
 

@@ -7,7 +7,7 @@ import Testing
 
 /// Wire format version 2 (section 7) through the library: sealing with a sender key, reading both
 /// versions in and out of pinned mode, the cached second shared secret, routing in pinned mode.
-@Suite("Version 2: sender keys and pinning")
+@Suite("Version 2: sender keys and pinning", .offThePool)
 struct VersionTwoTests {
     let device = DeviceKey.generate()
     let sender = SenderKey.generate()

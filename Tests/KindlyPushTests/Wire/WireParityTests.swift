@@ -9,7 +9,7 @@ import Testing
 /// members) are left out of the comparison; reasons, payloads, decisions and texts are not. The
 /// pushes carry the default placeholder: a pinned reader (versions 2 and mode_auth) shows its own,
 /// the default, for a push that does not decrypt, by design.
-@Suite("Wire parity in the library: every entry point, every version and mode, as version 1")
+@Suite("Wire parity in the library: every entry point, every version and mode, as version 1", .offThePool)
 struct LibraryWireParityTests {
     enum Sealing: String, CaseIterable {
         case one = "v1"
