@@ -42,7 +42,7 @@ private struct FileChunks: AsyncSequence, Sendable {
 /// prints for the same stream, line for line, in order.
 @Suite("A stream decrypted by a service and by the command")
 struct DecryptStreamTests {
-    @Test("100,000 pushes with bad lines among them: decryptStream(jsonLines:jobs:) gives decrypt --jsonl's lines, in order")
+    @Test("20,000 pushes with bad lines among them: decryptStream(jsonLines:jobs:) gives decrypt --jsonl's lines, in order")
     func sameAsCommand() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stream-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -62,7 +62,7 @@ struct DecryptStreamTests {
         ]
         var input: [UInt8] = []
         var expectedBad = 0
-        for index in 0..<100_000 {
+        for index in 0..<20_000 {
             if index % 997 == 5 {
                 input += bad[index / 997 % bad.count]
                 expectedBad += 1
@@ -102,8 +102,8 @@ struct DecryptStreamTests {
         let chunks = FileChunks(data: try Data(contentsOf: inputURL), size: 10_007)
         for await result in decryption.decryptStream(jsonLines: chunks, jobs: 2) { results.append(result) }
 
-        #expect(results.count == 100_000)
-        #expect(commandLines.count == 100_000)
+        #expect(results.count == 20_000)
+        #expect(commandLines.count == 20_000)
         var mismatches = 0
         for (line, result) in zip(commandLines, results) where [UInt8](line) != result.json { mismatches += 1 }
         #expect(mismatches == 0)
@@ -111,7 +111,7 @@ struct DecryptStreamTests {
         #expect(codes["bad_input"] ?? 0 > 0 && codes["bad_input"] ?? 0 < expectedBad)
         #expect(codes["key_unavailable"] ?? 0 > 0 && codes["authentication_failed"] ?? 0 > 0 && codes["not_kindly"] ?? 0 > 0)
         #expect(codes["malformed"] ?? 0 > 0 && codes["unsupported_version"] ?? 0 > 0)
-        #expect((codes["decrypted"] ?? 0) > 99_000)
+        #expect((codes["decrypted"] ?? 0) > 19_800)
         // The structured payload of a decrypted push is there too.
         let first = try #require(results.first)
         #expect(first.payload?.chatId == "chat-0")
