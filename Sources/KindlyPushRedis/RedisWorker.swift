@@ -126,6 +126,9 @@ package final class RedisWorker<P: DocumentProcessor> {
         /// a `doc` over the limit (its size: ``oversized``).
         var problem: CodedError?
         var oversized = false
+        /// Held after a failure of its own (``CodedError/countsAsDelivery``): each round of
+        /// ``RedisWorker/retryHeld(on:)`` is a delivery.
+        var roundsCount = false
     }
 
     /// A failure that ends the worker (an `io` or `usage` error).
@@ -160,10 +163,17 @@ package final class RedisWorker<P: DocumentProcessor> {
     private var claimCursor = Array("0-0".utf8)
     private var nextClaim = 0
     /// Entries whose processing failed for a reason that may go away (a locked or unreachable
-    /// keyring): kept pending, in hand, and processed again after a backoff.
+    /// keyring, APNs's 429 for a device that gets too many pushes): kept pending, in hand, and
+    /// processed again after a backoff, each round counted as a delivery when the failure was the
+    /// entry's own (so --max-deliveries ends it). While fewer than a batch are held the worker goes on reading new entries: one
+    /// hot device does not stall the group; a failure that holds everything (the keyring, the
+    /// server) fills a batch, and then the worker reads nothing new until a round succeeds.
     private var held: [Entry] = []
     private var heldSince: Int?
     private var heldDelay = RedisTiming.firstRetryDelay
+    /// When the held entries are processed again (``RedisWorker/now()``), and why they were held.
+    private var heldRetryAt = 0
+    private var heldReason = ""
     /// `--metrics`, and when the group's figures were last read for it (`XINFO GROUPS`).
     private var metrics: RedisMetrics?
     private var nextGroupFigures = 0
@@ -423,16 +433,22 @@ package final class RedisWorker<P: DocumentProcessor> {
                     return
                 }
                 if metrics != nil, Self.now() >= nextGroupFigures { try readGroupFigures(on: connection) }
-                if !held.isEmpty {
+                if !held.isEmpty, Self.now() >= heldRetryAt {
                     try retryHeld(on: connection)
                     idleSince = Self.now()
+                    continue
+                }
+                if held.count >= options.batch {
+                    Self.sleep(milliseconds: heldRetryAt - Self.now())
                     continue
                 }
                 var entries = try claim(on: connection)
                 if entries.isEmpty { entries = try read(on: connection) }
                 if entries.isEmpty {
-                    if let limit = options.exitWhenIdle, Self.now() - idleSince >= limit, try nothingPending(on: connection) { return }
-                    Self.sleep(milliseconds: idlePoll)
+                    if held.isEmpty, let limit = options.exitWhenIdle, Self.now() - idleSince >= limit, try nothingPending(on: connection) {
+                        return
+                    }
+                    Self.sleep(milliseconds: held.isEmpty ? idlePoll : min(idlePoll, max(0, heldRetryAt - Self.now())))
                     idlePoll = min(idlePoll * 2, RedisTiming.longestIdlePoll)
                     continue
                 }
@@ -460,25 +476,44 @@ package final class RedisWorker<P: DocumentProcessor> {
         }
     }
 
-    /// The entries held for a transient failure, after a backoff (0.1 s doubling to 5 s): kept
-    /// this worker's (`XCLAIM ... JUSTID`, which resets their idle time without counting a
-    /// delivery), processed again, the ones that now succeed or fail for good committed.
+    /// The entries held for a transient failure, once their backoff (0.1 s doubling to 5 s) is
+    /// over. For an entry whose failure was its own (APNs's 429 or 5xx for that push) each round
+    /// is a delivery; a failure of the worker's (an unreachable server, a locked keyring) is
+    /// waited out without counting. An entry delivered more than --max-deliveries times is
+    /// answered with that error (to the dead letters, with --dead-letter) and the last failure's
+    /// reason; the others are kept this worker's with their new count (`XCLAIM ... RETRYCOUNT N
+    /// JUSTID`, which also resets their idle time, so a worker that takes them over after this
+    /// one died sees the count) and processed again. Those that now succeed or fail for good are
+    /// committed; those that fail again are held again.
     private func retryHeld(on connection: RedisConnection) throws(RedisConnectionLost) {
-        Self.sleep(milliseconds: heldDelay)
         heldDelay = min(heldDelay * 2, RedisTiming.longestRetryDelay)
         guard !StopSignals.requested else { return }
-        let kept = try connection.command(
-            [Array("XCLAIM".utf8), input, group, consumer, Array("0".utf8)] + held.map(\.id) + [Array("JUSTID".utf8)])
-        if let message = kept.errorMessage { try serverError(message) }
-        // An entry another worker took over meanwhile, or deleted, is no longer this one's.
-        let ours = Set(
-            kept.elements.compactMap { element -> [UInt8]? in
-                if case .string(let id) = element { return id }
-                return nil
-            })
-        let entries = held.filter { ours.contains($0.id) }
+        var ours = Set<[UInt8]>()
+        for (deliveries, group) in Dictionary(grouping: held, by: { $0.deliveries + ($0.roundsCount ? 1 : 0) }) {
+            let kept = try connection.command(
+                [Array("XCLAIM".utf8), input, self.group, consumer, Array("0".utf8)] + group.map(\.id)
+                    + [Array("RETRYCOUNT".utf8), Array(String(deliveries).utf8), Array("JUSTID".utf8)])
+            if let message = kept.errorMessage { try serverError(message) }
+            // An entry another worker took over meanwhile, or deleted, is no longer this one's.
+            for element in kept.elements { if case .string(let id) = element { ours.insert(id) } }
+        }
+        let entries = held.filter { ours.contains($0.id) }.map { entry in
+            var entry = entry
+            guard entry.roundsCount else { return entry }
+            entry.deliveries += 1
+            if entry.deliveries > options.maxDeliveries {
+                entry.problem = CodedError(
+                    .io,
+                    "the entry was delivered \(entry.deliveries) times (more than --max-deliveries \(options.maxDeliveries)), "
+                        + "each time failing for a reason that may go away (the last: \(heldReason)): it is answered with this error "
+                        + "and acknowledged, so that the group goes on")
+            }
+            return entry
+        }
         held = []
         if !entries.isEmpty { try commit(PendingCommit(entries), on: connection) }
+        // The backoff counts from the round's end: a round (a push's own retries) may take longer.
+        heldRetryAt = Self.now() + heldDelay
         if held.isEmpty {
             let waited = heldSince.map { Self.now() - $0 } ?? 0
             note("the entries left pending were processed after \(waited / 1000) s")
@@ -490,11 +525,14 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// Keeps `entries` (a transient failure) in hand; the first time, says so in one line.
     private func hold(_ entries: [Entry], reason: String) {
         for entry in entries where !held.contains(where: { $0.id == entry.id }) { held.append(entry) }
+        heldReason = reason
         guard heldSince == nil else { return }
         heldSince = Self.now()
+        heldRetryAt = heldSince! + heldDelay
         note(
             "\(held.count) entries left pending, not answered: \(reason); retrying with backoff up to "
-                + "\(RedisTiming.longestRetryDelay / 1000) s, reading nothing new meanwhile")
+                + "\(RedisTiming.longestRetryDelay / 1000) s, reading new entries meanwhile while fewer than --batch \(options.batch) are held"
+        )
     }
 
     /// The steady state, pipelined as hiredis allows: while the worker turns batch i into
@@ -552,7 +590,8 @@ package final class RedisWorker<P: DocumentProcessor> {
         let parts = reply.elements
         guard parts.count >= 2, case .string(let cursor) = parts[0] else { return [] }
         claimCursor = cursor
-        let entries = entries(parts[1].elements)
+        // This worker's own held entries look idle between rounds: they are not taken twice.
+        let entries = entries(parts[1].elements).filter { entry in !held.contains { $0.id == entry.id } }
         if entries.isEmpty, cursor == Array("0-0".utf8) { nextClaim = Self.now() + max(50, min(options.claimIdle / 2, 5000)) }
         return entries
     }
@@ -646,8 +685,9 @@ package final class RedisWorker<P: DocumentProcessor> {
         case output(Range<Int>, ErrorCode?)
         /// Failed for good, with --dead-letter.
         case dead(ErrorCode, String)
-        /// Failed for a reason that may go away: held, not committed.
-        case transient(String)
+        /// Failed for a reason that may go away: held, not committed; whether the failure is
+        /// the entry's own (``CodedError/countsAsDelivery``).
+        case transient(String, countsAsDelivery: Bool)
     }
 
     /// Hands `pending`'s documents to the runner as one batch: with `--jobs N` its chunks are
@@ -696,7 +736,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 let (range, outcome) = processed[chunk].lines[line - chunk * processed.chunkLines]
                 line += 1
                 if outcome.isTransient {
-                    results.append(.transient(outcome.message))
+                    results.append(.transient(outcome.message, countsAsDelivery: outcome.countsAsDelivery))
                     continue
                 }
                 lines += processed[chunk].bytes[range]
@@ -737,7 +777,9 @@ package final class RedisWorker<P: DocumentProcessor> {
                 arguments += [
                     entry.id, Array("d".utf8), Array(code.rawValue.utf8), Array(message.utf8), Array(String(entry.deliveries).utf8),
                 ]
-            case .transient(let message):
+            case .transient(let message, let counts):
+                var entry = entry
+                entry.roundsCount = counts
                 transient.append(entry)
                 reason = message
             }

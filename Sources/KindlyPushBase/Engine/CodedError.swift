@@ -65,6 +65,10 @@ package struct CodedError: Error, Sendable {
     /// Whether asking again later may succeed (a locked or unreachable keyring): a Redis worker
     /// leaves such an entry pending and backs off instead of answering it.
     package var isTransient = false
+    /// A transient failure that is this input's own (APNs answered 429 or 5xx for this push), not
+    /// the worker's (an unreachable server, a locked keyring): a Redis worker counts each round of
+    /// such an entry as a delivery, so that --max-deliveries ends it.
+    package var countsAsDelivery = false
     /// A `bad_input` text that is the start of a JSON object or array its end cuts short: in
     /// `--jsonl`, a document pretty-printed over several lines (``InputProblem``).
     package var endsInsideDocument = false

@@ -19,6 +19,8 @@ package enum LineEngine {
         package var spread = false
         /// The error may go away if asked again later (``CodedError/isTransient``).
         package var isTransient = false
+        /// The transient failure is the input's own (``CodedError/countsAsDelivery``).
+        package var countsAsDelivery = false
         /// The error object's message, for a dead-letter entry.
         package var message = ""
         /// The push's failure, when the error is one.
@@ -89,6 +91,7 @@ package enum LineEngine {
             outcome.spread = lines && error.endsInsideDocument
             outcome.error = error.code
             outcome.isTransient = error.isTransient
+            outcome.countsAsDelivery = error.countsAsDelivery
             outcome.message = error.message
             outcome.failure = error.decryptionFailure
             JSONWriter.write(error.jsonObject, to: &output)
