@@ -44,22 +44,25 @@ package struct APNsSendProcessor: DocumentProcessor {
     }
 
     /// What the worker must not commit as the entry's result: a push that reached no server
-    /// after the sender's retries (`io`), or that APNs answered 429 or 5xx to after them, is a
+    /// after the sender's retries (`io`), or that APNs answered 429 or 5xx to after them (or a
+    /// status APNs never answers with: ``SendTiming/isRetried(_:)``), is a
     /// transient failure (the entry stays pending and is sent again later: at least once); with
     /// dead letters, a permanent refusal (4xx other than 410 and 429) goes to the dead letters
     /// with its original document. A 410 is a result: the backend drops the device.
-    static func check(_ line: [UInt8], deadLetters: Bool) throws(CodedError) {
+    package static func check(_ line: [UInt8], deadLetters: Bool) throws(CodedError) {
         guard let result = try? JSONReader.parse(line) else { return }
         if let error = result["error"], error["code"]?.stringValue == ErrorCode.io.rawValue {
             var failure = CodedError(.io, error["message"]?.stringValue ?? "no answer from APNs")
             failure.isTransient = true
             throw failure
         }
-        guard let status = result["status"]?.numberValue?.integerValue(in: 100...599) else { return }
+        guard let status = result["status"]?.numberValue?.integerValue(in: 0...999) else { return }
         let reason = result["reason"]?.stringValue.map { " \($0)" } ?? ""
-        if status == 429 || status >= 500 {
+        if SendTiming.isRetried(Int(status)) || status >= 500 {
+            // An answer for this push: each later round counts toward --max-deliveries.
             var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
             failure.isTransient = true
+            failure.countsAsDelivery = true
             throw failure
         }
         if deadLetters, (400..<500).contains(status), status != 410 {

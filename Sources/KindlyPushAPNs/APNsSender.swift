@@ -12,6 +12,15 @@ package import KindlyPushCore
 package enum SendTiming {
     /// Attempts of a push that APNs answers 429, 500 or 503 (the last answer is its result).
     package static let serverAttempts = 5
+    /// The statuses APNs answers with (Apple's "Handling notification responses from APNs").
+    package static let apnsStatuses: Set<Int> = [200, 400, 403, 404, 405, 410, 413, 429, 500, 503]
+
+    /// A status that is tried again: 429, 500 and 503, and any status APNs does not answer with
+    /// (a 3xx, a 600, a proxy's 502): a server that is not APNs's, or not itself, is a fault of
+    /// the moment, not the push's answer.
+    package static func isRetried(_ status: Int) -> Bool {
+        status == 429 || status == 500 || status == 503 || !apnsStatuses.contains(status)
+    }
     /// Attempts of a push whose connection failed, was refused or went away (GOAWAY, reset)
     /// before an answer: then the line's error is `io`.
     package static let transportAttempts = 5
@@ -409,15 +418,16 @@ package final class APNsSender {
         if status == 403, reason == "ExpiredProviderToken", !transfer.renewedToken {
             transfer.renewedToken = true
             do throws(AuthKeyError) {
-                try self.token.renew(replacing: transfer.tokenGeneration)
-                ready.insert(transfer, at: ready.firstIndex { $0.sequence > transfer.sequence } ?? ready.endIndex)
-                return
+                if try self.token.renew(replacing: transfer.tokenGeneration) {
+                    ready.insert(transfer, at: ready.firstIndex { $0.sequence > transfer.sequence } ?? ready.endIndex)
+                    return
+                }
             } catch {
                 complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, CodedError(.io, error.description)))
                 return
             }
         }
-        if status == 429 || status == 500 || status == 503 {
+        if SendTiming.isRetried(status) {
             transfer.serverAttempts += 1
             if transfer.serverAttempts < SendTiming.serverAttempts {
                 retryLater(transfer, attempt: transfer.serverAttempts)

@@ -126,6 +126,8 @@ extension String {
 package struct ProviderToken: Sendable {
     /// A token is renewed when it is this old: between APNs's 20 and 60 minutes.
     package static let refreshAge = 50 * 60
+    /// APNs answers 429 `TooManyProviderTokenUpdates` to tokens renewed more often than this.
+    package static let shortestRenewal = 20 * 60
 
     private let key: ES256Key
     private let keyID: String
@@ -151,11 +153,17 @@ package struct ProviderToken: Sendable {
         if clock.now() - issuedAt >= Self.refreshAge { try make() }
     }
 
-    /// APNs answered `ExpiredProviderToken` to a request that carried token `generation`:
-    /// renews it, unless a later token already replaced it (every request in flight with the
-    /// old token gets the same answer; the token is renewed once).
-    package mutating func renew(replacing generation: Int) throws(AuthKeyError) {
-        if generation == self.generation { try make() }
+    /// APNs answered `ExpiredProviderToken` to a request that carried token `generation`: whether
+    /// a newer token may carry it again. A later token already replaced the refused one (every
+    /// request in flight with the old token gets the same answer: the token is renewed once), or
+    /// the refused one is renewed now, unless it is younger than ``shortestRenewal``: APNs takes
+    /// no faster renewal, and a token it calls expired that young means a clock that is off (the
+    /// host's or APNs's), which a new token would not mend; the push keeps its 403.
+    package mutating func renew(replacing generation: Int) throws(AuthKeyError) -> Bool {
+        guard generation == self.generation else { return true }
+        guard clock.now() - issuedAt >= Self.shortestRenewal else { return false }
+        try make()
+        return true
     }
 
     private mutating func make() throws(AuthKeyError) {

@@ -1,5 +1,7 @@
 import Foundation
 import KindlyPush
+import KindlyPushAPNs
+import KindlyPushBase
 import KindlyPushCLI
 import Testing
 
@@ -167,6 +169,68 @@ struct SendTests {
         #expect(!records.contains { $0["reason"] as? String == "TooManyProviderTokenUpdates" })
     }
 
+    @Test("a status APNs never answers with (a 3xx, a 600, a 502) is tried again as a 503 is, and a worker holds it as one, counted")
+    func statusesOutsideAPNs() throws {
+        var answers: [String: Any] = [:]
+        for (index, status) in [302, 600, 502].enumerated() {
+            answers[APNsTestServer.token(3000 + index)] = Array(repeating: ["status": status], count: 2)
+            answers[APNsTestServer.token(4000 + index)] = Array(repeating: ["status": status], count: 5)
+        }
+        let server = try APNsTestServer(script: ["answers": answers])
+        let tokens = (0..<3).map { APNsTestServer.token(3000 + $0) } + (0..<3).map { APNsTestServer.token(4000 + $0) }
+        let output = try server.send(["--jsonl"], stdin: tokens.map { APNsTestServer.line($0) + "\n" }.joined())
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = Self.lines(output)
+        try #require(results.count == 6)
+        // Twice, then 200: tried again. Five times: the last answer stands, after five attempts.
+        #expect(results.prefix(3).allSatisfy { $0["status"] as? Int == 200 }, "\(results)")
+        #expect(results.suffix(3).map { $0["status"] as? Int } == [302, 600, 502], "\(results)")
+        let records = try server.records()
+        for token in tokens.suffix(3) { #expect(Self.answered(records, token).count == 5, "\(token)") }
+        // What a send worker does with such a line: holds the entry, each round a delivery.
+        for status in [302, 600, 502] {
+            let line = Array(#"{"token":"aa","status":\#(status),"reason":null}"#.utf8)
+            #expect {
+                try APNsSendProcessor.check(line, deadLetters: true)
+            } throws: { error in
+                guard let error = error as? CodedError else { return false }
+                return error.isTransient && error.countsAsDelivery
+            }
+        }
+    }
+
+    @Test("403 ExpiredProviderToken for every push: the token is renewed at most once in 20 minutes, and the pushes keep their 403")
+    func expiredTokenEveryPush() throws {
+        let start = 1_800_000_000
+        // A host whose clock is off: APNs calls every token expired.
+        var answers: [String: Any] = [:]
+        for number in 1...21 { answers[APNsTestServer.token(number)] = [["status": 403, "reason": "ExpiredProviderToken"]] }
+        let server = try APNsTestServer(script: ["answers": answers], clock: start)
+        let run = try RunningCLI(server.sendArguments(["--jsonl"]), environment: server.environment)
+        func send(_ numbers: ClosedRange<Int>, at minutes: Int) throws -> [[String: Any]] {
+            try server.setClock(start + minutes * 60)
+            let before = run.stdout.split(separator: "\n").count
+            run.write(numbers.map { APNsTestServer.line(APNsTestServer.token($0)) + "\n" }.joined())
+            #expect(run.waitUntil { run.stdout.split(separator: "\n").count >= before + numbers.count })
+            return run.stdout.split(separator: "\n").dropFirst(before).map {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:]
+            }
+        }
+        // Twenty pushes in the token's first minute: none renews it; each keeps its 403.
+        let early = try send(1...20, at: 1)
+        #expect(early.count == 20)
+        #expect(early.allSatisfy { $0["status"] as? Int == 403 && $0["reason"] as? String == "ExpiredProviderToken" }, "\(early)")
+        // Twenty-one minutes in: renewed once, and the push sent again with the new token.
+        let late = try send(21...21, at: 21)
+        #expect(late.first?["status"] as? Int == 200, "\(late)")
+        run.closeInput()
+        #expect(run.finish() == 0)
+        let records = try server.records()
+        // The first token is made for the first push (minute 1), the second twenty minutes later.
+        #expect(Set(records.compactMap(APNsTestServer.issuedAt)) == [start + 60, start + 21 * 60])
+        #expect(!records.contains { $0["reason"] as? String == "TooManyProviderTokenUpdates" })
+    }
+
     @Test(
         "a GOAWAY mid-run, and a dropped connection: reconnected, what was in flight sent again, every push answered 200",
         arguments: ["goaway_after", "drop_after"])
@@ -252,12 +316,39 @@ struct SendTests {
             (server.sendArguments() + ["--team-id", "x"], "'--team-id' is given twice"),
             (server.sendArguments().map { $0 == APNsTestServer.keyID ? "abc" : $0 }, "'--key-id' takes Apple's 10-character ID"),
             (server.sendArguments().map { $0 == server.url ? "http://127.0.0.1" : $0 }, "'--apns-url' takes https://HOST[:PORT]"),
+            (server.sendArguments().map { $0 == server.url ? "https://[::1" : $0 }, "'--apns-url' takes https://HOST[:PORT]"),
+            (server.sendArguments().map { $0 == server.url ? "https://127.0.0.1:123456" : $0 }, "'--apns-url' takes https://HOST[:PORT]"),
             (server.sendArguments(["--expiration", "-1"]), "'--expiration' takes a whole number of seconds"),
             (server.sendArguments(["--sandbox"]), "give either --sandbox or --apns-url"),
         ] {
             let output = try CLI.run(arguments, stdin: "")
             #expect(output.status == 64)
             #expect(output.stderr.contains(message), "\(output.stderr)")
+        }
+    }
+
+    @Test(
+        "--apns-url takes a host and a port and nothing else: a user and password, a path, a query or a fragment are refused, never quoted")
+    func apnsURLHostOnly() throws {
+        let server = try APNsTestServer()
+        let port = server.url.split(separator: ":").last.map(String.init) ?? ""
+        for url in [
+            "https://ops:s3cret-pass@127.0.0.1:\(port)", "https://127.0.0.1:\(port)?token=s3cret-pass",
+            "https://127.0.0.1:\(port)#s3cret-pass",
+            "https://127.0.0.1:\(port)/3/device", "https://127.0.0.1:s3cret-pass", "https://:\(port)",
+        ] {
+            let output = try CLI.run(
+                server.sendArguments().map { $0 == server.url ? url : $0 }, stdin: APNsTestServer.line(APNsTestServer.token(1)))
+            #expect(output.status == 64, "\(url): \(output.stderr)")
+            #expect(output.stderr.contains("no user or password, path, query or fragment"), "\(url): \(output.stderr)")
+            #expect(!output.stderr.contains("s3cret-pass"), "\(url): \(output.stderr)")
+        }
+        #expect(try server.records().isEmpty)
+        // The forms that name a server stay accepted: a name, an IPv4 address, an IPv6 one in brackets, with a port or not.
+        for url in [
+            "https://api.push.apple.com", "https://api.sandbox.push.apple.com:443", "https://127.0.0.1", "https://[::1]:1", "https://[::1]",
+        ] {
+            #expect(SendCommand.isHostAndPort(url.dropFirst(8).utf8), "\(url)")
         }
     }
 

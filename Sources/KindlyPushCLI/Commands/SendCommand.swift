@@ -104,9 +104,10 @@ package struct SendCommand: Command {
             if arguments[Self.sandbox] { throw usage("give either --sandbox or --apns-url, not both") }
             var text = url
             while text.utf8.last == UInt8(ascii: "/") { text = String(text.utf8.dropLast())! }
-            let host = text.utf8.dropFirst(8)
-            guard text.utf8.starts(with: "https://".utf8), !host.isEmpty, !host.contains(where: { $0 == UInt8(ascii: "/") || $0 <= 0x20 })
-            else { throw usage("'\(Self.apnsURL.name)' takes https://HOST[:PORT]") }
+            // The URL is not quoted: a user and password in it must not reach standard error.
+            guard text.utf8.starts(with: "https://".utf8), Self.isHostAndPort(text.utf8.dropFirst(8)) else {
+                throw usage("'\(Self.apnsURL.name)' takes https://HOST[:PORT]: no user or password, path, query or fragment")
+            }
             options.serverURL = text
         }
         if options.caFile?.isEmpty == true { throw usage("'\(Self.caFile.name)' takes a path") }
@@ -121,6 +122,46 @@ package struct SendCommand: Command {
     }
 
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
+
+    /// `HOST[:PORT]`: a name or IPv4 address of letters, digits, dots and hyphens, or an IPv6
+    /// address in brackets, then at most a port of up to five digits; nothing else (no `user@`,
+    /// no path, query or fragment).
+    package static func isHostAndPort(_ text: Substring.UTF8View) -> Bool {
+        var host = text[...]
+        var port: Substring.UTF8View.SubSequence?
+        if host.first == UInt8(ascii: "[") {
+            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let inside = host[host.index(after: host.startIndex)..<close]
+            guard !inside.isEmpty, inside.allSatisfy({ $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") || isHexDigit($0) }) else {
+                return false
+            }
+            let rest = host[host.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.first == UInt8(ascii: ":") else { return false }
+                port = rest.dropFirst()
+            }
+            host = inside
+        } else {
+            if let colon = host.firstIndex(of: UInt8(ascii: ":")) {
+                port = host[host.index(after: colon)...]
+                host = host[..<colon]
+            }
+            guard !host.isEmpty, host.allSatisfy({ isHostCharacter($0) }) else { return false }
+        }
+        if let port {
+            guard (1...5).contains(port.count), port.allSatisfy({ (0x30...0x39).contains($0) }) else { return false }
+        }
+        return true
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+    }
+
+    private static func isHostCharacter(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: ".")
+            || byte == UInt8(ascii: "-")
+    }
 
     package func run() -> Int32 {
         guard let services else {
