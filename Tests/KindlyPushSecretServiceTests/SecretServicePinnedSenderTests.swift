@@ -10,13 +10,13 @@ struct SecretServicePinnedSenderTests {
     @Test("the Secret Service keyring pins, lists, refuses a pinned sid, unpins, and switches pinned mode", .needsSecretService)
     func secretServiceContract() throws {
         let collection = try SecretServiceControl.createCollection()
-        try PinnedSenderContract.check(SecretServiceKeyring(collection: .objectPath(collection)))
+        try PinnedSenderContract.check(SecretServiceKeyring(collection: .objectPath(collection), timeout: hangCap))
     }
 
     @Test("a pin is an item of the schema ai.kindly.push.SenderKey that secret-tool finds by sid", .needsSecretService)
     func secretServiceSchema() throws {
         let collection = try SecretServiceControl.createCollection()
-        let keyring = SecretServiceKeyring(collection: .objectPath(collection))
+        let keyring = SecretServiceKeyring(collection: .objectPath(collection), timeout: hangCap)
         let sender = SenderKey.generate()
         try keyring.pinSender(sender.publicKey, label: "schema test")
         let search = try run("/usr/bin/secret-tool", ["search", "--all", "--", "sid", sender.sid.base64URL])
@@ -30,7 +30,7 @@ struct SecretServicePinnedSenderTests {
     @Test("a locked collection: the pins cannot be read, so nothing is trusted; unlocked, it decrypts", .needsSecretService)
     func secretServiceLocked() throws {
         let collection = try SecretServiceControl.createCollection()
-        let keyring = SecretServiceKeyring(collection: .objectPath(collection))
+        let keyring = SecretServiceKeyring(collection: .objectPath(collection), timeout: hangCap)
         let device = DeviceKey.generate()
         let sender = SenderKey.generate()
         try keyring.store(device, label: "d")
