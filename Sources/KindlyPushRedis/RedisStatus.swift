@@ -86,8 +86,13 @@ package struct RedisStatus {
             JSONWriter.write(.object(object), to: &output)
             return String(decoding: output, as: UTF8.self) + "\n"
         }
-        var text = "stream '\(stream)': \(length) entries\n"
-        text += "group '\(group)': lag \(lag.map(String.init) ?? "unknown"), pending \(pending), last delivered \(lastDelivered)\n"
+        // Names come from any client of the server: escaped, so that none drives the terminal
+        // (an escape sequence, a carriage return, a bidirectional override). --json escapes too.
+        let shown = { (text: String) in Printable.escaped(text) }
+        var text = "stream '\(shown(stream))': \(length) entries\n"
+        text +=
+            "group '\(shown(group))': lag \(lag.map(String.init) ?? "unknown"), pending \(pending), last delivered \(shown(lastDelivered))\n"
+        let consumers = self.consumers.map { Consumer(name: shown($0.name), pending: $0.pending, idle: $0.idle) }
         let width = max(8, consumers.map(\.name.count).max() ?? 0)
         func padded(_ value: String, _ count: Int) -> String { value + String(repeating: " ", count: max(0, count - value.count)) }
         func right(_ value: String, _ count: Int) -> String { String(repeating: " ", count: max(0, count - value.count)) + value }
@@ -96,7 +101,7 @@ package struct RedisStatus {
             let idle = consumer.idle >= 1000 ? "\(consumer.idle / 1000).\(consumer.idle % 1000 / 100) s" : "\(consumer.idle) ms"
             text += padded(consumer.name, width) + "  " + right(String(consumer.pending), 9) + "  " + right(idle, 10) + "\n"
         }
-        if let deadLetter { text += "dead letters '\(deadLetter.stream)': \(deadLetter.length) entries\n" }
+        if let deadLetter { text += "dead letters '\(shown(deadLetter.stream))': \(deadLetter.length) entries\n" }
         return text
     }
 }
