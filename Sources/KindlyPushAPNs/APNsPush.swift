@@ -73,8 +73,8 @@ package struct APNsPush: Sendable, Equatable {
         case nil:
             collapseID = nil
         case .string(let text)?:
-            guard !text.isEmpty, text.utf8.count <= Self.maximumCollapseIDSize,
-                !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
+            // A header value: no C0 or C1 control, line separator or bidirectional control.
+            guard !text.isEmpty, text.utf8.count <= Self.maximumCollapseIDSize, !text.unicodeScalars.contains(where: Printable.needsEscape)
             else {
                 throw bad("\"collapse_id\" is 1 to \(Self.maximumCollapseIDSize) bytes of printable text", token: token)
             }

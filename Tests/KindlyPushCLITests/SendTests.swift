@@ -327,6 +327,27 @@ struct SendTests {
         }
     }
 
+    @Test("a collapse id with a C1 control, a line separator or a bidirectional control is that line's bad_input and is not sent")
+    func collapseIDControls() throws {
+        let server = try APNsTestServer()
+        let refused = ["chat\u{85}7", "chat\u{9B}2J", "chat\u{202E}kcah", "chat\u{2066}x", "chat\u{2028}x"]
+        var input = refused.enumerated().map { index, id in
+            APNsTestServer.line(APNsTestServer.token(index), extra: #","collapse_id":"\#(id)""#) + "\n"
+        }.joined()
+        input += APNsTestServer.line(APNsTestServer.token(9), extra: #","collapse_id":"chat-é-7f3a""#) + "\n"
+        let output = try server.send(["--jsonl"], stdin: input)
+        #expect(output.status == 0)
+        let results = Self.lines(output)
+        try #require(results.count == 6)
+        for index in refused.indices {
+            let error = results[index]["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "bad_input", "\(refused[index].debugDescription): \(results[index])")
+            #expect((error?["message"] as? String)?.contains("printable text") == true)
+        }
+        #expect(results[5]["status"] as? Int == 200)
+        #expect(try server.records().map { $0["token"] as? String } == [APNsTestServer.token(9)])
+    }
+
     @Test(
         "--apns-url takes a host and a port and nothing else: a user and password, a path, a query or a fragment are refused, never quoted")
     func apnsURLHostOnly() throws {
