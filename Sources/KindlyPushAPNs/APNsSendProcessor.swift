@@ -30,9 +30,19 @@ package struct APNsSendProcessor: DocumentProcessor {
         let sender = box.sender
         sender.submit(bytes)
         var line: [UInt8] = []
+        // After SIGTERM the push has SendTiming.stopDrain to be answered; then it ends as `io`, a
+        // transient failure: the entry stays pending (sent again later: at least once).
+        var stopDeadline: Int?
         while true {
             sender.takeWritable(into: &line)
             if sender.isIdle { break }
+            if StopSignals.requested {
+                if stopDeadline == nil { stopDeadline = APNsSender.now() + SendTiming.stopDrain }
+                if let stopDeadline, APNsSender.now() >= stopDeadline {
+                    sender.abandon(APNsSender.stopReason)
+                    continue
+                }
+            }
             _ = sender.step(waitingFor: -1, timeout: 200)
         }
         if line.last == 0x0A { line.removeLast() }

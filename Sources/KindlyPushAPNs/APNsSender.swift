@@ -31,6 +31,9 @@ package enum SendTiming {
     /// Connecting (TCP and TLS), and a whole request, in milliseconds.
     package static let connectTimeout = 10_000
     package static let requestTimeout = 30_000
+    /// After SIGTERM, how long what is in flight may still be answered (milliseconds): past it,
+    /// every push not answered ends with an `io` error line (a worker leaves its entry pending).
+    package static let stopDrain = 10_000
     /// Requests handed to libcurl at once; libcurl sends as many of them as the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS allows on the one connection and holds the rest.
     package static let maximumHandedOver = 1000
@@ -205,7 +208,7 @@ package final class APNsSender {
         curl_multi_cleanup(multi)
     }
 
-    static func now() -> Int {
+    package static func now() -> Int {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
@@ -444,6 +447,30 @@ package final class APNsSender {
             members.append(.init(key: "unregistered_at", value: timestamp))
         }
         complete(transfer.sequence, with: JSONWriter.compactBytes(.object(JSONObject(members))))
+    }
+
+    /// Ends every push not answered yet with an `io` error line saying `reason`: those in flight
+    /// (their streams reset), waiting for a retry's backoff, or not started. For a stop that must
+    /// not wait for a server that never answers (``SendTiming/stopDrain``).
+    package func abandon(_ reason: String) {
+        for (easy, transfer) in inFlight {
+            curl_multi_remove_handle(multi, easy)
+            curl_slist_free_all(transfer.headers)
+            transfer.headers = nil
+            idleHandles.append(easy)
+            complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason)))
+        }
+        inFlight = [:]
+        for transfer in ready + delayed {
+            complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason)))
+        }
+        ready = []
+        delayed = []
+    }
+
+    /// The line of a push abandoned at a stop: it may or may not have reached APNs.
+    package static var stopReason: String {
+        "stopped (SIGTERM) with no answer from APNs within \(SendTiming.stopDrain / 1000) s: the push may or may not have been delivered"
     }
 
     private func complete(_ sequence: Int, with line: [UInt8]) {

@@ -269,6 +269,27 @@ struct SendTests {
         #expect(results.allSatisfy { $0["status"] as? Int == 200 })
     }
 
+    @Test("SIGTERM with a server that never answers: what is in flight ends as io after the drain's 10 s, and send exits")
+    func sigtermBoundedDrain() throws {
+        // Answers after two minutes: never, for this test. The first request's arrival is recorded.
+        let server = try APNsTestServer(script: ["delay_ms": 120_000, "record_received": true])
+        let run = try RunningCLI(server.sendArguments(["--jsonl"]), environment: server.environment)
+        run.write((0..<3).map { APNsTestServer.line(APNsTestServer.token($0)) + "\n" }.joined())
+        #expect(run.waitUntil { (try? server.records().contains { $0["note"] as? String == "received" }) ?? false })
+        kill(run.process.processIdentifier, SIGTERM)
+        // Without a bound it would wait 30 s a request, five attempts each.
+        #expect(run.finish(seconds: 40) == 0, "\(run.stderr)")
+        let results = run.stdout.split(separator: "\n").map {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:]
+        }
+        #expect(results.count == 3)
+        for result in results {
+            let error = result["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "io", "\(result)")
+            #expect((error?["message"] as? String)?.hasPrefix("stopped (SIGTERM) with no answer from APNs within 10 s") == true, "\(result)")
+        }
+    }
+
     @Test("no server: each line's error is io after the retries; one document exits 74")
     func noServer() throws {
         let server = try APNsTestServer()

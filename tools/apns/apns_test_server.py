@@ -22,7 +22,9 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
   tokens (for tools/bench, whose runs each sign one);
 - a stream past the advertised stream limit refused (RST_STREAM REFUSED_STREAM, RFC 9113
   section 5.1.2), recorded as {"refused": ...};
-- everything received recorded, one JSON line per request, in DIR/received.jsonl.
+- everything received recorded, one JSON line per request, in DIR/received.jsonl; with the
+  script's "record_received": true also a line {"note": "received", "status": null} as soon as a
+  request has arrived, before its answer (for a test of a server that answers late or never).
 
 Usage:
   apns_test_server.py --make-credentials DIR     the TLS certificate and the team's auth key
@@ -92,6 +94,7 @@ class Server:
         with open(os.path.join(folder, "team.pub.pem"), "rb") as f:
             self.team_key = serialization.load_pem_public_key(f.read())
         self.answers = {token: list(steps) for token, steps in script.get("answers", {}).items()}
+        self.record_received = bool(script.get("record_received", False))
         self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
         self.connections = []
         self.connection_count = 0
@@ -318,6 +321,8 @@ class Connection:
             self.received += 1
             stream["open_streams"] = self.open_streams
             stream["limit"] = self.h2.local_settings.max_concurrent_streams
+            if self.server.record_received:
+                self.record_stream(event.stream_id, None, "received")
             if self.goaway_sent is not None and event.stream_id > self.goaway_sent:
                 self.record_stream(event.stream_id, None, "after GOAWAY")
                 return
