@@ -286,7 +286,8 @@ struct SendTests {
         for result in results {
             let error = result["error"] as? [String: Any]
             #expect(error?["code"] as? String == "io", "\(result)")
-            #expect((error?["message"] as? String)?.hasPrefix("stopped (SIGTERM) with no answer from APNs within 10 s") == true, "\(result)")
+            #expect(
+                (error?["message"] as? String)?.hasPrefix("stopped (SIGTERM) with no answer from APNs within 10 s") == true, "\(result)")
         }
     }
 
