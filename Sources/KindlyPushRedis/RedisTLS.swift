@@ -68,8 +68,11 @@ final class RedisTLSStream {
             guard SSL_CTX_use_certificate_chain_file(made, certificate) == 1 else {
                 throw fail("cannot read the client certificate '\(certificate)'")
             }
+            // A key with a pass phrase fails here instead of OpenSSL asking for it on the terminal
+            // at every connection: no pass phrase is given.
+            SSL_CTX_set_default_passwd_cb(made) { _, _, _, _ in 0 }
             guard SSL_CTX_use_PrivateKey_file(made, key, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(made) == 1 else {
-                throw fail("cannot read the client key '\(key)', or it is not the certificate's")
+                throw fail("cannot read the client key '\(key)' (a key with a pass phrase is not taken), or it is not the certificate's")
             }
         }
         guard let session = SSL_new(made) else { throw fail("no session") }

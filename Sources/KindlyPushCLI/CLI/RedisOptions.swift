@@ -356,6 +356,16 @@ extension RedisOptions.Server {
             if (given.certificateFile == nil) != (given.keyFile == nil) {
                 throw usage("'\(RedisOptions.tlsCertificate.name)' and '\(RedisOptions.tlsKey.name)' go together")
             }
+            // The client key is a key file: this user's, readable by nobody else, in a folder
+            // nobody else can write (as --auth-key-file and the device keys).
+            if let key = given.keyFile {
+                do throws(PrivateFileError) {
+                    // Read to check it; its buffer is wiped when dropped.
+                    _ = try PrivateFile.read(key)
+                } catch {
+                    throw CodedError(.io, "\(RedisOptions.tlsKey.name): \(error)")
+                }
+            }
             tls = given
         } else {
             let tlsKeys = [RedisOptions.caFile, RedisOptions.tlsCertificate, RedisOptions.tlsKey].filter { !shared.contains($0.name) }
