@@ -82,6 +82,7 @@ final class RedisConnection {
             made = redisConnectWithTimeout(host, port, connectLimit)
             place = "\(host):\(port)"
         case .unix(let path):
+            try Self.checkSocket(path)
             made = redisConnectUnixWithTimeout(path, connectLimit)
             place = path
         }
@@ -102,6 +103,27 @@ final class RedisConnection {
     }
 
     deinit { if let context { redisFree(context) } }
+
+    /// Refuses a Unix socket that another user could have put there for the password (`AUTH`)
+    /// and the commit scripts' outputs: in a folder anyone may write to (`/tmp`, sticky or not),
+    /// the socket must be this user's or root's. A socket in a folder only its owner or group may
+    /// write to (Debian's `/run/redis`) is the server's, whoever runs it.
+    static func checkSocket(_ path: String) throws(RedisConnectionLost) {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return }  // connecting says why
+        guard status.st_mode & S_IFMT == S_IFSOCK else {
+            throw RedisConnectionLost(reason: "\(path) is not a Unix socket")
+        }
+        let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
+        let folder = slash.map { $0 == path.utf8.startIndex ? "/" : String(path.utf8[..<$0])! } ?? "."
+        var folderStatus = stat()
+        guard stat(folder, &folderStatus) == 0 else { return }
+        if folderStatus.st_mode & 0o002 != 0, status.st_uid != geteuid(), status.st_uid != 0 {
+            throw RedisConnectionLost(
+                reason: "the socket \(path) belongs to another user (uid \(status.st_uid)) in \(folder), which anyone may write to: "
+                    + "not trusted with the password; put the server's socket in a folder of its own (Debian: /run/redis)")
+        }
+    }
 
     private static func errorText(_ context: UnsafeMutablePointer<redisContext>) -> String {
         withUnsafeBytes(of: &context.pointee.errstr) { raw in
