@@ -15,6 +15,9 @@ package enum RedisTiming {
     /// Reconnection backoff: the first delay, doubled up to the longest (with jitter).
     static let firstRetryDelay = 100
     static let longestRetryDelay = 5000
+    /// A connection that lasted this long (milliseconds) starts the next reconnection's backoff
+    /// anew; a shorter one goes on with it.
+    static let settled = 10_000
     /// With nothing to read, the read is asked again after this, doubled up to the longest (a
     /// read that could block would bring entries of any size: reads go through ``RedisWorker/readScript``).
     static let firstIdlePoll = 5
@@ -174,6 +177,9 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// When the held entries are processed again (``RedisWorker/now()``), and why they were held.
     private var heldRetryAt = 0
     private var heldReason = ""
+    /// When the last reconnection succeeded, and the backoff it had reached (``reconnect(after:)``).
+    private var lastConnected = 0
+    private var reconnectDelay = RedisTiming.firstRetryDelay
     /// `--metrics`, and when the group's figures were last read for it (`XINFO GROUPS`).
     private var metrics: RedisMetrics?
     private var nextGroupFigures = 0
@@ -243,6 +249,7 @@ package final class RedisWorker<P: DocumentProcessor> {
         do throws(Fatal) {
             do throws(RedisConnectionLost) {
                 try connect()
+                lastConnected = Self.now()
             } catch {
                 // Nothing answers: a clear error now rather than a worker that waits unseen. A
                 // server that answers but is still loading its data is waited for.
@@ -390,16 +397,21 @@ package final class RedisWorker<P: DocumentProcessor> {
         connection = nil
         metrics?.update { $0.healthy = false }
         note("lost Redis (\(lost.reason)); reconnecting")
-        var delay = RedisTiming.firstRetryDelay
+        // The backoff goes on from the last reconnection unless that connection lasted
+        // (RedisTiming.settled): a server that breaks each connection right after the handshake
+        // is not asked ten times a second.
+        var delay = Self.now() - lastConnected >= RedisTiming.settled ? RedisTiming.firstRetryDelay : reconnectDelay
         while !StopSignals.requested {
             Self.sleep(milliseconds: delay / 2 + Int.random(in: 0...(delay / 2)))
+            delay = min(delay * 2, RedisTiming.longestRetryDelay)
+            reconnectDelay = delay
             do throws(RedisConnectionLost) {
                 try connect()
+                lastConnected = Self.now()
+                lastConnected = Self.now()
                 note("reconnected to Redis")
                 return
-            } catch {
-                delay = min(delay * 2, RedisTiming.longestRetryDelay)
-            }
+            } catch {}
         }
         throw Fatal(error: CodedError(.io, "stopped while Redis was unreachable: the batch in hand stays pending for another worker"))
     }
@@ -462,18 +474,37 @@ package final class RedisWorker<P: DocumentProcessor> {
         }
     }
 
-    /// The group's pending and lag figures (`XINFO GROUPS`), for `--metrics`, at most every second.
+    /// The group's pending and lag figures, for `--metrics`, at most every second: `XINFO GROUPS`
+    /// run on the server by ``groupFiguresScript``, which answers this group's two numbers only,
+    /// so that a stream with hundreds of groups gives a reply of two numbers, not one over the
+    /// reply bound (a reconnection every second, for ever).
     private func readGroupFigures(on connection: RedisConnection) throws(RedisConnectionLost) {
         nextGroupFigures = Self.now() + 1000
-        let reply = try connection.command([Array("XINFO".utf8), Array("GROUPS".utf8), input])
-        for item in reply.elements {
-            let values = item.fieldMap
-            guard values["name"]?.text == options.group else { continue }
-            metrics?.update {
-                $0.pending = values["pending"]?.integer
-                $0.lag = values["lag"]?.integer
-            }
+        let reply = try connection.command([Array("EVAL".utf8), Array(Self.groupFiguresScript.utf8), Array("1".utf8), input, group])
+        if let message = reply.errorMessage { try serverError(message) }
+        let figures = reply.elements
+        guard figures.count == 2 else { return }
+        metrics?.update {
+            $0.pending = figures[0].integer
+            $0.lag = figures[1].integer.flatMap { $0 < 0 ? nil : $0 }
         }
+    }
+
+    /// KEYS: input; ARGV: group. Answer: `[pending, lag]` of that group (lag -1 when Redis does
+    /// not know it), or `[]` when there is no such group.
+    static var groupFiguresScript: String {
+        """
+        for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+          local name, pending, lag = nil, 0, -1
+          for i = 1, #g, 2 do
+            if g[i] == 'name' then name = g[i + 1]
+            elseif g[i] == 'pending' then pending = g[i + 1]
+            elseif g[i] == 'lag' and g[i + 1] then lag = g[i + 1] end
+          end
+          if name == ARGV[1] then return {pending, lag} end
+        end
+        return {}
+        """
     }
 
     /// The entries held for a transient failure, once their backoff (0.1 s doubling to 5 s) is
