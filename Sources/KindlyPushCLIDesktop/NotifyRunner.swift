@@ -630,6 +630,7 @@ struct FollowedInput: ~Copyable {
     /// private group, as with umask 002). A folder others may write is allowed when it is root's
     /// and sticky (`/tmp`: nobody else can rename or remove what is ours in it).
     static func writableByOthers(_ path: String) -> String? {
+        if let link = Self.othersLink(on: path) { return "the link \(link) on the way to \(path) belongs to another user: it is not followed" }
         guard let real = realpath(path, nil) else { return nil }  // open says why
         defer { free(real) }
         var current = String(cString: real)
@@ -647,6 +648,26 @@ struct FollowedInput: ~Copyable {
             if !mine || (!writableOnlyByOwner(status) && !rootSticky) {
                 return "the folder \(current) on the way to \(path) can be changed by other users: it is not followed"
             }
+        }
+        return nil
+    }
+
+    /// The first symbolic link on `path` as given (its folders and itself) that another user than
+    /// this one or root owns: its owner can point it elsewhere at any time, so the real path's
+    /// checks would say nothing of what is read after a rotation.
+    private static func othersLink(on path: String) -> String? {
+        var absolute = path
+        if !absolute.hasPrefix("/") {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            guard getcwd(&buffer, buffer.count) != nil else { return nil }
+            absolute = String(cString: buffer) + "/" + path
+        }
+        var prefix = ""
+        for part in absolute.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + part
+            var status = stat()
+            guard lstat(prefix, &status) == 0 else { return nil }
+            if status.st_mode & S_IFMT == S_IFLNK, status.st_uid != geteuid(), status.st_uid != 0 { return prefix }
         }
         return nil
     }
@@ -747,9 +768,13 @@ struct FollowedInput: ~Copyable {
             if stat(path, &now) == 0, now.st_ino != current.st_ino || now.st_dev != current.st_dev {
                 // Rotated: the old file was read to its end above; the new one is read from its start,
                 // when it is a regular file (a link to a device put in its place is not read).
+                // It passes the first open's rule too: a file another user put there, or reached
+                // through another user's link, is not read.
                 var freshStatus = stat()
                 let fresh = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-                if fresh >= 0, fstat(fresh, &freshStatus) != 0 || freshStatus.st_mode & S_IFMT != S_IFREG {
+                if fresh >= 0,
+                    fstat(fresh, &freshStatus) != 0 || freshStatus.st_mode & S_IFMT != S_IFREG || Self.writableByOthers(path) != nil
+                {
                     close(fresh)
                 } else if fresh >= 0 {
                     close(file)

@@ -449,6 +449,15 @@ struct AgentTests {
                 let theirs = try follow("\(folder)/theirs.jsonl")
                 #expect(theirs.status == 74)
                 #expect(theirs.stderr == "kindly-push: io: \(folder)/theirs.jsonl belongs to another user: it is not followed\n")
+                // A link on the way that another user owns may be pointed elsewhere at any time.
+                #expect(manager.createFile(atPath: "\(folder)/mine.jsonl", contents: nil, attributes: [.posixPermissions: 0o600]))
+                try manager.createSymbolicLink(atPath: "\(folder)/feed", withDestinationPath: "\(folder)/mine.jsonl")
+                #expect(lchown("\(folder)/feed", 65534, 65534) == 0)
+                let linked = try follow("\(folder)/feed")
+                #expect(linked.status == 74)
+                #expect(
+                    linked.stderr
+                        == "kindly-push: io: the link \(folder)/feed on the way to \(folder)/feed belongs to another user: it is not followed\n")
             }
             // The owner's own file, group-writable for a group whose one member is the owner, is followed.
             let own = "\(folder)/own.jsonl"
@@ -459,6 +468,35 @@ struct AgentTests {
             let agent = try agent(file: own)
             kill(agent.process.processIdentifier, SIGTERM)
             #expect(agent.finish() == 0, "\(agent.stderr)")
+        }
+    }
+
+    @Test(
+        "a followed FILE rotated to one another user owns is not read: the first open's rule holds at every rotation",
+        .enabled(if: geteuid() == 0, "only root can give a file to another user"))
+    func followRotatedToOthersFile() async throws {
+        try await DesktopSession.exclusive {
+            let file = keys.url.appendingPathComponent("stream.jsonl").path
+            let items = try pushes(6, chatPrefix: "o-")
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(items[0..<3].map { $0.line + "\n" }.joined().utf8)))
+            let run = try agent(file: file)
+            try #require(Self.waitForDecided(run, 3), "\(run.stderr)")
+            // Another user's file in its place, with two more pushes: not read.
+            try FileManager.default.moveItem(atPath: file, toPath: file + ".1")
+            let theirs = file + ".theirs"
+            #expect(FileManager.default.createFile(atPath: theirs, contents: Data(items[3..<5].map { $0.line + "\n" }.joined().utf8)))
+            #expect(chown(theirs, 65534, 65534) == 0 && chmod(theirs, 0o644) == 0)
+            try FileManager.default.moveItem(atPath: theirs, toPath: file)
+            try await Task.sleep(for: .seconds(1))
+            // Then a file of ours again, with one push: read (the event this test waits for), and
+            // the other user's two were never shown.
+            try FileManager.default.moveItem(atPath: file, toPath: file + ".2")
+            #expect(FileManager.default.createFile(atPath: file, contents: Data((items[5].line + "\n").utf8)))
+            #expect(Self.waitForDecided(run, 4), "\(run.stderr)")
+            try await Task.sleep(for: .milliseconds(300))
+            kill(run.process.processIdentifier, SIGTERM)
+            #expect(run.finish() == 0, "\(run.stderr)")
+            #expect(Self.decided(run) == 4, "\(run.stderr)")
         }
     }
 
