@@ -630,7 +630,9 @@ struct FollowedInput: ~Copyable {
     /// private group, as with umask 002). A folder others may write is allowed when it is root's
     /// and sticky (`/tmp`: nobody else can rename or remove what is ours in it).
     static func writableByOthers(_ path: String) -> String? {
-        if let link = Self.othersLink(on: path) { return "the link \(link) on the way to \(path) belongs to another user: it is not followed" }
+        if let link = Self.othersLink(on: path) {
+            return "the link \(link) on the way to \(path) belongs to another user: it is not followed"
+        }
         guard let real = realpath(path, nil) else { return nil }  // open says why
         defer { free(real) }
         var current = String(cString: real)

@@ -457,7 +457,8 @@ struct AgentTests {
                 #expect(linked.status == 74)
                 #expect(
                     linked.stderr
-                        == "kindly-push: io: the link \(folder)/feed on the way to \(folder)/feed belongs to another user: it is not followed\n")
+                        == "kindly-push: io: the link \(folder)/feed on the way to \(folder)/feed belongs to another user: it is not followed\n"
+                )
             }
             // The owner's own file, group-writable for a group whose one member is the owner, is followed.
             let own = "\(folder)/own.jsonl"
