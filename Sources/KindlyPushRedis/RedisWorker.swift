@@ -132,6 +132,8 @@ package final class RedisWorker<P: DocumentProcessor> {
         /// Held after a failure of its own (``CodedError/countsAsDelivery``): each round of
         /// ``RedisWorker/retryHeld(on:)`` is a delivery.
         var roundsCount = false
+        /// Why it was last held.
+        var heldReason = ""
     }
 
     /// A failure that ends the worker (an `io` or `usage` error).
@@ -167,16 +169,16 @@ package final class RedisWorker<P: DocumentProcessor> {
     private var nextClaim = 0
     /// Entries whose processing failed for a reason that may go away (a locked or unreachable
     /// keyring, APNs's 429 for a device that gets too many pushes): kept pending, in hand, and
-    /// processed again after a backoff, each round counted as a delivery when the failure was the
-    /// entry's own (so --max-deliveries ends it). While fewer than a batch are held the worker goes on reading new entries: one
-    /// hot device does not stall the group; a failure that holds everything (the keyring, the
-    /// server) fills a batch, and then the worker reads nothing new until a round succeeds.
+    /// processed again after a backoff, each round counted as a delivery when the failure was
+    /// the entry's own (so --max-deliveries ends it). While fewer than a batch are held the
+    /// worker goes on reading new entries: one hot device does not stall the group; a failure
+    /// that holds everything (the keyring, the server) fills a batch, and then the worker reads
+    /// nothing new until a round succeeds.
     private var held: [Entry] = []
     private var heldSince: Int?
     private var heldDelay = RedisTiming.firstRetryDelay
-    /// When the held entries are processed again (``RedisWorker/now()``), and why they were held.
+    /// When the held entries are processed again (``RedisWorker/now()``).
     private var heldRetryAt = 0
-    private var heldReason = ""
     /// When the last reconnection succeeded, and the backoff it had reached (``reconnect(after:)``).
     private var lastConnected = 0
     private var reconnectDelay = RedisTiming.firstRetryDelay
@@ -408,7 +410,6 @@ package final class RedisWorker<P: DocumentProcessor> {
             do throws(RedisConnectionLost) {
                 try connect()
                 lastConnected = Self.now()
-                lastConnected = Self.now()
                 note("reconnected to Redis")
                 return
             } catch {}
@@ -536,7 +537,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 entry.problem = CodedError(
                     .io,
                     "the entry was delivered \(entry.deliveries) times (more than --max-deliveries \(options.maxDeliveries)), "
-                        + "each time failing for a reason that may go away (the last: \(heldReason)): it is answered with this error "
+                        + "each time failing for a reason that may go away (the last: \(entry.heldReason)): it is answered with this error "
                         + "and acknowledged, so that the group goes on")
             }
             return entry
@@ -556,7 +557,6 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// Keeps `entries` (a transient failure) in hand; the first time, says so in one line.
     private func hold(_ entries: [Entry], reason: String) {
         for entry in entries where !held.contains(where: { $0.id == entry.id }) { held.append(entry) }
-        heldReason = reason
         guard heldSince == nil else { return }
         heldSince = Self.now()
         heldRetryAt = heldSince! + heldDelay
@@ -811,6 +811,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             case .transient(let message, let counts):
                 var entry = entry
                 entry.roundsCount = counts
+                entry.heldReason = message
                 transient.append(entry)
                 reason = message
             }
