@@ -30,19 +30,13 @@ package struct APNsSendProcessor: DocumentProcessor {
         let sender = box.sender
         sender.submit(bytes)
         var line: [UInt8] = []
-        // After SIGTERM the push has SendTiming.stopDrain to be answered; then it ends as `io`, a
-        // transient failure: the entry stays pending (sent again later: at least once).
-        var stopDeadline: Int?
         while true {
             sender.takeWritable(into: &line)
             if sender.isIdle { break }
-            if StopSignals.requested {
-                if stopDeadline == nil { stopDeadline = APNsSender.now() + SendTiming.stopDrain }
-                if let stopDeadline, APNsSender.now() >= stopDeadline {
-                    sender.abandon(APNsSender.stopReason)
-                    continue
-                }
-            }
+            // After SIGTERM's drain the push ends as `io`, a transient failure: the entry stays
+            // pending (sent again later: at least once).
+            sender.endAfterStopDrain()
+            if sender.isIdle { continue }
             _ = sender.step(waitingFor: -1, timeout: 200)
         }
         if line.last == 0x0A { line.removeLast() }
@@ -68,7 +62,7 @@ package struct APNsSendProcessor: DocumentProcessor {
         }
         guard let status = result["status"]?.numberValue?.integerValue(in: 0...999) else { return }
         let reason = result["reason"]?.stringValue.map { " \($0)" } ?? ""
-        if SendTiming.isRetried(Int(status)) || status >= 500 {
+        if SendTiming.isRetried(Int(status)) {
             // An answer for this push: each later round counts toward --max-deliveries.
             var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
             failure.isTransient = true

@@ -208,7 +208,7 @@ package final class APNsSender {
         curl_multi_cleanup(multi)
     }
 
-    package static func now() -> Int {
+    static func now() -> Int {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
@@ -452,25 +452,37 @@ package final class APNsSender {
     /// Ends every push not answered yet with an `io` error line saying `reason`: those in flight
     /// (their streams reset), waiting for a retry's backoff, or not started. For a stop that must
     /// not wait for a server that never answers (``SendTiming/stopDrain``).
-    package func abandon(_ reason: String) {
+    private func abandon(_ reason: String) {
         for (easy, transfer) in inFlight {
             curl_multi_remove_handle(multi, easy)
             curl_slist_free_all(transfer.headers)
             transfer.headers = nil
             idleHandles.append(easy)
+        }
+        for transfer in Array(inFlight.values) + ready + delayed {
             complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason)))
         }
         inFlight = [:]
-        for transfer in ready + delayed {
-            complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason)))
-        }
         ready = []
         delayed = []
     }
 
     /// The line of a push abandoned at a stop: it may or may not have reached APNs.
-    package static var stopReason: String {
+    static var stopReason: String {
         "stopped (SIGTERM) with no answer from APNs within \(SendTiming.stopDrain / 1000) s: the push may or may not have been delivered"
+    }
+
+    /// When a stop's drain ends (``SendTiming/stopDrain`` after SIGTERM was first seen).
+    private var stopDeadline: Int?
+
+    /// After SIGTERM, what is in flight has ``SendTiming/stopDrain`` to be answered: past it,
+    /// every push not answered ends as `io` (``abandon(_:)``). Every loop that drives the sender
+    /// calls it before waiting.
+    package func endAfterStopDrain() {
+        guard StopSignals.requested else { return }
+        let now = Self.now()
+        if stopDeadline == nil { stopDeadline = now + SendTiming.stopDrain }
+        if let stopDeadline, now >= stopDeadline, !isIdle { abandon(Self.stopReason) }
     }
 
     private func complete(_ sequence: Int, with line: [UInt8]) {

@@ -120,14 +120,9 @@ package struct APNsSendServices: SendServices {
         var output: [UInt8] = []
         var readError: CodedError?
         var inputEnded = false
-        // After SIGTERM: what is in flight has SendTiming.stopDrain to be answered, then is ended.
-        var stopDeadline: Int?
         while true {
-            if StopSignals.requested {
-                inputEnded = true
-                if stopDeadline == nil { stopDeadline = APNsSender.now() + SendTiming.stopDrain }
-                if let stopDeadline, APNsSender.now() >= stopDeadline, !sender.isIdle { sender.abandon(APNsSender.stopReason) }
-            }
+            if StopSignals.requested { inputEnded = true }
+            sender.endAfterStopDrain()
             // Read what there is while there is room: never wait for input with answers to write.
             while !inputEnded, sender.hasRoom, !reader.inputWouldBlock() {
                 do throws(Errno) {
