@@ -207,14 +207,19 @@ public final class CachingKeyring: Keyring {
     /// ``untrackedLifetime`` has passed since the last drop. Called by the one thread that found
     /// a check due.
     private func followChanges() {
-        let inOutage = state.withLock { state in state.outage.map { clock.now < $0.until } ?? false }
+        // The next check is counted from before the token is read: a change that returned after
+        // this moment is seen by the first look-up `changeCheckInterval` after it, however long
+        // the reading takes (counted from after it, a slow reading would push the next check
+        // past that).
+        let readAt = clock.now
+        let inOutage = state.withLock { state in state.outage.map { readAt < $0.until } ?? false }
         // An open breaker means the keyring does not answer: no token, so nothing stays cached.
         let token = inOutage ? nil : base.changeToken()
         let dropped = state.withLock { state -> (kids: [KeyID], sids: [SenderID]) in
             let now = clock.now
             defer {
                 state.checking = false
-                state.nextCheck = now + changeCheckInterval
+                state.nextCheck = readAt + changeCheckInterval
             }
             if let token, token.isUntracked {
                 // A keyring that keeps no fingerprint: what it gave is kept for a bounded time.

@@ -105,6 +105,57 @@ struct CachingKeyringChangesTests {
         #expect(reads == [1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3])
     }
 
+    @Test("a change that returns while a slow token reading is under way is followed one interval after the reading began")
+    func slowTokenReadingKeepsTheInterval() throws {
+        let key = DeviceKey.generate()
+        let clock = ManualClock()
+        let slow = SlowToken(clock: clock)
+        try slow.inner.store(key, label: "test")
+        let keyring = Self.caching(slow, clock)
+        #expect(try keyring.key(for: key.kid).kid == key.kid)
+        // The first check (500 ms) reads the first token at once.
+        clock.advance(by: .milliseconds(500))
+        #expect(try keyring.key(for: key.kid).kid == key.kid)
+        // The check at 1,000 ms reads the token of before the change; the reading takes 400 ms
+        // and the change (the key deleted) returns 100 ms into it, at 1,100 ms.
+        slow.slowReading = { try? slow.inner.delete(key.kid) }
+        clock.advance(by: .milliseconds(500))
+        #expect(try keyring.key(for: key.kid).kid == key.kid, "the reading saw the keyring of before the change")
+        // 500 ms after the change returned (1,600 ms), a look-up must not give the key: counted
+        // from the reading's end (1,900 ms), the next check would not be due yet.
+        clock.advance(by: .milliseconds(200))
+        #expect(throws: KeyringError.notFound(key.kid)) { try keyring.key(for: key.kid) }
+    }
+
+    /// A keyring whose token is its count of changes. While `slowReading` is set, the next reading
+    /// takes 400 ms of `clock`, runs `slowReading` 100 ms into it (a change made meanwhile,
+    /// counted) and gives the token of the moment it began.
+    final class SlowToken: Keyring, @unchecked Sendable {
+        let name = "slow-token"
+        let inner = InMemoryKeyring()
+        let clock: ManualClock
+        var slowReading: (() -> Void)?
+        private var changes = 0
+
+        init(clock: ManualClock) { self.clock = clock }
+
+        func store(_ key: DeviceKey, label: String) throws(KeyringError) { try inner.store(key, label: label) }
+        func key(for kid: KeyID) throws(KeyringError) -> DeviceKey { try inner.key(for: kid) }
+        func list() throws(KeyringError) -> [KeyringEntry] { try inner.list() }
+        func delete(_ kid: KeyID) throws(KeyringError) { try inner.delete(kid) }
+        func changeToken() -> KeyringChangeToken? {
+            let token = KeyringChangeToken("\(changes)")
+            if let change = slowReading {
+                slowReading = nil
+                clock.advance(by: .milliseconds(100))
+                change()
+                changes += 1
+                clock.advance(by: .milliseconds(300))
+            }
+            return token
+        }
+    }
+
     /// A keyring whose change token is always `nil`: it can never tell now.
     struct CannotTell: Keyring {
         let name = "cannot-tell"
