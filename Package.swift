@@ -77,6 +77,9 @@ let package = Package(
         // ES256 for the APNs provider token (P-256, which libsodium lacks: the one primitive that
         // is not libsodium's). Only KindlyPushRedis and KindlyPushAPNs link it.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        // libmicrohttpd (Debian libmicrohttpd-dev), the HTTP server of what the workers serve
+        // (`--metrics`); its header is on the compiler's default path. Only KindlyPushRedis links it.
+        .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         // libcurl (Debian libcurl4-openssl-dev: HTTP/2 through nghttp2, TLS through OpenSSL), for
         // `send`; its headers are on the compiler's default path. Only KindlyPushAPNs links it.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -164,7 +167,7 @@ let package = Package(
         // group (hiredis); it knows no command line. `redis-status`'s reading too.
         .target(
             name: "KindlyPushRedis",
-            dependencies: ["KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL", "CMicroHTTPD"],
             swiftSettings: strictSettings
         ),
         // `--redis` and `redis-status` for the command line: the document commands run by
