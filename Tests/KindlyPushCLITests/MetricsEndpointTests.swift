@@ -29,7 +29,9 @@ struct MetricsEndpointTests {
 
         deinit { close(descriptor) }
 
-        func send(_ text: String) { _ = text.utf8CString.dropLast().withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+        func send(_ text: String) {
+            _ = Array(text.utf8).withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
 
         /// Everything until the server closes (or `hangCap` passes without a byte).
         func readAll() -> String {
