@@ -77,6 +77,8 @@ package struct APNsSendServices: SendServices {
             }
         }
         if let refusal { throw refusal.error }
+        // The results file exists before anything is sent: a killed run's is never overwritten.
+        let target = try OutputTarget(journalFor: options.outputPath)
         StopSignals.install()
         input.withUnsafeBytes { sender.submit($0) }
         var output: [UInt8] = []
@@ -86,8 +88,10 @@ package struct APNsSendServices: SendServices {
             _ = sender.step(waitingFor: -1, timeout: 200)
         }
         // The one line: a result, or the io error of a push that found no server.
-        if let error = Self.errorOf(output) { throw error }
-        let target = try OutputTarget(path: options.outputPath)
+        if let error = Self.errorOf(output) {
+            target.discard()
+            throw error
+        }
         var stdout = OutputStream(descriptor: target.descriptor, capacity: output.count)
         stdout.write(output)
         return DocumentRunner.finish(&stdout, target) ?? 0
@@ -107,7 +111,7 @@ package struct APNsSendServices: SendServices {
         let target: OutputTarget
         do throws(CodedError) {
             descriptors = try InputFiles.open(options.inputs, lineMode: true)
-            target = try OutputTarget(path: options.outputPath)
+            target = try OutputTarget(journalFor: options.outputPath)
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus

@@ -291,6 +291,50 @@ struct SendTests {
         }
     }
 
+    @Test(
+        "--output: a send killed outright leaves every result it had written in PATH.partial; the next run refuses to overwrite them, and a run that ends puts its results in PATH"
+    )
+    func outputKeepsResultsWhenKilled() throws {
+        // Each answer 50 ms late: the kill lands while pushes are still being sent.
+        let server = try APNsTestServer(script: ["delay_ms": 50])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-send-output-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("results.jsonl").path
+        let partial = path + ".partial"
+        func written() -> [String] {
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        }
+        let run = try RunningCLI(server.sendArguments(["--jsonl", "--output", path]), environment: server.environment)
+        run.write((0..<2000).map { APNsTestServer.line(APNsTestServer.token($0)) + "\n" }.joined())
+        #expect(run.waitUntil(seconds: 10) { written().count > 20 }, "no result written while sending: \(run.stderr)")
+        kill(run.process.processIdentifier, SIGKILL)
+        #expect(run.finish() == nil || !run.process.isRunning)
+        let lines = written()
+        // Whole lines only (the last element is what follows the last newline: nothing).
+        #expect(lines.last == "")
+        let results = lines.dropLast().map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+        #expect(results.count > 20 && results.allSatisfy { $0["status"] as? Int == 200 }, "\(lines.prefix(3))")
+        // Every result written is a push the server answered, in input order.
+        let answered = Set(try server.records().filter { $0["status"] as? Int == 200 }.compactMap { $0["token"] as? String })
+        #expect(results.enumerated().allSatisfy { $1["token"] as? String == APNsTestServer.token($0) && answered.contains(APNsTestServer.token($0)) })
+        #expect(!FileManager.default.fileExists(atPath: path))
+
+        let refused = try server.send(["--jsonl", "--output", path], stdin: APNsTestServer.line(APNsTestServer.token(1)) + "\n")
+        #expect(refused.status == 74)
+        #expect(refused.stderr.contains("'\(partial)' holds the results of a run that did not finish"), "\(refused.stderr)")
+        #expect(written().count == lines.count, "the killed run's results were touched")
+
+        #expect(rename(partial, path + ".killed") == 0)
+        let finished = try server.send(["--jsonl", "--output", path], stdin: APNsTestServer.line(APNsTestServer.token(1)) + "\n")
+        #expect(finished.status == 0 && finished.stdout.isEmpty, "\(finished.stderr)")
+        let result = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(result.hasPrefix("{") && result.hasSuffix("\n") && result.contains("\"status\":200"))
+        #expect(!FileManager.default.fileExists(atPath: partial))
+        var status = stat()
+        #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
+    }
+
     @Test("no server: each line's error is io after the retries; one document exits 74")
     func noServer() throws {
         let server = try APNsTestServer()

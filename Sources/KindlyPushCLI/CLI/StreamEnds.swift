@@ -54,16 +54,54 @@ package enum InputFiles {
 /// ``PrivateFile/TemporaryFile``): removed on failure and on SIGTERM, SIGINT and SIGHUP, and
 /// locked while its run lives, so that a run killed outright (SIGKILL, a crash) leaves one that
 /// the next `--output` into the same folder removes (``sweep(beside:)``).
+///
+/// A journal (``init(journalFor:)``, `send`'s results) is the other way round: its lines record
+/// what cannot be undone, so none may be lost to a kill. It is written as `PATH.partial`, a
+/// visible file, as each line is known, and renamed to PATH when the run ends, however it ends
+/// but killed outright; a killed run's `PATH.partial` keeps every line written, and the next run
+/// into PATH refuses to start until it has been moved away.
 package struct OutputTarget: ~Copyable {
     package let descriptor: Int32
     /// The named temporary file; nil for standard output, a nameless file and a direct write.
     private let temporary: PrivateFile.TemporaryFile?
     /// PATH when it is replaced at the end; nil for standard output and a direct write.
     private let path: String?
+    /// A journal's `PATH.partial`.
+    private let journal: String?
 
     /// Standard output, or a new file for `path` (`-` is standard output).
     package init(path: String?) throws(CodedError) {
         (descriptor, temporary, self.path) = try Self.open(path)
+        journal = nil
+    }
+
+    /// Standard output, or the journal `PATH.partial` for `path`: `io` when it exists (a killed
+    /// run's lines, never overwritten).
+    package init(journalFor path: String?) throws(CodedError) {
+        (descriptor, temporary, self.path, journal) = try Self.openJournal(path)
+    }
+
+    private static func openJournal(_ path: String?) throws(CodedError) -> (Int32, PrivateFile.TemporaryFile?, String?, String?) {
+        var status = stat()
+        guard let path, path != "-", stat(path, &status) != 0 || status.st_mode & S_IFMT == S_IFREG else {
+            // Standard output, a FIFO, a device: written directly.
+            let (descriptor, temporary, named) = try open(path)
+            return (descriptor, temporary, named, nil)
+        }
+        let partial = path + ".partial"
+        let opened = Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
+        guard opened >= 0 else {
+            let error = Errno.current
+            if error.rawValue == EEXIST {
+                throw CodedError(
+                    .io,
+                    "'\(partial)' holds the results of a run that did not finish (killed): they record pushes that were sent; move it away, then run again"
+                )
+            }
+            throw CodedError(.io, "cannot write '\(partial)': \(error)")
+        }
+        fchmod(opened, 0o600)
+        return (opened, nil, path, partial)
     }
 
     private static func open(_ path: String?) throws(CodedError) -> (Int32, PrivateFile.TemporaryFile?, String?) {
@@ -119,6 +157,15 @@ package struct OutputTarget: ~Copyable {
 
     /// Puts the finished output in place (or leaves standard output as it is); `io` on failure.
     package consuming func commit() -> CodedError? {
+        if let journal, let path {
+            // A journal's lines are on disk already: the rename says the run ended.
+            defer { close(descriptor) }
+            guard fsync(descriptor) == 0, rename(journal, path) == 0 else {
+                return CodedError(.io, "cannot put '\(journal)' in place of '\(path)': \(Errno.current) (the lines are in '\(journal)')")
+            }
+            PrivateFile.syncFolder(PrivateFile.folderName(of: path))
+            return nil
+        }
         guard let path else {
             if descriptor != STDOUT_FILENO { close(descriptor) }
             return nil
@@ -159,8 +206,23 @@ package struct OutputTarget: ~Copyable {
         return nil
     }
 
-    /// Drops the unfinished output: PATH keeps what it held before.
+    /// Drops an output that holds nothing, a journal too: PATH keeps what it held before.
+    package consuming func discard() {
+        if let journal {
+            unlink(journal)
+            close(descriptor)
+            return
+        }
+        abandon()
+    }
+
+    /// Drops the unfinished output: PATH keeps what it held before. A journal is put in place
+    /// all the same (what it records happened), or left as `PATH.partial` when it cannot be.
     package consuming func abandon() {
+        if journal != nil {
+            if let error = commit() { Diagnostics.report(error) }
+            return
+        }
         if let temporary {
             unlink(temporary.path)
             temporary.close()

@@ -66,7 +66,9 @@ package struct SendCommand: Command {
         "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
     package static let jsonl = StreamOptions.jsonl.help("Read one document per line and write one result per line, in input order.")
 
-    package static let output = StreamOptions.output.taken
+    package static let output = StreamOptions.output.help(
+        "Write the results to this file (mode 0600) as they are known, as PATH.partial renamed to PATH at the end: a send killed outright leaves them in PATH.partial."
+    )
     /// The worker's options but `--ca-file`, which is send's own (for APNs and a `rediss://` server alike).
     package static let redis = OptionGroup(RedisOptions.options, except: [caFile])
     package static let help = SharedOptions.help.taken
