@@ -372,7 +372,12 @@ package final class APNsSender {
         _ = kp_curl_easy_set_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
         _ = kp_curl_easy_set_pointer(easy, CURLOPT_HEADERDATA, context)
         "kindly-push/\(KindlyPushRelease.version)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_USERAGENT, $0) }
-        if let caFile = destination.caFile { caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) } }
+        if let caFile = destination.caFile {
+            // Only these authorities: without the CA path, libcurl would trust the system's too
+            // (Debian's is built with /etc/ssl/certs).
+            caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) }
+            _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAPATH, nil)
+        }
         inFlight[easy] = transfer
         curl_multi_add_handle(multi, easy)
     }

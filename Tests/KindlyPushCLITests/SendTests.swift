@@ -303,7 +303,8 @@ struct SendTests {
         let path = folder.appendingPathComponent("results.jsonl").path
         let partial = path + ".partial"
         func written() -> [String] {
-            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n", omittingEmptySubsequences: false).map(
+                String.init)
         }
         let run = try RunningCLI(server.sendArguments(["--jsonl", "--output", path]), environment: server.environment)
         run.write((0..<2000).map { APNsTestServer.line(APNsTestServer.token($0)) + "\n" }.joined())
@@ -317,7 +318,10 @@ struct SendTests {
         #expect(results.count > 20 && results.allSatisfy { $0["status"] as? Int == 200 }, "\(lines.prefix(3))")
         // Every result written is a push the server answered, in input order.
         let answered = Set(try server.records().filter { $0["status"] as? Int == 200 }.compactMap { $0["token"] as? String })
-        #expect(results.enumerated().allSatisfy { $1["token"] as? String == APNsTestServer.token($0) && answered.contains(APNsTestServer.token($0)) })
+        #expect(
+            results.enumerated().allSatisfy {
+                $1["token"] as? String == APNsTestServer.token($0) && answered.contains(APNsTestServer.token($0))
+            })
         #expect(!FileManager.default.fileExists(atPath: path))
 
         let refused = try server.send(["--jsonl", "--output", path], stdin: APNsTestServer.line(APNsTestServer.token(1)) + "\n")
@@ -439,20 +443,95 @@ struct SendTests {
         }
     }
 
-    @Test("one --ca-file: send lists it once and takes it without --redis (for APNs); the other TLS options still go with --redis")
-    func oneCAFile() throws {
+    @Test(
+        "--ca-file is APNs's trust only, --redis-ca-file a rediss:// server's: each listed once, neither taken for the other, the Redis one only with rediss://"
+    )
+    func caFilesApart() throws {
         let help = try CLI.run(["send", "--help"])
-        #expect(help.stdout.components(separatedBy: "--ca-file <path>").count == 3, "\(help.stdout)")
+        // Each once in the usage line and once in the list.
+        for option in ["[--ca-file <path>]", "  --ca-file <path>", "[--redis-ca-file <path>]", "  --redis-ca-file <path>"] {
+            #expect(help.stdout.components(separatedBy: option).count == 2, "\(option): \(help.stdout)")
+        }
         let server = try APNsTestServer()
         let tokens = ["a1", "b2"].map { String(repeating: $0, count: 32) }
         let lines = tokens.map { #"{"token":"\#($0)","push":{"aps":{"alert":{"title":"t"}}}}"# }.joined(separator: "\n") + "\n"
         let sent = try CLI.run(server.sendArguments(["--jsonl"]), stdin: lines)
         #expect(sent.status == 0, "\(sent.stderr)")
         #expect(SendTests.lines(sent).map { $0["status"] as? Int } == [200, 200])
-        // A worker option other than --ca-file still goes with --redis only.
-        let alone = try CLI.run(server.sendArguments(["--tls-cert", "x.pem"]), stdin: "")
-        #expect(alone.status == 64 && alone.stderr.contains("'--tls-cert' goes with --redis"), "\(alone.stderr)")
+        // The Redis trust and the other TLS options go with --redis only, and with rediss:// only.
+        for option in ["--tls-cert", "--redis-ca-file"] {
+            let alone = try CLI.run(server.sendArguments([option, "x.pem"]), stdin: "")
+            #expect(alone.status == 64 && alone.stderr.contains("'\(option)' goes with --redis"), "\(alone.stderr)")
+        }
+        let worker = ["--redis", "redis://127.0.0.1:1", "--from", "in", "--group", "g", "--to", "out"]
+        let plain = try CLI.run(server.sendArguments(worker + ["--redis-ca-file", "x.pem"]), stdin: "")
+        #expect(plain.status == 64 && plain.stderr.contains("'--redis-ca-file' goes with a rediss:// URL"), "\(plain.stderr)")
+        // A rediss:// worker: APNs's file for APNs, the Redis one (or the system's) for Redis.
+        func parsed(_ extra: [String]) throws -> SendOptions {
+            let arguments = server.sendArguments(
+                ["--redis", "rediss://10.0.0.5:6380", "--from", "in", "--group", "g", "--to", "out"] + extra)
+            return try SendCommand(
+                try ParsedArguments.parse(Array(arguments.dropFirst()), specs: SendCommand.options, command: SendCommand.name),
+                environment: [:]
+            ).options
+        }
+        let apnsOnly = try parsed([])
+        #expect(apnsOnly.caFile == server.certificate && apnsOnly.redis?.server.tls == RedisOptions.TLS())
+        let both = try parsed(["--redis-ca-file", "/etc/redis-ca.pem"])
+        #expect(both.caFile == server.certificate && both.redis?.server.tls == RedisOptions.TLS(caFile: "/etc/redis-ca.pem"))
     }
+
+    @Test(
+        "--ca-file replaces the system's authorities for APNs: a server the system trusts is refused when --ca-file names another authority",
+        .enabled(if: SendTests.canMountPrivately, "needs a private mount namespace (unshare -m, as root)"))
+    func caFileReplacesSystemTrust() throws {
+        let server = try APNsTestServer()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-system-cas-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The "system's" authorities, in this test's mount namespace only: the test server's, as
+        // Debian keeps them (libcurl's bundle and its hashed folder, both /etc/ssl/certs).
+        let system = folder.appendingPathComponent("certs")
+        try FileManager.default.createDirectory(at: system, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.certificate, toPath: system.appendingPathComponent("test-server.pem").path)
+        try FileManager.default.copyItem(atPath: server.certificate, toPath: system.appendingPathComponent("ca-certificates.crt").path)
+        let rehash = try CLI.run(["rehash", system.path], stdin: [], executable: URL(fileURLWithPath: "/usr/bin/openssl"))
+        try #require(rehash.status == 0, "\(rehash.stderr)")
+        // Another authority, which did not sign the server's certificate.
+        let other = folder.appendingPathComponent("other.pem").path
+        let made = try CLI.run(
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=another authority", "-days",
+                "1", "-keyout", folder.appendingPathComponent("other.key").path, "-out", other,
+            ], stdin: [], executable: URL(fileURLWithPath: "/usr/bin/openssl"))
+        try #require(made.status == 0, "\(made.stderr)")
+        func send(caFile: String?) throws -> CLI.Output {
+            var arguments = server.sendArguments(["--jsonl"])
+            let index = arguments.firstIndex(of: "--ca-file")!
+            arguments.removeSubrange(index...(index + 1))
+            if let caFile { arguments += ["--ca-file", caFile] }
+            let command = ([CLI.binary.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
+            return try CLI.run(
+                ["-m", "sh", "-c", "mount --bind '\(system.path)' /etc/ssl/certs && exec \(command)"],
+                stdin: Array((APNsTestServer.line(APNsTestServer.token(1)) + "\n").utf8),
+                executable: URL(fileURLWithPath: "/usr/bin/unshare"))
+        }
+        // Without --ca-file the system's authorities are trusted: the namespace works.
+        let trusted = try send(caFile: nil)
+        #expect(SendTests.lines(trusted).first?["status"] as? Int == 200, "\(trusted.stdout) \(trusted.stderr)")
+        // With --ca-file naming another authority, the system's are not asked.
+        let refused = try send(caFile: other)
+        let error = SendTests.lines(refused).first?["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "io", "\(refused.stdout) \(refused.stderr)")
+    }
+
+    /// Whether this process may make a mount namespace of its own (root, or a user namespace).
+    static let canMountPrivately: Bool = {
+        guard let output = try? CLI.run(["-m", "true"], stdin: [], executable: URL(fileURLWithPath: "/usr/bin/unshare")) else {
+            return false
+        }
+        return output.status == 0
+    }()
 }
 
 @Suite("seal --recipients-inline carries \"token\" to send", .offThePool)

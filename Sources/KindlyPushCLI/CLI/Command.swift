@@ -161,12 +161,14 @@ package struct StreamOptions: Sendable {
     /// The services of this binary, that run the worker.
     package let services: CommandTable.Services
 
-    /// `shared`: worker options the command also takes without `--redis` (see ``RedisOptions``).
+    /// `shared`: worker options the command also takes without `--redis`; `redisCAFile`: the
+    /// option that names a `rediss://` server's authorities (see ``RedisOptions``).
     package init(
-        _ arguments: ParsedArguments, command: String, environment: CommandEnvironment = [:], shared: [any OptionKey] = []
+        _ arguments: ParsedArguments, command: String, environment: CommandEnvironment = [:], shared: [any OptionKey] = [],
+        redisCAFile: Option<String> = RedisOptions.caFile
     ) throws(CodedError) {
         func usage(_ text: String) -> CodedError { .usage(text, command: command) }
-        redis = try RedisOptions(arguments, command: command, environment: environment, shared: shared)
+        redis = try RedisOptions(arguments, command: command, environment: environment, shared: shared, caFile: redisCAFile)
         services = environment.table.services
         if redis != nil {
             for key in [Self.jsonl, Self.summary] where arguments[key] {

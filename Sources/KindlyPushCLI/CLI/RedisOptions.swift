@@ -47,15 +47,18 @@ extension RedisOptions {
 
     /// The worker options of `arguments`, `nil` without `--redis`; a usage error for a bad URL,
     /// a missing stream or group, a bad number, or worker options without `--redis`. `shared`:
-    /// worker options that the command takes without `--redis` too (send's `--ca-file`, for
-    /// APNs and a `rediss://` server alike).
+    /// worker options that the command takes without `--redis` too, with a meaning of its own
+    /// there (send's `--ca-file`, for APNs); `caFile`: the option that names a `rediss://`
+    /// server's authorities (`--ca-file`; send's is `--redis-ca-file`, so that the two trusts
+    /// stay apart).
     package init?(
-        _ arguments: ParsedArguments, command: String, environment: CommandEnvironment, shared: [any OptionKey] = []
+        _ arguments: ParsedArguments, command: String, environment: CommandEnvironment, shared: [any OptionKey] = [],
+        caFile: Option<String> = RedisOptions.caFile
     ) throws(CodedError) {
         func usage(_ text: String) -> CodedError { .usage(text, command: command) }
         let sharedNames = Set(shared.map(\.name))
         guard let url = arguments[Self.url] else {
-            let alone = RedisOptions.workerKeys.filter { !sharedNames.contains($0.name) }
+            let alone = (RedisOptions.workerKeys + [caFile]).filter { !sharedNames.contains($0.name) }
             if let other = alone.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(other.name)' goes with --redis")
             }
@@ -72,7 +75,7 @@ extension RedisOptions {
             }
             return number
         }
-        let server = try Server(url, arguments, shared: sharedNames, environment: environment, usage)
+        let server = try Server(url, arguments, shared: sharedNames, caFile: caFile, environment: environment, usage)
         let input = try required(Self.from)
         let group = try required(Self.groupName)
         let output = try required(Self.to)
@@ -344,14 +347,14 @@ extension RedisOptions.Server {
     /// without one); the URL's password, else the environment's
     /// (``RedisOptions/password(_:)``).
     init(
-        _ url: String, _ arguments: ParsedArguments, shared: Set<String>, environment: CommandEnvironment,
-        _ usage: (String) -> CodedError
+        _ url: String, _ arguments: ParsedArguments, shared: Set<String>, caFile: Option<String> = RedisOptions.caFile,
+        environment: CommandEnvironment, _ usage: (String) -> CodedError
     ) throws(CodedError) {
         let (endpoint, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
         var tls: RedisOptions.TLS?
         if url.hasPrefix("rediss://") {
             let given = RedisOptions.TLS(
-                caFile: arguments[RedisOptions.caFile], certificateFile: arguments[RedisOptions.tlsCertificate],
+                caFile: arguments[caFile], certificateFile: arguments[RedisOptions.tlsCertificate],
                 keyFile: arguments[RedisOptions.tlsKey])
             if (given.certificateFile == nil) != (given.keyFile == nil) {
                 throw usage("'\(RedisOptions.tlsCertificate.name)' and '\(RedisOptions.tlsKey.name)' go together")
@@ -368,7 +371,7 @@ extension RedisOptions.Server {
             }
             tls = given
         } else {
-            let tlsKeys = [RedisOptions.caFile, RedisOptions.tlsCertificate, RedisOptions.tlsKey].filter { !shared.contains($0.name) }
+            let tlsKeys = [caFile, RedisOptions.tlsCertificate, RedisOptions.tlsKey].filter { !shared.contains($0.name) }
             if let given = tlsKeys.first(where: { arguments.isGiven($0) }) {
                 throw usage("'\(given.name)' goes with a rediss:// URL")
             }

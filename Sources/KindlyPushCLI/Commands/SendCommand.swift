@@ -58,9 +58,13 @@ package struct SendCommand: Command {
         "--apns-url", "URL", "Send to this server instead of APNs: https://HOST[:PORT] (a test server).")
     /// One `--ca-file` for every TLS server send talks to: APNs (or `--apns-url`) and a
     /// `rediss://` Redis.
+    /// APNs's authorities: `--ca-file`, which the workers' option group names for a `rediss://`
+    /// server (send's is ``redisCAFile``: a private Redis CA must not be trusted for APNs).
     package static let caFile = RedisOptions.caFile.help(
-        "Trust the certificate authorities of this PEM file instead of the system's, for APNs (--apns-url: a test server) and a rediss:// server alike."
+        "Trust only the certificate authorities of this PEM file, not the system's, for APNs (--apns-url: a test server)."
     )
+    package static let redisCAFile = Option<String>(
+        "--redis-ca-file", "PATH", "rediss:// only: verify the Redis server's certificate against the authorities in PATH (PEM).")
     package static let expiration = Option<Int>(
         "--expiration", "SECONDS",
         "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
@@ -95,7 +99,8 @@ package struct SendCommand: Command {
             guard isID else { throw usage("'\(key.name)' takes Apple's 10-character ID (capital letters and digits)") }
             return value
         }
-        let stream = try StreamOptions(arguments, command: Self.name, environment: environment, shared: [Self.caFile])
+        let stream = try StreamOptions(
+            arguments, command: Self.name, environment: environment, shared: [Self.caFile], redisCAFile: Self.redisCAFile)
         var options = SendOptions(
             keyFile: try required(Self.authKeyFile), keyID: try identifier(Self.keyID), teamID: try identifier(Self.teamID),
             topic: try required(Self.topic), serverURL: arguments[Self.sandbox] ? Self.sandboxURL : Self.productionURL,
