@@ -18,6 +18,11 @@ CURLcode kp_curl_easy_set_callback(CURL *handle, CURLoption option, kp_curl_data
     return curl_easy_setopt(handle, option, callback);
 }
 
+CURLcode kp_curl_easy_set_prereq(CURL *handle, curl_prereq_callback callback, void *data) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+    return code == CURLE_OK ? curl_easy_setopt(handle, CURLOPT_PREREQDATA, data) : code;
+}
+
 CURLMcode kp_curl_multi_set_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }

@@ -1,5 +1,6 @@
 internal import CCurl
 internal import CCurlShim
+internal import COpenSSL
 package import KindlyPushBase
 package import KindlyPushCore
 
@@ -88,6 +89,26 @@ private let headerCallback: kp_curl_data_callback = { data, size, count, context
         transfer.apnsID = String(decoding: value, as: UTF8.self)
     }
     return length
+}
+
+/// Lets a request go only over HTTP/2: the connection's TLS handshake must have chosen `h2`
+/// (ALPN). libcurl would otherwise fall back to HTTP/1.1 with a server that offers no `h2`, one
+/// request per connection, while APNs speaks HTTP/2 only: such a server is refused before
+/// anything is sent (the transfer ends `CURLE_ABORTED_BY_CALLBACK`). `context` is the easy handle.
+private let requireHTTP2: curl_prereq_callback = { context, _, _, _, _ in
+    var pointer: UnsafeMutableRawPointer?
+    guard let context, kp_curl_easy_get_pointer(context, CURLINFO_TLS_SSL_PTR, &pointer) == CURLE_OK, let pointer else {
+        return CURL_PREREQFUNC_ABORT
+    }
+    let session = pointer.assumingMemoryBound(to: curl_tlssessioninfo.self).pointee
+    guard session.backend == CURLSSLBACKEND_OPENSSL, let ssl = session.internals else { return CURL_PREREQFUNC_ABORT }
+    var selected: UnsafePointer<UInt8>?
+    var length: UInt32 = 0
+    SSL_get0_alpn_selected(OpaquePointer(ssl), &selected, &length)
+    guard let selected, length == 2, selected[0] == UInt8(ascii: "h"), selected[1] == UInt8(ascii: "2") else {
+        return CURL_PREREQFUNC_ABORT
+    }
+    return CURL_PREREQFUNC_OK
 }
 
 /// What libcurl asked to be told about (`curl_multi_socket_action`): the sockets to watch, for
@@ -359,6 +380,7 @@ package final class APNsSender {
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         "\(destination.serverURL)/3/device/\(push.token)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
         _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        _ = kp_curl_easy_set_prereq(easy, requireHTTP2, easy)
         _ = kp_curl_easy_set_long(easy, CURLOPT_PIPEWAIT, 1)
         _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
         _ = kp_curl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, SendTiming.connectTimeout)
@@ -406,6 +428,13 @@ package final class APNsSender {
 
     private func finish(_ transfer: Transfer, code: CURLcode, status: Int) {
         let token = transfer.push.token
+        if code == CURLE_ABORTED_BY_CALLBACK {
+            // requireHTTP2 refused the connection: no attempt will change the server's protocols.
+            let error = CodedError(
+                .io, "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2'), as APNs does: nothing was sent to it")
+            complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
+            return
+        }
         guard code == CURLE_OK, status > 0 else {
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
             // timed out. The next connection starts with one request, as the first did.

@@ -339,6 +339,26 @@ struct SendTests {
         #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
     }
 
+    @Test("a server whose TLS handshake offers no h2 is refused before anything is sent: each line io, one document exits 74")
+    func serverWithoutHTTP2() throws {
+        let server = try APNsTestServer(script: ["alpn": ["http/1.1"]])
+        let input = APNsTestServer.line(APNsTestServer.token(1))
+        let lines = try server.send(["--jsonl"], stdin: input + "\n" + input + "\n")
+        #expect(lines.status == 0, "\(lines.stderr)")
+        let results = Self.lines(lines)
+        #expect(results.count == 2)
+        for result in results {
+            let error = result["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "io", "\(result)")
+            #expect(
+                (error?["message"] as? String)?.contains("does not speak HTTP/2 (its TLS handshake chose no 'h2')") == true, "\(result)")
+        }
+        let single = try server.send([], stdin: input)
+        #expect(single.status == 74 && single.stdout.isEmpty)
+        #expect(single.stderr.contains("nothing was sent to it"), "\(single.stderr)")
+        #expect(try server.records().isEmpty, "a request reached the server")
+    }
+
     @Test("no server: each line's error is io after the retries; one document exits 74")
     func noServer() throws {
         let server = try APNsTestServer()

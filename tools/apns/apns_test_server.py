@@ -19,7 +19,8 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
 - faults on demand from a script: answers per device token (429, 500, 503, 410, ...), a GOAWAY
   (declaring the N-th request never processed) or a dropped connection after N requests, a
   delay before each answer; the initial and raised stream limits; the least time between two
-  tokens (for tools/bench, whose runs each sign one);
+  tokens (for tools/bench, whose runs each sign one); the ALPN protocols offered ("alpn": a
+  server without h2);
 - a stream past the advertised stream limit refused (RST_STREAM REFUSED_STREAM, RFC 9113
   section 5.1.2), recorded as {"refused": ...};
 - everything received recorded, one JSON line per request, in DIR/received.jsonl; with the
@@ -404,7 +405,8 @@ async def main_async(arguments):
     server = Server(arguments.dir, script, arguments.clock_file)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(os.path.join(arguments.dir, "server.crt"), os.path.join(arguments.dir, "server.key"))
-    context.set_alpn_protocols(["h2"])
+    # "alpn": the protocols offered (h2 only by default; ["http/1.1"] for a server without h2).
+    context.set_alpn_protocols(script.get("alpn", ["h2"]))
 
     async def accept(reader, writer):
         connection = Connection(server, reader, writer)

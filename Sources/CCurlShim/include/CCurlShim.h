@@ -17,6 +17,9 @@ CURLcode kp_curl_easy_set_long(CURL *handle, CURLoption option, long value);
 CURLcode kp_curl_easy_set_pointer(CURL *handle, CURLoption option, const void *value);
 CURLcode kp_curl_easy_set_off(CURL *handle, CURLoption option, curl_off_t value);
 CURLcode kp_curl_easy_set_callback(CURL *handle, CURLoption option, kp_curl_data_callback callback);
+/// CURLOPT_PREREQFUNCTION with CURLOPT_PREREQDATA: `callback` decides, once the connection is
+/// made and before the request is sent, whether it goes.
+CURLcode kp_curl_easy_set_prereq(CURL *handle, curl_prereq_callback callback, void *data);
 CURLMcode kp_curl_multi_set_long(CURLM *multi, CURLMoption option, long value);
 CURLMcode kp_curl_multi_set_pointer(CURLM *multi, CURLMoption option, void *value);
 CURLMcode kp_curl_multi_set_socket_function(CURLM *multi, curl_socket_callback callback);
