@@ -67,6 +67,8 @@ package struct APNsSendProcessor: DocumentProcessor {
             var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
             failure.isTransient = true
             failure.countsAsDelivery = true
+            // Its retry-after: the entry is not sent again before that.
+            failure.retryAfter = result["retry_after"]?.numberValue?.integerValue(in: 0...86_400).map { Int($0) * 1000 }
             throw failure
         }
         if deadLetters, (400..<500).contains(status), status != 410 {

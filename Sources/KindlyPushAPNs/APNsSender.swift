@@ -42,6 +42,33 @@ package enum SendTiming {
     package static let readAhead = 4096
     /// A response body kept, in bytes (APNs's are a few dozen).
     package static let maximumResponseSize = 1 << 14
+    /// The longest `retry-after` (milliseconds) a push waits for in `send`: a retried answer's
+    /// `retry-after` makes its next attempt wait at least that long; past this bound the push is
+    /// not tried again in this run, and its result says `retry_after` (a worker holds the entry
+    /// that long).
+    package static let longestRetryAfter = 60_000
+
+    /// A `retry-after` header's value in milliseconds: delay-seconds, or an HTTP-date measured
+    /// from `now` (Unix seconds); nil for anything else (RFC 9110, section 10.2.3).
+    package static func retryAfter(_ value: some Collection<UInt8>, now: Int) -> Int? {
+        let text = String(decoding: value, as: UTF8.self)
+        if !text.isEmpty, text.utf8.count <= 9, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return Int(text)! * 1000 }
+        // IMF-fixdate, the form HTTP sends: "Sun, 06 Nov 1994 08:49:37 GMT".
+        let fields = text.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard fields.count == 6, fields[0].count == 4, fields[5] == "GMT", let day = Int(fields[1]),
+            let month = months.firstIndex(of: String(fields[2])),
+            let year = Int(fields[3]), year >= 1970
+        else { return nil }
+        let clock = fields[4].split(separator: ":").compactMap { Int($0) }
+        guard clock.count == 3, (1...31).contains(day), (0..<24).contains(clock[0]), (0..<60).contains(clock[1]),
+            (0..<61).contains(clock[2])
+        else { return nil }
+        var parts = tm()
+        (parts.tm_year, parts.tm_mon, parts.tm_mday) = (Int32(year - 1900), Int32(month), Int32(day))
+        (parts.tm_hour, parts.tm_min, parts.tm_sec) = (Int32(clock[0]), Int32(clock[1]), Int32(clock[2]))
+        return max(0, timegm(&parts) - now) * 1000
+    }
 }
 
 /// One push on its way: what is sent, and what came back so far.
@@ -50,6 +77,8 @@ final class Transfer {
     let push: APNsPush
     var response: [UInt8] = []
     var apnsID: String?
+    /// The answer's `retry-after` header, as it came.
+    var retryAfterHeader: [UInt8]?
     var headers: UnsafeMutablePointer<curl_slist>?
     /// The provider token the request carried (``ProviderToken/generation``).
     var tokenGeneration = 0
@@ -87,6 +116,14 @@ private let headerCallback: kp_curl_data_callback = { data, size, count, context
     if line.count > name.count, zip(line.prefix(name.count), name).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) {
         let value = line.dropFirst(name.count).filter { $0 > 0x20 && $0 < 0x7F }
         transfer.apnsID = String(decoding: value, as: UTF8.self)
+    }
+    let retryAfter = Array("retry-after:".utf8)
+    if line.count > retryAfter.count, line.count < 100,
+        zip(line.prefix(retryAfter.count), retryAfter).allSatisfy({ $0 | 0x20 == $1 | 0x20 })
+    {
+        // Spaces inside an HTTP-date stay; those around the value and the line's end go.
+        let value = line.dropFirst(retryAfter.count).filter { $0 >= 0x20 && $0 < 0x7F }
+        transfer.retryAfterHeader = Array(value.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed())
     }
     return length
 }
@@ -363,6 +400,7 @@ package final class APNsSender {
         }
         transfer.response.removeAll(keepingCapacity: true)
         transfer.apnsID = nil
+        transfer.retryAfterHeader = nil
         transfer.tokenGeneration = token.generation
         transfer.connection = connection
         let push = transfer.push
@@ -420,9 +458,11 @@ package final class APNsSender {
         }
     }
 
-    private func retryLater(_ transfer: Transfer, attempt: Int) {
+    /// Sends `transfer` again after its backoff, and not before `notBefore` milliseconds (an
+    /// answer's `retry-after`).
+    private func retryLater(_ transfer: Transfer, attempt: Int, notBefore: Int? = nil) {
         let delay = min(SendTiming.longestRetryDelay, SendTiming.firstRetryDelay << min(attempt - 1, 16))
-        transfer.due = Self.now() + delay / 2 + Int.random(in: 0...(delay / 2))
+        transfer.due = Self.now() + max(delay / 2 + Int.random(in: 0...(delay / 2)), notBefore ?? 0)
         delayed.append(transfer)
     }
 
@@ -464,10 +504,11 @@ package final class APNsSender {
                 return
             }
         }
+        let retryAfter = transfer.retryAfterHeader.flatMap { SendTiming.retryAfter($0, now: self.token.clock.now()) }
         if SendTiming.isRetried(status) {
             transfer.serverAttempts += 1
-            if transfer.serverAttempts < SendTiming.serverAttempts {
-                retryLater(transfer, attempt: transfer.serverAttempts)
+            if transfer.serverAttempts < SendTiming.serverAttempts, (retryAfter ?? 0) <= SendTiming.longestRetryAfter {
+                retryLater(transfer, attempt: transfer.serverAttempts, notBefore: retryAfter)
                 return
             }
         }
@@ -479,6 +520,9 @@ package final class APNsSender {
         }
         if status == 410, let timestamp = body?["timestamp"], case .number = timestamp {
             members.append(.init(key: "unregistered_at", value: timestamp))
+        }
+        if SendTiming.isRetried(status), let retryAfter {
+            members.append(.init(key: "retry_after", value: .number(JSONNumber((retryAfter + 999) / 1000))))
         }
         complete(transfer.sequence, with: JSONWriter.compactBytes(.object(JSONObject(members))))
     }

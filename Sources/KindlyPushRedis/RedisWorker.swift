@@ -134,6 +134,9 @@ package final class RedisWorker<P: DocumentProcessor> {
         var roundsCount = false
         /// Why it was last held.
         var heldReason = ""
+        /// Not processed again before this time (``RedisWorker/now()``): its answer's
+        /// `retry-after`; 0 for none.
+        var notBefore = 0
     }
 
     /// A failure that ends the worker (an `io` or `usage` error).
@@ -520,8 +523,14 @@ package final class RedisWorker<P: DocumentProcessor> {
     private func retryHeld(on connection: RedisConnection) throws(RedisConnectionLost) {
         heldDelay = min(heldDelay * 2, RedisTiming.longestRetryDelay)
         guard !StopSignals.requested else { return }
+        // An entry whose answer said retry-after waits for it (the others go on); it is claimed
+        // again all the same, its count unchanged, so that its idle time never lets another
+        // worker take it over meanwhile.
+        let started = Self.now()
+        let due = held.filter { $0.notBefore <= started }
         var ours = Set<[UInt8]>()
-        for (deliveries, group) in Dictionary(grouping: held, by: { $0.deliveries + ($0.roundsCount ? 1 : 0) }) {
+        let rounds = Dictionary(grouping: held) { $0.deliveries + ($0.roundsCount && $0.notBefore <= started ? 1 : 0) }
+        for (deliveries, group) in rounds {
             let kept = try connection.command(
                 [Array("XCLAIM".utf8), input, self.group, consumer, Array("0".utf8)] + group.map(\.id)
                     + [Array("RETRYCOUNT".utf8), Array(String(deliveries).utf8), Array("JUSTID".utf8)])
@@ -529,7 +538,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             // An entry another worker took over meanwhile, or deleted, is no longer this one's.
             for element in kept.elements { if case .string(let id) = element { ours.insert(id) } }
         }
-        let entries = held.filter { ours.contains($0.id) }.map { entry in
+        let entries = due.filter { ours.contains($0.id) }.map { entry in
             var entry = entry
             guard entry.roundsCount else { return entry }
             entry.deliveries += 1
@@ -542,10 +551,10 @@ package final class RedisWorker<P: DocumentProcessor> {
             }
             return entry
         }
-        held = []
+        held = held.filter { $0.notBefore > started && ours.contains($0.id) }
         if !entries.isEmpty { try commit(PendingCommit(entries), on: connection) }
         // The backoff counts from the round's end: a round (a push's own retries) may take longer.
-        heldRetryAt = Self.now() + heldDelay
+        scheduleHeld()
         if held.isEmpty {
             let waited = heldSince.map { Self.now() - $0 } ?? 0
             note("the entries left pending were processed after \(waited / 1000) s")
@@ -554,12 +563,18 @@ package final class RedisWorker<P: DocumentProcessor> {
         }
     }
 
+    /// The next round of the held entries: after the backoff (an entry that waits for its
+    /// `retry-after` is claimed again at each round, not processed).
+    private func scheduleHeld() {
+        heldRetryAt = Self.now() + heldDelay
+    }
+
     /// Keeps `entries` (a transient failure) in hand; the first time, says so in one line.
     private func hold(_ entries: [Entry], reason: String) {
         for entry in entries where !held.contains(where: { $0.id == entry.id }) { held.append(entry) }
         guard heldSince == nil else { return }
         heldSince = Self.now()
-        heldRetryAt = heldSince! + heldDelay
+        scheduleHeld()
         note(
             "\(held.count) entries left pending, not answered: \(reason); retrying with backoff up to "
                 + "\(RedisTiming.longestRetryDelay / 1000) s, reading new entries meanwhile while fewer than --batch \(options.batch) are held"
@@ -717,8 +732,9 @@ package final class RedisWorker<P: DocumentProcessor> {
         /// Failed for good, with --dead-letter.
         case dead(ErrorCode, String)
         /// Failed for a reason that may go away: held, not committed; whether the failure is
-        /// the entry's own (``CodedError/countsAsDelivery``).
-        case transient(String, countsAsDelivery: Bool)
+        /// the entry's own (``CodedError/countsAsDelivery``), and the least wait before the
+        /// next round (``CodedError/retryAfter``).
+        case transient(String, countsAsDelivery: Bool, retryAfter: Int?)
     }
 
     /// Hands `pending`'s documents to the runner as one batch: with `--jobs N` its chunks are
@@ -767,7 +783,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 let (range, outcome) = processed[chunk].lines[line - chunk * processed.chunkLines]
                 line += 1
                 if outcome.isTransient {
-                    results.append(.transient(outcome.message, countsAsDelivery: outcome.countsAsDelivery))
+                    results.append(.transient(outcome.message, countsAsDelivery: outcome.countsAsDelivery, retryAfter: outcome.retryAfter))
                     continue
                 }
                 lines += processed[chunk].bytes[range]
@@ -808,10 +824,11 @@ package final class RedisWorker<P: DocumentProcessor> {
                 arguments += [
                     entry.id, Array("d".utf8), Array(code.rawValue.utf8), Array(message.utf8), Array(String(entry.deliveries).utf8),
                 ]
-            case .transient(let message, let counts):
+            case .transient(let message, let counts, let retryAfter):
                 var entry = entry
                 entry.roundsCount = counts
                 entry.heldReason = message
+                entry.notBefore = retryAfter.map { Self.now() + $0 } ?? 0
                 transient.append(entry)
                 reason = message
             }

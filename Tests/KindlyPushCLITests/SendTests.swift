@@ -359,6 +359,63 @@ struct SendTests {
         #expect(try server.records().isEmpty, "a request reached the server")
     }
 
+    @Test(
+        "retry-after: the next attempt waits for it; one longer than send waits for is the result's retry_after, sent once"
+    )
+    func retryAfterHonoured() throws {
+        let (soon, late) = (APNsTestServer.token(1), APNsTestServer.token(2))
+        let server = try APNsTestServer(script: [
+            "answers": [
+                soon: [["status": 429, "reason": "TooManyRequests", "retry_after": 2], ["status": 200]],
+                late: [["status": 503, "retry_after": 120]],
+            ]
+        ])
+        let output = try server.send(["--jsonl"], stdin: APNsTestServer.line(soon) + "\n" + APNsTestServer.line(late) + "\n")
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = Self.lines(output)
+        try #require(results.count == 2)
+        #expect(results[0]["status"] as? Int == 200)
+        #expect(results[1]["status"] as? Int == 503 && results[1]["retry_after"] as? Int == 120, "\(results[1])")
+        let records = try server.records()
+        let soonTimes = records.filter { $0["token"] as? String == soon }.compactMap { $0["at"] as? Double }
+        try #require(soonTimes.count == 2)
+        #expect(soonTimes[1] - soonTimes[0] >= 2, "the second attempt came \(soonTimes[1] - soonTimes[0]) s after the first")
+        #expect(records.filter { $0["token"] as? String == late }.count == 1)
+        #expect(SendTiming.retryAfter(Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8), now: 784_111_767) == 10_000)
+        #expect(SendTiming.retryAfter(Array("7".utf8), now: 0) == 7000)
+        #expect(SendTiming.retryAfter(Array("soon".utf8), now: 0) == nil)
+    }
+
+    @Test(
+        "a send worker holds an entry answered with a long retry-after: sent once, kept pending and this worker's, the other entries sent",
+        .enabled(if: WireParityTests.redis != nil, "needs tools/with-redis"))
+    func workerHoldsForRetryAfter() throws {
+        let redis = try #require(WireParityTests.redis)
+        let hot = APNsTestServer.token(99)
+        let server = try APNsTestServer(script: ["answers": [hot: [["status": 429, "reason": "TooManyRequests", "retry_after": 600]]]])
+        let stream = "retry-after:\(UUID().uuidString.prefix(8))"
+        func redisCLI(_ arguments: [String]) throws -> String {
+            let output = try CLI.run(
+                ["-h", "127.0.0.1", "-p", redis.port, "--raw"] + arguments, environment: ["REDISCLI_AUTH": redis.password],
+                executable: URL(fileURLWithPath: "/usr/bin/redis-cli"))
+            return output.stdout
+        }
+        _ = try redisCLI(["XADD", stream + ":in", "*", "doc", APNsTestServer.line(hot)])
+        for number in 0..<10 { _ = try redisCLI(["XADD", stream + ":in", "*", "doc", APNsTestServer.line(APNsTestServer.token(number))]) }
+        let run = try RunningCLI(
+            server.sendArguments([
+                "--redis", "redis://127.0.0.1:\(redis.port)", "--from", stream + ":in", "--group", "g", "--to", stream + ":out",
+            ]), environment: server.environment.merging(["KINDLY_PUSH_REDIS_PASSWORD": redis.password]) { $1 })
+        defer { kill(run.process.processIdentifier, SIGTERM) }
+        #expect(run.waitUntil { (try? redisCLI(["XLEN", stream + ":out"]))?.hasPrefix("10") == true }, "\(run.stderr)")
+        // Several of the worker's rounds for held entries (0.2 s, doubling) go by.
+        usleep(4_000_000)
+        #expect(try server.records().filter { $0["token"] as? String == hot }.count == 1)
+        let pending = try redisCLI(["XPENDING", stream + ":in", "g"]).split(separator: "\n").map(String.init)
+        #expect(pending.first == "1", "\(pending)")
+        #expect(run.process.isRunning, "\(run.stderr)")
+    }
+
     @Test("no server: each line's error is io after the retries; one document exits 74")
     func noServer() throws {
         let server = try APNsTestServer()

@@ -16,7 +16,8 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
 - 200 with an apns-id, or APNs's status and {"reason"} body (410 with "timestamp");
 - SETTINGS_MAX_CONCURRENT_STREAMS 1 on a new connection, raised after its first request is
   answered (as APNs does once a token is accepted);
-- faults on demand from a script: answers per device token (429, 500, 503, 410, ...), a GOAWAY
+- faults on demand from a script: answers per device token (429, 500, 503, 410, ..., each with a
+  "retry_after" header value if it says so), a GOAWAY
   (declaring the N-th request never processed) or a dropped connection after N requests, a
   delay before each answer; the initial and raised stream limits; the least time between two
   tokens (for tools/bench, whose runs each sign one); the ALPN protocols offered ("alpn": a
@@ -187,6 +188,9 @@ class Server:
         steps = self.answers.get(token)
         if steps:
             step = steps.pop(0)
+            if "retry_after" in step:
+                # Read by answer() right after this call (no await in between).
+                connection.extra_headers = [("retry-after", str(step["retry_after"]))]
             return step["status"], step.get("reason", REASON_OF.get(step["status"]))
         return 200, None
 
@@ -352,7 +356,7 @@ class Connection:
             "headers": {k: v for k, v in headers.items() if not k.startswith(":") and k != "authorization"},
             "authorization": headers.get("authorization"), "payload": stream["body"].decode("utf-8", "replace"),
             "status": status, "reason": reason, "apns_id": apns_id, "open_streams": stream["open_streams"],
-            "limit": stream["limit"], "note": note, "time": self.server.now()})
+            "limit": stream["limit"], "note": note, "time": self.server.now(), "at": time.monotonic()})
 
     async def answer(self, stream_id):
         if self.delay:
@@ -371,7 +375,8 @@ class Connection:
             if status == 410:
                 document["timestamp"] = self.server.now() * 1000
             body = json.dumps(document).encode()
-        headers = [(":status", str(status)), ("apns-id", apns_id)]
+        headers = [(":status", str(status)), ("apns-id", apns_id)] + getattr(self, "extra_headers", [])
+        self.extra_headers = []
         if body:
             headers += [("content-type", "application/json"), ("content-length", str(len(body)))]
         self.record_stream(stream_id, status, None, reason, apns_id)

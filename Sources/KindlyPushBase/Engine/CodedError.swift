@@ -69,6 +69,9 @@ package struct CodedError: Error, Sendable {
     /// the worker's (an unreachable server, a locked keyring): a Redis worker counts each round of
     /// such an entry as a delivery, so that --max-deliveries ends it.
     package var countsAsDelivery = false
+    /// For a transient failure, the least time before asking again, in milliseconds (an
+    /// answer's `retry-after`); nil for the asker's own backoff.
+    package var retryAfter: Int?
     /// A `bad_input` text that is the start of a JSON object or array its end cuts short: in
     /// `--jsonl`, a document pretty-printed over several lines (``InputProblem``).
     package var endsInsideDocument = false

@@ -21,6 +21,8 @@ package enum LineEngine {
         package var isTransient = false
         /// The transient failure is the input's own (``CodedError/countsAsDelivery``).
         package var countsAsDelivery = false
+        /// The least wait before asking again, in milliseconds (``CodedError/retryAfter``).
+        package var retryAfter: Int?
         /// The error object's message, for a dead-letter entry.
         package var message = ""
         /// The push's failure, when the error is one.
@@ -92,6 +94,7 @@ package enum LineEngine {
             outcome.error = error.code
             outcome.isTransient = error.isTransient
             outcome.countsAsDelivery = error.countsAsDelivery
+            outcome.retryAfter = error.retryAfter
             outcome.message = error.message
             outcome.failure = error.decryptionFailure
             JSONWriter.write(error.jsonObject, to: &output)

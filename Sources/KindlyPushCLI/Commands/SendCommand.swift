@@ -36,7 +36,9 @@ package struct SendCommand: Command {
         ExpiredProviderToken (that request is sent again). A silent push (aps has
         content-available and no alert) goes as apns-push-type background with priority 5,
         every other as alert with priority 10. 429, 500 and 503 are retried with exponential
-        backoff and jitter (5 attempts); a GOAWAY or a dropped connection reconnects and sends
+        backoff and jitter (5 attempts), never sooner than the answer's retry-after (one over
+        60 s ends the push at once, its result with "retry_after"); a server whose TLS handshake
+        chooses no h2 is refused; a GOAWAY or a dropped connection reconnects and sends
         again what was in flight, so a push can reach APNs twice (at least once, never lost).
         SIGTERM or SIGINT stop the reading; what was read is sent and answered, then send exits.
         The exit status is 0 whenever a result was printed, whatever APNs answered.
