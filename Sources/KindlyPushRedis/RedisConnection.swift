@@ -58,6 +58,8 @@ final class RedisConnection {
     private let context: UnsafeMutablePointer<redisContext>?
     private let tls: RedisTLSStream?
     private let limits: Limits
+    /// How long a reply may take (milliseconds), for the message of one that did not come.
+    private let commandTimeout: Int
 
     /// Connects to `endpoint` within `connectTimeout` ms; reads and writes then time out after
     /// `commandTimeout` ms; replies are held to `limits`.
@@ -65,6 +67,7 @@ final class RedisConnection {
         _ endpoint: RedisOptions.Endpoint, tls options: RedisOptions.TLS? = nil, connectTimeout: Int, commandTimeout: Int, limits: Limits
     ) throws(RedisConnectionLost) {
         self.limits = limits
+        self.commandTimeout = commandTimeout
         if let options, case .tcp(let host, let port) = endpoint {
             let stream = try RedisTLSStream(
                 host: host, port: port, tls: options, connectTimeout: connectTimeout, commandTimeout: commandTimeout)
@@ -132,6 +135,19 @@ final class RedisConnection {
         }
     }
 
+    /// Why a read failed: the timeout said as one (hiredis gives the socket's EAGAIN as
+    /// "Resource temporarily unavailable"), else hiredis's error.
+    private func readFailure(_ context: UnsafeMutablePointer<redisContext>) -> String {
+        let text = Self.errorText(context)
+        guard context.pointee.err == REDIS_ERR_IO, text == Errno(rawValue: EAGAIN).description else { return text }
+        return Self.noAnswer(within: commandTimeout)
+    }
+
+    /// A reply that did not come within `milliseconds`.
+    static func noAnswer(within milliseconds: Int) -> String {
+        "Redis did not answer within \(Double(milliseconds) / 1000) s (a server that hangs, or one too busy to answer)"
+    }
+
     /// What went wrong on the connection: hiredis's error, or for TLS its reader's.
     private var errorText: String {
         if let context { return Self.errorText(context) }
@@ -189,7 +205,7 @@ final class RedisConnection {
             if let tls {
                 try tls.fill()
             } else if let context {
-                guard redisBufferRead(context) == REDIS_OK else { throw RedisConnectionLost(reason: Self.errorText(context)) }
+                guard redisBufferRead(context) == REDIS_OK else { throw RedisConnectionLost(reason: readFailure(context)) }
             }
             if let reader = tls?.reader ?? context?.pointee.reader, reader.pointee.len - reader.pointee.pos > limits.bytes {
                 throw RedisConnectionLost(reason: "a reply of the server is over \(limits.bytes) bytes: the connection is closed")

@@ -21,8 +21,11 @@ final class RedisTLSStream {
     /// server that wants one closes TLS 1.3 right after the handshake, before its first answer.
     private var hasReceived = false
     private let presentsCertificate: Bool
+    /// How long a reply may take (milliseconds).
+    private let commandTimeout: Int
 
     init(host: String, port: Int32, tls: RedisOptions.TLS, connectTimeout: Int, commandTimeout: Int) throws(RedisConnectionLost) {
+        self.commandTimeout = commandTimeout
         let place = "\(host):\(port)"
         presentsCertificate = tls.certificateFile != nil
         let socket = try Self.connect(host: host, port: port, timeout: connectTimeout, place: place)
@@ -188,6 +191,7 @@ final class RedisTLSStream {
                     reason: "TLS: the server closed the connection before its first answer"
                         + " (a server that asks for a client certificate does: give --tls-cert and --tls-key)")
             }
+            if count < 0, errno == EAGAIN { throw RedisConnectionLost(reason: RedisConnection.noAnswer(within: commandTimeout)) }
             throw RedisConnectionLost(reason: count == 0 ? "the server closed the connection" : "TLS read failed: \(Self.sslError())")
         }
         hasReceived = true

@@ -19,7 +19,7 @@ package enum RedisTiming {
     /// anew; a shorter one goes on with it.
     static let settled = 10_000
     /// With nothing to read, the read is asked again after this, doubled up to the longest (a
-    /// read that could block would bring entries of any size: reads go through ``RedisWorker/readScript``).
+    /// read that could block would bring entries of any size: reads go through ``RedisScripts/read``).
     static let firstIdlePoll = 5
     static let longestIdlePoll = 100
 }
@@ -32,93 +32,11 @@ package let configExitStatus: Int32 = 78
 /// Its loop: take over entries pending longer than `--claim-idle` (`XAUTOCLAIM`), else read new
 /// ones (`XREADGROUP ... >`, blocking up to a second), turn each entry's `doc` into the line
 /// `--jsonl` prints for it (``LineEngine/appendOutputLine(for:at:processor:scratch:to:lines:)``, the
-/// same code), and commit the batch with one script (``commitScript``): per entry, `XACK` and,
+/// same code), and commit the batch with one script (``RedisScripts/commit``): per entry, `XACK` and,
 /// only when that acknowledged it, `XADD` of the output. The script runs atomically, so a worker
 /// killed at any point leaves its batch pending and unwritten, and a batch committed twice (by
 /// a stalled worker and by the one that took it over, or after a reconnection) is written once.
 package final class RedisWorker<P: DocumentProcessor> {
-    /// Per entry: `XACK` it and, only when that acknowledged it (1), `XADD` its output, or for a
-    /// dead letter its original `doc` (read here, on the server, so that the worker never holds an
-    /// oversized one), the code, the message, the delivery count and the consumer.
-    /// KEYS: input, output, dead-letter stream (the output when there is none); ARGV: group,
-    /// consumer, then per entry id, kind (`o` output, `d` dead letter), output line or code,
-    /// message, delivery count.
-    static var commitScript: String {
-        """
-        local written = 0
-        for i = 3, #ARGV, 5 do
-          if redis.call('XACK', KEYS[1], ARGV[1], ARGV[i]) == 1 then
-            if ARGV[i + 1] == 'd' then
-              local doc = ''
-              local found = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
-              if found[1] and found[1][2] then
-                local fields = found[1][2]
-                for j = 1, #fields, 2 do
-                  if fields[j] == 'doc' then doc = fields[j + 1]; break end
-                end
-              end
-              redis.call('XADD', KEYS[3], '*', 'doc', doc, 'in', ARGV[i], 'code', ARGV[i + 2], 'message', ARGV[i + 3],
-                'deliveries', ARGV[i + 4], 'consumer', ARGV[2])
-            else
-              redis.call('XADD', KEYS[2], '*', 'doc', ARGV[i + 2], 'in', ARGV[i])
-            end
-            written = written + 1
-          end
-        end
-        return written
-        """
-    }
-
-    /// Reads new entries (`XREADGROUP ... >`) or takes over idle ones (`XAUTOCLAIM`, then their
-    /// delivery counts from `XPENDING`) on the server, and answers per entry only what the worker
-    /// may hold: `[id, deliveries, doc fields, doc]`, the doc replaced by its length when over the
-    /// limit and by "" when the entry was delivered more than --max-deliveries times (counted
-    /// before its body is read) or has not exactly one `doc` (-1: deleted). So no reply is larger
-    /// than a batch of documents of the limit (issue 31, findings 2 and 12).
-    /// KEYS: input; ARGV: group, consumer, count, limit, max deliveries, idle ("" for new
-    /// entries), cursor. Answer: `[cursor, entries]`.
-    static var readScript: String {
-        """
-        local entries, cursor = {}, ''
-        if ARGV[6] == '' then
-          local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
-          if r and r[1] then entries = r[1][2] end
-        else
-          local r = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[6], ARGV[7], 'COUNT', ARGV[3])
-          cursor = r[1]
-          entries = r[2]
-        end
-        local counts = {}
-        if ARGV[6] ~= '' and #entries > 0 then
-          local p = redis.call('XPENDING', KEYS[1], ARGV[1], entries[1][1], entries[#entries][1], #entries, ARGV[2])
-          for _, item in ipairs(p) do counts[item[1]] = item[4] end
-        end
-        local limit, most = tonumber(ARGV[4]), tonumber(ARGV[5])
-        local out = {}
-        for _, entry in ipairs(entries) do
-          local id, fields = entry[1], entry[2]
-          local docs, doc = 0, false
-          if fields then
-            for j = 1, #fields, 2 do
-              if fields[j] == 'doc' then
-                docs = docs + 1
-                if not doc then doc = fields[j + 1] end
-              end
-            end
-          else
-            docs = -1
-          end
-          local deliveries = counts[id] or 1
-          local body = ''
-          if deliveries <= most and docs == 1 then
-            if #doc > limit then body = #doc else body = doc end
-          end
-          out[#out + 1] = {id, deliveries, docs, body}
-        end
-        return {cursor, out}
-        """
-    }
-
     /// One input entry: its id, its `doc` (`nil` when it is not read: see ``problem``) and how
     /// many times it was delivered.
     struct Entry {
@@ -358,8 +276,8 @@ package final class RedisWorker<P: DocumentProcessor> {
         }
         let setup = try made.pipeline([
             [Array("XGROUP".utf8), Array("CREATE".utf8), input, group, Array("0".utf8), Array("MKSTREAM".utf8)],
-            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.commitScript.utf8)],
-            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.readScript.utf8)],
+            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.commit.utf8)],
+            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.read.utf8)],
         ])
         if let message = setup[0].errorMessage, !message.hasPrefix("BUSYGROUP") {
             fail(.io, "Redis refused to create the group '\(options.group)' on '\(options.input)': \(message)")
@@ -376,8 +294,8 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// Loads both scripts again (the server's scripts were flushed: `NOSCRIPT`).
     private func reloadScripts(on connection: RedisConnection) throws(RedisConnectionLost) {
         let loaded = try connection.pipeline([
-            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.commitScript.utf8)],
-            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(Self.readScript.utf8)],
+            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.commit.utf8)],
+            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.read.utf8)],
         ])
         guard case .string(let hash) = loaded[0], case .string(let read) = loaded[1] else {
             throw RedisConnectionLost(reason: loaded[0].errorMessage ?? loaded[1].errorMessage ?? "SCRIPT LOAD failed")
@@ -479,12 +397,12 @@ package final class RedisWorker<P: DocumentProcessor> {
     }
 
     /// The group's pending and lag figures, for `--metrics`, at most every second: `XINFO GROUPS`
-    /// run on the server by ``groupFiguresScript``, which answers this group's two numbers only,
+    /// run on the server by ``RedisScripts/groupFigures``, which answers this group's two numbers only,
     /// so that a stream with hundreds of groups gives a reply of two numbers, not one over the
     /// reply bound (a reconnection every second, for ever).
     private func readGroupFigures(on connection: RedisConnection) throws(RedisConnectionLost) {
         nextGroupFigures = Self.now() + 1000
-        let reply = try connection.command([Array("EVAL".utf8), Array(Self.groupFiguresScript.utf8), Array("1".utf8), input, group])
+        let reply = try connection.command([Array("EVAL".utf8), Array(RedisScripts.groupFigures.utf8), Array("1".utf8), input, group])
         if let message = reply.errorMessage { try serverError(message) }
         let figures = reply.elements
         guard figures.count == 2 else { return }
@@ -492,23 +410,6 @@ package final class RedisWorker<P: DocumentProcessor> {
             $0.pending = figures[0].integer
             $0.lag = figures[1].integer.flatMap { $0 < 0 ? nil : $0 }
         }
-    }
-
-    /// KEYS: input; ARGV: group. Answer: `[pending, lag]` of that group (lag -1 when Redis does
-    /// not know it), or `[]` when there is no such group.
-    static var groupFiguresScript: String {
-        """
-        for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
-          local name, pending, lag = nil, 0, -1
-          for i = 1, #g, 2 do
-            if g[i] == 'name' then name = g[i + 1]
-            elseif g[i] == 'pending' then pending = g[i + 1]
-            elseif g[i] == 'lag' and g[i + 1] then lag = g[i + 1] end
-          end
-          if name == ARGV[1] then return {pending, lag} end
-        end
-        return {}
-        """
     }
 
     /// The entries held for a transient failure, once their backoff (0.1 s doubling to 5 s) is

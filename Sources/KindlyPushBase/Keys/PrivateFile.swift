@@ -314,12 +314,18 @@ package enum PrivateFile {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = entryName(entry)
             if name != ".", name != ".." { names.append(name) }
         }
         return names
+    }
+
+    /// The name of a `readdir` entry, read where it lies: a record is only as long as its name
+    /// (copying `d_name`, a 256-byte field, reads past the end of the last record of a buffer).
+    /// `entry` is what `readdir` returned.
+    package static func entryName(_ entry: UnsafeRawPointer) -> String {
+        let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        return String(cString: (entry + offset).assumingMemoryBound(to: CChar.self))
     }
 
     /// A new file without a name in `folder` (opened for writing, close-on-exec, mode 0600

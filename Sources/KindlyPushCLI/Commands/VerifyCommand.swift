@@ -61,7 +61,7 @@ package struct VerifyCommand: Command {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = PrivateFile.entryName(UnsafeRawPointer(entry))
             if name.hasSuffix(".json"), !name.hasPrefix("."), entry.pointee.d_type != DT_DIR { names.append(name) }
         }
         let prefix = folder.hasSuffix("/") ? folder : folder + "/"

@@ -39,19 +39,13 @@ enum FileKeyringChecks {
         }
         var lines = [ownershipCheck("file-keyring", path: folder, status: status, wantedMode: 0o700, kind: "folder")]
 
-        guard let directory = opendir(folder) else {
+        guard let names = PrivateFile.entryNames(in: folder) else {
             let code = errno
             return lines + [
                 DoctorCheck(
                     "file-keyring", .problem, "\(folder) cannot be read: \(Errno(code))",
                     action: "chmod 700 \(folder)", details: [pathDetail])
             ]
-        }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != ".", name != ".." { names.append(name) }
         }
         for name in names.sorted() {
             let path = folder + "/" + name
