@@ -78,8 +78,10 @@ let package = Package(
         // is not libsodium's). Only KindlyPushRedis and KindlyPushAPNs link it.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // libmicrohttpd (Debian libmicrohttpd-dev), the HTTP server of what the workers serve
-        // (`--metrics`); its header is on the compiler's default path. Only KindlyPushRedis links it.
-        .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
+        // (`--metrics`), behind a C layer of its own: microhttpd.h includes the socket headers,
+        // and a module that exported them would own their constants for every file of a
+        // whole-module build. Only KindlyPushRedis links it.
+        .target(name: "CHTTPServer", linkerSettings: [.linkedLibrary("microhttpd")]),
         // libcurl (Debian libcurl4-openssl-dev: HTTP/2 through nghttp2, TLS through OpenSSL), for
         // `send`; its headers are on the compiler's default path. Only KindlyPushAPNs links it.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -167,7 +169,7 @@ let package = Package(
         // group (hiredis); it knows no command line. `redis-status`'s reading too.
         .target(
             name: "KindlyPushRedis",
-            dependencies: ["KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL", "CMicroHTTPD"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "CHiredis", "COpenSSL", "CHTTPServer"],
             swiftSettings: strictSettings
         ),
         // `--redis` and `redis-status` for the command line: the document commands run by

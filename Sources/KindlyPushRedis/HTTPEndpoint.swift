@@ -1,4 +1,4 @@
-internal import CMicroHTTPD
+internal import CHTTPServer
 internal import KindlyPushBase
 internal import KindlyPushCore
 
@@ -20,8 +20,8 @@ internal import KindlyPushCore
 /// The handler runs on the serving thread: it must answer at once (the worker's figures are read
 /// under a lock, never computed there).
 final class HTTPEndpoint: @unchecked Sendable {
-    // Unchecked: `daemon` is set once before the thread starts, and `open` is touched only on the
-    // serving thread (libmicrohttpd calls `notify` and `answer` from `MHD_run_wait`).
+    // Unchecked: `server` is set once before the thread starts, and `open` is touched only on the
+    // serving thread (libmicrohttpd calls `notify` and `answer` from `kp_http_run_wait`).
 
     /// One answer.
     struct Response: Sendable {
@@ -42,9 +42,9 @@ final class HTTPEndpoint: @unchecked Sendable {
     let limits: Limits
     private let handler: Handler
     private let listener: Int32
-    private var daemon: OpaquePointer?
+    private var server: OpaquePointer?
     /// The open connections: their descriptors, their deadlines, and whether they were shut down.
-    private var open: [OpaquePointer: (descriptor: Int32, deadline: ContinuousClock.Instant, shut: Bool)] = [:]
+    private var open: [UnsafeMutableRawPointer: (descriptor: Int32, deadline: ContinuousClock.Instant, shut: Bool)] = [:]
 
     /// Listens on `host:port` (an IP address, or `localhost`); `option` names the flag in errors
     /// (a `usage` error for an address that is not one, `io` for one that cannot be bound).
@@ -59,14 +59,14 @@ final class HTTPEndpoint: @unchecked Sendable {
     func start() -> Bool {
         let context = Unmanaged.passRetained(self).toOpaque()
         let idle = UInt32(limits.deadline.components.seconds) + 1
-        guard let started = kp_mhd_start(listener, limits.connections, idle, limits.memory, Self.answer, Self.notify, context) else {
+        guard let started = kp_http_start(listener, limits.connections, idle, limits.memory, Self.answer, Self.notify, context) else {
             Unmanaged<HTTPEndpoint>.fromOpaque(context).release()
             return false
         }
-        daemon = started
+        server = started
         return WorkerThread.detach { [self] in
             while true {
-                _ = MHD_run_wait(daemon, 250)
+                _ = kp_http_run_wait(server, 250)
                 enforceDeadlines()
             }
         }
@@ -82,19 +82,14 @@ final class HTTPEndpoint: @unchecked Sendable {
         }
     }
 
-    private static let notify: MHD_NotifyConnectionCallback = { context, connection, _, event in
+    private static let notify: kp_http_notify = { context, connection, descriptor, started in
         guard let context, let connection else { return }
         let endpoint = Unmanaged<HTTPEndpoint>.fromOpaque(context).takeUnretainedValue()
-        switch event {
-        case .CONNECTION_NOTIFY_STARTED:
-            endpoint.open[connection] = (kp_mhd_connection_fd(connection), .now + endpoint.limits.deadline, false)
-        default:
-            endpoint.open[connection] = nil
-        }
+        endpoint.open[connection] = started != 0 ? (descriptor, .now + endpoint.limits.deadline, false) : nil
     }
 
-    private static let answer: MHD_AccessHandlerCallback = { context, connection, url, method, _, _, _, _ in
-        guard let context, let connection, let url, let method else { return .NO }
+    private static let answer: kp_http_handler = { context, connection, url, method in
+        guard let context, let connection, let url, let method else { return 0 }
         let endpoint = Unmanaged<HTTPEndpoint>.fromOpaque(context).takeUnretainedValue()
         let verb = String(cString: method)
         guard verb == "GET" || verb == "HEAD" else {
@@ -104,15 +99,9 @@ final class HTTPEndpoint: @unchecked Sendable {
         return endpoint.queue(endpoint.handler(path.prefix { $0 != "?" }), on: connection, allow: false)
     }
 
-    private func queue(_ response: Response, on connection: OpaquePointer, allow: Bool) -> MHD_Result {
-        var body = Array(response.body.utf8)
-        let made = body.withUnsafeMutableBytes { MHD_create_response_from_buffer($0.count, $0.baseAddress, .RESPMEM_MUST_COPY) }
-        guard let made else { return .NO }
-        defer { MHD_destroy_response(made) }
-        _ = MHD_add_response_header(made, "Content-Type", response.type)
-        _ = MHD_add_response_header(made, "Connection", "close")
-        if allow { _ = MHD_add_response_header(made, "Allow", "GET, HEAD") }
-        return MHD_queue_response(connection, response.status, made)
+    private func queue(_ response: Response, on connection: UnsafeMutableRawPointer, allow: Bool) -> Int32 {
+        let body = Array(response.body.utf8)
+        return body.withUnsafeBytes { kp_http_respond(connection, response.status, response.type, $0.baseAddress, $0.count, allow ? 1 : 0) }
     }
 
     /// A bound, listening, non-blocking socket on `host:port`.
