@@ -57,6 +57,7 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
     }
     if name == "help" {
         guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(table.commands, width: width)) }
+        if let builtin = Help.builtin(named: topic, width: width) { return Terminal.printText(builtin) }
         guard let entry = table.entry(named: topic) else { return unknownSubcommand(topic, among: table.commands) }
         return Terminal.printText(Help.command(entry.command, width: width))
     }

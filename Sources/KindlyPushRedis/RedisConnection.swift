@@ -143,6 +143,13 @@ final class RedisConnection {
         return Self.noAnswer(within: commandTimeout)
     }
 
+    /// What to say of a server's error reply `message` to a command of the session: for
+    /// `NOAUTH` (no password given), where to give one.
+    static func refusal(_ message: String) -> String {
+        guard message.hasPrefix("NOAUTH") else { return "Redis: \(message)" }
+        return "Redis asks for a password (\(message)): give it in \(RedisOptions.passwordVariable) or \(RedisOptions.passwordFileVariable)"
+    }
+
     /// A reply that did not come within `milliseconds`.
     static func noAnswer(within milliseconds: Int) -> String {
         "Redis did not answer within \(Double(milliseconds) / 1000) s (a server that hangs, or one too busy to answer)"

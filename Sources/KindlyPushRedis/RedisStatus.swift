@@ -41,7 +41,7 @@ package struct RedisStatus {
             if let message = reply.errorMessage { throw CodedError(.io, "Redis refused the credentials or the database: \(message)") }
         }
         if let message = replies[setup].errorMessage ?? replies[setup + 1].errorMessage {
-            throw CodedError(.io, "Redis: \(message)")
+            throw CodedError(.io, RedisConnection.refusal(message))
         }
         guard case .integer(let length) = replies[setup] else { throw CodedError(.io, "Redis: XLEN gave no number") }
         var found: [String: RedisReply]?

@@ -243,12 +243,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             if index == 0, options.server.password != nil {
                 fail(.io, "Redis refused the credentials (AUTH): \(message)")
             }
-            if message.hasPrefix("NOAUTH") {
-                fail(
-                    .io,
-                    "Redis asks for a password (\(message)): give it in \(RedisOptions.passwordVariable) or \(RedisOptions.passwordFileVariable)"
-                )
-            }
+            if message.hasPrefix("NOAUTH") { fail(.io, RedisConnection.refusal(message)) }
             if index < checks { fail(.io, "Redis refused SELECT \(options.server.database): \(message)") }
             fail(.io, "Redis: \(message)")
         }

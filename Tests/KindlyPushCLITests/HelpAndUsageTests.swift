@@ -87,6 +87,16 @@ struct HelpAndUsageTests {
         #expect(try CLI.run(["-h"]).stdout == output.stdout)
     }
 
+    @Test("help help and help version describe the built-ins: exact, exit 0")
+    func builtinsHaveHelp() throws {
+        let help = try CLI.run(["help", "help"], stdin: "")
+        #expect(help.status == 0 && help.stderr.isEmpty)
+        #expect(help.stdout == "OVERVIEW: Show help for a subcommand.\nUSAGE: kindly-push help [<subcommand>]\n")
+        let version = try CLI.run(["help", "version"], stdin: "")
+        #expect(version.status == 0 && version.stderr.isEmpty)
+        #expect(version.stdout == "OVERVIEW: Print the version (as --version does).\nUSAGE: kindly-push version\n")
+    }
+
     @Test("check --help is exact")
     func checkHelp() throws {
         let output = try CLI.run(["check", "--help"])

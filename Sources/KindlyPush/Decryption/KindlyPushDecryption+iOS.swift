@@ -60,6 +60,12 @@ extension KindlyPushDecryption {
         isDecrypted(userInfo: userInfo)
     }
 
+    /// ``isDecrypted(userInfo:)-(JSONObject)`` for a ``NotificationContent/userInfo``,
+    /// unlabeled as the iOS SDK's `isDecrypted(content.userInfo)` is called.
+    public static func isDecrypted(_ userInfo: JSONObject) -> Bool {
+        isDecrypted(userInfo: userInfo)
+    }
+
     /// ``isDecrypted(userInfo:)-(Data)``, unlabeled as in the iOS SDK.
     public static func isDecrypted(_ userInfo: Data) -> Bool {
         isDecrypted(userInfo: userInfo)

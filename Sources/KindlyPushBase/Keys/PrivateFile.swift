@@ -28,7 +28,24 @@ public enum PrivateFileError: Error, Sendable, Equatable, CustomStringConvertibl
     /// without the sticky bit).
     case unsafeFolder(path: String, mode: UInt32)
 
-    public var description: String {
+    public var description: String { described(as: "key file") }
+
+    /// The description for a file that holds another secret than a key (`noun`: "password
+    /// file"): its rules are a key file's, its messages name it for what it is.
+    package func described(as noun: String) -> String {
+        switch self {
+        case .tooOpen(let path, let mode) where mode & UInt32(S_IFMT) != UInt32(S_IFDIR):
+            return "\(path): permissions \(String(mode & 0o777, radix: 8)) are too open; a \(noun) must be 0600 (chmod 600 \(path))"
+        case .tooLarge(let path): return "\(path): too large for a \(noun)"
+        case .notOwned(let path, let owner) where noun != "key file":
+            let user = geteuid()
+            return "\(path): owned by \(PrivateFile.userName(owner)) (uid \(owner)), not by \(PrivateFile.userName(user)) (uid \(user)), "
+                + "who runs kindly-push; a \(noun) of another user is refused"
+        default: return keyFileDescription
+        }
+    }
+
+    private var keyFileDescription: String {
         switch self {
         case .missing(let path): return "\(path): no such file"
         case .exists(let path): return "\(path): already exists; refusing to overwrite a key"

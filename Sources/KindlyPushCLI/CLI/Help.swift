@@ -11,9 +11,16 @@ package enum Help {
 
     /// The words that are no command but run as one (`kindly-push help decrypt`,
     /// `kindly-push version`), for the root help, the completions and the typo suggestions.
-    package static let builtins: [(name: String, abstract: String)] = [
-        ("help", "Show help for a subcommand."), ("version", "Print the version (as --version does)."),
+    package static let builtins: [(name: String, abstract: String, usage: String)] = [
+        ("help", "Show help for a subcommand.", "kindly-push help [<subcommand>]"),
+        ("version", "Print the version (as --version does).", "kindly-push version"),
     ]
+
+    /// `help help`, `help version`: a built-in's overview and usage.
+    package static func builtin(named name: String, width: Int = 80) -> String? {
+        guard let builtin = builtins.first(where: { $0.name == name }) else { return nil }
+        return wrap("OVERVIEW: " + builtin.abstract, width: width, indent: 0) + "USAGE: \(builtin.usage)\n"
+    }
 
     /// The column where option help starts.
     package static let helpColumn = 26

@@ -6,12 +6,11 @@ internal import KindlyPushCore
 #endif
 
 extension RedisOptions {
-    package static let url = Option<String>(
-        "--redis", "URL",
+    package static let url = Option<String>("--redis", "URL", urlHelp + "with --jobs N, N entries of a batch at once (default: 1).")
+    /// `--redis`'s help up to what `--jobs` does, which only the commands that take `--jobs` add.
+    package static let urlHelp =
         "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
-            + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning); "
-            + "with --jobs N, N entries of a batch at once (default: 1)."
-    )
+        + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning); "
     package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(
         worker: "--group", "GROUP", "the consumer group (created at the start of the input stream when missing).")
@@ -139,7 +138,7 @@ extension RedisOptions {
         do throws(PrivateFileError) {
             text = try PrivateFile.readText(path)
         } catch {
-            throw CodedError(.io, "\(passwordFileVariable): \(error)")
+            throw CodedError(.io, "\(passwordFileVariable): \(error.described(as: "password file"))")
         }
         while text.last?.isNewline == true { text.removeLast() }
         guard !text.isEmpty else { throw CodedError(.usage, "\(passwordFileVariable): the file '\(path)' is empty") }

@@ -75,8 +75,11 @@ package struct SendCommand: Command {
     package static let output = StreamOptions.output.help(
         "Write the results to this file (mode 0600) as they are known, as PATH.partial renamed to PATH at the end: a send killed outright leaves them in PATH.partial."
     )
-    /// The worker's options but `--ca-file`, which is send's own (for APNs and a `rediss://` server alike).
-    package static let redis = OptionGroup(RedisOptions.options, except: [caFile])
+    /// `--redis` without the `--jobs` that send does not take.
+    package static let redisURL = RedisOptions.url.help(
+        RedisOptions.urlHelp + "each push is sent once the one before it is answered (run several workers for more).")
+    /// The worker's other options but `--ca-file`, which is send's own (for APNs).
+    package static let redis = OptionGroup(RedisOptions.options, except: [caFile, redisURL])
     package static let help = SharedOptions.help.taken
 
     /// The production server and the development one.

@@ -73,6 +73,9 @@ struct IOSParityTests {
         let applied = KindlyPushDecryption.apply(TestPushes.payload, toUserInfo: push)
         #expect(KindlyPushDecryption.isDecrypted(applied))
         #expect(!KindlyPushDecryption.isDecrypted(push))
+        // A content's userInfo, as iOS code passes `content.userInfo`.
+        #expect(KindlyPushDecryption.isDecrypted(try #require(applied.objectValue)))
+        #expect(!KindlyPushDecryption.isDecrypted(try #require(push.objectValue)))
         let payload: KindlyPushDecryption.DecryptedPayload = TestPushes.payload
         #expect(payload.chatId == "c-1")
         let opened = Locked<[String]>([])
