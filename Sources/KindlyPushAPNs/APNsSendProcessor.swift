@@ -44,7 +44,8 @@ package struct APNsSendProcessor: DocumentProcessor {
         output += line
         // A result is a success whatever APNs answered; a line's error object names its code.
         guard line.firstRange(of: Array(#""error":{"code":"#.utf8)) != nil else { return .success }
-        return .errorObject(.badInput)
+        let message = (try? JSONReader.parse(line))?["error"]?["message"]?.stringValue ?? ""
+        return .errorObject(.badInput, message: message)
     }
 
     /// What the worker must not commit as the entry's result: a push that reached no server

@@ -114,14 +114,15 @@ package enum Completion: Sendable, Equatable {
     case success
     case notKindly
     /// The output is the line's error object, which the command wrote itself (`seal
-    /// --recipients-inline` puts the line's `"id"` in it): `--summary` counts its code.
-    case errorObject(ErrorCode)
+    /// --recipients-inline` puts the line's `"id"` in it): `--summary` counts its code, a
+    /// worker's dead letter carries its message.
+    case errorObject(ErrorCode, message: String)
 
     package var exitStatus: Int32 {
         switch self {
         case .success: return 0
         case .notKindly: return ErrorCode.decryption(.notKindly).exitStatus
-        case .errorObject(let code): return code.exitStatus
+        case .errorObject(let code, _): return code.exitStatus
         }
     }
 }

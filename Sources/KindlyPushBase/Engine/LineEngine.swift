@@ -87,7 +87,10 @@ package enum LineEngine {
         }
         switch result {
         case .success(let completion):
-            if case .errorObject(let code) = completion { outcome.error = code }
+            if case .errorObject(let code, let message) = completion {
+                outcome.error = code
+                outcome.message = message
+            }
         case .failure(let error):
             output.removeSubrange(start...)
             outcome.spread = lines && error.endsInsideDocument

@@ -129,14 +129,14 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
     }
 
     /// A line that fails: in line mode with an `"id"` or a `"token"`, its error object with them
-    /// after `"error"` (``Completion/errorObject(_:)``); the error itself otherwise.
+    /// after `"error"` (``Completion/errorObject(_:message:)``); the error itself otherwise.
     private func failure(_ error: CodedError, tags: CorrelationID, into output: inout [UInt8]) throws(CodedError) -> Completion {
         guard tags.isTagged, stream.isLineMode else { throw error }
         JSONWriter.write(error.jsonObject, to: &output)
         output.removeLast()
         tags.appendErrorMembers(to: &output)
         output.append(UInt8(ascii: "}"))
-        return .errorObject(error.code)
+        return .errorObject(error.code, message: error.message)
     }
 
     /// The general path: the line read with the strict reader, its plaintext checked and sealed
