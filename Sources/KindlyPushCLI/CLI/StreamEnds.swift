@@ -58,8 +58,9 @@ package enum InputFiles {
 /// A journal (``init(journalFor:)``, `send`'s results) is the other way round: its lines record
 /// what cannot be undone, so none may be lost to a kill. It is written as `PATH.partial`, a
 /// visible file, as each line is known, and renamed to PATH when the run ends, however it ends
-/// but killed outright; a killed run's `PATH.partial` keeps every line written, and the next run
-/// into PATH refuses to start until it has been moved away.
+/// but killed outright; a killed run's `PATH.partial` keeps every line written (the last may be
+/// cut short: SIGKILL stops a write between two pages), and the next run into PATH refuses to
+/// start until it has been moved away.
 package struct OutputTarget: ~Copyable {
     package let descriptor: Int32
     /// The named temporary file; nil for standard output, a nameless file and a direct write.
