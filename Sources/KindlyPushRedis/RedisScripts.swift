@@ -38,7 +38,7 @@ enum RedisScripts {
     /// may hold: `[id, deliveries, doc fields, doc]`, the doc replaced by its length when over the
     /// limit and by "" when the entry was delivered more than --max-deliveries times (counted
     /// before its body is read) or has not exactly one `doc` (-1: deleted). So no reply is larger
-    /// than a batch of documents of the limit (issue 31, findings 2 and 12). New entries are read
+    /// than a batch of documents of the limit. New entries are read
     /// one at a time, and no more once what was read reaches a batch of documents of the limit:
     /// the script's work is bounded too (a batch of 50 MB entries read at once took the server
     /// longer than the worker waits for a reply, and each lost reply counted a delivery).

@@ -398,12 +398,8 @@ struct SendTests {
         let hot = APNsTestServer.token(99)
         let server = try APNsTestServer(script: ["answers": [hot: [["status": 429, "reason": "TooManyRequests", "retry_after": 600]]]])
         let stream = "retry-after:\(UUID().uuidString.prefix(8))"
-        func redisCLI(_ arguments: [String]) throws -> String {
-            let output = try CLI.run(
-                ["-h", "127.0.0.1", "-p", redis.port, "--raw"] + arguments, environment: ["REDISCLI_AUTH": redis.password],
-                executable: URL(fileURLWithPath: "/usr/bin/redis-cli"))
-            return output.stdout
-        }
+        // The suite's redis-server through redis-cli, as the read script's tests reach it.
+        let redisCLI = { (arguments: [String]) throws -> String in try RedisReadScriptTests.redisCLI(arguments) }
         _ = try redisCLI(["XADD", stream + ":in", "*", "doc", APNsTestServer.line(hot)])
         for number in 0..<10 { _ = try redisCLI(["XADD", stream + ":in", "*", "doc", APNsTestServer.line(APNsTestServer.token(number))]) }
         let run = try RunningCLI(
