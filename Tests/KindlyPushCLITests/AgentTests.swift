@@ -67,10 +67,14 @@ struct AgentTests {
     }
 
     /// The agent on standard input (or `file`), with --verbose and an --on-open that records
-    /// KINDLY_CHAT_ID (or "unset").
-    func agent(file: String? = nil, extra: [String] = []) throws -> RunningCLI {
+    /// KINDLY_CHAT_ID (or "unset"); `serverBudget` replaces the session's budget for each call
+    /// to the notification server.
+    func agent(file: String? = nil, extra: [String] = [], serverBudget: Duration? = nil) throws -> RunningCLI {
         var environment = DesktopSession.environment
         environment["RECORD"] = record
+        if let serverBudget {
+            environment["KINDLY_PUSH_TEST_NOTIFICATION_BUDGET_MS"] = "\(serverBudget.components.seconds * 1000)"
+        }
         let run = try RunningCLI(
             [
                 "notify", "--follow", file ?? "-", "--key-file", keys.keyFile, "--state", state, "--verbose", "--on-open",
@@ -100,6 +104,13 @@ struct AgentTests {
             ["banner shown", "placeholder shown", "already shown", "nothing to show"].contains { line.contains($0) }
                 || line.contains(": line ")
         }.count
+    }
+
+    /// What the agent said besides its per-push lines (a failure's context).
+    static func unusual(_ run: RunningCLI) -> String {
+        run.stderr.split(separator: "\n").filter { line in
+            !["banner shown", "placeholder shown", "already shown", "nothing to show"].contains { line.contains($0) }
+        }.joined(separator: " / ")
     }
 
     /// Waits until the agent decided `count` lines.
@@ -132,7 +143,8 @@ struct AgentTests {
 
     /// Checks dunst's history against the stream: every banner and placeholder once, nothing else.
     /// Every expected notification shown once, nothing else.
-    func checkShown(_ items: [Item]) throws {
+    /// `unusual`: what the agent said besides its per-push lines, for a failure's message.
+    func checkShown(_ items: [Item], unusual: String = "") throws {
         // dunst displays as many as fit and queues the rest: closing those on screen shows the
         // next ones, so close until none is left (each closed one goes to the history).
         var empty = 0
@@ -151,8 +163,10 @@ struct AgentTests {
         }
         let missing = Set(expected).subtracting(shown).sorted()
         let extra = Set(shown).subtracting(expected).sorted()
-        #expect(missing.isEmpty && extra.isEmpty, "missing \(missing), extra \(extra)")
-        #expect(shown.count == Set(shown).count, "shown twice: \(Dictionary(grouping: shown) { $0 }.filter { $0.value.count > 1 }.keys)")
+        #expect(missing.isEmpty && extra.isEmpty, "missing \(missing), extra \(extra); the agent said: \(unusual)")
+        #expect(
+            shown.count == Set(shown).count,
+            "shown twice: \(Dictionary(grouping: shown) { $0 }.filter { $0.value.count > 1 }.keys); the agent said: \(unusual)")
     }
 
     @Test("200 live pushes, SetAppState mid-stream: banner, placeholder or nothing as display-rules.md says; duplicates once; taps open")
@@ -186,7 +200,7 @@ struct AgentTests {
             }
             try #require(Self.waitForDecided(run, sent), "\(run.stderr)")
             #expect(run.stderr.contains("kindly-push: bad_input: line 2: "), "\(run.stderr)")
-            try checkShown(try stream().map(\.item))
+            try checkShown(try stream().map(\.item), unusual: Self.unusual(run))
 
             // A tap on a banner (the app not started): --on-open with the chat id, and Opened.
             run.write(try push(900, chat: "tap-b") + "\n")
@@ -245,7 +259,7 @@ struct AgentTests {
             try FileManager.default.moveItem(atPath: file, toPath: file + ".1")
             _ = FileManager.default.createFile(atPath: file, contents: Data(items[60..<80].map { $0.line + "\n" }.joined().utf8))
             try #require(Self.waitForDecided(second, 80), "\(second.stderr)")
-            try checkShown(items)
+            try checkShown(items, unusual: Self.unusual(first) + " | " + Self.unusual(second))
             kill(second.process.processIdentifier, SIGINT)
             #expect(second.finish() == 0, "\(second.stderr)")
         }
@@ -268,7 +282,7 @@ struct AgentTests {
             #expect(Self.decided(first) < 12, "\(first.stderr)")
             let second = try agent(file: file)
             try #require(Self.waitForDecided(second, 12), "\(second.stderr)")
-            try checkShown(items)
+            try checkShown(items, unusual: Self.unusual(first) + " | " + Self.unusual(second))
             kill(second.process.processIdentifier, SIGTERM)
             #expect(second.finish() == 0, "\(second.stderr)")
         }
@@ -604,7 +618,8 @@ struct AgentTests {
             let dunst = try #require(pid_t(digits), "\(owner.stdout) \(owner.stderr)")
             let file = keys.url.appendingPathComponent("stream.jsonl").path
             #expect(FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600]))
-            let run = try agent(file: file)
+            // The budget of a desktop: a stopped server costs 2 s, then the pushes wait.
+            let run = try agent(file: file, serverBudget: .seconds(2))
             let items = try (0..<3).map { index in
                 Item(index: index, line: try push(index, chat: "h-\(index)"), expected: .banner)
             }

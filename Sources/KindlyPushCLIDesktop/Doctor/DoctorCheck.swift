@@ -178,11 +178,10 @@ final class DoctorContext {
         }
     }
 
-    /// How long the notification server has for each of doctor's two calls: 0.7 s. The test
-    /// suite's hook `KINDLY_PUSH_TEST_NOTIFICATION_BUDGET_MS` sets another, so that a test of
-    /// what the server answers does not depend on how soon a loaded machine schedules it.
+    /// How long the notification server has for each of doctor's two calls: 0.7 s (the test
+    /// hook of ``CommandEnvironment/notificationServerBudget(default:)`` sets another).
     static func notificationServerBudget(_ environment: CommandEnvironment) -> Duration {
-        environment["KINDLY_PUSH_TEST_NOTIFICATION_BUDGET_MS"].flatMap { Int($0) }.map { .milliseconds($0) } ?? .milliseconds(700)
+        environment.notificationServerBudget(default: .milliseconds(700))
     }
 
     /// Asks the notification server for its capabilities and who it is, as `notify` finds it
