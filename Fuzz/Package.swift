@@ -1,5 +1,5 @@
 // swift-tools-version: 6.0
-// libFuzzer targets for KindlyPush (issue 6). A package of its own, so that the root package's
+// libFuzzer targets for KindlyPush. A package of its own, so that the root package's
 // `swift build` never sees them: build and run them with `tools/fuzz` (see README.md, "Fuzzing").
 import PackageDescription
 

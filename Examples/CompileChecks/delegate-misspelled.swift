@@ -1,4 +1,4 @@
-// Compiles, since issue 32: a near-miss of the requirement's label. The iOS SDK gives
+// Compiles: a near-miss of the requirement's label. The iOS SDK gives
 // `shouldHandleNotification(notification:)` a default implementation that returns true, and so
 // does this library now (seed-delegate-default.swift); this method is then a method of its own,
 // the delegate is never asked, and every banner shows. It stays here, checked by tools/examples,

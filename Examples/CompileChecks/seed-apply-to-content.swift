@@ -1,5 +1,5 @@
 // Compiles: `apply(_:to:)` on content held by reference, as the iOS SDK's push guide declares it
-// (tools/examples; issue 32, shape 1). Seed (push guide, "api"):
+// (tools/examples). Seed (push guide, "api"):
 //   public static func apply(_ payload: DecryptedPayload, to content: UNMutableNotificationContent)
 // `UNMutableNotificationContent` becomes `MutableNotificationContent`; the value type's
 // `apply(payload, to: &content)` stays beside it.

@@ -1,5 +1,5 @@
 // Compiles: a delegate that implements nothing, as the iOS SDK's push guide allows it
-// (tools/examples; issue 32, shape 7). Seed (push guide, "notes"):
+// (tools/examples). Seed (push guide, "notes"):
 //   the method has a default implementation that returns true, so you only need to implement it
 //   if you want to observe or intercept notifications
 import KindlyPush

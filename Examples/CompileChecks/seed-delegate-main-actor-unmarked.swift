@@ -1,6 +1,6 @@
 // Must not compile: seed-delegate-main-actor.swift without `@preconcurrency` on the conformance,
-// exactly as the iOS SDK's push guide writes it (tools/examples checks the error; issue 32,
-// shape 6). Swift 6 refuses a main-actor method as the answer to a requirement the handler calls
+// exactly as the iOS SDK's push guide writes it (tools/examples checks the
+// error). Swift 6 refuses a main-actor method as the answer to a requirement the handler calls
 // on the thread that delivered the push; the word is the one-line change "Porting from iOS" names.
 import KindlyPush
 

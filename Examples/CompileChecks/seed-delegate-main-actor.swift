@@ -1,5 +1,5 @@
 // Compiles: a view controller on the main actor that sets itself as the delegate and conforms in
-// an extension, as the iOS SDK's push guide writes it (tools/examples; issue 32, shape 6). Seed
+// an extension, as the iOS SDK's push guide writes it (tools/examples). Seed
 // (push guide, "implementation"):
 //   1. set the delegate: KindlySDK.delegate = self
 //   2. conform to KindlyChatClientDelegate: extension ViewController: KindlyChatClientDelegate {

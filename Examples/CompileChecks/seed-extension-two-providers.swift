@@ -1,5 +1,5 @@
 // Compiles: a host's own notification service extension that serves two providers, as the iOS
-// SDK's class reference describes it (tools/examples; issue 32, shape 2). Seed (class reference,
+// SDK's class reference describes it (tools/examples). Seed (class reference,
 // KindlyNotificationServiceExtension):
 //   Hosts that already have their own extension for another provider keep it and call
 //   `KindlyPushDecryption.decrypt(userInfo:)` plus `KindlyPushDecryption.apply(_:to:)` themselves.

@@ -1,5 +1,5 @@
 // Compiles: a notification handed to the handler as a notification, not as its userInfo, as the
-// iOS SDK's class reference and push guide declare it (tools/examples; issue 32, shape 8). Seeds
+// iOS SDK's class reference and push guide declare it (tools/examples). Seeds
 // (class reference, KindlySDK; push guide, "push notifications in handover"):
 //   class func notificationReceived(_ notification: UNNotification)
 //   kindlysdk notificationreceived( notification unnotification)

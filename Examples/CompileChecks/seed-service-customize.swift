@@ -1,5 +1,5 @@
 // Compiles: `customize(_:payload:)` overridden as the iOS SDK's class reference declares it, and
-// a stored property of the subclass updated in it (tools/examples; issue 32, shape 4). Seed
+// a stored property of the subclass updated in it (tools/examples). Seed
 // (class reference, KindlyNotificationServiceExtension):
 //   open func customize(_ content: UNMutableNotificationContent, payload: KindlyPushDecryption.DecryptedPayload?)
 // `UNMutableNotificationContent` becomes `MutableNotificationContent`. The stored `var` takes

@@ -1,6 +1,6 @@
 // Compiles: a service subclass that overrides `didReceive`, serves another provider's pushes and
 // calls `super` with the content handler for Kindly's, as the iOS SDK's class reference declares
-// it (tools/examples; issue 32, shape 5). Seed (class reference,
+// it (tools/examples). Seed (class reference,
 // KindlyNotificationServiceExtension):
 //   override open func didReceive(_ request: UNNotificationRequest,
 //       withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void)

@@ -1,5 +1,5 @@
 // Compiles: a notification service subclass that overrides the designated initializer, as the
-// iOS SDK's class reference declares it (tools/examples; issue 32, shape 3). Seed (class
+// iOS SDK's class reference declares it (tools/examples). Seed (class
 // reference, KindlyNotificationServiceExtension):
 //   | `init()` | `override public init()` | |
 import KindlyPush

@@ -1,6 +1,6 @@
 // Compiles: a host's own notification-center delegate on the main actor forwarding `willPresent`
-// and its UIKit-style completion handler, as the iOS SDK's push guide writes it (tools/examples;
-// issue 32, shape 5). Seeds (push guide, "your own delegate"; class reference, KindlySDK):
+// and its UIKit-style completion handler, as the iOS SDK's push guide writes it (tools/examples).
+// Seeds (push guide, "your own delegate"; class reference, KindlySDK):
 //   call kindlysdk notificationwillpresent(notification, completionhandler ) for kindly
 //   notifications from willpresent so the sdk's display rule applies
 //   class func notificationWillPresent(_ notification: UNNotification,

@@ -386,8 +386,8 @@ struct KpdService {
 };
 
 // Queues `call`, or answers the invocation with LimitsExceeded (and frees the call) when
-// KPD_SERVICE_MAX_QUEUED calls wait already (issue 31, finding 5: a flood took the agent to
-// 900 MB). TRUE when queued.
+// KPD_SERVICE_MAX_QUEUED calls wait already (without a bound, a flood of calls took the agent
+// to 900 MB). TRUE when queued.
 static gboolean service_queue(KpdService *service, KpdServiceCall call, GDBusMethodInvocation *invocation) {
     pthread_mutex_lock(&service->lock);
     gboolean room = g_queue_get_length(&service->calls) < KPD_SERVICE_MAX_QUEUED;

@@ -110,7 +110,7 @@ static atomic_int temporary_registering;
 static atomic_int temporary_terminating;
 // Every signal whose default action ends the process, but the crash signals (which have handlers
 // of their own, above) and SIGKILL: SIGTERM, SIGINT and SIGHUP, and also SIGUSR1, SIGALRM or
-// SIGXFSZ (from `ulimit -f`) ended a run with its plaintext left behind (issue 31, finding 10).
+// SIGXFSZ (from `ulimit -f`), which once ended a run with its plaintext left behind.
 // The real-time signals too (their default action is to terminate), added at run time.
 static const int temporary_signals[] = {
     SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPOLL, SIGSTKFLT, SIGPWR,

@@ -4,5 +4,5 @@
 // and the notification service extension's base class.
 //
 // Why two modules: the `kindly-push` command links `KindlyPushBase` alone, so that a one-shot
-// `decrypt` does not load Foundation and ICU (issue 12).
+// `decrypt` does not load Foundation and ICU (tools/bench-startup measures its start-up).
 @_exported public import KindlyPushBase

@@ -74,7 +74,7 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
             return try implementation.make(parsed, environment: environment).run()
         case .sibling(let sibling):
             // A worker's SIGTERM is held from here (the mask survives exec) until its handler is
-            // in place: a stop during start-up is a clean stop too (issue 33, item 5).
+            // in place: a stop during start-up is a clean stop too.
             if sibling == .redis, command is any DocumentCommand.Type { StopSignals.hold() }
             return sibling.exec(arguments, environment: environment)
         }

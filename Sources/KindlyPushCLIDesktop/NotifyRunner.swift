@@ -488,7 +488,7 @@ final class NotifySession {
         return 0
     }
 
-    // MARK: Pushes kept while the server does not answer (issue 31, finding 9)
+    // MARK: Pushes kept while the server does not answer
 
     /// At most this many pushes wait for the notification server (the oldest goes first).
     static let maximumKept = 256
@@ -544,7 +544,7 @@ final class NotifySession {
         return String(cString: real)
     }
 
-    /// The agent's one line at start (issue 33, item 4): what it follows, its bus name, its
+    /// The agent's one line at start: what it follows, its bus name, its
     /// keyring and how many keys it holds, its store; with no key at all, one warning that every
     /// push will show its placeholder. Never a secret.
     func announce(_ source: String) {
@@ -601,7 +601,7 @@ struct FollowedInput: ~Copyable {
             guard descriptor >= 0 else { throw CodedError(.io, "\(path): cannot open: \(Errno.current)") }
             var status = stat()
             fstat(descriptor, &status)
-            // Issue 31, finding 6: a device (/dev/zero, or a link to it) never ends and never
+            // A device (/dev/zero, or a link to it) never ends and never
             // waits; only a regular file or a FIFO is followed.
             guard [S_IFIFO, S_IFREG].contains(status.st_mode & S_IFMT) else {
                 close(descriptor)
@@ -633,7 +633,7 @@ struct FollowedInput: ~Copyable {
     /// The bytes one ``readLines(into:)`` reads at most (1 MiB) before the caller looks at signals.
     static let readBudget = 1 << 20
 
-    /// Why `path` may not be followed, or `nil` (issue 31, finding 7): another user can write it,
+    /// Why `path` may not be followed, or `nil`: another user can write it,
     /// or a folder on its way, by OpenSSH's rule for its own files (`secure_permissions`): the
     /// file and every folder of its real path are owned by this user or root, writable by no
     /// other user, and group-writable only when the group's one member is the owner (a user
@@ -730,8 +730,8 @@ struct FollowedInput: ~Copyable {
         return .init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), offset: offset - Int64(splitter.partialLineCount))
     }
 
-    /// Goes on from `position` when it is this FILE's (same device and inode) and within it
-    /// (issue 31, finding 8); otherwise the FILE is read from its start, as before.
+    /// Goes on from `position` when it is this FILE's (same device and inode) and within it;
+    /// otherwise the FILE is read from its start, as before.
     mutating func resume(from position: SQLiteDeduplicator.FollowPosition) {
         var status = stat()
         guard isRegularFile, offset == 0, fstat(file, &status) == 0, UInt64(status.st_dev) == position.device,
@@ -767,8 +767,8 @@ struct FollowedInput: ~Copyable {
             var events = [UInt8](repeating: 0, count: 4096)
             while events.withUnsafeMutableBytes({ read(watch, $0.baseAddress, $0.count) }) > 0 {}
         }
-        // At most a read budget at a time, so that the caller looks at signals between reads
-        // (issue 31, finding 6); a FILE with more to read is read again without waiting.
+        // At most a read budget at a time, so that the caller looks at signals between reads;
+        // a FILE with more to read is read again without waiting.
         guard try drain(into: &lines) else {
             unread = isRegularFile
             return

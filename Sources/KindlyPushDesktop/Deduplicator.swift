@@ -5,7 +5,7 @@ internal import KindlyPushCore
 /// `DevicePresentation` (whose identities the library's handler computes, so that the rule
 /// is written once): the store keeps only digests of these fields, keyed with its own secret.
 public struct StoreClaim: Sendable, Equatable {
-    /// The claim's namespace: a placeholder never takes a message's place (issue 20, point 2).
+    /// The claim's namespace: a placeholder never takes a message's place.
     public enum Namespace: UInt8, Sendable {
         /// A decrypted message (key id with message id, or with the envelope nonce).
         case message = 1

@@ -16,10 +16,10 @@ internal import KindlyPushCore
 ///   of the notifications to replace (one `BEGIN IMMEDIATE` transaction), the post and the record
 ///   of its id. Of twenty processes showing
 ///   banners of one chat at once, each waits for the one before, so each replaces the last
-///   banner instead of adding one (issue 20, point 9); of eight claiming one push, one posts.
+///   banner instead of adding one; of eight claiming one push, one posts.
 /// - Keys are keyed BLAKE2b digests, with a random 32-byte secret kept 0600 beside the file
 ///   (`PATH.key`): no message id or chat id is stored in clear, a guessable id cannot be
-///   recovered from the file alone, and two stores cannot be linked (issue 20, point 10).
+///   recovered from the file alone, and two stores cannot be linked.
 ///
 /// ## A kill while the server has the request
 ///
@@ -84,8 +84,8 @@ public final class SQLiteDeduplicator: Deduplicator {
     /// `$XDG_STATE_HOME/kindly-push/state.sqlite3`, by default
     /// `~/.local/state/kindly-push/state.sqlite3`.
     ///
-    /// Throws when neither an absolute `XDG_STATE_HOME` nor an absolute `HOME` is set (issue 20,
-    /// point 6): a store is never made under the current directory.
+    /// Throws when neither an absolute `XDG_STATE_HOME` nor an absolute `HOME` is set: a store
+    /// is never made under the current directory.
     public static func defaultPath(environment: [String: String]) throws(DeduplicationError) -> String {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/kindly-push/state.sqlite3" }
         guard let home = environment["HOME"], home.hasPrefix("/") else {
@@ -224,7 +224,7 @@ public final class SQLiteDeduplicator: Deduplicator {
         }
     }
 
-    /// How far a followed FILE was read and shown (issue 31, finding 8): the file's device and
+    /// How far a followed FILE was read and shown: the file's device and
     /// inode, and the offset after its last line that was handled. A restart on the same file
     /// goes on from there, instead of showing again what the store has forgotten since
     /// (`--dedup-ttl`); another file under that path is read from its start.

@@ -46,7 +46,7 @@ struct RedisConnectionLost: Error {
 /// longer than the timeout for a server that does not answer. Commands are sent with
 /// `redisAppendCommandArgv` (binary-safe), several at once as a pipeline.
 final class RedisConnection {
-    /// What one reply may allocate (issue 31, findings 2 and 12): the bytes the reader holds
+    /// What one reply may allocate: the bytes the reader holds
     /// unparsed, and the objects (strings, integers, arrays and their element slots) it builds.
     /// A reply over either ends the connection before hiredis allocates more.
     struct Limits {

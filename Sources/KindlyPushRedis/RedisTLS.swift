@@ -7,7 +7,7 @@ internal import KindlyPushCore
     import Glibc
 #endif
 
-/// A `rediss://` connection (issue 31, finding 13): a TCP socket, TLS from OpenSSL over it
+/// A `rediss://` connection: a TCP socket, TLS from OpenSSL over it
 /// (the server's certificate verified against `--ca-file` or the system's authorities, its
 /// host name or IP address checked; a client certificate when given), and hiredis's protocol
 /// reader fed with what TLS decrypts. Debian's hiredis (0.14) has no TLS of its own.

@@ -27,7 +27,7 @@ package enum RedisTiming {
 /// EX_CONFIG (sysexits.h): a worker whose keyring holds no device key refuses to start with it.
 package let configExitStatus: Int32 = 78
 
-/// One worker of a consumer group (issue 23, docs/running-at-scale.md).
+/// One worker of a consumer group (docs/running-at-scale.md).
 ///
 /// Its loop: take over entries pending longer than `--claim-idle` (`XAUTOCLAIM`), else read new
 /// ones (`XREADGROUP ... >`, blocking up to a second), turn each entry's `doc` into the line
@@ -150,7 +150,7 @@ package final class RedisWorker<P: DocumentProcessor> {
     func note(_ text: String) { log("kindly-push: \(text)") }
 
     /// The largest reply the worker reads: a batch of documents of the limit, with room for
-    /// the ids and the protocol (issue 31, findings 2 and 12).
+    /// the ids and the protocol.
     var replyLimits: RedisConnection.Limits {
         RedisConnection.Limits(bytes: options.batch * (processor.inputLimit + 1024) + (1 << 20), objects: options.batch * 8 + 1024)
     }
@@ -190,7 +190,7 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     /// What the start line says of the keys: `the file keyring (FOLDER) with 3 keys`; `nil` (and
     /// a `config` error, exit 78) when the command looks keys up and its keyring holds none, or
-    /// cannot say for a reason that waiting does not mend (issue 33, item 1). A locked or
+    /// cannot say for a reason that waiting does not mend. A locked or
     /// unreachable keyring is started with: its entries wait (``hold(_:)``).
     private func checkKeyring() -> String? {
         guard let keyring = processor.deviceKeyring else { return "no keyring (\(name) reads none)" }

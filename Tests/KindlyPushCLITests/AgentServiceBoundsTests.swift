@@ -3,7 +3,7 @@ import KindlyPushDesktop
 import Testing
 
 /// The agent's D-Bus service on a bus of the test's own, its calls taken by the test.
-@Suite("the agent's D-Bus service bounds what it keeps (issue 31, finding 5)", .offThePool)
+@Suite("the agent's D-Bus service bounds what it keeps", .offThePool)
 struct AgentServiceBoundsTests {
     @Test(
         "a chat id over 4096 bytes is refused with InvalidArgs and not kept; 64 calls wait at most, the next is refused with LimitsExceeded until the agent takes them"

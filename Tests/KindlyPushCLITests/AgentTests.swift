@@ -350,7 +350,7 @@ struct AgentTests {
         }
     }
 
-    /// Issue 20, point 1, through a running agent on `commands`' keyring: push 1 shows a banner;
+    /// A running agent follows a change to `commands`' keyring: push 1 shows a banner;
     /// after `change` and 2.1 s, push 2 shows none (`refused` says what was expected).
     func checkAgentFollows(
         _ commands: KeyringCommands, sealed: (Int) throws -> String, change: () throws -> Void, refused: String
@@ -372,7 +372,7 @@ struct AgentTests {
     }
 
     @Test(
-        "issue 20, point 1: a running agent refuses a revoked sender's push within 2 s of senders delete (needs CachingKeyring to follow revocations)"
+        "a running agent refuses a revoked sender's push within 2 s of senders delete (needs CachingKeyring to follow revocations)"
     )
     func revokedSender() async throws {
         try await DesktopSession.exclusive {
@@ -394,7 +394,7 @@ struct AgentTests {
         }
     }
 
-    @Test("issue 20, point 1: a running agent refuses a version 1 push within 2 s of the first senders add")
+    @Test("a running agent refuses a version 1 push within 2 s of the first senders add")
     func firstPin() async throws {
         try await DesktopSession.exclusive {
             let commands = KeyringCommands(folder: keys.url.appendingPathComponent("keyring-first-pin").path)
@@ -418,7 +418,7 @@ struct AgentTests {
     }
 
     @Test(
-        "issue 31, findings 6 and 7: --follow refuses a device or a link to one (64), and a FILE, FIFO or folder on the way that another user owns or can write (74); a group-writable file of the owner's private group is followed"
+        "--follow refuses a device or a link to one (64), and a FILE, FIFO or folder on the way that another user owns or can write (74); a group-writable file of the owner's private group is followed"
     )
     func followRefusesUnsafeInputs() async throws {
         try await DesktopSession.exclusive {
@@ -515,7 +515,7 @@ struct AgentTests {
         }
     }
 
-    @Test("issue 31, finding 6: a followed FILE replaced by a link to /dev/zero is not read; SIGTERM ends the agent at once, status 0")
+    @Test("a followed FILE replaced by a link to /dev/zero is not read; SIGTERM ends the agent at once, status 0")
     func followRotatedToDevice() async throws {
         try await DesktopSession.exclusive {
             let file = keys.url.appendingPathComponent("stream.jsonl").path
@@ -533,7 +533,7 @@ struct AgentTests {
     }
 
     @Test(
-        "issue 33, item 4: the agent's start line names what it follows, its bus name, its keyring and key count and its store; a keyring with no key gets one warning"
+        "the agent's start line names what it follows, its bus name, its keyring and key count and its store; a keyring with no key gets one warning"
     )
     func startLine() async throws {
         try await DesktopSession.exclusive {
@@ -565,7 +565,7 @@ struct AgentTests {
     }
 
     @Test(
-        "issue 31, finding 8: restarted on a followed FILE after its pushes left the store (--dedup-ttl), the agent goes on where it stopped: nothing shown twice; a new file under the path is read from its start"
+        "restarted on a followed FILE after its pushes left the store (--dedup-ttl), the agent goes on where it stopped: nothing shown twice; a new file under the path is read from its start"
     )
     func followPositionKept() async throws {
         try await DesktopSession.exclusive {
@@ -606,7 +606,7 @@ struct AgentTests {
     }
 
     @Test(
-        "issue 31, finding 9: pushes that arrive while the notification server hangs are kept and shown once it answers again, each once"
+        "pushes that arrive while the notification server hangs are kept and shown once it answers again, each once"
     )
     func keptWhileServerHangs() async throws {
         try await DesktopSession.exclusive {

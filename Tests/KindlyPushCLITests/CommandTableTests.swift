@@ -6,7 +6,7 @@ import KindlyPushCLIDesktop
 import KindlyPushCLIRedis
 import Testing
 
-/// Each binary's command table (issue 35, item 3): every binary lists every command, in the
+/// Each binary's command table: every binary lists every command, in the
 /// same order, and runs each one or hands it to a sibling that does; no command declares an
 /// option twice.
 @Suite("Command tables (KindlyPushCLI)", .offThePool)

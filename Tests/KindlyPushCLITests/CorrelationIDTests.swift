@@ -4,7 +4,7 @@ import KindlyPushCLI
 import KindlyPushCore
 import Testing
 
-@Suite("seal --recipients-inline: a line's \"id\" is copied to its output (issue 23)", .offThePool)
+@Suite("seal --recipients-inline: a line's \"id\" is copied to its output", .offThePool)
 struct CorrelationIDTests {
     static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
 
@@ -92,7 +92,7 @@ struct CorrelationIDTests {
     }
 }
 
-@Suite("--redis: the URL and the worker options (issue 23)", .offThePool)
+@Suite("--redis: the URL and the worker options", .offThePool)
 struct RedisOptionsTests {
     func options(_ arguments: [String], environment: CommandEnvironment = [:]) throws(CodedError) -> RedisOptions? {
         let parsed = try ParsedArguments.parse(arguments, specs: RedisOptions.options + StreamOptions.options, command: "seal")
@@ -166,7 +166,7 @@ struct RedisOptionsTests {
         }
     }
 
-    @Test("a URL's password leaves the arguments for KINDLY_PUSH_REDIS_PASSWORD; the user, host and database stay (issue 31, finding 1)")
+    @Test("a URL's password leaves the arguments for KINDLY_PUSH_REDIS_PASSWORD; the user, host and database stay")
     func passwordOutOfArguments() {
         var arguments = [
             "seal", "--redis", "redis://alice:p%40ss@10.0.0.5:6380/3", "--from", "in", "--redis=unix://:pw@/run/r.sock", "--to",

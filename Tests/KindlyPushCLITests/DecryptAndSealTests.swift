@@ -33,7 +33,7 @@ struct DecryptAndSealTests {
         let folder = try KeyFolder(key: item.vector.deviceKey)
         let pins = item.vector.pinnedSenderKeys.map { "--sender-key=" + $0.base64URL }
         let output = try CLI.run(["decrypt", "--key-file", folder.keyFile] + pins, stdin: JSONWriter.compactBytes(item.vector.apns))
-        // Issue 31, finding 3: the command pins no degenerate key (the library's reader, which the
+        // The command pins no degenerate key (the library's reader, which the
         // vector describes, still counts it as a pin: `verify` checks that).
         if item.vector.pinnedSenderKeys.contains(where: { $0.unusableReason != nil }) {
             #expect(output.status == 64, "\(output.stderr)")

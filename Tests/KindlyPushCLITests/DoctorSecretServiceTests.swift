@@ -61,7 +61,7 @@ struct DoctorSecretServiceTests {
     }
 
     @Test(
-        "issue 33, item 4: a collection that does not exist is a problem for doctor (it said unlocked), and keygen's refusal gives the same way out"
+        "a collection that does not exist is a problem for doctor (it once said unlocked), and keygen's refusal gives the same way out"
     )
     func missingCollection() throws {
         var environment = SecretServiceSession.environment

@@ -10,7 +10,7 @@ import Testing
 @testable import KindlyPushCLIDesktop
 @testable import KindlyPushRedis
 
-/// The figures that the code defines and the documentation states (issue 24: "no figure that the
+/// The figures that the code defines and the documentation states (the rule: "no figure that the
 /// code defines is restated in prose unless the test command checks it"). Each phrase is built
 /// from the constant the code uses, so that a changed constant fails here until its prose is
 /// changed too. Line breaks and runs of spaces in the documents count as one space.

@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Messages that say what to do (issue 24), through the real binary.
+/// Messages that say what to do, through the real binary.
 @Suite("kindly-push messages that say what to do", .offThePool)
 struct GuidingMessagesTests {
     /// A device public key to seal for.
@@ -36,7 +36,7 @@ struct GuidingMessagesTests {
         arguments: [
             ["decrypt", "--keyring", "file", "--jsonl"], ["check", "--jsonl", "--jobs", "1"],
             ["route", "--app-state", "background", "--jsonl", "--jobs", "2"], ["decrypt", "--keyring", "file", "--jsonl", "--apply"],
-            // Every reader of a line knows it from the reading that failed (issue 35: no line is
+            // Every reader of a line knows it from the reading that failed (no line is
             // read twice): the sealers' fast paths too.
             ["seal", "--public-key", sealingKey, "--jsonl"], ["seal", "--recipients-inline", "--jsonl"],
         ])

@@ -2,8 +2,9 @@ import Foundation
 import KindlyPush
 import Testing
 
-/// Issue 31 (hardening, round 4), through the real binary.
-@Suite("Hardening, round 4 (issue 31)", .offThePool)
+/// Hardening, round 4, through the real binary: degenerate keys are refused, and the
+/// senders.pinned marker keeps pinned mode.
+@Suite("Hardening (round 4)", .offThePool)
 struct HardeningRoundFourTests {
     /// base64url of the little-endian 32 bytes of `value` (given as its 32 bytes).
     static func key(_ bytes: [UInt8]) -> String {
@@ -19,7 +20,7 @@ struct HardeningRoundFourTests {
         return bytes
     }
 
-    /// The degenerate keys of finding 3: all-zero, one, p - 1 (order 4), an order-8 point, p and
+    /// Degenerate keys: all-zero, one, p - 1 (order 4), an order-8 point, p and
     /// p + 9 (the base point spelt non-canonically), the base point, and 2^255 + 9 (top bit set).
     static let degenerate: [(String, [UInt8])] = [
         ("all-zero", [UInt8](repeating: 0, count: 32)),
@@ -46,7 +47,7 @@ struct HardeningRoundFourTests {
         ("2^255 + 9", [9] + [UInt8](repeating: 0, count: 30) + [0x80]),
     ]
 
-    @Test("finding 3: senders add and --sender-key refuse degenerate sender keys with a reason, and pin nothing", arguments: degenerate)
+    @Test("senders add and --sender-key refuse degenerate sender keys with a reason, and pin nothing", arguments: degenerate)
     func degenerateSenderKeys(_ name: String, _ bytes: [UInt8]) throws {
         let folder = try KeyFolder()
         let environment = ["KINDLY_PUSH_KEYRING_DIR": folder.url.appendingPathComponent("keys").path]
@@ -65,7 +66,7 @@ struct HardeningRoundFourTests {
         #expect(decrypt.stderr.hasPrefix("kindly-push: usage: --sender-key: the sender public key "), "\(name): \(decrypt.stderr)")
     }
 
-    @Test("finding 3: seal refuses the base point and non-canonical device keys; a small-order one is refused as before")
+    @Test("seal refuses the base point and non-canonical device keys; a small-order one is refused as before")
     func degenerateDeviceKeys() throws {
         for (name, bytes) in Self.degenerate {
             let seal = try CLI.run(["seal", "--public-key", Self.key(bytes)], stdin: #"{"chat_id":"c","title":"t","body":"b"}"#)
@@ -88,7 +89,7 @@ struct HardeningRoundFourTests {
     }
 
     @Test(
-        "finding 4: with the senders.pinned marker and no correctly named pin (emptied, or an alias copy only), no push is trusted; doctor says so once and flags the alias",
+        "with the senders.pinned marker and no correctly named pin (emptied, or an alias copy only), no push is trusted; doctor says so once and flags the alias",
         arguments: ["emptied", "alias"])
     func markerWithoutPins(_ how: String) throws {
         let keyring = try HardeningRoundThreeTests.SharedKeyring("file")

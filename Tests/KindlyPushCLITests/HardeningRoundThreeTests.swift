@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Hardening, round 3 (issue 20), through the real binary.
+/// Hardening, round 3, through the real binary.
 @Suite("Hardening (round 3)", .offThePool)
 struct HardeningRoundThreeTests {
     static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
@@ -276,8 +276,8 @@ extension HardeningRoundThreeTests {
     // MARK: 4. Plaintext left by killed --output runs
 
     /// Signals whose default action ends the process (but the crash signals and SIGKILL): each
-    /// must remove the run's hidden file, as SIGTERM does (issue 31, finding 10: SIGUSR1, SIGALRM
-    /// and SIGXFSZ left it).
+    /// must remove the run's hidden file, as SIGTERM does (SIGUSR1, SIGALRM
+    /// and SIGXFSZ once left it).
     static let terminating: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ, SIGXCPU, SIGVTALRM, SIGPROF]
 
     @Test(
@@ -419,7 +419,7 @@ extension HardeningRoundThreeTests {
     static let badLocations: [(String, String)] = [
         ("KINDLY_PUSH_KEYRING_DIR", "keys"), ("KINDLY_PUSH_KEYRING_DIR", "./keys"), ("KINDLY_PUSH_KEYRING_DIR", "ABSOLUTE/keys\n"),
         ("HOME", "home"), ("HOME", "ABSOLUTE\n"),
-        // Issue 31, finding 17: a space or a tab at the end (or the start) is a quoting mistake too.
+        // A space or a tab at the end (or the start) is a quoting mistake too.
         ("KINDLY_PUSH_KEYRING_DIR", "ABSOLUTE/keys "), ("KINDLY_PUSH_KEYRING_DIR", "ABSOLUTE/keys\t"), ("HOME", "ABSOLUTE "),
     ]
 

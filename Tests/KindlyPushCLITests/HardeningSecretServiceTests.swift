@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Hardening, round 2 (issue 15), where a D-Bus session is needed: run under
+/// Hardening, round 2, where a D-Bus session is needed: run under
 /// tools/with-secret-service, which also installs what these tests run (dbus-run-session,
 /// python3-dbus, python3-gi).
 @Suite(

@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Hardening, round 2 (issue 15), through the real binary: crashes, ownership, leftovers of
+/// Hardening, round 2, through the real binary: crashes, ownership, leftovers of
 /// interrupted writes, bounded inputs, one-line errors, closed standard streams, a bus that never
 /// answers, a missing HOME.
 @Suite("Hardening (round 2)", .offThePool)

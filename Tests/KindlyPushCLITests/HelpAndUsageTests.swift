@@ -3,7 +3,7 @@ import Testing
 
 @Suite("kindly-push help and usage errors", .offThePool)
 struct HelpAndUsageTests {
-    @Test("issue 31, finding 16: notify neither lists nor takes the Redis worker's options (it read standard input instead)")
+    @Test("notify neither lists nor takes the Redis worker's options (it read standard input instead)")
     func notifyRefusesWorkerOptions() throws {
         let help = try CLI.run(["help", "notify"]).stdout
         for option in [

@@ -3,10 +3,11 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Issue 20, points 2, 6, 8, 9 and 10, through the real binary against dunst: each of these
-/// failed with the 0.2.0 binary (KINDLY_PUSH_BINARY pointed at a build of a2b2f6e).
+/// The store and the banner text of notify, through the real binary against dunst: a forged copy
+/// first, no HOME, hostile text, parallel runs of one chat, keyed digests. Each of these failed
+/// with the 0.2.0 binary (KINDLY_PUSH_BINARY pointed at a build of a2b2f6e).
 @Suite(
-    "notify hardening (issue 20)",
+    "notify hardening",
     .serialized, .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"), .offThePool)
 struct NotifyHardeningTests {
     let keys: KeyFolder
@@ -39,7 +40,7 @@ struct NotifyHardeningTests {
         return String(decoding: JSONWriter.compactBytes(.object(object)), as: UTF8.self)
     }
 
-    @Test("point 2: a forged copy delivered first shows a placeholder; the genuine push, after it, replaces it with its banner")
+    @Test("a forged copy delivered first shows a placeholder; the genuine push, after it, replaces it with its banner")
     func forgeryDoesNotClaimTheMessage() async throws {
         try await DesktopSession.exclusive {
             let genuine = try push(chat: "c-\(marker)", title: "Genuine \(marker)")
@@ -56,7 +57,7 @@ struct NotifyHardeningTests {
         }
     }
 
-    @Test("point 6: with HOME unset or empty, no store is made under the current directory; the push is still shown")
+    @Test("with HOME unset or empty, no store is made under the current directory; the push is still shown")
     func noHome() async throws {
         try await DesktopSession.exclusive {
             for home in ["-u", "HOME="] {
@@ -76,7 +77,7 @@ struct NotifyHardeningTests {
     }
 
     @Test(
-        "point 8: NUL, escape sequences, C0/C1 controls and bidi overrides never reach the server; such a chat id is not handed to --on-open"
+        "NUL, escape sequences, C0/C1 controls and bidi overrides never reach the server; such a chat id is not handed to --on-open"
     )
     func cleanText() async throws {
         try await DesktopSession.exclusive {
@@ -103,7 +104,7 @@ struct NotifyHardeningTests {
         }
     }
 
-    @Test("point 9: twenty parallel runs of one chat leave one banner")
+    @Test("twenty parallel runs of one chat leave one banner")
     func oneBannerUnderConcurrency() async throws {
         try await DesktopSession.exclusive {
             let pushes = try (0..<20).map { try push(chat: "one-\(marker)", title: "Par \(marker)", body: "b\($0)", messageID: "m\($0)") }
@@ -121,7 +122,7 @@ struct NotifyHardeningTests {
         }
     }
 
-    @Test("point 10: the store keys its digests with its own secret (0600 beside it): a guessable chat id cannot be found in it")
+    @Test("the store keys its digests with its own secret (0600 beside it): a guessable chat id cannot be found in it")
     func keyedStore() async throws {
         try await DesktopSession.exclusive {
             #expect(try notify(try push(chat: "c-1", title: "Keyed \(marker)", messageID: "m-1")).status == 0)

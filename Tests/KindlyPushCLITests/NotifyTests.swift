@@ -153,7 +153,7 @@ struct NotifyDesktopTests {
         }
     }
 
-    @Test("issue 35: the same push twice is shown once in every wire version and mode, banner or placeholder, as in version 1")
+    @Test("the same push twice is shown once in every wire version and mode, banner or placeholder, as in version 1")
     func samePushTwiceEveryVersion() async throws {
         let sender = SenderKey.generate()
         let sealings: [(name: String, wire: WireVersion, sender: SenderKey?)] = [
@@ -191,7 +191,7 @@ struct NotifyDesktopTests {
     }
 
     @Test(
-        "issue 35, the parity matrix's notify row: one-shot, --jsonl, --follow on standard input and on a FIFO, each case delivered twice, every version and mode as version 1"
+        "the parity matrix's notify row: one-shot, --jsonl, --follow on standard input and on a FIFO, each case delivered twice, every version and mode as version 1"
     )
     func parityMatrix() async throws {
         let matrix = try WireParityTests()

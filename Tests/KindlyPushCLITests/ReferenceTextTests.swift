@@ -2,7 +2,7 @@ import Foundation
 import KindlyPushCLI
 import Testing
 
-/// Help, usage and the man page as a user reads them (issue 24): usage wrapped at any width
+/// Help, usage and the man page as a user reads them: usage wrapped at any width
 /// without a word repeated or lost, each form with only its options, an example for every
 /// command, a man page that groff renders without a warning.
 @Suite("kindly-push reference text: usage, examples, man page", .offThePool)
@@ -156,7 +156,7 @@ struct ReferenceTextTests {
         return (output.stderr, output.stdout)
     }
 
-    @Test("issue 33, item 3: every environment variable the sources read is in the man page's ENVIRONMENT")
+    @Test("every environment variable the sources read is in the man page's ENVIRONMENT")
     func everyVariableInTheManPage() throws {
         let page = try CLI.run(["man"]).stdout
         let environment = try #require(

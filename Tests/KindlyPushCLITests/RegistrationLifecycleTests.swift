@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// `keygen --reuse` and `--push-mode automatic` (issue 10): registering again does not rotate the
+/// `keygen --reuse` and `--push-mode automatic`: registering again does not rotate the
 /// key, and automatic mode resolves from the declared presenter.
 @Suite("kindly-push keygen: reuse and automatic mode", .offThePool)
 struct RegistrationLifecycleTests {

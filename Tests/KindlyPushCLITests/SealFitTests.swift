@@ -36,7 +36,7 @@ struct SealFitTests {
                     chatId: "chat-42", title: "Anna", body: Self.body(unit, bytes: size), messageId: "m-7", extras: ["extra": [1, 2]])
                 let text = JSONWriter.compactBytes(.object(payload.object))
                 cases.append(("\(name), \(size) bytes", payload))
-                // `--fit` reads lines of up to 1 MiB (issue 23): every body goes through the command.
+                // `--fit` reads lines of up to 1 MiB: every body goes through the command.
                 #expect(text.count <= 1 << 20)
                 jsonl += String(decoding: text, as: UTF8.self) + "\n"
                 viaCLI.append(cases.count - 1)

@@ -4,7 +4,7 @@ import KindlyPushCore
 import Testing
 
 /// `seal --recipients-inline` and `seal --fit` with `--sender-key-file`: version 2 for many
-/// devices and for messages cut to fit (issues 11 and 14 together).
+/// devices and for messages cut to fit.
 @Suite("seal --recipients-inline and --fit with a sender key", .offThePool)
 struct SealVersionTwoStreamsTests {
     @Test("each line is version 2 from the sender, decrypts only where the sender is pinned, and a low-order key fails alone")

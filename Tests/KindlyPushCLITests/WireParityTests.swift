@@ -2,7 +2,7 @@ import Foundation
 import KindlyPush
 import Testing
 
-/// Issue 35, the parity matrix: every front end of the command, for every wire version and mode,
+/// The parity matrix: every front end of the command, for every wire version and mode,
 /// gives version 1's outcome for the same case, the pins a version needs given. What is compared
 /// is what does not depend on the version by design: the exit status, standard output (with
 /// `kindly` envelopes, which are the version's own, taken out of `--apply`'s documents) and the

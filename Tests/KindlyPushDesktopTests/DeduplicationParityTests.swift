@@ -40,7 +40,7 @@ enum DeliveryCase: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-/// Issue 35: the same push delivered twice is shown once, whatever its wire version; a reseal is
+/// The same push delivered twice is shown once, whatever its wire version; a reseal is
 /// the same message exactly when it names the same message id. Version 1's outcome is the
 /// reference for every other version (0.3.0 showed version 3 twice: its identity was read from
 /// `n`, which version 3 does not have).

@@ -60,7 +60,7 @@ struct DeduplicationIdentityTests {
         #expect(presentation(["aps": ["alert": "x"]], keys: [key]).envelopeIdentity == nil)
     }
 
-    @Test("issue 20, point 2: a push that does not decrypt claims nothing of the message, only its placeholder's envelope")
+    @Test("a push that does not decrypt claims nothing of the message, only its placeholder's envelope")
     func undecryptableClaimsNoMessage() throws {
         let key = DeviceKey.generate()
         let genuine = try sealedPush(for: key)
@@ -166,7 +166,7 @@ struct DeduplicatorTests {
         #expect(try tag(try sealedPush(for: key, chat: "c-1", messageID: "m-5"), store: other) != first, "another store, another key")
     }
 
-    @Test("issue 20, point 10: digests are keyed with a per-store secret, 0600 beside the file; two stores cannot be linked")
+    @Test("digests are keyed with a per-store secret, 0600 beside the file; two stores cannot be linked")
     func keyedDigests() throws {
         let folder = try TemporaryFolder()
         let key = DeviceKey.generate()
@@ -195,7 +195,7 @@ struct DeduplicatorTests {
         #expect(throws: DeduplicationError.self) { try SQLiteDeduplicator(path: folder.path + "/one/state.sqlite3") }
     }
 
-    @Test("issue 20, point 6: no HOME and no XDG_STATE_HOME is an error, never a store under the current directory")
+    @Test("no HOME and no XDG_STATE_HOME is an error, never a store under the current directory")
     func noHome() throws {
         #expect(throws: DeduplicationError.self) { try SQLiteDeduplicator.defaultPath(environment: [:]) }
         #expect(throws: DeduplicationError.self) { try SQLiteDeduplicator.defaultPath(environment: ["HOME": ""]) }
@@ -275,7 +275,7 @@ struct DeduplicatorTests {
         }
     }
 
-    @Test("issue 20, point 9: twenty connections posting banners of one chat at once: each replaces the last, one notification")
+    @Test("twenty connections posting banners of one chat at once: each replaces the last, one notification")
     func concurrentChat() throws {
         let folder = try TemporaryFolder()
         let path = folder.path + "/state/state.sqlite3"

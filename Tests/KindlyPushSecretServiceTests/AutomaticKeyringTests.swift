@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushSecretService
 import Testing
 
-/// One rule for where keys live (issue 22): the command's `--keyring auto` and the library's
+/// One rule for where keys live: the command's `--keyring auto` and the library's
 /// `SecretServiceKeyring.automatic()` find the same key (serialized: the tests set the process's
 /// default keyring).
 @Suite("Automatic keyring", .serialized, .offThePool)

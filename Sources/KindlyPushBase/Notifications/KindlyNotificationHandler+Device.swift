@@ -161,7 +161,7 @@ extension KindlyNotificationHandler {
     }
 }
 
-/// Banner text as a notification server may receive it (issue 20, point 8): a NUL would cut the
+/// Banner text as a notification server may receive it: a NUL would cut the
 /// text short in C, escape sequences and other controls reach a terminal-like renderer, and
 /// bidirectional overrides make a text read differently from what it holds.
 public enum NotificationText {

@@ -1,5 +1,5 @@
 /// `--redis URL --from STREAM --group GROUP --to STREAM` and the rest: a document command as a
-/// worker of a Redis Streams consumer group (issue 23, docs/running-at-scale.md). Each input
+/// worker of a Redis Streams consumer group (docs/running-at-scale.md). Each input
 /// entry's `doc` field is one document, as one `--jsonl` line; each output entry has `doc`, the
 /// line `--jsonl` prints for it, and `in`, the input entry's id.
 package struct RedisOptions: Sendable, Equatable {

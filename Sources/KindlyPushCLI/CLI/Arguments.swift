@@ -218,7 +218,7 @@ extension Array where Element == OptionSpec {
 /// Parsed command-line arguments of one command, read with the keys that declared the options.
 ///
 /// Lists, not a `Set` and dictionaries: a command line names a handful of options, and a
-/// one-shot run then maps no hashing code of the standard library for them (issue 12).
+/// one-shot run then maps no hashing code of the standard library for them.
 package struct ParsedArguments: Sendable {
     private var flags: [String] = []
     private var values: [(name: String, value: String)] = []
@@ -333,7 +333,7 @@ extension String {
     /// The text before and after the first `=`, or nil without one.
     ///
     /// Why bytes and not `firstIndex(of:)`: a Character search runs the grapheme-breaking code
-    /// and reads its Unicode tables, which a one-shot run would map only for this (issue 12).
+    /// and reads its Unicode tables, which a one-shot run would map only for this.
     package func splitAtFirstEquals() -> (before: String, after: String)? {
         guard let equals = utf8.firstIndex(of: UInt8(ascii: "=")) else { return nil }
         return (

@@ -7,7 +7,7 @@
 /// Why not `[String: String]`: building a dictionary of the whole environment hashes every
 /// name, and that alone maps the standard library's hashing and dictionary code into every
 /// one-shot run (about 0.4 MB of peak memory for `decrypt --key-file`, measured with
-/// tools/bench-startup; issue 12). A command reads a handful of variables once, so a list
+/// tools/bench-startup). A command reads a handful of variables once, so a list
 /// read in order costs nothing that matters.
 package struct CommandEnvironment: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     private var entries: [(key: String, value: String)]

@@ -13,7 +13,7 @@ internal import KindlyPushCore
 ///
 /// Why siblings at all: `kindly-push` links neither libsecret, GIO and SQLite, nor hiredis, nor
 /// libcurl, so that a one-shot `decrypt --key-file` starts as fast as a program that prints a
-/// line (issue 12; docs/architecture.md, "Four binaries").
+/// line (tools/bench-startup; docs/architecture.md, "Four binaries").
 package struct CommandTable: Sendable {
     /// How a binary runs one command.
     package enum Runner: Sendable {

@@ -5,7 +5,7 @@ internal import KindlyPushCore
 /// the Secret Service keyring.
 ///
 /// `kindly-push` itself links none of libsecret, GIO and SQLite, so that a one-shot
-/// `decrypt --key-file` starts as fast as a program that prints a line (issue 12). When a
+/// `decrypt --key-file` starts as fast as a program that prints a line. When a
 /// command needs them (see ``Command/needsDesktop(_:environment:)``), its ``CommandTable`` hands
 /// the run to `kindly-push-desktop` (``SiblingBinary/desktop``), whose table links these services.
 package protocol DesktopServices: Sendable {

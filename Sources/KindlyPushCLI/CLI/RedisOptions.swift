@@ -146,7 +146,7 @@ extension RedisOptions {
     }
 
     /// Takes the password of a `--redis` URL out of the command's arguments before anything else
-    /// runs (issue 31, finding 1): the URL keeps its user, host, port and database; the password
+    /// runs: the URL keeps its user, host, port and database; the password
     /// goes to `KINDLY_PUSH_REDIS_PASSWORD` in the environment the command runs with (and passes
     /// on to `kindly-push-redis`, whose argument list never holds it); the text of the process's
     /// own arguments (what `/proc/PID/cmdline` shows every local user) is overwritten in place.
@@ -308,7 +308,7 @@ extension RedisOptions {
 
 /// What only `kindly-push-redis` (and `kindly-push-send`) can do, because it links hiredis: run
 /// a document command as a Redis Streams worker. `kindly-push` links no hiredis (its start-up is
-/// measured, issue 12): given `--redis`, its ``CommandTable`` hands the run to
+/// measured by tools/bench-startup): given `--redis`, its ``CommandTable`` hands the run to
 /// `kindly-push-redis` (``SiblingBinary/redis``), as it hands the Secret Service to
 /// `kindly-push-desktop`.
 package protocol RedisServices: Sendable {

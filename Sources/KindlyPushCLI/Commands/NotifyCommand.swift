@@ -54,7 +54,7 @@ package struct NotifyCommand: DesktopOnlyCommand {
     package static let dedupTTL = Option<String>(
         "--dedup-ttl", "DURATION", "Forget shown pushes after this long: N, Ns, Nm, Nh or Nd (default: 7d).")
     // decrypt's key options. Not the Redis worker's: notify reads standard input, a file or a
-    // FIFO (issue 31, finding 16: it listed --redis and ignored it).
+    // FIFO (it once listed --redis and ignored it).
     package static let keyFile = KeyringOptions.keyFile.taken
     package static let keyring = KeyringOptions.keyring.taken
     package static let senderKey = KeyringOptions.senderKey.taken

@@ -2,7 +2,7 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push redis-status --redis URL --from STREAM --group GROUP`: a consumer group's backlog
-/// as an operator reads it (issue 33, item 2): the stream's length, the group's lag and pending
+/// as an operator reads it: the stream's length, the group's lag and pending
 /// entries, each consumer's pending entries and idle time, the dead-letter stream's length.
 package struct RedisStatusCommand: Command {
     package static let name = "redis-status"

@@ -10,7 +10,7 @@ package enum StandardInput {
     /// The limit of docs/spec/streams.md: a document (or a line) over 64 KiB is `bad_input`.
     package static let maximumDocumentSize = WireFormat.maximumInputSize
 
-    /// The limit of `seal --fit` (issue 23): bodies of any length up to it are cut to fit, so it
+    /// The limit of `seal --fit`: bodies of any length up to it are cut to fit, so it
     /// is well past the 64 KiB of the other inputs; a document is still read into memory whole,
     /// one line at a time, so memory stays bounded by it.
     package static let fitDocumentSize = 1 << 20
@@ -21,7 +21,7 @@ package enum StandardInput {
     /// plaintext, for seal) and freed.
     package static func readDocument(descriptor: Int32 = STDIN_FILENO, limit: Int = maximumDocumentSize) throws(CodedError) -> [UInt8] {
         // Not zero-filled: pages that read() never reaches stay unmapped, so a push of a few
-        // hundred bytes costs a page of memory, not 64 KiB (issue 12: start-up memory).
+        // hundred bytes costs a page of memory, not 64 KiB (start-up memory).
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: limit + 1, alignment: 1)
         var length = 0
         defer {

@@ -88,7 +88,7 @@ enum KeyringChecks {
         let took = "\(listing.took.components.seconds * 1000 + listing.took.components.attoseconds / 1_000_000_000_000_000) ms"
         switch listing.result {
         case .success(nil):
-            // issue 33, item 4: doctor said "unlocked" here, and keygen then failed.
+            // A missing collection is a problem: doctor once said "unlocked" here while keygen failed.
             return [
                 DoctorCheck("secret-service", .ok, "answers (in \(took))"),
                 DoctorCheck(

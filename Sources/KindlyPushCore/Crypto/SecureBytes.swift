@@ -109,8 +109,8 @@ package struct SecureBytes: Sendable {
     /// lock to read it.
     ///
     /// Why not `@TaskLocal`: reading a task-local starts the concurrency runtime's task-local
-    /// machinery in every run of the command line, for a hook that only tests set (issue 12:
-    /// start-up memory); a `pthread_getspecific` costs nothing.
+    /// machinery in every run of the command line, for a hook that only tests set (at a
+    /// cost in start-up memory); a `pthread_getspecific` costs nothing.
     static var wipeObserver: (@Sendable (UnsafeRawBufferPointer) -> Void)? {
         guard let box = pthread_getspecific(wipeObserverKey) else { return nil }
         return Unmanaged<WipeObserverBox>.fromOpaque(box).takeUnretainedValue().observer

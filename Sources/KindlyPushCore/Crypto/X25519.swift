@@ -65,7 +65,7 @@ package enum X25519 {
         guard status == 0 else { throw .allZeroSharedSecret }
     }
 
-    /// Why `publicKey` (32 bytes) cannot be a peer's key, or `nil` (issue 31, finding 3): a value
+    /// Why `publicKey` (32 bytes) cannot be a peer's key, or `nil`: a value
     /// of p = 2^255 − 19 or more, or with its top bit set (another spelling of a smaller one,
     /// such as p + 9 for the base point); the base point 9 itself, whose shared secret with a key
     /// is that key's public key; and, unless `smallOrder` is false, a point of small order (0, 1,

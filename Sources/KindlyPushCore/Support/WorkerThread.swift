@@ -3,7 +3,7 @@
 #endif
 
 // Why pthreads and not Dispatch: these are all that `kindly-push --jobs` needs, and the command
-// line must start without libswiftDispatch and Synchronization mapped (issue 12: a one-shot
+// line must start without libswiftDispatch and Synchronization mapped (a one-shot
 // `decrypt` pays for every library it loads, about 0.25 MB of resident memory for those two).
 
 /// A counting semaphore on a POSIX `sem_t`.

@@ -5,7 +5,7 @@ import KindlyPushVectors
 import Testing
 
 /// Long-lived secrets are locked in RAM and left out of core dumps; reused plaintext buffers are
-/// zeroed at the end of a run (issue 15, item 2 and "also fix").
+/// zeroed at the end of a run.
 @Suite("Guarded secrets and wiped buffers", .offThePool)
 struct GuardedSecretTests {
     /// The `VmFlags` of the mapping of this process that holds `address`, from /proc/self/smaps.

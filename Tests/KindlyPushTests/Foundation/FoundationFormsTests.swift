@@ -6,7 +6,7 @@ import KindlyPushVectors
 import Testing
 
 /// The `Data` and `[AnyHashable: Any]` forms give the same results as the `JSONValue` forms, and
-/// a host's own values never make a Kindly push unreadable (issue 10).
+/// a host's own values never make a Kindly push unreadable.
 @Suite("Data and dictionary forms", .offThePool)
 struct FoundationFormsTests {
     static let key = DeviceKey.generate()

@@ -4,7 +4,7 @@ import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
-/// Codable with the spec's field names, Hashable, LocalizedError, and typed causes (issue 10).
+/// Codable with the spec's field names, Hashable, LocalizedError, and typed causes.
 @Suite("Values, errors and typed causes", .offThePool)
 struct ValueTypesTests {
     static let key = DeviceKey.generate()

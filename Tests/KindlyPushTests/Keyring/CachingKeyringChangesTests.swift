@@ -5,7 +5,7 @@ import Testing
 @testable import KindlyPush
 @testable import KindlyPushCore
 
-/// `CachingKeyring` follows changes that another process makes to its keyring (issue 20, point 1).
+/// `CachingKeyring` follows changes that another process makes to its keyring.
 @Suite("Caching keyring: changes made elsewhere", .offThePool)
 struct CachingKeyringChangesTests {
     /// A file keyring in a folder of its own, with one key and one pinned sender.
@@ -48,7 +48,7 @@ struct CachingKeyringChangesTests {
         clock.advance(by: .milliseconds(499))
         #expect(try keyring.pinnedSenders().map(\.sid) == [folder.sender.sid], "checked before the interval")
         clock.advance(by: .milliseconds(1))
-        // The last pin gone by hand, the marker keeps pinned mode (issue 31, finding 4).
+        // The last pin gone by hand, the marker keeps pinned mode.
         #expect(throws: KeyringError.self) { try keyring.pinnedSenders() }
         #expect(!SenderSecretCache.shared.contains(kid: folder.key.kid, sid: folder.sender.sid), "the secret of a dropped pin is kept")
 
@@ -88,8 +88,8 @@ struct CachingKeyringChangesTests {
 
         // A keyring that keeps no fingerprint (one written before change tokens: the default,
         // `untracked`) is read again once its time-to-live (5 s from the start, then from each
-        // drop) has passed, never at each check (issue 31, finding 11: it was, so a slow keyring
-        // was read for every push).
+        // drop) has passed, never at each check (it once was, so a slow
+        // keyring was read for every push).
         let silent = PinnedSenderTests.DeviceKeysOnly()
         #expect(silent.changeToken() == .untracked)
         try silent.inner.store(key, label: "test")

@@ -4,7 +4,7 @@ import KindlyPushCore
 import KindlyPushTesting
 import Testing
 
-/// The negative cache and circuit breaker of `CachingKeyring` (issue 15, item 9).
+/// The negative cache and circuit breaker of `CachingKeyring`.
 @Suite("Caching keyring: failures remembered", .offThePool)
 struct CachingKeyringTests {
     static func caching(_ base: any Keyring, _ clock: ManualClock) -> CachingKeyring {

@@ -21,7 +21,7 @@ enum PinnedSenderContract {
         let before = try keyring.pinnedSenders().map(\.sid)
         #expect(decryptionFailure(v1, with: keyring) == (before.isEmpty ? nil : .untrustedSender))
 
-        // Issue 31, finding 3: degenerate keys (all-zero, the base point, an order-8 point, the
+        // Degenerate keys (all-zero, the base point, an order-8 point, the
         // base point spelt p + 9) are refused with their reason, and nothing is pinned.
         let order8: [UInt8] = [
             0xE0, 0xEB, 0x7A, 0x7C, 0x3B, 0x41, 0xB8, 0xAE, 0x16, 0x56, 0xE3, 0xFA, 0xF1, 0x9F, 0xC4, 0x6A, 0xDA, 0x09, 0x8D, 0xEB, 0x9C,

@@ -74,7 +74,7 @@ struct PinnedSenderTests {
         // Files that are not pins are skipped: hidden files, other names.
         #expect(FileManager.default.createFile(atPath: keyring.sendersFolder + "/.kindly-push-abc", contents: Data("x".utf8)))
         #expect(FileManager.default.createFile(atPath: keyring.sendersFolder + "/notes.txt", contents: Data("x".utf8)))
-        // The marker alone keeps pinned mode with no pin left (issue 31, finding 4); removed, the
+        // The marker alone keeps pinned mode with no pin left; removed, the
         // files that are not pins leave no pin.
         #expect(keyringError { try keyring.pinnedSenders() }?.description.hasSuffix(": the pins cannot be read") == true)
         #expect(decryptionFailure(v1, with: keyring) == .untrustedSender)

@@ -13,8 +13,8 @@ final class SuppressingDelegate: KindlyNotificationDelegate, Sendable {
     }
 }
 
-/// The iOS SDK's names and registration lifecycle (issue 10), and the process-wide defaults of
-/// issue 22 (serialized: the tests set the default keyring and the environment).
+/// The iOS SDK's names and registration lifecycle, and the process-wide defaults (serialized:
+/// the tests set the default keyring and the environment).
 @Suite("iOS parity", .serialized, .offThePool)
 struct IOSParityTests {
     static let key = DeviceKey.generate()

@@ -36,7 +36,7 @@ class ChatListScreen: HostScreen, KindlyNotificationDelegate {
     }
 }
 
-/// A view controller on the main actor as the delegate, with the one word Swift 6 asks (issue 32).
+/// A view controller on the main actor as the delegate, with the one word Swift 6 asks.
 @MainActor
 final class MainActorScreen {
     var isShowingCustomInbox = false
@@ -53,7 +53,7 @@ extension MainActorScreen: @preconcurrency KindlyNotificationDelegate {
     }
 }
 
-/// Issue 22's iOS-parity items that need no process-wide setting.
+/// The iOS-parity items that need no process-wide setting (those that do: `IOSParityTests`).
 @Suite("Porting from iOS", .offThePool)
 struct IOSPortingTests {
     static let key = DeviceKey.generate()
@@ -229,7 +229,7 @@ struct IOSPortingTests {
         #expect(arrayOrder != (try DecryptedPayload(chatId: "c-1", title: "T", body: "B", extras: ["list": [2, 1]])))
     }
 
-    // MARK: Issue 32: a notification, and a delegate that implements nothing
+    // MARK: A notification, and a delegate that implements nothing
 
     @Test("notificationReceived takes a notification, as the iOS SDK's does; a delegate that implements nothing allows")
     func notificationFormAndDefaultDelegate() throws {

@@ -162,7 +162,7 @@ struct KindlyNotificationHandlerTests {
     }
 
     @Test(
-        "The silent path with no postBanner given: a banner the rule decides is not dropped silently, it is logged once (issue 32, 9)"
+        "The silent path with no postBanner given: a banner the rule decides is not dropped silently, it is logged once"
     )
     func silentBannerWithoutPresenter() throws {
         let logs = LogRecorder()

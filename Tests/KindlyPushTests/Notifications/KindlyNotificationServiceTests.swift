@@ -13,7 +13,7 @@ final class RecordingService: KindlyNotificationService {
     }
 }
 
-/// A service in the iOS SDK's shape (issue 32): `customize` on the reference content, and a
+/// A service in the iOS SDK's shape: `customize` on the reference content, and a
 /// stored property it updates.
 final class ReferenceCustomizingService: KindlyNotificationServiceExtension {
     nonisolated(unsafe) var customizedCount = 0

@@ -188,7 +188,7 @@ struct NotificationTapTests {
         #expect(fixture.keyring.lookupCount == 0)
     }
 
-    @Test("A tap on a placeholder opens the app with no chat, as on iOS, now or once start() has run (issue 32, 10)")
+    @Test("A tap on a placeholder opens the app with no chat, as on iOS, now or once start() has run")
     func placeholderOpensApp() throws {
         let logs = LogRecorder()
         let opened = Recorder<String>()
@@ -212,7 +212,7 @@ struct NotificationTapTests {
         #expect(!logs.messages.contains { $0.contains("openApp") })
     }
 
-    @Test("A tap on a placeholder with no openApp given says once that the app was not brought up (issue 32, 10)")
+    @Test("A tap on a placeholder with no openApp given says once that the app was not brought up")
     func placeholderWithoutOpenApp() throws {
         let fixture = Fixture(keys: [])
         fixture.handler.start()

@@ -54,9 +54,9 @@ final class SlowKeyring: Keyring {
     }
 }
 
-/// Issue 31, finding 11: the library's stream with a keyring that blocks, and with one that
+/// The library's stream with a keyring that blocks, and with one that
 /// gives no change token.
-@Suite("The stream and a slow keyring (issue 31, finding 11)", .offThePool)
+@Suite("The stream and a slow keyring", .offThePool)
 struct PushStreamKeyringTests {
     static func pushes(_ count: Int) throws -> [[UInt8]] {
         try (0..<count).map { index in
@@ -65,7 +65,7 @@ struct PushStreamKeyringTests {
     }
 
     @Test(
-        "finding 11: a stream cancelled while a look-up blocks ends without waiting for it (threads and reading task too); the abandoned look-up returns harmlessly",
+        "a stream cancelled while a look-up blocks ends without waiting for it (threads and reading task too); the abandoned look-up returns harmlessly",
         // The wait for the stream's first look-up has no bound of its own (bounds of 30 s and
         // 120 s ran out in CI's AddressSanitizer pass, the cooperative pool held by other
         // tests): a stream that never asks the keyring fails here instead of holding the run.
@@ -109,7 +109,7 @@ struct PushStreamKeyringTests {
         #expect(results.withLock { $0 } == 0)
     }
 
-    @Test("finding 11: behind CachingKeyring, a keyring with no change token is read once per time-to-live, not once per push")
+    @Test("behind CachingKeyring, a keyring with no change token is read once per time-to-live, not once per push")
     func noTokenCached() async throws {
         let clock = ManualClock()
         // Each look-up moves the clock on 2 s, as the reviewer's keyring took.

@@ -2,7 +2,7 @@ import Testing
 
 @testable import KindlyPushBase
 
-/// Issue 35, item 6: a plaintext in another spelling is written compactly without a tree
+/// A plaintext in another spelling is written compactly without a tree
 /// (``CompactPlaintextWriter``, under ``DecryptedPayload/appendCompact(_:to:)``). Against the tree
 /// path it stands in for (the strict reader, ``DecryptedPayload/init(validating:)``, ``JSONWriter``):
 /// the writer takes exactly the texts the tree takes and writes the same bytes, and

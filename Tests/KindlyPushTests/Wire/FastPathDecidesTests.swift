@@ -13,7 +13,7 @@ extension FastPathTests {
         return Array(text.replacingCharacters(in: range, with: with).utf8)
     }
 
-    /// The pushes the fast path used to leave to a second reading from scratch (issue 19): each one
+    /// The pushes the fast path used to leave to a second reading from scratch: each one
     /// is now decided by the fast path, with the general path's outcome, error text and offsets.
     @Test("shapes once left undecided: the fast path decides them, as the general path does")
     func formerlyUndecided() throws {

@@ -2,7 +2,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Issue 35, the parity matrix in the library: `decryptResult`, the async stream (documents and
+/// The parity matrix in the library: `decryptResult`, the async stream (documents and
 /// JSON lines), the router in each app state and the handler's device presentation give, for
 /// every wire version and mode, version 1's outcome for the same case, the pins a version needs
 /// given. Envelopes (each version's own) and failure messages (which may name a version's
