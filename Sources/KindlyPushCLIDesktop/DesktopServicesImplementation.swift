@@ -26,7 +26,8 @@ package struct DesktopServicesImplementation: DesktopServices {
         if purpose != .lookUp, let problem = collection.objectPathProblem {
             throw CodedError(.usage, "KINDLY_PUSH_SECRET_SERVICE_COLLECTION: \(problem)")
         }
-        return SecretServiceKeyring(collection: collection, busAddress: KeyringChoice.busAddress(environment))
+        return SecretServiceKeyring(
+            collection: collection, busAddress: KeyringChoice.busAddress(environment), timeout: environment.secretServiceBudget)
     }
 
     package func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CodedError) -> any Keyring {

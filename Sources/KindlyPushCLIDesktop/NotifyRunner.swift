@@ -8,16 +8,6 @@ internal import KindlyPushDesktop
     import Glibc
 #endif
 
-extension CommandEnvironment {
-    /// How long the notification server has for each call: `fallback`, or what the test
-    /// suite's hook `KINDLY_PUSH_TEST_NOTIFICATION_BUDGET_MS` sets, so that a test of what the
-    /// server shows does not depend on how soon a loaded machine schedules the server (a call
-    /// that runs out is retried, and a server that answered late shows that push twice).
-    func notificationServerBudget(default fallback: Duration) -> Duration {
-        self["KINDLY_PUSH_TEST_NOTIFICATION_BUDGET_MS"].flatMap { Int($0) }.map { .milliseconds($0) } ?? fallback
-    }
-}
-
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
 /// service), handles taps, and shows a push delivered twice once.
 struct NotifyRunner: Command {

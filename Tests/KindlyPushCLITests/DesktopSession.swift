@@ -135,6 +135,7 @@ final class RunningCLI {
         process.arguments = arguments
         var base = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": folder.path]
         for name in ["ASAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE"] { base[name] = ProcessInfo.processInfo.environment[name] }
+        base.merge(CLI.budgets) { $1 }
         process.environment = base.merging(environment) { $1 }
         process.standardInput = input
         process.standardOutput = try FileHandle(forWritingTo: outURL)

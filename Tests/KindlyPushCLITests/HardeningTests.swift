@@ -348,7 +348,11 @@ struct HardeningTests {
         for jobs in ["1", "4"] {
             let output = try CLI.run(
                 ["decrypt", "--jsonl", "--jobs", jobs, "--keyring", "secret-service"], stdin: input,
-                environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"], timeLimit: 20)
+                environment: [
+                    "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)",
+                    // The keyring's own budget (1.5 s), not the suite's 30 s.
+                    "KINDLY_PUSH_TEST_SECRET_SERVICE_BUDGET_MS": "",
+                ], timeLimit: 20)
             #expect(!output.timedOut, "--jobs \(jobs): 40 pushes took 20 s: a budget per push")
             #expect(output.status == 0)
             let lines = output.stdout.split(separator: "\n")
