@@ -63,6 +63,15 @@ struct GuidingMessagesTests {
         let cut = try CLI.run(arguments, stdin: "\"abc\n{\"a\":1}}\n")
         #expect(!cut.stdout.contains("jq -c"))
         #expect(cut.stderr == "")
+        // A compact document cut inside a string (a partial write: the file's last line, with
+        // its newline or without) ends too early; it is not pretty-printed JSON.
+        for ending in ["\n", ""] {
+            let partial = try CLI.run(arguments, stdin: #"{"aps":{"alert":{"title":"Hel"# + ending)
+            #expect(partial.status == 0)
+            #expect(!partial.stdout.contains("jq -c"), "\(partial.stdout)")
+            #expect(partial.stdout.contains("is not JSON: the document ends too early"), "\(partial.stdout)")
+            #expect(partial.stderr == "")
+        }
     }
 
     @Test("a key file that does not hold the push's key: the message names the file and both kids")

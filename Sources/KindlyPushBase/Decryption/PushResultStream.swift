@@ -259,8 +259,9 @@ extension PushStreamResult {
 /// Why an input document is not a JSON object: the `bad_input` message of cli.md.
 package struct InputProblem: Error, Sendable {
     package let message: String
-    /// The text is the start of a JSON object or array that its end cuts short: with `lines`,
-    /// the message is ``PushStreamResult/spreadDocumentAdvice``.
+    /// The text is the start of a JSON object or array that its end cuts short between two
+    /// tokens, as a pretty-printer ends a line: with `lines`, the message is
+    /// ``PushStreamResult/spreadDocumentAdvice``.
     package let endsInsideDocument: Bool
 }
 
@@ -300,7 +301,9 @@ extension JSONReader {
         switch error.kind {
         case .invalidUTF8: return InputProblem(message: "the \(what) is not UTF-8 (\(error))", endsInsideDocument: false)
         case .empty: return InputProblem(message: "the \(what) is empty", endsInsideDocument: false)
-        case .unexpectedEnd where startsDocument(bytes):
+        case .unexpectedEnd where startsDocument(bytes) && endsBetweenTokens(bytes):
+            // `jq .`'s first line, not a line cut inside a name, a string or a number (a partial
+            // write), which ends too early as a whole document does.
             return InputProblem(
                 message: lines ? PushStreamResult.spreadDocumentAdvice : "the \(what) is not JSON: \(error)", endsInsideDocument: true)
         default: return InputProblem(message: "the \(what) is not JSON: \(error)", endsInsideDocument: false)
@@ -310,6 +313,14 @@ extension JSONReader {
     /// The `bad_input` message for a JSON document of type `kind`, not an object.
     package static func inputProblem(notObject kind: JSONKind, what: String) -> InputProblem {
         InputProblem(message: "the \(what) is \(kind.typeName), not a JSON object", endsInsideDocument: false)
+    }
+
+    /// Whether the last byte other than blanks is where a pretty-printer ends a line inside a
+    /// document: after `{`, `[`, `,` or `:`. A line cut short elsewhere (inside a string, a
+    /// number, a name) is a partial write.
+    private static func endsBetweenTokens(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let last = bytes.last(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return false }
+        return [UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: ","), UInt8(ascii: ":")].contains(last)
     }
 
     /// Whether the first byte other than blanks opens an object or an array.
