@@ -113,9 +113,10 @@ struct AgentTests {
         }.joined(separator: " / ")
     }
 
-    /// Waits until the agent decided `count` lines.
+    /// Waits until the agent decided `count` lines: a cap that only a hang reaches (the
+    /// sanitized agent showing a hundred pushes on a loaded machine took over a minute).
     static func waitForDecided(_ run: RunningCLI, _ count: Int) -> Bool {
-        run.waitUntil(seconds: 60) { decided(run) >= count }
+        run.waitUntil(seconds: 300) { decided(run) >= count }
     }
 
     /// The stream of the must-show test: 200 pushes, visible and silent, some that do not
@@ -145,14 +146,8 @@ struct AgentTests {
     /// Every expected notification shown once, nothing else.
     /// `unusual`: what the agent said besides its per-push lines, for a failure's message.
     func checkShown(_ items: [Item], unusual: String = "") throws {
-        // dunst displays as many as fit and queues the rest: closing those on screen shows the
-        // next ones, so close until none is left (each closed one goes to the history).
-        var empty = 0
-        for _ in 0..<200 where empty < 3 {
-            _ = try DesktopSession.shown("\u{1}none")
-            usleep(100_000)
-            empty = try DesktopSession.displayed() == 0 ? empty + 1 : 0
-        }
+        // desktop-control closes what is on screen and what waits (each closed one goes to
+        // the history) before it reads the history.
         let shown = try DesktopSession.shown(marker).map(\.summary)
         let expected = items.compactMap { item -> String? in
             switch item.expected {
