@@ -347,7 +347,7 @@ public final class DesktopNotifier: @unchecked Sendable {
         let message = error.pointee.message.map { String(cString: $0) } ?? "no detail"
         switch kpd_error_kind(error) {
         case KPD_ERROR_CANCELLED:
-            return .timedOut("the notification server did not answer within \(timeout) (while trying to \(what))")
+            return .timedOut("the notification server did not answer within \(timeout.messageText) (while trying to \(what))")
         case KPD_ERROR_UNREACHABLE:
             return .unreachable("could not \(what): \(message)")
         default:

@@ -29,7 +29,7 @@ extension SecretServiceKeyring {
             return .secretService
         case .timedOut where forStoring:
             return .undecided(
-                "the session bus did not answer within \(timeout): not storing the new key in the file keyring, where the "
+                "the session bus did not answer within \(timeout.messageText): not storing the new key in the file keyring, where the "
                     + "Secret Service would not see it")
         case .noAddress, .unreachable, .noSecretService, .timedOut:
             return .file

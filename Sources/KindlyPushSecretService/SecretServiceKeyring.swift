@@ -362,7 +362,7 @@ extension SecretServiceKeyring {
             }
             switch kind {
             case KPS_ERROR_CANCELLED:
-                return .unreachable("the Secret Service did not answer within \(keyring.timeout) (while trying to \(what))")
+                return .unreachable("the Secret Service did not answer within \(keyring.timeout.messageText) (while trying to \(what))")
             case KPS_ERROR_UNREACHABLE:
                 return .unreachable("could not \(what): \(message)")
             case KPS_ERROR_LOCKED:
@@ -523,7 +523,7 @@ final class ConnectionCache: Sendable {
             let message = error.map { String(cString: $0.pointee.message) } ?? "no detail"
             let cancelled = kps_error_kind(error) == KPS_ERROR_CANCELLED
             if let error { g_error_free(error) }
-            if cancelled { throw .unreachable("the session bus did not answer within \(timeout)") }
+            if cancelled { throw .unreachable("the session bus did not answer within \(timeout.messageText)") }
             throw .unreachable("cannot connect to the session bus: \(message)")
         }
         let fresh = BusConnection(taking: pointer)

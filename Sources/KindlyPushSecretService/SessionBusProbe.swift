@@ -1,6 +1,7 @@
 internal import CGLib
 internal import CSecretShim
 internal import KindlyPush
+internal import KindlyPushCore
 
 extension SecretServiceKeyring {
     /// What the session bus offers, as `kindly-push --keyring auto` and `kindly-push doctor` see it.
@@ -38,7 +39,7 @@ extension SecretServiceKeyring {
     private static func probeFailure(_ error: UnsafeMutablePointer<GError>?, timeout: Duration) -> SessionBusProbe {
         guard let error else { return .unreachable("no detail") }
         defer { g_error_free(error) }
-        if kps_error_kind(error) == KPS_ERROR_CANCELLED { return .timedOut("it did not answer within \(timeout)") }
+        if kps_error_kind(error) == KPS_ERROR_CANCELLED { return .timedOut("it did not answer within \(timeout.messageText)") }
         return .unreachable(error.pointee.message.map { String(cString: $0) } ?? "no detail")
     }
 

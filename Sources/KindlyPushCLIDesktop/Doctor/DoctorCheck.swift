@@ -106,7 +106,7 @@ final class DoctorContext {
         askTheNotificationServer()
     }
 
-    private static var silence: String { "it did not answer within \(busBudget)" }
+    private static var silence: String { "it did not answer within \(busBudget.messageText)" }
 
     /// Waits for the answers, until the deadline at most.
     private func waitForAnswers() {

@@ -112,7 +112,7 @@ enum KeyringChecks {
         case .failure(.unreachable(let detail)):
             return [
                 DoctorCheck(
-                    "secret-service", failing, "does not answer within \(DoctorContext.busBudget) (\(detail))",
+                    "secret-service", failing, "does not answer: \(detail)",
                     action: "restart the keyring daemon (gnome-keyring-daemon), or use --keyring file")
             ]
         case .failure(let error):
