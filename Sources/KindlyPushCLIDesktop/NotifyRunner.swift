@@ -35,7 +35,15 @@ struct NotifyRunner: Command {
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         func usage(_ text: String) -> CodedError { CodedError(.usage, "\(text) (see 'kindly-push notify --help')") }
         if arguments[NotifyCommand.follow] {
-            guard arguments.positionals.count <= 1 else { throw usage("'--follow' reads one FILE, or - for standard input") }
+            guard arguments.positionals.count <= 1 else {
+                // The agent's unit and bus activation split KINDLY_PUSH_AGENT_OPTIONS at spaces:
+                // an --on-open command with arguments arrives as more FILEs.
+                let extra = arguments.positionals.dropFirst().map { "'\($0)'" }.joined(separator: ", ")
+                throw usage(
+                    "'--follow' reads one FILE, or - for standard input, and \(extra) would be more; in agent.env, "
+                        + "KINDLY_PUSH_AGENT_OPTIONS is split at spaces: give --on-open's command with its arguments in "
+                        + "KINDLY_PUSH_ON_OPEN")
+            }
             guard !arguments[NotifyCommand.jsonl] else { throw usage("give either --follow or --jsonl, not both") }
             let name = arguments.positionals.first ?? "-"
             guard !name.isEmpty else { throw usage("'--follow' takes a non-empty FILE, or -") }
@@ -49,7 +57,8 @@ struct NotifyRunner: Command {
             arguments, command: Self.name, defaultState: follow == nil ? .background : .killed, hasExtension: true)
         isLineMode = arguments[NotifyCommand.jsonl] || follow != nil
         verbose = arguments[NotifyCommand.verbose]
-        onOpen = arguments[NotifyCommand.onOpen]
+        // KINDLY_PUSH_ON_OPEN: the command as one value, where options are split at spaces (agent.env).
+        onOpen = arguments[NotifyCommand.onOpen] ?? environment["KINDLY_PUSH_ON_OPEN"].flatMap { $0.isEmpty ? nil : $0 }
         if let text = arguments[NotifyCommand.wait] {
             guard let seconds = Double(text), seconds.isFinite, (0...86_400).contains(seconds) else {
                 throw usage("'--wait' takes a number of seconds from 0 to 86400")

@@ -283,6 +283,39 @@ struct AgentTests {
         }
     }
 
+    @Test(
+        "agent.env's KINDLY_PUSH_ON_OPEN is the --on-open command, arguments and all; words of a split option list are refused as more FILEs, with the way out"
+    )
+    func onOpenFromTheEnvironment() async throws {
+        try await DesktopSession.exclusive {
+            var environment = DesktopSession.environment
+            environment["RECORD"] = record
+            // As agent.env gives it: one value, with spaces and quotes, for sh -c.
+            environment["KINDLY_PUSH_ON_OPEN"] = #"printf '[%s %s]' "from env" "${KINDLY_CHAT_ID-unset}" >> "$RECORD""#
+            let run = try RunningCLI(
+                ["notify", "--follow", "-", "--key-file", keys.keyFile, "--state", state, "--verbose"], environment: environment)
+            #expect(run.waitUntil { (try? Self.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push1"]).status) == 0 })
+            run.write(try push(901, chat: "tap-e") + "\n")
+            try #require(try DesktopSession.waitUntilDisplayed(1), "\(run.stderr)")
+            try DesktopSession.click()
+            #expect(
+                run.waitUntil { (try? String(contentsOfFile: record, encoding: .utf8)) == "[from env tap-e]" },
+                "\((try? String(contentsOfFile: record, encoding: .utf8)) ?? "no record") \(run.stderr)")
+            kill(run.process.processIdentifier, SIGTERM)
+            #expect(run.finish() == 0, "\(run.stderr)")
+            _ = try DesktopSession.shown("\u{1}none")
+
+            // KINDLY_PUSH_AGENT_OPTIONS=--on-open my-app --open, split at spaces by the unit.
+            let split = try CLI.run(
+                ["notify", "--follow", "/run/inbox", "--on-open", "my-app", "--", "--open"], environment: DesktopSession.environment)
+            #expect(split.status == 64)
+            #expect(
+                split.stderr
+                    == "kindly-push: usage: '--follow' reads one FILE, or - for standard input, and '--open' would be more; in agent.env, KINDLY_PUSH_AGENT_OPTIONS is split at spaces: give --on-open's command with its arguments in KINDLY_PUSH_ON_OPEN (see 'kindly-push notify --help')\n"
+            )
+        }
+    }
+
     @Test("a second agent on the bus says the name is taken and exits 74; the interface is the committed XML")
     func secondAgent() async throws {
         try await DesktopSession.exclusive {

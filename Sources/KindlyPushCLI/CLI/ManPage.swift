@@ -123,6 +123,10 @@ package enum ManPage {
             .B KINDLY_CHAT_ID
             Set for the command of \\fBnotify \\-\\-on\\-open\\fR: the chat of the banner clicked.
             .TP
+            .B KINDLY_PUSH_ON_OPEN
+            \\fBnotify\\fR's \\fB\\-\\-on\\-open\\fR command when the option is not given: one value, arguments
+            and all (agent.env splits \\fBKINDLY_PUSH_AGENT_OPTIONS\\fR at spaces).
+            .TP
             .B COLUMNS
             The width help is wrapped to (default: the terminal's, else 80).
             .TP

@@ -45,7 +45,8 @@ package struct NotifyCommand: DesktopOnlyCommand {
         "--desktop-entry", "NAME", "The desktop-entry hint: a .desktop file name without .desktop (default: ai.kindly.Push).")
     package static let icon = Option<String>("--icon", "ICON", "The app_icon: an icon name or a file:// URI (default: ai.kindly.Push).")
     package static let onOpen = Option<String>(
-        "--on-open", "COMMAND", "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set.")
+        "--on-open", "COMMAND",
+        "Run this shell command when a banner is clicked, with KINDLY_CHAT_ID set (default: KINDLY_PUSH_ON_OPEN).")
     package static let wait = Option<String>(
         "--wait", "SECONDS", "After the push (with --jsonl: after the input ends), wait this long for a click.")
     package static let passthrough = Flag("--passthrough", "Show a push that is not Kindly's as its own alert instead of exiting 1.")
