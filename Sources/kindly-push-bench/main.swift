@@ -15,7 +15,8 @@
 //   kindly-push-bench async KEY_FILE PUSHES.jsonl JOBS OUTPUT
 //
 // Decrypts the file through the public async API, as a service that links KindlyPush would:
-// its bytes in 64 KiB chunks into `KindlyPushDecryption.decryptStream(jsonLines:jobs:)`, each
+// its bytes in 64 KiB chunks (`FileChunks`) into
+// `KindlyPushDecryption.decryptStream(jsonLines:jobs:)`, each
 // result's JSON line and a newline written to OUTPUT (what `kindly-push decrypt --jsonl` prints),
 // and prints `async JOBS wall_seconds cpu_seconds count`, timed from the first read to the last
 // write (no process start-up).
@@ -104,30 +105,6 @@ func latency(keyFile: String, pushesFile: String) {
     measure("general", pushes) { decryptGeneral($0, with: decryption) }
 }
 
-/// A file's bytes, 64 KiB at a time, as a service's socket or file would give them.
-struct FileChunks: AsyncSequence, Sendable {
-    typealias Element = [UInt8]
-    typealias Failure = Never
-    let descriptor: Int32
-
-    func makeAsyncIterator() -> Iterator { Iterator(descriptor: descriptor) }
-
-    struct Iterator: AsyncIteratorProtocol {
-        typealias Failure = Never
-        let descriptor: Int32
-
-        mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> [UInt8]? {
-            var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { return nil }
-            chunk.removeLast(chunk.count - count)
-            return chunk
-        }
-
-        mutating func next() async -> [UInt8]? { await next(isolation: nil) }
-    }
-}
-
 func cpuSeconds() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -162,11 +139,16 @@ func asyncStream(keyFile: String, pushesFile: String, jobs: Int, outputFile: Str
     }
     let start = nanoseconds()
     let cpuStart = cpuSeconds()
-    for await result in decryption.decryptStream(jsonLines: FileChunks(descriptor: input), jobs: jobs) {
-        buffer.append(contentsOf: result.json)
-        buffer.append(0x0A)
-        count += 1
-        if buffer.count >= 1 << 16 { flush() }
+    // The library's file source: 64 KiB a read, each on a thread of its own.
+    do {
+        for try await result in decryption.decryptStream(jsonLines: FileChunks(descriptor: input), jobs: jobs) {
+            buffer.append(contentsOf: result.json)
+            buffer.append(0x0A)
+            count += 1
+            if buffer.count >= 1 << 16 { flush() }
+        }
+    } catch {
+        fail("\(error)")
     }
     flush()
     let seconds = Double(nanoseconds() - start) / 1e9

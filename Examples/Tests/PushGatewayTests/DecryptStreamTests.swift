@@ -12,32 +12,6 @@ private var kindlyPushBinary: URL {
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/kindly-push")
 }
 
-/// A file's bytes in chunks of an odd size, as a socket would give them.
-private struct FileChunks: AsyncSequence, Sendable {
-    typealias Element = [UInt8]
-    typealias Failure = Never
-    let data: Data
-    let size: Int
-
-    func makeAsyncIterator() -> Iterator { Iterator(data: data, size: size) }
-
-    struct Iterator: AsyncIteratorProtocol {
-        typealias Failure = Never
-        let data: Data
-        let size: Int
-        var offset = 0
-
-        mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> [UInt8]? {
-            guard offset < data.count else { return nil }
-            let end = Swift.min(data.count, offset + size)
-            defer { offset = end }
-            return [UInt8](data[offset..<end])
-        }
-
-        mutating func next() async -> [UInt8]? { await next(isolation: nil) }
-    }
-}
-
 /// A service decrypts a stream through the library's async API and gets exactly what the command
 /// prints for the same stream, line for line, in order.
 @Suite("A stream decrypted by a service and by the command")
@@ -96,11 +70,11 @@ struct DecryptStreamTests {
         #expect(process.terminationStatus == 0, "kindly-push decrypt --jsonl exited \(process.terminationStatus)")
         let commandLines = try Data(contentsOf: outputURL).split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
 
-        // The library, as a service: the same bytes in chunks, the same key file.
+        // The library, as a service: the same file read in chunks of an odd size, the same key file.
         let decryption = KindlyPushDecryption(keyring: try KeyFileKeyring(path: keyPath))
         var results: [PushStreamResult] = []
-        let chunks = FileChunks(data: try Data(contentsOf: inputURL), size: 10_007)
-        for await result in decryption.decryptStream(jsonLines: chunks, jobs: 2) { results.append(result) }
+        let chunks = FileChunks(path: inputURL.path, chunkSize: 10_007)
+        for try await result in decryption.decryptStream(jsonLines: chunks, jobs: 2) { results.append(result) }
 
         #expect(results.count == 20_000)
         #expect(commandLines.count == 20_000)

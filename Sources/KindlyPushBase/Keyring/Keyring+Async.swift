@@ -22,17 +22,3 @@ extension Keyring {
         try await offTheCooperativePool { () throws(KeyringError) in try self.list() }
     }
 }
-
-/// Runs `body` on a detached thread and resumes the calling task with its result; on the calling
-/// thread when the system refuses a thread.
-func offTheCooperativePool<Value: Sendable>(
-    _ body: @escaping @Sendable () throws(KeyringError) -> Value
-) async throws(KeyringError) -> Value {
-    let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, KeyringError>, Never>) in
-        let started = WorkerThread.detach {
-            continuation.resume(returning: Result { () throws(KeyringError) in try body() })
-        }
-        if !started { continuation.resume(returning: Result { () throws(KeyringError) in try body() }) }
-    }
-    return try result.get()
-}

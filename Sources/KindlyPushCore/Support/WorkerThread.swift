@@ -88,3 +88,19 @@ package final class WorkerThread: @unchecked Sendable {
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 }
+
+/// Runs `body` on a detached thread (``WorkerThread/detach(_:)``) and resumes the calling task
+/// with its result, so that a call that blocks (a keyring's look-up, a read from a FIFO or a
+/// socket) never holds one of the concurrency runtime's few threads; on the calling thread when
+/// the system refuses a thread. The error keeps its type.
+package func offTheCooperativePool<Value: Sendable, Failure: Error>(
+    _ body: @escaping @Sendable () throws(Failure) -> Value
+) async throws(Failure) -> Value {
+    let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, Failure>, Never>) in
+        let started = WorkerThread.detach {
+            continuation.resume(returning: Result { () throws(Failure) in try body() })
+        }
+        if !started { continuation.resume(returning: Result { () throws(Failure) in try body() }) }
+    }
+    return try result.get()
+}
