@@ -44,22 +44,20 @@ public struct FileChunks: AsyncSequence, Sendable {
     let chunkSize: Int
 
     /// The file at `path` (a regular file, a FIFO, a character device), read at most `chunkSize`
-    /// bytes at a time. Nothing is opened until the first `next()`.
+    /// bytes at a time (at least one). Nothing is opened until the first `next()`.
     public init(path: String, chunkSize: Int = 65_536) {
-        precondition(chunkSize >= 1, "chunkSize must be at least 1")
         source = .path(path)
-        self.chunkSize = chunkSize
+        self.chunkSize = Swift.max(1, chunkSize)
     }
 
     /// The bytes of `descriptor`, open and owned by the caller, who closes it: it is never closed
     /// here (standard input's `STDIN_FILENO`, a socket, a pipe). A non-blocking descriptor is
     /// waited for with `poll(2)`. Its errors name it `descriptor N`; iterate it once (iterators
     /// share its position).
+    /// A descriptor that is not open fails the first `next()` (`EBADF`), as a read of it does.
     public init(descriptor: Int32, chunkSize: Int = 65_536) {
-        precondition(descriptor >= 0, "descriptor must be an open descriptor")
-        precondition(chunkSize >= 1, "chunkSize must be at least 1")
         source = .descriptor(descriptor)
-        self.chunkSize = chunkSize
+        self.chunkSize = Swift.max(1, chunkSize)
     }
 
     /// An iterator that opens the file on its first `next()`.
@@ -226,6 +224,8 @@ final class FileChunkReader: @unchecked Sendable {
         // Closed already: the iteration has ended.
         guard !closed else { return .end }
         if descriptor < 0, case .path(let path) = source { try open(path) }
+        // A caller's descriptor that is not one: poll(2) would skip it and wait for ever.
+        guard descriptor >= 0 else { throw failure(Errno(rawValue: EBADF)) }
         var chunk = [UInt8](repeating: 0, count: chunkSize)
         while true {
             var waits = [

@@ -189,6 +189,23 @@ struct FileChunksTests {
         }
     }
 
+    @Test("a descriptor that is not open is ReadError EBADF at the first next(), not a wait; a chunk size under one reads one byte")
+    func badArguments() async throws {
+        var iterator = FileChunks(descriptor: -1).makeAsyncIterator()
+        do {
+            _ = try await iterator.next()
+            Issue.record("descriptor -1 was read")
+        } catch {
+            #expect(error.code == EBADF && error.path == "descriptor -1", "\(error)")
+        }
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/two.txt"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("ab".utf8)))
+        var chunks: [[UInt8]] = []
+        for try await chunk in FileChunks(path: path, chunkSize: 0) { chunks.append(chunk) }
+        #expect(chunks == [[0x61], [0x62]])
+    }
+
     @Test("an iteration that stops early closes its file; a descriptor the caller gave stays open")
     func stopsEarly() async throws {
         let folder = try TemporaryFolder()
