@@ -178,6 +178,7 @@ struct FileChunksTests {
             #expect(error.code == EISDIR)
             #expect(error.description == "cannot read \(folder.path): it is a folder, not a file")
         }
+        try await FileProbe.eventually { FileProbe.descriptors(naming: folder.path).isEmpty }
         #expect(FileProbe.descriptors(naming: folder.path).isEmpty)
 
         let decryption = KindlyPushDecryption(keyring: InMemoryKeyring(keys: [Self.key]))
@@ -206,6 +207,8 @@ struct FileChunksTests {
         #expect(chunks == [[0x61], [0x62]])
     }
 
+    /// The file is closed by the reader's last owner, which may be the thread of its last read,
+    /// an instant after the iteration resumed: each check waits for the close, then judges.
     @Test("an iteration that stops early closes its file; a descriptor the caller gave stays open")
     func stopsEarly() async throws {
         let folder = try TemporaryFolder()
@@ -216,15 +219,18 @@ struct FileChunksTests {
         #expect(try await iterator?.next()?.count == 16)
         #expect(FileProbe.descriptors(naming: path).count == 1)
         iterator = nil
+        try await FileProbe.eventually { FileProbe.descriptors(naming: path).isEmpty }
         #expect(FileProbe.descriptors(naming: path).isEmpty)
 
         for try await _ in FileChunks(path: path, chunkSize: 16) { break }
+        try await FileProbe.eventually { FileProbe.descriptors(naming: path).isEmpty }
         #expect(FileProbe.descriptors(naming: path).isEmpty)
 
         // At the end of the file too.
         var whole = FileChunks(path: path).makeAsyncIterator()
         #expect(try await whole.next()?.count == 1_000)
         #expect(try await whole.next() == nil)
+        try await FileProbe.eventually { FileProbe.descriptors(naming: path).isEmpty }
         #expect(FileProbe.descriptors(naming: path).isEmpty)
 
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
