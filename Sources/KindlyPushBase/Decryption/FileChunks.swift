@@ -260,27 +260,12 @@ final class FileChunkReader: @unchecked Sendable {
 
     /// Opens `path` read-only and close-on-exec; a folder is refused (`EISDIR`).
     private func open(_ path: String) throws(FileChunks.ReadError) {
-        let opened: Int32
         do {
-            opened = try valueOrErrno { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+            descriptor = try FileDescriptor.openForReading(path).rawValue
         } catch {
             closed = true
             throw FileChunks.ReadError(path: path, error, opening: true)
         }
-        var status = stat()
-        do {
-            try nothingOrErrno { fstat(opened, &status) }
-        } catch {
-            close(opened)
-            closed = true
-            throw FileChunks.ReadError(path: path, error, opening: true)
-        }
-        guard status.st_mode & S_IFMT != S_IFDIR else {
-            close(opened)
-            closed = true
-            throw FileChunks.ReadError(path: path, Errno(EISDIR), opening: true)
-        }
-        descriptor = opened
     }
 
     /// A read's failure: the file is closed.

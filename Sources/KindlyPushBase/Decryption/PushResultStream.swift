@@ -319,13 +319,16 @@ extension JSONReader {
     /// document: after `{`, `[`, `,` or `:`. A line cut short elsewhere (inside a string, a
     /// number, a name) is a partial write.
     private static func endsBetweenTokens(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let last = bytes.last(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return false }
+        guard let last = bytes.last(where: { !isBlank($0) }) else { return false }
         return [UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: ","), UInt8(ascii: ":")].contains(last)
     }
 
+    /// A space, a tab or a carriage return (a line's newline is not in it).
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D }
+
     /// Whether the first byte other than blanks opens an object or an array.
     private static func startsDocument(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return false }
+        guard let first = bytes.first(where: { !isBlank($0) }) else { return false }
         return first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
     }
 }

@@ -23,19 +23,13 @@ package enum InputFiles {
                 descriptors.append(STDIN_FILENO)
                 continue
             }
-            let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                let reason = Errno.current
+            do throws(Errno) {
+                descriptors.append(try FileDescriptor.openForReading(path).rawValue)
+            } catch {
                 for opened in descriptors where opened != STDIN_FILENO { close(opened) }
-                throw CodedError(.io, "cannot open '\(path)': \(reason)")
+                throw CodedError(
+                    .io, error.rawValue == EISDIR ? "cannot read '\(path)': it is a folder" : "cannot open '\(path)': \(error)")
             }
-            var status = stat()
-            if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
-                close(descriptor)
-                for opened in descriptors where opened != STDIN_FILENO { close(opened) }
-                throw CodedError(.io, "cannot read '\(path)': it is a folder")
-            }
-            descriptors.append(descriptor)
         }
         return descriptors
     }

@@ -15,6 +15,24 @@ package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
     package static var standardOutput: FileDescriptor { FileDescriptor(rawValue: STDOUT_FILENO) }
     package static var standardError: FileDescriptor { FileDescriptor(rawValue: STDERR_FILENO) }
 
+    /// Opens `path` to read it, close-on-exec; a folder is refused with `EISDIR` (its descriptor
+    /// closed). The descriptor is the caller's to close.
+    package static func openForReading(_ path: String) throws(Errno) -> FileDescriptor {
+        let descriptor = try valueOrErrno { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+        var status = stat()
+        do {
+            try nothingOrErrno { fstat(descriptor, &status) }
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        guard status.st_mode & S_IFMT != S_IFDIR else {
+            close(descriptor)
+            throw Errno(rawValue: EISDIR)
+        }
+        return FileDescriptor(rawValue: descriptor)
+    }
+
     /// One `read(2)` into `buffer`: the number of bytes read, 0 at the end of the input.
     package func read(into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
         try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
