@@ -48,9 +48,11 @@ struct JSONReaderTests {
     func knownNames() {
         // A name of each length from 1 to 16 bytes, and some of the envelope's; every text that
         // differs from one of them in one bit, or by a byte more or less, is looked up too.
-        let names =
-            (1...16).map { length in String(decoding: (0..<length).map { UInt8(97 + ($0 * 7 + length) % 26) }, as: UTF8.self) }
-            + ["kid", "sid", "epk", "\u{E9}"]
+        func name(ofLength length: Int) -> String {
+            let bytes: [UInt8] = (0..<length).map { index in UInt8(97 + (index * 7 + length) % 26) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let names: [String] = (1...16).map(name(ofLength:)) + ["kid", "sid", "epk", "\u{E9}"]
         let known = JSONTokenizer.KnownNames(names)
         func found(_ bytes: [UInt8]) -> Int? { bytes.withUnsafeBytes { known.index(of: $0) } }
         func expected(_ bytes: [UInt8]) -> Int? { names.firstIndex { Array($0.utf8) == bytes } }

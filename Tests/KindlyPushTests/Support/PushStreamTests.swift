@@ -144,7 +144,8 @@ struct PushStreamTests {
             runner.giveBack(slot)
         }
         runner.finish()
-        #expect(seen == Array(0..<total))
+        let inputOrder: [Int] = Array(0..<total)
+        #expect(seen == inputOrder)
         // Every scratch (3) and every chunk's output (3 slots of 16) was wiped.
         #expect(work.wipes.withLock { $0 } == 3 + 3 * 16)
     }

@@ -181,7 +181,7 @@ struct FastPathTests {
 
     @Test("the one plaintext reader: other spellings, errors after a compact start, many members, nested extras")
     func plaintextReading() {
-        let texts = [
+        let texts: [String] = [
             // Python's json.dumps: ", " and ": ", non-ASCII as \u escapes.
             #"{"chat_id": "c", "title": "Caf\u00e9", "body": "b", "sent_at": 1764460800}"#,
             #"{"chat_id":"c","title":"t","body":"b" }"#, #"{"chat_id":"c","title":"t","body":"b" ,"x":1}"#,

@@ -57,13 +57,20 @@ struct SealingAndDecryptionTests {
 
     @Test("sealing refuses a payload over 4096 bytes and accepts one just under")
     func sizeLimit() throws {
-        // Find the largest body that fits by growing it; the next block must not fit.
-        var length = 2_000
-        while (try? KindlyPushSealer.seal(
-            try DecryptedPayload(chatId: "c", title: "t", body: String(repeating: "x", count: length + 1)), for: key.publicKey)) != nil
-        {
-            length += 1
+        // The largest body that fits, found by halving: 2,000 bytes fit, 4,096 cannot (and
+        // sealing either fits or refuses, whatever the length between).
+        func fits(_ length: Int) -> Bool {
+            (try? KindlyPushSealer.seal(
+                try DecryptedPayload(chatId: "c", title: "t", body: String(repeating: "x", count: length)), for: key.publicKey)) != nil
         }
+        var length = 2_000
+        var tooLong = 4_096
+        #expect(fits(length) && !fits(tooLong))
+        while tooLong - length > 1 {
+            let middle = (length + tooLong) / 2
+            if fits(middle) { length = middle } else { tooLong = middle }
+        }
+        #expect(!fits(length + 1))
         let fitting = try KindlyPushSealer.seal(
             try DecryptedPayload(chatId: "c", title: "t", body: String(repeating: "x", count: length)), for: key.publicKey)
         #expect(fitting.count <= 4096 && fitting.count > 4096 - 100)
