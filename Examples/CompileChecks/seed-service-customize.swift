@@ -2,13 +2,12 @@
 // a stored property of the subclass updated in it (tools/examples). Seed
 // (class reference, KindlyNotificationServiceExtension):
 //   open func customize(_ content: UNMutableNotificationContent, payload: KindlyPushDecryption.DecryptedPayload?)
-// `UNMutableNotificationContent` becomes `MutableNotificationContent`. The stored `var` takes
-// one word, `nonisolated(unsafe)` (see "Porting from iOS"): the base class is main-actor
-// isolated and `customize` is not; the service calls `customize` for one push at a time.
+// `UNMutableNotificationContent` becomes `MutableNotificationContent`. The stored `var` takes no
+// word: the service calls `customize` for one push at a time, under a lock of its own.
 import KindlyPush
 
 final class NotificationService: KindlyNotificationServiceExtension {
-    nonisolated(unsafe) var customized = 0
+    var customized = 0
 
     override func customize(_ content: MutableNotificationContent, payload: KindlyPushDecryption.DecryptedPayload?) {
         customized += 1

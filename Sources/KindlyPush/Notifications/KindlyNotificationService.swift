@@ -26,46 +26,44 @@ internal import KindlyPushCore
 /// first. Decryption runs on a thread of its own, so a keyring that is slow or hangs cannot delay
 /// delivery past the deadline; a result that arrives later is discarded.
 ///
-/// ## Sendable, checked
+/// ## Threads, and a subclass's state
 ///
-/// The class is isolated to the main actor, which is what makes a non-final class `Sendable`
-/// with the compiler checking it (and every subclass, with nothing to restate). None of its work
-/// runs there: every member is `nonisolated`, so the service is made and called from any thread,
-/// and so are the overrides of `customize(_:payload:)` (both forms), ``didReceive(_:withContentHandler:)``
-/// and ``serviceExtensionTimeWillExpire()``. What a subclass adds is checked: a stored `var` is
-/// the main actor's and cannot be touched from those overrides (the compiler says so); state
-/// they share goes in a `let` of a `Sendable` type, such as a lock-protected box. A stored
-/// property that only `customize` touches may instead be declared `nonisolated(unsafe) var`:
-/// the service calls `customize` for one push at a time, so no two threads touch it at once.
+/// The service is made and called from any thread, as the system calls an extension. A subclass
+/// keeps state as an iOS one does, in a stored `var`, with no word added: the service calls the
+/// two forms of `customize(_:payload:)` for one push at a time (a lock of its own, held across
+/// both), so state that only `customize` touches is never touched by two threads at once. State
+/// that an override of ``didReceive(_:withContentHandler:)`` or
+/// ``serviceExtensionTimeWillExpire()`` shares with `customize` is the subclass's to guard, as on
+/// iOS. The class is not `Sendable` (neither is `UNNotificationServiceExtension`): hand a service
+/// to another thread with `sending`, or keep it where it was made.
 ///
 /// The extension never consults the host's `shouldHandleNotification`: that delegate lives in
 /// the app process.
-@MainActor
 open class KindlyNotificationService {
     /// The system gives an extension about 30 seconds before it kills it; the default deadline
     /// leaves 3 seconds of margin so that the placeholder is handed over before that.
-    nonisolated public static let defaultDeadline: Duration = .seconds(27)
+    public static let defaultDeadline: Duration = .seconds(27)
 
     /// How pushes are decrypted (the keyring the extension shares with the app).
-    nonisolated public let decryption: KindlyPushDecryption
+    public let decryption: KindlyPushDecryption
     /// How long after ``didReceive(_:withContentHandler:)`` the content is handed over unchanged
     /// if decryption has not finished.
-    nonisolated public let deadline: Duration
+    public let deadline: Duration
     /// Where the service logs; by default ``KindlyLogger/default`` (warnings and errors to the
     /// system log, unless the host set another).
-    nonisolated public let logger: KindlyLogger
+    public let logger: KindlyLogger
 
     /// The deliveries whose content handler has not been called yet.
-    nonisolated private let pending = Locked<[Delivery]>([])
+    private let pending = Locked<[Delivery]>([])
     /// Held while `customize` runs, so that it runs for one push at a time.
-    nonisolated private let customizing = Locked((), recursive: true)
+    private let customizing = Locked((), recursive: true)
     /// Serves the deadlines. A private serial queue always gets a thread of its own, so the
     /// deadline fires even when decryption threads are blocked.
-    nonisolated private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
+    private let timerQueue = DispatchQueue(label: "kindly-push.notification-service.deadline")
 
     /// A service that decrypts with `decryption`, hands content over by `deadline` at the
     /// latest, and logs to `logger` (``KindlyLogger/default`` as it is now, unless given).
-    nonisolated public init(
+    public init(
         decryption: KindlyPushDecryption, deadline: Duration = KindlyNotificationService.defaultDeadline,
         logger: KindlyLogger = .default
     ) {
@@ -79,7 +77,7 @@ open class KindlyNotificationService {
     /// A subclass that declares no initializer of its own inherits it; it is designated, as the
     /// iOS SDK's `override public init()` is, so a subclass may override it (`override init()`)
     /// and call `super.init()`.
-    nonisolated public init() {
+    public init() {
         self.decryption = .standard
         self.deadline = KindlyNotificationService.defaultDeadline
         self.logger = .default
@@ -91,7 +89,7 @@ open class KindlyNotificationService {
     /// not Kindly's or that is marked decrypted already. It runs on the service's decryption
     /// thread, inside the deadline: a slow `customize` also ends in the placeholder. The default
     /// changes nothing.
-    nonisolated open func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {}
+    open func customize(_ content: inout NotificationContent, payload: DecryptedPayload?) {}
 
     /// The iOS SDK's form of the `inout` `customize(_:payload:)`, for code ported
     /// from it (`UNMutableNotificationContent` becomes ``MutableNotificationContent``): change
@@ -100,14 +98,14 @@ open class KindlyNotificationService {
     ///
     /// The service calls the two forms for one push at a time (a lock of its own, held across
     /// both), so a stored property that only `customize` touches is never touched by two threads
-    /// at once; see <doc:PortingFromIOS> for the one word Swift asks of such a property.
-    nonisolated open func customize(_ content: MutableNotificationContent, payload: DecryptedPayload?) {}
+    /// at once.
+    open func customize(_ content: MutableNotificationContent, payload: DecryptedPayload?) {}
 
     /// Decrypts the push of `content` and calls `contentHandler` exactly once (see the type's
     /// documentation). A push that is not Kindly's, or that is already marked decrypted, is
     /// handed back unchanged at once. A subclass that also serves another provider can override
     /// this, check `KindlyPushDecryption.isKindlyNotification`, and call `super` for Kindly's.
-    nonisolated open func didReceive(
+    open func didReceive(
         _ content: NotificationContent, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void
     ) {
         let userInfo = JSONValue.object(content.userInfo)
@@ -117,15 +115,20 @@ open class KindlyNotificationService {
         }
         let delivery = Delivery(original: content, handler: contentHandler)
         pending.withLock { $0.append(delivery) }
+        let service = ServiceReference(self)
+        let deadline = deadline
 
-        timerQueue.asyncAfter(deadline: .now() + KindlyNotificationService.dispatchInterval(deadline)) { [self] in
-            if finish(delivery, with: delivery.original) {
-                logger.log(.warning, "decryption did not finish within \(deadline): delivered the placeholder")
+        timerQueue.asyncAfter(deadline: .now() + KindlyNotificationService.dispatchInterval(deadline)) {
+            if service.object.finish(delivery, with: delivery.original) {
+                service.object.logger.log(.warning, "decryption did not finish within \(deadline): delivered the placeholder")
             }
         }
         // A thread per push, not a task or a global queue: a keyring that hangs must not take a
         // thread that the deadline or other work needs.
-        let worker = Thread { [self] in
+        let worker = Thread {
+            let service = service.object
+            let logger = service.logger
+            let decryption = service.decryption
             let result = decryption.decryptResult(userInfo: userInfo)
             guard !delivery.isDone else {
                 logger.log(.info, "decryption finished after the content was delivered: its result was discarded")
@@ -141,8 +144,8 @@ open class KindlyNotificationService {
                 logger.log(.warning, "a Kindly push did not decrypt (\(failure.reason.code)): delivered the placeholder")
                 payload = nil
             }
-            updated = customized(updated, payload: payload)
-            if !finish(delivery, with: updated) {
+            updated = service.customized(updated, payload: payload)
+            if !service.finish(delivery, with: updated) {
                 logger.log(.info, "decryption finished after the content was delivered: its result was discarded")
             }
         }
@@ -151,7 +154,7 @@ open class KindlyNotificationService {
     }
 
     /// `content` after both forms of `customize`, one push at a time.
-    nonisolated private func customized(_ content: NotificationContent, payload: DecryptedPayload?) -> NotificationContent {
+    private func customized(_ content: NotificationContent, payload: DecryptedPayload?) -> NotificationContent {
         customizing.whileLocked {
             let reference = MutableNotificationContent(content)
             customize(reference, payload: payload)
@@ -163,7 +166,7 @@ open class KindlyNotificationService {
 
     /// The system is about to kill the extension: every push not yet delivered is handed over
     /// unchanged, once.
-    nonisolated open func serviceExtensionTimeWillExpire() {
+    open func serviceExtensionTimeWillExpire() {
         let deliveries = pending.withLock { $0 }
         for delivery in deliveries where finish(delivery, with: delivery.original) {
             logger.log(.warning, "the extension's time expired before decryption finished: delivered the placeholder")
@@ -173,7 +176,7 @@ open class KindlyNotificationService {
     /// Calls the delivery's handler with `content` unless it was called already; true when it
     /// did. The once-gate is the delivery's own lock, so the deadline, expiry and the decryption
     /// thread can race without a second call.
-    nonisolated private func finish(_ delivery: Delivery, with content: NotificationContent) -> Bool {
+    private func finish(_ delivery: Delivery, with content: NotificationContent) -> Bool {
         guard delivery.claim() else { return false }
         pending.withLock { deliveries in deliveries.removeAll { $0 === delivery } }
         delivery.handler(content)
@@ -181,12 +184,22 @@ open class KindlyNotificationService {
     }
 
     /// `duration` for Dispatch: a deadline of zero or less fires at once.
-    nonisolated static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+    static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
         guard duration > .zero else { return .nanoseconds(0) }
         let (seconds, attoseconds) = duration.components
         let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !nanoseconds.overflow else { return .never }
         return .nanoseconds(Int(clamping: nanoseconds.partialValue + attoseconds / 1_000_000_000))
+    }
+
+    /// The service, for the threads it starts for one push: the deadline's and the decryption's.
+    /// Unchecked, and true: what those threads use of the service is its own `let`s (locks and
+    /// `Sendable` values) and `customize`, which they call under the `customizing` lock, one
+    /// push at a time; a subclass's state that only `customize` touches is never touched by two
+    /// threads at once.
+    private struct ServiceReference: @unchecked Sendable {
+        let object: KindlyNotificationService
+        init(_ object: KindlyNotificationService) { self.object = object }
     }
 
     /// One push being served: its original content, its handler, and whether the handler ran.

@@ -1,3 +1,4 @@
+import Dispatch
 internal import KindlyPushCore
 
 /// A decrypted Kindly push as the host's delegate sees it, named as in the iOS SDK.
@@ -42,16 +43,31 @@ public struct ExternalNotification: Sendable, Equatable {
 /// to show the host but ciphertext), and the notification service extension never asks (the
 /// host's delegate does not live in the extension's process).
 ///
-/// Any type can be a delegate, as on iOS: a struct, a final class, or a non-final class whose
-/// superclass is not `Sendable` (`class ChatViewController: ChatScreen,
-/// KindlyNotificationDelegate`). The protocol does not require `Sendable`; instead the handler
-/// takes what it is given in one of two ways, and the compiler checks both:
+/// Any type can be a delegate, as on iOS: a struct, a final class, a main-actor class such as a
+/// view controller (`extension ViewController: KindlyNotificationDelegate`, as the iOS SDK's push
+/// guide writes it), or a non-final class whose superclass is not `Sendable` (`class
+/// ChatViewController: ChatScreen, KindlyNotificationDelegate`).
+///
+/// ## Where the delegate is asked
+///
+/// The requirement is the main actor's, as UIKit asks every delegate on the main thread: the
+/// handler asks on the main actor, at once when the push is delivered on the main thread, and
+/// otherwise by handing the question to the main actor and waiting for its answer (a push
+/// delivered from a transport's thread). So a host that sets a delegate of its own runs the main
+/// actor: an async `main`, `dispatchMain()` or `RunLoop.main`, as a Swift app on Linux does. In a
+/// process whose main actor does not answer (its main thread blocked, or in a GLib main loop that
+/// does not drain Dispatch's main queue) the handler waits
+/// ``KindlyNotificationHandler/mainActorWait`` at most, logs an error that says so, and allows
+/// the push. A ``ClosureNotificationDelegate`` is asked on the thread that delivered the push:
+/// it needs no main actor.
+///
+/// The handler takes what it is given in one of two ways, and the compiler checks both:
 ///
 /// - ``KindlyNotificationHandler/setDelegate(_:)`` takes any delegate as `sending`: the handler
 ///   owns it from then on (the caller keeps no reference it could use from another thread) and
-///   asks it one call at a time, on the thread that delivered the push.
-/// - ``KindlyNotificationHandler/delegate`` takes a `Sendable` delegate, such as
-///   ``ClosureNotificationDelegate``, which may be asked from several threads at once.
+///   asks it one call at a time.
+/// - ``KindlyNotificationHandler/delegate`` takes a `Sendable` delegate: a main-actor class, or
+///   a ``ClosureNotificationDelegate``.
 ///
 /// Answer quickly and do not block: the push waits for the answer.
 public protocol KindlyNotificationDelegate {
@@ -66,14 +82,14 @@ public protocol KindlyNotificationDelegate {
     /// `shouldHandleNotification(notification:)` (the handler logs once, at `info`, when the
     /// default answered, which finds such a method). For a delegate without a type of its own, use
     /// ``ClosureNotificationDelegate``.
-    func shouldHandleNotification(notification: ExternalNotification) -> Bool
+    @MainActor func shouldHandleNotification(notification: ExternalNotification) -> Bool
 }
 
 extension KindlyNotificationDelegate {
     /// The iOS SDK's default: `true`, every push is presented (subject to the display rule). A
     /// handler whose delegate answers with it says so once, at `info` (a misspelled method is
     /// easier to find with that line).
-    public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+    nonisolated public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
         DefaultDelegateAnswer.used?.withLock { $0 = true }
         return true
     }
@@ -84,15 +100,80 @@ enum DefaultDelegateAnswer {
     @TaskLocal static var used: Locked<Bool>?
 }
 
+/// A delegate that answers on whatever thread asks it: it needs no main actor (a closure
+/// delegate), or it reaches the one its own delegate needs (the handler's wrappers).
+protocol AnswersOnAnyThread: Sendable {
+    func answerOnAnyThread(_ notification: ExternalNotification) -> Bool
+}
+
+/// Asking a delegate where it can answer: see "Where the delegate is asked" in
+/// ``KindlyNotificationDelegate``.
+package enum DelegateQuestion {
+    /// How long a push delivered off the main thread waits for a main-actor delegate's answer
+    /// before it is allowed (the main actor does not run in this process, or is blocked).
+    static let mainActorWait: Duration = .seconds(10)
+    /// `delegate`'s answer for `notification`, asked on the main actor unless it answers on any
+    /// thread; `true` (logged, each time) when the main actor does not answer within `wait`.
+    package static func ask(
+        _ delegate: any KindlyNotificationDelegate & Sendable, _ notification: ExternalNotification,
+        logger: KindlyLogger = .default, wait: Duration = mainActorWait
+    ) -> Bool {
+        if let anywhere = delegate as? any AnswersOnAnyThread { return anywhere.answerOnAnyThread(notification) }
+        if isOnMainActor {
+            return MainActor.assumeIsolated { delegate.shouldHandleNotification(notification: notification) }
+        }
+        let answer = Locked<Bool?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        // The default answer's watch goes along to the main actor's thread.
+        let watch = DefaultDelegateAnswer.used
+        DispatchQueue.main.async {
+            let decided = DefaultDelegateAnswer.$used.withValue(watch) {
+                MainActor.assumeIsolated { delegate.shouldHandleNotification(notification: notification) }
+            }
+            answer.withLock { $0 = decided }
+            answered.signal()
+        }
+        let (seconds, attoseconds) = wait.components
+        let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
+        if answered.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success, let decided = answer.withLock({ $0 }) {
+            return decided
+        }
+        logger.log(
+            .error,
+            "the delegate is asked on the main actor, which did not answer within \(wait.messageText): the push was allowed; run the main actor (an async main, dispatchMain() or RunLoop.main), or set a ClosureNotificationDelegate, which answers on any thread"
+        )
+        return true
+    }
+
+    /// Marks Dispatch's main queue, which the main actor runs on: a job of the main actor (or a
+    /// block on the main queue) sees it. Not the main thread's id: under `dispatchMain()`, as in an
+    /// async `main`, Linux's Dispatch runs the main queue on another thread once the main thread
+    /// has parked.
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    /// Whether the caller runs on the main actor (on Dispatch's main queue, or on the main thread
+    /// outside any queue, as the runtime counts it).
+    package static var isOnMainActor: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
+}
+
 /// A handler's delegate, watched for the default answer: `defaulted` is called when it answered.
-struct DefaultWatchingDelegate: KindlyNotificationDelegate, Sendable {
+struct DefaultWatchingDelegate: KindlyNotificationDelegate, AnswersOnAnyThread {
     let delegate: any KindlyNotificationDelegate & Sendable
+    let logger: KindlyLogger
     let defaulted: @Sendable () -> Void
 
-    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+    nonisolated func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        answerOnAnyThread(notification)
+    }
+
+    func answerOnAnyThread(_ notification: ExternalNotification) -> Bool {
         let used = Locked(false)
         let answer = DefaultDelegateAnswer.$used.withValue(used) {
-            delegate.shouldHandleNotification(notification: notification)
+            DelegateQuestion.ask(delegate, notification, logger: logger)
         }
         if used.withLock({ $0 }) { defaulted() }
         return answer
@@ -100,9 +181,10 @@ struct DefaultWatchingDelegate: KindlyNotificationDelegate, Sendable {
 }
 
 /// A delegate of any type, owned: it was handed over as `sending`, so no other isolation domain
-/// holds it, and it is only ever called with `gate` held, one call at a time. That is what makes
-/// the unchecked conformance true (the pattern of the standard library's `Mutex`). The gate is
-/// recursive, so a delegate that delivers another push from inside its answer does not deadlock.
+/// holds it, and it is only ever called with `gate` held, one call at a time, on the main actor.
+/// That is what makes the unchecked conformance true (the pattern of the standard library's
+/// `Mutex`). The gate is recursive, so a delegate that delivers another push from inside its
+/// answer does not deadlock.
 final class OwnedNotificationDelegate: KindlyNotificationDelegate, @unchecked Sendable {
     private let owned: any KindlyNotificationDelegate
     private let gate = Locked((), recursive: true)
@@ -111,7 +193,7 @@ final class OwnedNotificationDelegate: KindlyNotificationDelegate, @unchecked Se
         owned = delegate
     }
 
-    func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+    @MainActor func shouldHandleNotification(notification: ExternalNotification) -> Bool {
         gate.whileLocked { owned.shouldHandleNotification(notification: notification) }
     }
 }
@@ -134,8 +216,12 @@ public struct ClosureNotificationDelegate: KindlyNotificationDelegate, Sendable 
     /// A delegate that allows every push (what the SDK does when no delegate is set).
     public static let allowAll = ClosureNotificationDelegate { _ in true }
 
-    /// The closure's answer.
-    public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+    /// The closure's answer, on the thread that asks (a closure delegate needs no main actor).
+    nonisolated public func shouldHandleNotification(notification: ExternalNotification) -> Bool {
         decide(notification)
     }
+}
+
+extension ClosureNotificationDelegate: AnswersOnAnyThread {
+    func answerOnAnyThread(_ notification: ExternalNotification) -> Bool { decide(notification) }
 }

@@ -79,7 +79,8 @@ public enum TapOutcome: Sendable, Equatable {
 ///
 /// All methods are safe to call from any thread. Callbacks (the delegate, `openChat`,
 /// `postBanner`, `openApp`, ``sendRegistration``) are called without the handler's lock held, so they may
-/// call back into the handler; a delegate set with ``setDelegate(_:)`` is called under a gate of
+/// call back into the handler; the delegate is asked on the main actor (see "Where the delegate is
+/// asked" in ``KindlyNotificationDelegate``), and one set with ``setDelegate(_:)`` under a gate of
 /// its own (one call at a time), which the same thread may take again.
 public final class KindlyNotificationHandler: Sendable {
     /// How long a tap made before `start()` stays worth replaying.
@@ -159,12 +160,17 @@ public final class KindlyNotificationHandler: Sendable {
         self.openApp = openApp
     }
 
-    /// The host's `shouldHandleNotification`, for a `Sendable` delegate (it may be asked from
-    /// several threads at once); `nil` allows every push. A delegate of any other type, such as
-    /// a non-final class, is set with ``setDelegate(_:)``, after which this is the handler's
-    /// owner of it. A class on the main actor (a view controller) is `Sendable` and is set here
-    /// (`handler.delegate = self`) once it conforms with `@preconcurrency`; the handler asks it on
-    /// the thread that delivered the push, so forward pushes from the main actor, as UIKit does.
+    /// How long a push delivered off the main thread waits for a delegate's answer on the main
+    /// actor before it is allowed with an error logged (see "Where the delegate is asked" in
+    /// ``KindlyNotificationDelegate``).
+    public static var mainActorWait: Duration { DelegateQuestion.mainActorWait }
+
+    /// The host's `shouldHandleNotification`, for a `Sendable` delegate: a class on the main actor
+    /// (a view controller: `handler.delegate = self`, as on iOS), or a
+    /// ``ClosureNotificationDelegate``; `nil` allows every push. A delegate of any other type, such
+    /// as a non-final class, is set with ``setDelegate(_:)``, after which this is the handler's
+    /// owner of it. The handler asks a delegate on the main actor, from whatever thread delivered
+    /// the push (see "Where the delegate is asked" in ``KindlyNotificationDelegate``).
     public var delegate: (any KindlyNotificationDelegate & Sendable)? {
         get { state.withLock { $0.delegate } }
         set { state.withLock { $0.delegate = newValue } }
@@ -176,7 +182,7 @@ public final class KindlyNotificationHandler: Sendable {
     /// The handler takes the delegate over (`sending`): the compiler refuses a call that would
     /// leave the caller a reference it could use from another thread (`setDelegate(self)` from a
     /// non-`Sendable` class, say), and the handler asks the delegate one call at a time, on the
-    /// thread that delivered the push. `nil` removes it (every push is allowed).
+    /// main actor. `nil` removes it (every push is allowed).
     ///
     /// ```swift
     /// handler.setDelegate(ChatViewController())
@@ -372,7 +378,7 @@ public final class KindlyNotificationHandler: Sendable {
         let (screen, chatOnScreen, delegate) = state.withLock { ($0.screen, $0.chatOnScreen, $0.delegate) }
         var context = RouteContext(appState: appState, screen: screen, hasExtension: hasExtension)
         if let delegate {
-            context.delegate = .object(DefaultWatchingDelegate(delegate: delegate) { [self] in logDefaultAnswer() })
+            context.delegate = .object(DefaultWatchingDelegate(delegate: delegate, logger: logger) { [self] in logDefaultAnswer() })
         }
         context.chatOnScreen = chatOnScreen
         return context

@@ -64,7 +64,7 @@ public struct RouteContext: Sendable {
         switch delegate {
         case .answer(let answer): return answer
         case .object(let object):
-            return DisplayRules.DelegateAnswer(shouldHandle: object.shouldHandleNotification(notification: notification))
+            return DisplayRules.DelegateAnswer(shouldHandle: DelegateQuestion.ask(object, notification))
         }
     }
 }

@@ -36,15 +36,26 @@ class ChatListScreen: HostScreen, KindlyNotificationDelegate {
     }
 }
 
-/// A view controller on the main actor as the delegate, with the one word Swift 6 asks.
+/// Marks Dispatch's main queue, where the main actor runs (on Linux not the main thread, which
+/// `dispatchMain()` parks).
+let mainQueueMark: DispatchSpecificKey<Bool> = {
+    let key = DispatchSpecificKey<Bool>()
+    DispatchQueue.main.setSpecific(key: key, value: true)
+    return key
+}()
+
+/// A view controller on the main actor as the delegate, written as the iOS SDK's push guide
+/// writes it: no word added. It records whether each answer ran on the main queue.
 @MainActor
 final class MainActorScreen {
     var isShowingCustomInbox = false
     var customInbox: [ExternalNotification] = []
+    var askedOnMainThread: [Bool] = []
 }
 
-extension MainActorScreen: @preconcurrency KindlyNotificationDelegate {
+extension MainActorScreen: KindlyNotificationDelegate {
     func shouldHandleNotification(notification: ExternalNotification) -> Bool {
+        askedOnMainThread.append(DispatchQueue.getSpecific(key: mainQueueMark) == true)
         if isShowingCustomInbox {
             customInbox.append(notification)
             return false
@@ -274,7 +285,7 @@ struct IOSPortingTests {
     }
 
     @MainActor
-    @Test("a main-actor delegate (@preconcurrency) set with delegate = self is asked when pushes come from the main actor")
+    @Test("a main-actor delegate set with delegate = self is asked when pushes come from the main actor")
     func mainActorDelegate() throws {
         let posted = Recorder<NotificationContent>()
         let handler = Self.handler(posted: posted)
@@ -285,7 +296,35 @@ struct IOSPortingTests {
         screen.isShowingCustomInbox = true
         #expect(handler.notificationReceived(push)?.presentation == DisplayRules.Presentation.none)
         #expect(screen.customInbox.map(\.title) == ["Anna"])
+        #expect(screen.askedOnMainThread == [true, true])
         #expect(posted.all.count == 1)
+    }
+
+    @Test("a main-actor delegate is asked on the main actor when pushes are delivered from other threads, and decides")
+    func mainActorDelegateFromOtherThreads() async throws {
+        let posted = Recorder<NotificationContent>()
+        let handler = Self.handler(posted: posted)
+        let screen = await MainActor.run {
+            let screen = MainActorScreen()
+            screen.isShowingCustomInbox = true
+            handler.delegate = screen
+            return screen
+        }
+        let push = try TestPushes.sealed(.silent, for: Self.key)
+        let threads = 4
+        let pushesPerThread = 5
+        let presentations = Recorder<DisplayRules.Presentation?>()
+        for _ in 0..<threads {
+            Thread {
+                for _ in 0..<pushesPerThread { presentations.record(handler.notificationReceived(push)?.presentation) }
+            }.start()
+        }
+        await presentations.wait(forCount: threads * pushesPerThread, timeout: hangCap)
+        #expect(presentations.all == Array(repeating: DisplayRules.Presentation.none, count: threads * pushesPerThread))
+        let (asked, inbox) = await MainActor.run { (screen.askedOnMainThread, screen.customInbox.count) }
+        #expect(asked == Array(repeating: true, count: threads * pushesPerThread))
+        #expect(inbox == threads * pushesPerThread)
+        #expect(posted.all.isEmpty)
     }
 
     // MARK: 7. The dropped tap, with default settings

@@ -1,7 +1,6 @@
-// Must not compile: seed-delegate-main-actor.swift without `@preconcurrency` on the conformance,
-// exactly as the iOS SDK's push guide writes it (tools/examples checks the
-// error). Swift 6 refuses a main-actor method as the answer to a requirement the handler calls
-// on the thread that delivered the push; the word is the one-line change "Porting from iOS" names.
+// Compiles: the main-actor delegate as earlier releases documented it, with `@preconcurrency` on
+// the conformance (tools/examples): code written for them keeps compiling, and the word is no
+// longer needed (seed-delegate-main-actor.swift is the seed without it).
 import KindlyPush
 
 @MainActor
@@ -15,7 +14,7 @@ class ViewController {
     }
 }
 
-extension ViewController: KindlyNotificationDelegate {
+extension ViewController: @preconcurrency KindlyNotificationDelegate {
     func shouldHandleNotification(notification: ExternalNotification) -> Bool {
         if isShowingCustomInbox {
             customInbox.append(notification)
