@@ -62,7 +62,8 @@ struct DoctorCheck: Sendable {
 /// the session bus, the Secret Service and the notification server said.
 ///
 /// Those three are asked at once when the context is made, each on a thread of its own, and
-/// waited for until the keyring's budget (and a little for the threads to hand over) at most:
+/// waited for until the probe's and then the keyring's budget, as `--keyring auto` spends them
+/// (and a little for the threads to hand over), at most:
 /// every call has its own deadline, but GLib's connection set-up sends `Hello` without one, so a
 /// bus that authenticates and then never answers would hold the caller for GDBus's 25 s. A thread
 /// still waiting then is left behind; the process ends when doctor has printed.
@@ -98,8 +99,10 @@ final class DoctorContext {
     init(environment: CommandEnvironment, choice: KeyringChoice) {
         self.environment = environment
         self.choice = choice
-        // Two calls to the notification server within its budget each, beside the bus's budget.
-        let longest = max(DoctorContext.busBudget, Self.notificationServerBudget(environment) * 2)
+        // Two calls to the notification server within its budget each, beside the bus's probe
+        // and then the collection's budget.
+        let longest = max(
+            SecretServiceKeyring.defaultProbeTimeout + DoctorContext.busBudget, Self.notificationServerBudget(environment) * 2)
         let (seconds, attoseconds) = (longest + .milliseconds(250)).components
         deadline = .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         askTheBus()
@@ -155,7 +158,8 @@ final class DoctorContext {
     let now = unixTimeNow()
 
     /// Probes the bus as `auto` does (at most 500 ms) and, when it offers the Secret Service,
-    /// lists the collection within what is left of the budget.
+    /// lists the collection within the whole budget: what a silence is reported against is the
+    /// budget doctor names (1.5 s), not what a loaded machine left of it after the probe.
     private func askTheBus() {
         let budget = DoctorContext.busBudget
         let address = KeyringChoice.busAddress(environment)
@@ -163,13 +167,11 @@ final class DoctorContext {
         let (probe, listing, done) = (self.probe, self.listing, busDone)
         DispatchQueue.global().async {
             let clock = ContinuousClock()
-            let start = clock.now
             let found = SecretServiceKeyring.probeSessionBus(
                 busAddress: address, timeout: min(SecretServiceKeyring.defaultProbeTimeout, budget))
             probe.withLock { $0 = found }
             if found == .available {
-                let keyring = SecretServiceKeyring(
-                    collection: collection, busAddress: address, timeout: max(.milliseconds(1), budget - (clock.now - start)))
+                let keyring = SecretServiceKeyring(collection: collection, busAddress: address, timeout: budget)
                 let listed = clock.now
                 let result = Result { () throws(KeyringError) in try keyring.listIfPresent() }
                 listing.withLock { $0 = (result, clock.now - listed) }
