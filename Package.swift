@@ -95,7 +95,8 @@ let package = Package(
         // What the command does before it reads a key: standard streams held, the process made
         // non-dumpable, crash handlers that print one fixed line and dump nothing (prctl is
         // C-variadic, and a signal handler must be plain async-signal-safe C).
-        .target(name: "CProcessGuard"),
+        // kp_on_main_queue calls libdispatch's C API (the Swift runtime loads the library anyway).
+        .target(name: "CProcessGuard", linkerSettings: [.linkedLibrary("dispatch")]),
         // The loops over text that run sixteen bytes at a time (SSE2, and SSSE3 when the CPU has
         // it; thirty-two with AVX2): JSON string scans and base64 decoding, which Swift's SIMD
         // types do not compile to yet.

@@ -244,3 +244,23 @@ void kp_temporary_file_forget(int slot) {
     if (slot < 0 || slot >= KP_TEMPORARY_FILE_SLOTS) return;
     atomic_store(&temporary_states[slot], 0);
 }
+
+// libdispatch's C API, declared here rather than included: its header is not on a C target's
+// include path, and only these three entry points are needed.
+struct dispatch_queue_s;
+extern struct dispatch_queue_s _dispatch_main_q;  // dispatch_get_main_queue()
+void *dispatch_get_specific(const void *key);
+void dispatch_queue_set_specific(struct dispatch_queue_s *queue, const void *key, void *context,
+                                 void (*destructor)(void *));
+
+static char main_queue_key;
+static pthread_once_t main_queue_marked = PTHREAD_ONCE_INIT;
+
+static void mark_main_queue(void) {
+    dispatch_queue_set_specific(&_dispatch_main_q, &main_queue_key, &main_queue_key, NULL);
+}
+
+int kp_on_main_queue(void) {
+    pthread_once(&main_queue_marked, mark_main_queue);
+    return dispatch_get_specific(&main_queue_key) == &main_queue_key;
+}

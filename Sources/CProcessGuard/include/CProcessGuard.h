@@ -43,4 +43,11 @@ int kp_temporary_file_create(char *template_path, int *slot);
 /// negative slot is ignored.
 void kp_temporary_file_forget(int slot);
 
+/// 1 when the caller runs on Dispatch's main queue, where the main actor runs (a job of the main
+/// actor, a block on the main queue, or the main thread outside any queue); 0 otherwise. On
+/// libdispatch's C entry points, which the Swift runtime links already: the command does not
+/// link Dispatch's Swift overlay for it. (Not the main thread's id: under `dispatchMain()`, as in
+/// an async `main`, Linux's Dispatch runs the main queue on another thread.)
+int kp_on_main_queue(void);
+
 #endif

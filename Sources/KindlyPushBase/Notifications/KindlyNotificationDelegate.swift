@@ -1,5 +1,9 @@
-import Dispatch
+internal import CProcessGuard
 internal import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A decrypted Kindly push as the host's delegate sees it, named as in the iOS SDK.
 public struct ExternalNotification: Sendable, Equatable {
@@ -122,22 +126,13 @@ package enum DelegateQuestion {
         if isOnMainActor {
             return MainActor.assumeIsolated { delegate.shouldHandleNotification(notification: notification) }
         }
-        let answer = Locked<Bool?>(nil)
-        let answered = DispatchSemaphore(value: 0)
-        // The default answer's watch goes along to the main actor's thread.
+        let answer = AwaitedAnswer()
+        // The default answer's watch goes along to the main actor.
         let watch = DefaultDelegateAnswer.used
-        DispatchQueue.main.async {
-            let decided = DefaultDelegateAnswer.$used.withValue(watch) {
-                MainActor.assumeIsolated { delegate.shouldHandleNotification(notification: notification) }
-            }
-            answer.withLock { $0 = decided }
-            answered.signal()
+        Task { @MainActor in
+            answer.give(DefaultDelegateAnswer.$used.withValue(watch) { delegate.shouldHandleNotification(notification: notification) })
         }
-        let (seconds, attoseconds) = wait.components
-        let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
-        if answered.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success, let decided = answer.withLock({ $0 }) {
-            return decided
-        }
+        if let decided = answer.wait(upTo: wait) { return decided }
         logger.log(
             .error,
             "the delegate is asked on the main actor, which did not answer within \(wait.messageText): the push was allowed; run the main actor (an async main, dispatchMain() or RunLoop.main), or set a ClosureNotificationDelegate, which answers on any thread"
@@ -145,19 +140,58 @@ package enum DelegateQuestion {
         return true
     }
 
-    /// Marks Dispatch's main queue, which the main actor runs on: a job of the main actor (or a
-    /// block on the main queue) sees it. Not the main thread's id: under `dispatchMain()`, as in an
-    /// async `main`, Linux's Dispatch runs the main queue on another thread once the main thread
-    /// has parked.
-    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
-        let key = DispatchSpecificKey<Bool>()
-        DispatchQueue.main.setSpecific(key: key, value: true)
-        return key
-    }()
+    /// Whether the caller runs on the main actor (Dispatch's main queue; see `kp_on_main_queue`).
+    package static var isOnMainActor: Bool { kp_on_main_queue() != 0 }
+}
 
-    /// Whether the caller runs on the main actor (on Dispatch's main queue, or on the main thread
-    /// outside any queue, as the runtime counts it).
-    package static var isOnMainActor: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
+/// One answer that a thread waits for, up to a bound; given at most once, maybe after the
+/// waiter gave up (the box outlives both).
+private final class AwaitedAnswer: @unchecked Sendable {
+    /// At fixed addresses, as pthreads needs them (a stored property's address is not stable).
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Guarded by `mutex`.
+    private var answer: Bool?
+
+    init() {
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    func give(_ value: Bool) {
+        pthread_mutex_lock(mutex)
+        answer = value
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// The answer, or `nil` when `bound` passed first.
+    func wait(upTo bound: Duration) -> Bool? {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let (seconds, attoseconds) = bound.components
+        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        var deadline = timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while answer == nil {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
+        }
+        return answer
+    }
 }
 
 /// A handler's delegate, watched for the default answer: `defaulted` is called when it answered.
