@@ -54,15 +54,16 @@ struct GuidingMessagesTests {
             lines[0]
                 == #"{"error":{"code":"bad_input","message":"a JSON document goes on past the end of its line, but --jsonl reads one document per line: compact pretty-printed JSON first, with jq -c"}}"#
         )
-        // Standard error: one note for the run, however many documents.
+        // Standard error: one note for the run, however many documents, and the failures' count.
         #expect(
             output.stderr
                 == "kindly-push: note: a JSON document goes on past the end of its line, but --jsonl reads one document per line: compact pretty-printed JSON first, with jq -c\n"
+                + "kindly-push: 34 of 34 lines failed (34 bad_input); each has its error line in the output\n"
         )
         // A line cut short that does not begin a document keeps its own message, and no note.
         let cut = try CLI.run(arguments, stdin: "\"abc\n{\"a\":1}}\n")
         #expect(!cut.stdout.contains("jq -c"))
-        #expect(cut.stderr == "")
+        #expect(cut.stderr == "kindly-push: 2 of 2 lines failed (2 bad_input); each has its error line in the output\n")
         // A compact document cut inside a string (a partial write: the file's last line, with
         // its newline or without) ends too early; it is not pretty-printed JSON.
         for ending in ["\n", ""] {
@@ -70,7 +71,7 @@ struct GuidingMessagesTests {
             #expect(partial.status == 0)
             #expect(!partial.stdout.contains("jq -c"), "\(partial.stdout)")
             #expect(partial.stdout.contains("is not JSON: the document ends too early"), "\(partial.stdout)")
-            #expect(partial.stderr == "")
+            #expect(partial.stderr == "kindly-push: 1 of 1 line failed (1 bad_input); each has its error line in the output\n")
         }
     }
 

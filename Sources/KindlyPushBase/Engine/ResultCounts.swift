@@ -42,6 +42,20 @@ package struct ResultCounts: Sendable {
         errors.removeAll(keepingCapacity: true)
     }
 
+    /// The lines whose output is an error object.
+    package var failed: Int { lines - results }
+
+    /// Said at the end of a run without `--summary` in which a line failed, so that a run whose
+    /// every line failed does not end as quietly as one that went well (`--jsonl` exits 0 when
+    /// every line was read): `1000 of 1000 lines failed (1000 key_unavailable); each has its
+    /// error line on standard output`.
+    package var failureNote: String? {
+        guard failed > 0 else { return nil }
+        let codes = ErrorCode.allCases.compactMap { code in errors.first { $0.code == code }.map { "\($0.count) \(code.rawValue)" } }
+        let noun = lines == 1 ? "line" : "lines"
+        return "\(failed) of \(lines) \(noun) failed (\(codes.joined(separator: ", "))); each has its error line in the output"
+    }
+
     /// `summary: 1000 lines: 998 ok, 2 bad_input` (codes in the order of docs/spec/streams.md's table).
     package var line: String {
         let known =

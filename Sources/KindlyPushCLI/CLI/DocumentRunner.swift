@@ -91,14 +91,17 @@ package enum DocumentRunner {
         }
         var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: command.processor.inputLimit)
         var stdout = OutputStream(descriptor: target.descriptor)
-        var tally = Tally(
-            progress: ProgressLine(quiet: command.stream.isQuiet), counts: command.stream.showsSummary ? ResultCounts() : nil)
+        var tally = Tally(progress: ProgressLine(quiet: command.stream.isQuiet))
         let readError = runStream(command, reader: &reader, stdout: &stdout, tally: &tally)
         tally.progress.clear()
         reader.wipe()
         let writeStatus = finish(&stdout, target, incomplete: readError != nil)
         if readError == nil, let writeStatus { return writeStatus }
-        if let counts = tally.counts { Diagnostics.line("kindly-push: \(counts.line)") }
+        if command.stream.showsSummary {
+            Diagnostics.line("kindly-push: \(tally.counts.line)")
+        } else if !command.stream.isQuiet, let note = tally.counts.failureNote {
+            Diagnostics.line("kindly-push: \(note)")
+        }
         if let readError {
             Diagnostics.report(readError)
             return readError.code.exitStatus
@@ -106,11 +109,11 @@ package enum DocumentRunner {
         return 0
     }
 
-    /// What a `--jsonl` run shows of itself: the progress line, the `--summary` counts, and
-    /// once the note that a document went on past its line.
+    /// What a `--jsonl` run shows of itself: the progress line, the counts (all of them with
+    /// `--summary`, the failures without), and once the note that a document went on past its line.
     package struct Tally {
         var progress: ProgressLine
-        var counts: ResultCounts?
+        var counts = ResultCounts()
         var lines = 0
         var notedSpreadDocument = false
 
@@ -123,7 +126,7 @@ package enum DocumentRunner {
                 Diagnostics.line("kindly-push: note: \(PushStreamResult.spreadDocumentAdvice)")
             }
             lines += lineCount
-            counts?.add(outcomes)
+            counts.add(outcomes)
             progress.update(count: lines)
         }
     }
@@ -145,7 +148,7 @@ package enum DocumentRunner {
     ) -> CodedError? {
         let jobs = command.stream.jobs
         let runner = OrderedBatchRunner(
-            LineEngine.Work(processor: command.processor, counts: tally.counts != nil), jobs: jobs,
+            LineEngine.Work(processor: command.processor, counts: true), jobs: jobs,
             batchesInFlight: StreamBatching.batchesInFlight,
             maximumBatchLines: StreamBatching.batchLines, chunkLines: StreamBatching.chunkLines)
         var readError: CodedError?
