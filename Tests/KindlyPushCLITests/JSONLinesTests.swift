@@ -53,7 +53,8 @@ struct JSONLinesTests {
         }
         #expect(
             output.stderr
-                == "kindly-push: \(failed.count) of 10000 lines failed (\(byCode.joined(separator: ", "))); each has its error line in the output\n")
+                == "kindly-push: \(failed.count) of 10000 lines failed (\(byCode.joined(separator: ", "))); each has its error line in the output\n"
+        )
         let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count == expected.count)
         for (index, (line, want)) in zip(lines, expected).enumerated() {
