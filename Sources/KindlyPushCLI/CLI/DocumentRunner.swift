@@ -92,6 +92,9 @@ package enum DocumentRunner {
         var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: command.processor.inputLimit)
         var stdout = OutputStream(descriptor: target.descriptor)
         var tally = Tally(progress: ProgressLine(quiet: command.stream.isQuiet))
+        // Regular files only: their size is known, so the progress line shows the share read.
+        let sizes = descriptors.map { FileDescriptor(rawValue: $0).regularFileSize }
+        if sizes.allSatisfy({ $0 != nil }) { tally.progress.totalBytes = sizes.reduce(0) { $0 + ($1 ?? 0) } }
         let readError = runStream(command, reader: &reader, stdout: &stdout, tally: &tally)
         tally.progress.clear()
         reader.wipe()
@@ -119,7 +122,7 @@ package enum DocumentRunner {
 
         /// Notes the output of `lineCount` lines just written, whose outcomes `outcomes` counted;
         /// `spread`: one of them was a document that went on past the end of its line.
-        mutating func written(lineCount: Int, outcomes: ResultCounts, spread: Bool) {
+        mutating func written(lineCount: Int, outcomes: ResultCounts, spread: Bool, bytesRead: Int) {
             if spread, !notedSpreadDocument {
                 notedSpreadDocument = true
                 progress.clear()
@@ -127,7 +130,7 @@ package enum DocumentRunner {
             }
             lines += lineCount
             counts.add(outcomes)
-            progress.update(count: lines)
+            progress.update(count: lines, bytesDone: bytesRead)
         }
     }
 
@@ -188,7 +191,8 @@ package enum DocumentRunner {
             for chunk in 0..<oldest.chunkCount {
                 stdout.write(oldest[chunk].bytes)
                 tally.written(
-                    lineCount: oldest.lines(ofChunk: chunk).count, outcomes: oldest[chunk].outcomes, spread: oldest[chunk].spread)
+                    lineCount: oldest.lines(ofChunk: chunk).count, outcomes: oldest[chunk].outcomes, spread: oldest[chunk].spread,
+                    bytesRead: reader.bytesRead)
                 if oldest[chunk].bytes.capacity > keptOutputCapacity {
                     oldest[chunk].bytes.wipeCapacity()
                     oldest[chunk].bytes = []

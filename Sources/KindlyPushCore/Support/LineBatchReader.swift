@@ -33,6 +33,8 @@ package struct LineBatchReader: ~Copyable {
     private var chunkEnd = 0
     private var endOfInput = false
     private var splitter: LineSplitter
+    /// The bytes read so far, of every stream (for a progress line's share of a known size).
+    package private(set) var bytesRead = 0
 
     /// A reader of `descriptor` (not closed by the reader) whose lines over `maximumLineLength`
     /// bytes are oversized, reading `chunkSize` bytes at a time.
@@ -113,6 +115,7 @@ package struct LineBatchReader: ~Copyable {
             }
             chunkStart = 0
             chunkEnd = count
+            bytesRead += count
             if count == 0 { endOfInput = true }
             return
         }

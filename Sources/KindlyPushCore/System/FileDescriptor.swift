@@ -15,6 +15,14 @@ package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
     package static var standardOutput: FileDescriptor { FileDescriptor(rawValue: STDOUT_FILENO) }
     package static var standardError: FileDescriptor { FileDescriptor(rawValue: STDERR_FILENO) }
 
+    /// The size of the regular file open here; `nil` for anything else (a pipe, a terminal, a
+    /// device) or when `fstat` fails.
+    package var regularFileSize: Int? {
+        var status = stat()
+        guard fstat(rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int(status.st_size)
+    }
+
     /// Opens `path` to read it, close-on-exec; a folder is refused with `EISDIR` (its descriptor
     /// closed). The descriptor is the caller's to close.
     package static func openForReading(_ path: String) throws(Errno) -> FileDescriptor {
