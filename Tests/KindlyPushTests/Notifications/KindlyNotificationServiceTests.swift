@@ -14,9 +14,9 @@ final class RecordingService: KindlyNotificationService {
 }
 
 /// A service in the iOS SDK's shape: `customize` on the reference content, and a
-/// stored property it updates.
+/// stored property it updates (no word added).
 final class ReferenceCustomizingService: KindlyNotificationServiceExtension {
-    nonisolated(unsafe) var customizedCount = 0
+    var customizedCount = 0
     let seen = Recorder<String>()
 
     override func customize(_ content: MutableNotificationContent, payload: DecryptedPayload?) {
