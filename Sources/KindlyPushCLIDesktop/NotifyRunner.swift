@@ -244,10 +244,17 @@ final class NotifySession {
         }
     }
 
-    /// With `--verbose`, what became of a push, on standard error (never its text).
+    /// With `--verbose`, what became of a push, on standard error (never its text). Without it,
+    /// a push shown as its placeholder still gets its line, with its reason: the journal says
+    /// which pushes could not be shown (a locked collection, a missing key), one line each.
     func report(_ outcome: DesktopPresenter.Outcome, plan: DesktopPresenter.Plan) {
-        guard command.verbose else { return }
         let reason = plan.decision.reason.map { " (\($0.code))" } ?? ""
+        guard command.verbose else {
+            if case .shown(let id, .placeholder) = outcome {
+                Diagnostics.line("kindly-push: notify: placeholder shown as notification \(id)\(reason): the push could not be decrypted")
+            }
+            return
+        }
         switch outcome {
         case .shown(let id, let presentation):
             Diagnostics.line("kindly-push: notify: \(presentation.rawValue) shown as notification \(id)\(reason)")
