@@ -89,7 +89,8 @@ struct NotifyDesktopTests {
             let bare = try notify(JSONValue.object(document).compactText, ["--app-name", "Bare \(marker)"])
             #expect(bare.status == 0, "\(bare.stderr)")
             // Without --verbose too, a push that could not be shown as itself gets its line.
-            let line = #"^kindly-push: notify: placeholder shown as notification [0-9]+ \(key_unavailable\): "#
+            let line =
+                #"^kindly-push: notify: placeholder shown as notification [0-9]+ \(key_unavailable\): "#
                 + #"the push could not be decrypted\n$"#
             #expect(bare.stderr.range(of: line, options: .regularExpression) != nil, "\(bare.stderr)")
             let defaults = try DesktopSession.shown("Bare \(marker)")
