@@ -12,5 +12,5 @@ public enum KindlyPushRelease {
     ///
     /// `kindly-push --version` prints it. It is not the iOS SDK version that a device reports to
     /// the backend at registration; that is `Registration.sdkVersion`.
-    public static let version = "0.3.0"
+    public static let version = "0.4.0"
 }

@@ -154,10 +154,12 @@ struct HelpAndUsageTests {
         let output = try CLI.run(arguments)
         #expect(output.status == 0)
         #expect(output.stderr == "")
-        #expect(output.stdout == "kindly-push 0.3.0\n")
-        // The CHANGELOG's newest release (released or not yet) is the version the binary reports.
+        #expect(output.stdout == "kindly-push 0.4.0\n")
+        // The CHANGELOG's newest release is the version the binary reports, with its link.
         let changelog = try String(contentsOf: CLI.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
-        #expect(changelog.contains("## [0.3.0]") || changelog.contains("## 0.3.0"))
+        let releases = changelog.split(separator: "\n").filter { $0.hasPrefix("## [") && !$0.hasPrefix("## [Unreleased]") }
+        #expect(releases.first?.hasPrefix("## [0.4.0] - ") == true, "\(releases.first ?? "none")")
+        #expect(changelog.contains("\n[0.4.0]: "))
     }
 
     @Test(
