@@ -63,6 +63,6 @@ package struct ResultCounts: Sendable {
             + ErrorCode.allCases.map { code in
                 errors.first { $0.code == code }.map { "\($0.count) \(code.rawValue)" }
             }
-        return "summary: \(lines) lines: " + known.compactMap { $0 }.joined(separator: ", ")
+        return "summary: \(lines) \(lines == 1 ? "line" : "lines"): " + known.compactMap { $0 }.joined(separator: ", ")
     }
 }
