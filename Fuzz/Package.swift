@@ -14,7 +14,7 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .target(name: "CVectorText"),
         .target(name: "KindlyPushCore", dependencies: ["CSodium", "CVectorText"]),
-        .target(name: "CProcessGuard"),
+        .target(name: "CProcessGuard", linkerSettings: [.linkedLibrary("dispatch")]),
         .target(name: "KindlyPushBase", dependencies: ["KindlyPushCore", "CProcessGuard", "CVectorText"]),
         .target(name: "KindlyPush", dependencies: ["KindlyPushBase", "KindlyPushCore"]),
         .target(name: "KindlyPushTesting", dependencies: ["KindlyPush", "KindlyPushCore"]),
