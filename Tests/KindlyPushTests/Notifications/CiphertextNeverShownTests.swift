@@ -19,21 +19,35 @@ struct CiphertextNeverShownTests {
         }
     }
 
+    /// Twelve bytes, held without an allocation of their own (a set of thousands per vector).
+    struct Window: Hashable {
+        let head: UInt64
+        let tail: UInt32
+        let count: Int
+    }
+
     /// The windows of `ct` a shown text must not hold: every 12 bytes of its base64url text, and
     /// every 12 bytes of the ciphertext it decodes to (as raw bytes in the UTF-8 of the text).
-    static func windows(of ct: String) -> Set<[UInt8]> {
-        let text = Array(ct.utf8)
+    static func windows(of ct: String) -> Set<Window> {
         let raw = (try? Base64.decode(ct)) ?? []
-        return Set([text, raw].flatMap { windows(of: $0) })
+        return Set(windows(of: Array(ct.utf8)) + windows(of: raw))
     }
 
     /// Every run of 12 bytes in `bytes` (all of it when shorter).
-    static func windows(of bytes: [UInt8]) -> [[UInt8]] {
-        guard bytes.count > 12 else { return bytes.isEmpty ? [] : [bytes] }
-        return (0...(bytes.count - 12)).map { Array(bytes[$0..<($0 + 12)]) }
+    static func windows(of bytes: [UInt8]) -> [Window] {
+        func window(_ slice: ArraySlice<UInt8>) -> Window {
+            var head: UInt64 = 0
+            var tail: UInt32 = 0
+            for (index, byte) in slice.enumerated() {
+                if index < 8 { head |= UInt64(byte) << (8 * UInt64(index)) } else { tail |= UInt32(byte) << (8 * UInt32(index - 8)) }
+            }
+            return Window(head: head, tail: tail, count: slice.count)
+        }
+        guard bytes.count > 12 else { return bytes.isEmpty ? [] : [window(bytes[...])] }
+        return (0...(bytes.count - 12)).map { window(bytes[$0..<($0 + 12)]) }
     }
 
-    static func shows(_ shown: [String], anyOf windows: Set<[UInt8]>) -> Bool {
+    static func shows(_ shown: [String], anyOf windows: Set<Window>) -> Bool {
         shown.contains { text in Self.windows(of: Array(text.utf8)).contains { windows.contains($0) } }
     }
 
