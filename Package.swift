@@ -234,7 +234,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KindlyPushDesktopTests",
-            dependencies: ["KindlyPushDesktop", "KindlyPush", "KindlyPushCore"]
+            dependencies: ["KindlyPushDesktop", "KindlyPush", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors"]
         ),
         .testTarget(
             name: "KindlyPushCLITests",

@@ -5,7 +5,8 @@ import KindlyPushTesting
 import KindlyPushVectors
 import Testing
 
-/// What the library shows or delivers, compared byte for byte with the envelope's ciphertext:
+/// What the library shows or delivers, compared byte for byte with the envelope's ciphertext
+/// (``CiphertextExposure``, the Testing product's check):
 /// the display rule's "ciphertext never shown" (display-rules.md), tested on every vector of
 /// every wire version, and the failures a host meets (a locked keyring; `nil` for every reason).
 @Suite("Ciphertext never shown; a locked keyring; nil for every reason", .offThePool)
@@ -19,38 +20,6 @@ struct CiphertextNeverShownTests {
         }
     }
 
-    /// Twelve bytes, held without an allocation of their own (a set of thousands per vector).
-    struct Window: Hashable {
-        let head: UInt64
-        let tail: UInt32
-        let count: Int
-    }
-
-    /// The windows of `ct` a shown text must not hold: every 12 bytes of its base64url text, and
-    /// every 12 bytes of the ciphertext it decodes to (as raw bytes in the UTF-8 of the text).
-    static func windows(of ct: String) -> Set<Window> {
-        let raw = (try? Base64.decode(ct)) ?? []
-        return Set(windows(of: Array(ct.utf8)) + windows(of: raw))
-    }
-
-    /// Every run of 12 bytes in `bytes` (all of it when shorter).
-    static func windows(of bytes: [UInt8]) -> [Window] {
-        func window(_ slice: ArraySlice<UInt8>) -> Window {
-            var head: UInt64 = 0
-            var tail: UInt32 = 0
-            for (index, byte) in slice.enumerated() {
-                if index < 8 { head |= UInt64(byte) << (8 * UInt64(index)) } else { tail |= UInt32(byte) << (8 * UInt32(index - 8)) }
-            }
-            return Window(head: head, tail: tail, count: slice.count)
-        }
-        guard bytes.count > 12 else { return bytes.isEmpty ? [] : [window(bytes[...])] }
-        return (0...(bytes.count - 12)).map { window(bytes[$0..<($0 + 12)]) }
-    }
-
-    static func shows(_ shown: [String], anyOf windows: Set<Window>) -> Bool {
-        shown.contains { text in Self.windows(of: Array(text.utf8)).contains { windows.contains($0) } }
-    }
-
     static func texts(_ content: NotificationContent) -> [String] { [content.title, content.subtitle, content.body] }
 
     @Test("no text the router, willPresent, the silent path or the extension shows holds the envelope's ct, on every vector")
@@ -60,7 +29,6 @@ struct CiphertextNeverShownTests {
         var versions = Set<Int>()
         for (vector, ct) in vectors {
             if let version = vector.apns["kindly"]?["v"]?.numberValue?.integerValue(in: 1...9) { versions.insert(Int(version)) }
-            let windows = Self.windows(of: ct)
             let decryption = KindlyPushDecryption(
                 keyring: InMemoryKeyring(keys: [vector.deviceKey], pinnedSenders: vector.pinnedSenderKeys))
             var shown: [String] = []
@@ -93,9 +61,21 @@ struct CiphertextNeverShownTests {
             await delivered.wait(forCount: 1, timeout: hangCap)
             shown += delivered.all.flatMap(Self.texts)
 
-            #expect(!Self.shows(shown, anyOf: windows), "\(vector.description): \(shown)")
+            #expect(!CiphertextExposure.exposes(shown, ciphertext: ct), "\(vector.description): \(shown)")
         }
         #expect(versions.isSuperset(of: [1, 2, 3]))
+    }
+
+    @Test("the check finds 12 bytes of ct in a row, as its text or as the bytes it decodes to, and not 11")
+    func exposureCheck() {
+        let ct = Base64.urlEncoded(Array("Hello, world! The chat's text".utf8))
+        let text = Array(ct)
+        #expect(CiphertextExposure.exposes(["Banner: " + String(text[3..<15]) + "…"], ciphertext: ct))
+        #expect(!CiphertextExposure.exposes(["Banner: " + String(text[3..<14]) + "…"], ciphertext: ct))
+        #expect(CiphertextExposure.exposes(["said: world! The ch"], ciphertext: ct))
+        #expect(!CiphertextExposure.exposes(["said: orld! The c"], ciphertext: ct))
+        #expect(!CiphertextExposure.exposes(["New message", "Open the app to read it"], ciphertext: ct))
+        #expect(!CiphertextExposure.exposes(["anything"], ciphertextOf: ["aps": ["alert": "no envelope"]]))
     }
 
     @Test("the extension with a locked keyring delivers the backend's placeholder unchanged, once")
