@@ -242,6 +242,7 @@ let package = Package(
             dependencies: [
                 "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
                 "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs", "KindlyPushCLIAPNs",
+                "KindlyPushTesting", "KindlyPushVectors",
             ]
         ),
     ],
