@@ -1,10 +1,6 @@
 internal import CProcessGuard
 internal import KindlyPushCore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// A decrypted Kindly push as the host's delegate sees it, named as in the iOS SDK.
 public struct ExternalNotification: Sendable, Equatable {
     /// The decrypted chat id (from the payload, or from `kindly.chat_id` when the extension
@@ -126,13 +122,17 @@ package enum DelegateQuestion {
         if isOnMainActor {
             return MainActor.assumeIsolated { delegate.shouldHandleNotification(notification: notification) }
         }
-        let answer = AwaitedAnswer()
+        // The answer and its signal outlive a wait that gave up: a late answer is dropped.
+        let answer = Locked<Bool?>(nil)
+        let answered = Semaphore()
         // The default answer's watch goes along to the main actor.
         let watch = DefaultDelegateAnswer.used
         Task { @MainActor in
-            answer.give(DefaultDelegateAnswer.$used.withValue(watch) { delegate.shouldHandleNotification(notification: notification) })
+            let decided = DefaultDelegateAnswer.$used.withValue(watch) { delegate.shouldHandleNotification(notification: notification) }
+            answer.withLock { $0 = decided }
+            answered.signal()
         }
-        if let decided = answer.wait(upTo: wait) { return decided }
+        if answered.wait(upTo: wait), let decided = answer.withLock({ $0 }) { return decided }
         logger.log(
             .error,
             "the delegate is asked on the main actor, which did not answer within \(wait.messageText): the push was allowed; run the main actor (an async main, dispatchMain() or RunLoop.main), or set a ClosureNotificationDelegate, which answers on any thread"
@@ -142,56 +142,6 @@ package enum DelegateQuestion {
 
     /// Whether the caller runs on the main actor (Dispatch's main queue; see `kp_on_main_queue`).
     package static var isOnMainActor: Bool { kp_on_main_queue() != 0 }
-}
-
-/// One answer that a thread waits for, up to a bound; given at most once, maybe after the
-/// waiter gave up (the box outlives both).
-private final class AwaitedAnswer: @unchecked Sendable {
-    /// At fixed addresses, as pthreads needs them (a stored property's address is not stable).
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    /// Guarded by `mutex`.
-    private var answer: Bool?
-
-    init() {
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
-
-    func give(_ value: Bool) {
-        pthread_mutex_lock(mutex)
-        answer = value
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
-    }
-
-    /// The answer, or `nil` when `bound` passed first.
-    func wait(upTo bound: Duration) -> Bool? {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let (seconds, attoseconds) = bound.components
-        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        var deadline = timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while answer == nil {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
-        }
-        return answer
-    }
 }
 
 /// A handler's delegate, watched for the default answer: `defaulted` is called when it answered.

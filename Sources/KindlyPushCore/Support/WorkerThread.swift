@@ -29,6 +29,22 @@ package final class Semaphore: @unchecked Sendable {
         // Another failure (EINVAL) cannot happen on a semaphore this class made.
         _ = try? nothingOrErrno { sem_wait(semaphore) }
     }
+
+    /// Waits as ``wait()`` does, for `bound` at most: true when it took one, false when `bound`
+    /// passed first. The bound is read on the wall clock (`sem_timedwait`; glibc's
+    /// `sem_clockwait` is not in Swift's Glibc module), so setting the clock moves it.
+    package func wait(upTo bound: Duration) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        let (seconds, attoseconds) = bound.components
+        let nanoseconds = deadline.tv_nsec + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        while sem_timedwait(semaphore, &deadline) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        return true
+    }
 }
 
 /// A thread that runs one closure; ``join()`` waits for it to return.
