@@ -48,21 +48,23 @@ package struct ResultCounts: Sendable {
     /// Said at the end of a run without `--summary` in which a line failed, so that a run whose
     /// every line failed does not end as quietly as one that went well (`--jsonl` exits 0 when
     /// every line was read): `1000 of 1000 lines failed (1000 key_unavailable); each has its
-    /// error line on standard output`.
+    /// error line in the output`.
     package var failureNote: String? {
         guard failed > 0 else { return nil }
-        let codes = ErrorCode.allCases.compactMap { code in errors.first { $0.code == code }.map { "\($0.count) \(code.rawValue)" } }
-        let noun = lines == 1 ? "line" : "lines"
-        return "\(failed) of \(lines) \(noun) failed (\(codes.joined(separator: ", "))); each has its error line in the output"
+        let codes = errorCounts.joined(separator: ", ")
+        return "\(failed) of \(Self.count(lines, "line")) failed (\(codes)); each has its error line in the output"
     }
 
     /// `summary: 1000 lines: 998 ok, 2 bad_input` (codes in the order of docs/spec/streams.md's table).
     package var line: String {
-        let known =
-            [results > 0 ? "\(results) ok" : nil]
-            + ErrorCode.allCases.map { code in
-                errors.first { $0.code == code }.map { "\($0.count) \(code.rawValue)" }
-            }
-        return "summary: \(lines) \(lines == 1 ? "line" : "lines"): " + known.compactMap { $0 }.joined(separator: ", ")
+        "summary: \(Self.count(lines, "line")): " + ((results > 0 ? ["\(results) ok"] : []) + errorCounts).joined(separator: ", ")
     }
+
+    /// `2 bad_input` for each code met, in the order of docs/spec/streams.md's table.
+    private var errorCounts: [String] {
+        ErrorCode.allCases.compactMap { code in errors.first { $0.code == code }.map { "\($0.count) \(code.rawValue)" } }
+    }
+
+    /// `1 line`, `7 lines`.
+    private static func count(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 }

@@ -93,8 +93,8 @@ package enum DocumentRunner {
         var stdout = OutputStream(descriptor: target.descriptor)
         var tally = Tally(progress: ProgressLine(quiet: command.stream.isQuiet))
         // Regular files only: their size is known, so the progress line shows the share read.
-        let sizes = descriptors.map { FileDescriptor(rawValue: $0).regularFileSize }
-        if sizes.allSatisfy({ $0 != nil }) { tally.progress.totalBytes = sizes.reduce(0) { $0 + ($1 ?? 0) } }
+        let sizes = descriptors.compactMap { FileDescriptor(rawValue: $0).regularFileSize }
+        if sizes.count == descriptors.count { tally.progress.totalBytes = sizes.reduce(0, +) }
         let readError = runStream(command, reader: &reader, stdout: &stdout, tally: &tally)
         tally.progress.clear()
         reader.wipe()
