@@ -9,10 +9,9 @@ import Testing
 /// it is `MainActorScreen` (IOSPortingTests).
 @Suite("Asking the delegate where it can answer", .offThePool)
 struct DelegateQuestionTests {
-    @Test("a main-actor delegate whose main actor does not answer: the push is allowed after the wait, an error says what to do")
-    func mainActorThatDoesNotAnswer() async throws {
-        let screen = await MainActor.run { MainActorScreen() }
-        // The main actor held by a job that waits for this test: it cannot answer until released.
+    /// Holds the main actor with a job that waits until the returned semaphore is signalled: the
+    /// main actor cannot answer until then. Returns once the job runs.
+    static func holdTheMainActor() async throws -> DispatchSemaphore {
         let release = DispatchSemaphore(value: 0)
         let holding = Recorder<Bool>()
         DispatchQueue.main.async {
@@ -20,6 +19,14 @@ struct DelegateQuestionTests {
             release.wait()
         }
         await holding.wait(forCount: 1, timeout: hangCap)
+        try #require(holding.all == [true], "the main actor never ran the holding job")
+        return release
+    }
+
+    @Test("a main-actor delegate whose main actor does not answer: the push is allowed after the wait, an error says what to do")
+    func mainActorThatDoesNotAnswer() async throws {
+        let screen = await MainActor.run { MainActorScreen() }
+        let release = try await Self.holdTheMainActor()
         let log = LogRecorder()
         let notification = ExternalNotification(id: "c-1", title: "Anna", body: "Lunch?", userInfo: [:])
         let answer = await Task.detached {
@@ -37,13 +44,7 @@ struct DelegateQuestionTests {
 
     @Test("a closure delegate is asked on the thread that delivered the push, with the main actor held")
     func closureDelegateNeedsNoMainActor() async throws {
-        let release = DispatchSemaphore(value: 0)
-        let holding = Recorder<Bool>()
-        DispatchQueue.main.async {
-            holding.record(true)
-            release.wait()
-        }
-        await holding.wait(forCount: 1, timeout: hangCap)
+        let release = try await Self.holdTheMainActor()
         let onMain = Recorder<Bool>()
         let delegate = ClosureNotificationDelegate { _ in
             onMain.record(DelegateQuestion.isOnMainActor)
