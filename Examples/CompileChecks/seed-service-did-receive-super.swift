@@ -4,21 +4,19 @@
 // KindlyNotificationServiceExtension):
 //   override open func didReceive(_ request: UNNotificationRequest,
 //       withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void)
-// `UNNotificationRequest` and `UNNotificationContent` become `NotificationContent`. One word
-// more than on iOS, `@Sendable` (see "Porting from iOS"): the service calls the handler later,
-// from its own threads (the decryption's, the deadline's), so Swift 6 refuses to hand it a
-// closure that is not `Sendable`.
+// `UNNotificationRequest` and `UNNotificationContent` become `NotificationContent`; no word
+// added (the handler is declared as UIKit declares it, not `@Sendable`).
 import KindlyPush
 
 enum OtherProvider {
-    static func didReceive(_ content: NotificationContent, _ contentHandler: @escaping @Sendable (NotificationContent) -> Void) {
+    static func didReceive(_ content: NotificationContent, _ contentHandler: @escaping (NotificationContent) -> Void) {
         contentHandler(content)
     }
 }
 
 final class NotificationService: KindlyNotificationServiceExtension {
     override func didReceive(
-        _ request: NotificationContent, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void
+        _ request: NotificationContent, withContentHandler contentHandler: @escaping (NotificationContent) -> Void
     ) {
         guard KindlyPushDecryption.isKindlyNotification(request.userInfo) else {
             OtherProvider.didReceive(request, contentHandler)

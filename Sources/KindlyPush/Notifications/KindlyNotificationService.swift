@@ -105,15 +105,21 @@ open class KindlyNotificationService {
     /// documentation). A push that is not Kindly's, or that is already marked decrypted, is
     /// handed back unchanged at once. A subclass that also serves another provider can override
     /// this, check `KindlyPushDecryption.isKindlyNotification`, and call `super` for Kindly's.
+    ///
+    /// As on iOS, `contentHandler` is called once, and not necessarily on the thread that called
+    /// this: from the decryption's thread, the deadline's, or the caller of
+    /// ``serviceExtensionTimeWillExpire()``. It is declared as UIKit declares it (not
+    /// `@Sendable`), so an override can pass its own handler on to `super`; what the handler
+    /// captures is the host's to keep safe from another thread, as on iOS.
     open func didReceive(
-        _ content: NotificationContent, withContentHandler contentHandler: @escaping @Sendable (NotificationContent) -> Void
+        _ content: NotificationContent, withContentHandler contentHandler: @escaping (NotificationContent) -> Void
     ) {
         let userInfo = JSONValue.object(content.userInfo)
         guard KindlyPushDecryption.isKindlyNotification(userInfo), !KindlyPushDecryption.isDecrypted(userInfo: userInfo) else {
             contentHandler(content)
             return
         }
-        let delivery = Delivery(original: content, handler: contentHandler)
+        let delivery = Delivery(original: content, handler: ContentHandler(contentHandler))
         pending.withLock { $0.append(delivery) }
         let service = ServiceReference(self)
         let deadline = deadline
@@ -179,7 +185,7 @@ open class KindlyNotificationService {
     private func finish(_ delivery: Delivery, with content: NotificationContent) -> Bool {
         guard delivery.claim() else { return false }
         pending.withLock { deliveries in deliveries.removeAll { $0 === delivery } }
-        delivery.handler(content)
+        delivery.handler.call(content)
         return true
     }
 
@@ -202,13 +208,22 @@ open class KindlyNotificationService {
         init(_ object: KindlyNotificationService) { self.object = object }
     }
 
+    /// The host's content handler, declared as UIKit declares it: called once, from whichever of
+    /// the service's threads finishes the delivery first (the once-gate is ``Delivery/claim()``).
+    /// Unchecked, as UIKit's is: the system calls an extension's handler from a queue of its own,
+    /// and what the handler captures is the host's to keep safe from another thread.
+    private struct ContentHandler: @unchecked Sendable {
+        let call: (NotificationContent) -> Void
+        init(_ call: @escaping (NotificationContent) -> Void) { self.call = call }
+    }
+
     /// One push being served: its original content, its handler, and whether the handler ran.
     private final class Delivery: Sendable {
         let original: NotificationContent
-        let handler: @Sendable (NotificationContent) -> Void
+        let handler: ContentHandler
         private let done = Locked(false)
 
-        init(original: NotificationContent, handler: @escaping @Sendable (NotificationContent) -> Void) {
+        init(original: NotificationContent, handler: ContentHandler) {
             self.original = original
             self.handler = handler
         }
