@@ -229,23 +229,23 @@ SecretItem *kps_item_for_path(SecretService *service, const char *path,
     return secret_item_new_for_dbus_path_sync(service, path, SECRET_ITEM_NONE, cancellable, error);
 }
 
-gboolean kps_bus_name_available(GDBusConnection *connection, const char *name,
+KpsNameState kps_bus_name_state(GDBusConnection *connection, const char *name,
                                 GCancellable *cancellable, GError **error) {
     GVariant *reply = g_dbus_connection_call_sync(
         connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
         "NameHasOwner", g_variant_new("(s)", name), G_VARIANT_TYPE("(b)"),
         G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
-    if (reply == NULL) return FALSE;
+    if (reply == NULL) return KPS_NAME_ABSENT;
     gboolean owned = FALSE;
     g_variant_get(reply, "(b)", &owned);
     g_variant_unref(reply);
-    if (owned) return TRUE;
+    if (owned) return KPS_NAME_RUNNING;
 
     reply = g_dbus_connection_call_sync(
         connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
         "ListActivatableNames", NULL, G_VARIANT_TYPE("(as)"),
         G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
-    if (reply == NULL) return FALSE;
+    if (reply == NULL) return KPS_NAME_ABSENT;
     gboolean activatable = FALSE;
     GVariantIter *names = NULL;
     const char *each = NULL;
@@ -255,7 +255,7 @@ gboolean kps_bus_name_available(GDBusConnection *connection, const char *name,
     }
     g_variant_iter_free(names);
     g_variant_unref(reply);
-    return activatable;
+    return activatable ? KPS_NAME_ACTIVATABLE : KPS_NAME_ABSENT;
 }
 
 // MARK: Errors

@@ -25,7 +25,7 @@ extension SecretServiceKeyring {
         busAddress: String? = nil, forStoring: Bool = false, timeout: Duration = defaultProbeTimeout
     ) -> AutomaticChoice {
         switch probeSessionBus(busAddress: busAddress, timeout: timeout) {
-        case .available:
+        case .available, .activatable:
             return .secretService
         case .timedOut where forStoring:
             return .undecided(

@@ -123,7 +123,7 @@ public struct SecretServiceKeyring: Keyring {
     ///
     /// Never prompts and never starts anything itself.
     public static func sessionBusAnswers(busAddress: String? = nil, timeout: Duration = defaultProbeTimeout) -> Bool {
-        probeSessionBus(busAddress: busAddress, timeout: timeout) == .available
+        probeSessionBus(busAddress: busAddress, timeout: timeout).offersSecretService
     }
 
     static func environmentBusAddress() -> String? {

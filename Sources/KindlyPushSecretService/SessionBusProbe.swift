@@ -15,13 +15,21 @@ extension SecretServiceKeyring {
         case timedOut(String)
         /// The bus answers, but no Secret Service runs on it and none can be started.
         case noSecretService
-        /// The bus answers and has the Secret Service running, or can start it.
+        /// The bus answers and has the Secret Service running.
         case available
+        /// The bus answers and has no Secret Service running, but starts one at the first call
+        /// to it (D-Bus activation: gnome-keyring's service file). `auto` takes it as offered;
+        /// doctor does not make that first call (it would start the daemon, locked).
+        case activatable
+
+        /// Whether the bus offers the Secret Service, running or started at the first call:
+        /// what `auto` decides by.
+        package var offersSecretService: Bool { self == .available || self == .activatable }
     }
 
     /// Asks the bus at `busAddress` (else `DBUS_SESSION_BUS_ADDRESS`) whether it answers within
     /// `timeout` and offers the Secret Service. Never prompts and never starts anything itself.
-    /// ``sessionBusAnswers(busAddress:timeout:)`` is true exactly when this is `SessionBusProbe/available`.
+    /// ``sessionBusAnswers(busAddress:timeout:)`` is true exactly when this offers the Secret Service (``SessionBusProbe/offersSecretService``).
     package static func probeSessionBus(busAddress: String? = nil, timeout: Duration = defaultProbeTimeout) -> SessionBusProbe {
         guard let address = busAddress ?? environmentBusAddress() else { return .noAddress }
         let deadline = Deadline(timeout)
@@ -30,9 +38,13 @@ extension SecretServiceKeyring {
             return probeFailure(error, timeout: timeout)
         }
         defer { BusConnection.close(connection) }
-        let available = kps_bus_name_available(connection, busName, deadline.cancellable, &error)
+        let state = kps_bus_name_state(connection, busName, deadline.cancellable, &error)
         if error != nil { return probeFailure(error, timeout: timeout) }
-        return available != 0 ? .available : .noSecretService
+        switch state {
+        case KPS_NAME_RUNNING: return .available
+        case KPS_NAME_ACTIVATABLE: return .activatable
+        default: return .noSecretService
+        }
     }
 
     /// What a failed probe's error means (freed here): the budget ran out, or the bus is not there.

@@ -87,6 +87,35 @@ struct DoctorSecretServiceTests {
         )
     }
 
+    @Test(
+        "an activatable Secret Service that is not running: doctor says so and does not start it (gnome-keyring started so would be locked)"
+    )
+    func activatableService() throws {
+        let bus = try TestBus(activates: [
+            "org.freedesktop.secrets": "/usr/bin/gnome-keyring-daemon --start --foreground --components=secrets"
+        ])
+        let keyring = try DoctorTests.Keyring(keys: 0)
+        let result = try DoctorTests.doctor(keyring: keyring, environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let lines = DoctorTests.lines(result)
+        #expect(
+            lines.contains(
+                "ok       keyring: auto uses the secret-service keyring (the Secret Service collection 'default'): the session bus answers "
+                    + "and starts the Secret Service at the first call to it"), "\(result.stdout)")
+        #expect(
+            lines.contains(
+                "warning  secret-service: not running: the session bus starts it (org.freedesktop.secrets) at the first command that "
+                    + "needs a key, and doctor does not; to fix: log in to the desktop session, or start it unlocked before that command: "
+                    + "gnome-keyring-daemon --unlock (the password on standard input)"), "\(result.stdout)")
+        #expect(
+            lines.contains("warning  device-keys: not listed: the Secret Service is not running (doctor does not start it) (see above)"))
+        #expect(try !bus.hasOwner("org.freedesktop.secrets"), "doctor started the Secret Service")
+        // The bus does start it for a command that needs it: the name was activatable.
+        _ = try CLI.run(
+            ["keys", "list", "--keyring", "secret-service"],
+            environment: keyring.environment.merging(["DBUS_SESSION_BUS_ADDRESS": bus.address]) { $1 })
+        #expect(try bus.hasOwner("org.freedesktop.secrets"))
+    }
+
     @Test("a Secret Service that never answers is a problem within the 1.5 s budget")
     func hungService() throws {
         let bus = try TestBus()
@@ -123,14 +152,21 @@ struct DoctorSecretServiceTests {
     }
 }
 
-/// A message bus of the test's own (dbus-daemon), where any client may own any name.
+/// A message bus of the test's own (dbus-daemon), where any client may own any name; with
+/// `activates`, the bus starts each named service at the first call to its name (D-Bus
+/// activation, as a desktop session's bus starts gnome-keyring), its HOME in the bus's folder.
 final class TestBus {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-bus-\(UUID().uuidString)").path
     let process = Process()
     let address: String
 
-    init() throws {
+    init(activates services: [String: String] = [:]) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(atPath: "\(folder)/services", withIntermediateDirectories: true)
+        for (name, command) in services {
+            try "[D-BUS Service]\nName=\(name)\nExec=\(command)\n".write(
+                toFile: "\(folder)/services/\(name).service", atomically: true, encoding: .utf8)
+        }
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -138,6 +174,7 @@ final class TestBus {
               <type>session</type>
               <listen>unix:path=\(folder)/bus</listen>
               <auth>EXTERNAL</auth>
+              <servicedir>\(folder)/services</servicedir>
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>
@@ -148,6 +185,9 @@ final class TestBus {
         try config.write(toFile: "\(folder)/bus.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         process.arguments = ["--nofork", "--print-address=1", "--config-file=\(folder)/bus.conf"]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "HOME": folder, "XDG_DATA_HOME": "\(folder)/data", "XDG_RUNTIME_DIR": folder, "XDG_CONFIG_HOME": "\(folder)/config",
+        ]) { $1 }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -157,7 +197,24 @@ final class TestBus {
         address = String(decoding: line, as: UTF8.self)
     }
 
+    /// Whether `name` has an owner on the bus now (the bus's NameHasOwner, through gdbus).
+    func hasOwner(_ name: String) throws -> Bool {
+        let gdbus = Process()
+        gdbus.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
+        gdbus.arguments = [
+            "call", "--address", address, "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+            "org.freedesktop.DBus.NameHasOwner", name,
+        ]
+        let output = Pipe()
+        gdbus.standardOutput = output
+        try gdbus.run()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        gdbus.waitUntilExit()
+        return answer.hasPrefix("(true,)")
+    }
+
     deinit {
+        // An activated service ends with its bus (gnome-keyring leaves when its connection goes).
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: folder)

@@ -125,8 +125,11 @@ gboolean kps_item_modified(SecretCollection *collection, const char *path, guint
 SecretItem *kps_item_for_path(SecretService *service, const char *path,
                               GCancellable *cancellable, GError **error);
 
-/// Whether `name` has an owner on the bus, or the bus can start it (activatable).
-gboolean kps_bus_name_available(GDBusConnection *connection, const char *name,
+/// Whether `name` has an owner on the bus (KPS_NAME_RUNNING), has none but the bus starts it at
+/// the first call to it (KPS_NAME_ACTIVATABLE), or neither (KPS_NAME_ABSENT, also on an error,
+/// with `error` set). Asks the bus only: starts nothing.
+typedef enum { KPS_NAME_ABSENT = 0, KPS_NAME_RUNNING = 1, KPS_NAME_ACTIVATABLE = 2 } KpsNameState;
+KpsNameState kps_bus_name_state(GDBusConnection *connection, const char *name,
                                 GCancellable *cancellable, GError **error);
 
 /// What a GError means for a keyring.

@@ -129,12 +129,13 @@ final class DoctorContext {
     /// `KeyringChoice.resolve` resolves it (the Secret Service exactly when the probe finds it).
     var keyringInUse: KeyringChoice {
         switch choice {
-        case .auto: return bus == .available ? .secretService : .file
+        case .auto: return bus.offersSecretService ? .secretService : .file
         case .file, .secretService: return choice
         }
     }
 
-    /// The Secret Service collection's keys; `nil` when the bus offers no Secret Service.
+    /// The Secret Service collection's keys; `nil` when no Secret Service runs on the bus (doctor
+    /// does not start an activatable one: it would start locked, and stay).
     var secretServiceListing: Listing? {
         guard bus == .available else { return nil }
         let found: Listing? = listing.withLock { $0 }
@@ -157,7 +158,7 @@ final class DoctorContext {
     /// Now, in Unix seconds.
     let now = unixTimeNow()
 
-    /// Probes the bus as `auto` does (at most 500 ms) and, when it offers the Secret Service,
+    /// Probes the bus as `auto` does (at most 500 ms) and, when the Secret Service runs there,
     /// lists the collection within the whole budget: what a silence is reported against is the
     /// budget doctor names (1.5 s), not what a loaded machine left of it after the probe.
     private func askTheBus() {

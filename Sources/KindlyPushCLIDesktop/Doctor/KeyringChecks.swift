@@ -29,6 +29,7 @@ enum KeyringChecks {
         case .unreachable, .timedOut: why = "the session bus does not answer"
         case .noSecretService: why = "the session bus offers no Secret Service"
         case .available: why = "the session bus answers and offers the Secret Service"
+        case .activatable: why = "the session bus answers and starts the Secret Service at the first call to it"
         }
         return [DoctorCheck("keyring", .ok, "auto uses the \(inUse.rawValue) keyring\(location): \(why)", details: details)]
     }
@@ -52,7 +53,7 @@ enum KeyringChecks {
                     "session-bus", needed ? .problem : .warning, "DBUS_SESSION_BUS_ADDRESS is set but the bus does not answer (\(detail))",
                     action: "start the session bus, or unset DBUS_SESSION_BUS_ADDRESS where there is none")
             ]
-        case .noSecretService, .available:
+        case .noSecretService, .available, .activatable:
             return [DoctorCheck("session-bus", .ok, "answers")]
         }
     }
@@ -81,6 +82,18 @@ enum KeyringChecks {
                 ]
             }
             return [DoctorCheck("secret-service", .ok, "not used: the session bus offers none")]
+        case .activatable:
+            // Listing the collection would start the daemon (D-Bus activation), locked, and
+            // gnome-keyring-daemon --unlock then meets a daemon it did not start.
+            return [
+                DoctorCheck(
+                    "secret-service", needed ? .warning : .ok,
+                    "not running: the session bus starts it (org.freedesktop.secrets) at the first command that needs a key, "
+                        + "and doctor does not",
+                    action: needed
+                        ? "log in to the desktop session, or start it unlocked before that command: gnome-keyring-daemon --unlock "
+                            + "(the password on standard input)" : nil)
+            ]
         case .available:
             break
         }
@@ -126,7 +139,8 @@ enum KeyringChecks {
         switch context.keyringInUse {
         case .secretService:
             guard let listing = context.secretServiceListing else {
-                return [DoctorCheck("device-keys", .warning, "not listed: the Secret Service cannot be reached (see above)")]
+                let why = context.bus == .activatable ? "is not running (doctor does not start it)" : "cannot be reached"
+                return [DoctorCheck("device-keys", .warning, "not listed: the Secret Service \(why) (see above)")]
             }
             if case .failure = listing.result {
                 return [DoctorCheck("device-keys", .warning, "not listed: the Secret Service collection cannot be read (see above)")]
