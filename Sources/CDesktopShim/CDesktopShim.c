@@ -92,7 +92,7 @@ gboolean kpd_get_server_information(GDBusConnection *connection, gint timeout_ms
 
 guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 replaces_id, const char *app_icon,
                    const char *summary, const char *body, const char *const *actions, const char *category,
-                   const char *desktop_entry, const char *stack_tag, gint32 expire_timeout, gint timeout_ms,
+                   const char *desktop_entry, const char *stack_tag, const char *image_path, gint32 expire_timeout, gint timeout_ms,
                    GCancellable *cancellable, gchar **server, GError **error) {
     GVariantBuilder action_list;
     g_variant_builder_init(&action_list, G_VARIANT_TYPE("as"));
@@ -111,6 +111,7 @@ guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 re
         // it is drawn, so it is not sent.)
         g_variant_builder_add(&hints, "{sv}", "x-dunst-stack-tag", g_variant_new_string(stack_tag));
     }
+    if (image_path != NULL) g_variant_builder_add(&hints, "{sv}", "image-path", g_variant_new_string(image_path));
     GVariant *parameters = g_variant_new("(susssasa{sv}i)", app_name, replaces_id, app_icon, summary, body,
                                          &action_list, &hints, expire_timeout);
 

@@ -82,11 +82,15 @@ public final class DesktopNotifier: @unchecked Sendable {
         /// (and app name) of one still on screen or waiting takes its place instead of adding
         /// one. `nil` for none.
         public var stackTag: String?
+        /// The `image-path` hint: an image file's absolute path, shown with the notification
+        /// where the server shows images (a server that does not ignores it). `nil` for none.
+        public var imagePath: String?
 
         /// A notification with the given fields.
         public init(
             appName: String, summary: String, body: String, replacesID: UInt32 = 0, icon: String = "", actions: [Action] = [],
-            category: String? = nil, desktopEntry: String? = nil, expireTimeout: Int32 = -1, stackTag: String? = nil
+            category: String? = nil, desktopEntry: String? = nil, expireTimeout: Int32 = -1, stackTag: String? = nil,
+            imagePath: String? = nil
         ) {
             self.appName = appName
             self.replacesID = replacesID
@@ -98,6 +102,7 @@ public final class DesktopNotifier: @unchecked Sendable {
             self.desktopEntry = desktopEntry
             self.expireTimeout = expireTimeout
             self.stackTag = stackTag
+            self.imagePath = imagePath
         }
     }
 
@@ -249,10 +254,12 @@ public final class DesktopNotifier: @unchecked Sendable {
             withOptionalCString(notification.category) { category in
                 withOptionalCString(notification.desktopEntry) { desktopEntry in
                     withOptionalCString(notification.stackTag) { stackTag in
-                        kpd_notify(
-                            gConnection, notification.appName, notification.replacesID, notification.icon, notification.summary,
-                            body, actions, category, desktopEntry, stackTag, notification.expireTimeout, budget.milliseconds,
-                            budget.cancellable, &server, &error)
+                        withOptionalCString(notification.imagePath) { imagePath in
+                            kpd_notify(
+                                gConnection, notification.appName, notification.replacesID, notification.icon, notification.summary,
+                                body, actions, category, desktopEntry, stackTag, imagePath, notification.expireTimeout,
+                                budget.milliseconds, budget.cancellable, &server, &error)
+                        }
                     }
                 }
             }

@@ -44,13 +44,20 @@ public final class DesktopPresenter: Sendable {
         public var showsPassthrough: Bool
         /// The placeholder text for a push that carries no alert text (and in pinned mode).
         public var placeholder: KindlyPushSealer.Placeholder
+        /// Changes a decrypted banner before it is shown, as a service extension's `customize`
+        /// does on iOS: called with the content the display rule decided (its title and body,
+        /// the chat id in `threadIdentifier`, the push's document in `userInfo`), for banners
+        /// only (not for placeholders nor pushes that are not Kindly's). What it leaves in
+        /// `title` and `body` is shown, cleaned as every banner's text is; its first image
+        /// attachment is the banner's image (the `image-path` hint). `nil`: banners as decided.
+        public var customize: (@Sendable (inout NotificationContent) -> Void)?
 
         /// The options of `kindly-push notify` without its flags.
         public init(
             appName: String = "Kindly", desktopEntry: String? = nil, icon: String = "", category: String = "im.received",
             openActionLabel: String = "Open chat",
             offersOpenAction: Bool = true, deduplicates: Bool = true, showsPassthrough: Bool = false,
-            placeholder: KindlyPushSealer.Placeholder = .default
+            placeholder: KindlyPushSealer.Placeholder = .default, customize: (@Sendable (inout NotificationContent) -> Void)? = nil
         ) {
             self.appName = appName
             self.desktopEntry = desktopEntry
@@ -61,6 +68,7 @@ public final class DesktopPresenter: Sendable {
             self.deduplicates = deduplicates
             self.showsPassthrough = showsPassthrough
             self.placeholder = placeholder
+            self.customize = customize
         }
     }
 
@@ -140,9 +148,18 @@ public final class DesktopPresenter: Sendable {
             return notification
         }
         switch presentation.content {
-        case .banner(let title, let body, _):
-            return Plan(
-                presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))
+        case .banner(let title, let body, let chatId):
+            guard let customize = options.customize else {
+                return Plan(
+                    presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true)
+                )
+            }
+            var content = NotificationContent(title: title, body: body, threadIdentifier: chatId, userInfo: userInfo.objectValue ?? [:])
+            customize(&content)
+            var banner = notification(
+                NotificationText.cleaned(content.title), NotificationText.cleaned(content.body, keepsLines: true), actions: true)
+            banner.imagePath = content.attachments.first { $0.isImage }?.path
+            return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: banner)
         case .placeholder(let title, let body):
             return Plan(
                 presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true))

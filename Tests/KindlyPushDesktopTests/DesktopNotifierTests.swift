@@ -130,6 +130,43 @@ struct DesktopNotifierTests {
             #expect(try Desktop.shown(marker).map(\.body) == ["two"])
         }
     }
+
+    @Test("a banner customized with an image attachment reaches the server with its image-path, shown as dunst shows images")
+    func imageAttachment() async throws {
+        let folder = try TemporaryFolder()
+        // A 2 × 2 red PNG, for dunst to load.
+        let png: [UInt8] = [
+            137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 2, 0, 0, 0, 2, 8, 2, 0, 0, 0, 253, 212, 154, 115, 0,
+            0, 0, 16, 73, 68, 65, 84, 120, 156, 99, 248, 207, 192, 0, 68, 12, 16, 10, 0, 31, 238, 3, 253, 139, 95, 20, 212, 0, 0, 0, 0,
+            73, 69, 78, 68, 174, 66, 96, 130,
+        ]
+        let imagePath = folder.path + "/photo.png"
+        try Data(png).write(to: URL(fileURLWithPath: imagePath))
+        let attachment = try NotificationAttachment(identifier: "photo", path: imagePath)
+        try await Desktop.exclusive {
+            let key = DeviceKey.generate()
+            var options = DesktopPresenter.Options()
+            options.customize = { content in
+                content.title += " (with a photo)"
+                content.attachments.append(attachment)
+            }
+            let presenter = makePresenter(
+                .background, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])), store: InMemoryDeduplicator(),
+                options: options)
+            let outcome = try presenter.present(
+                userInfo: try sealedPush(for: key, chat: "chat-\(marker)", title: "T \(marker)", body: "look"), with: try DesktopNotifier(),
+                at: 1)
+            guard case .shown(_, .banner) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            let shown = try Desktop.control(["shown", marker]).map { try JSONValue(parsing: $0) }
+            try #require(shown.count == 1)
+            #expect(shown[0]["summary"]?.stringValue == "T \(marker) (with a photo)")
+            #expect(shown[0]["body"]?.stringValue == "look")
+            #expect(shown[0]["icon_path"]?.stringValue == imagePath)
+        }
+    }
 }
 
 @Suite("DesktopNotifier without a server", .offThePool)
@@ -181,5 +218,30 @@ struct DesktopNotifierOfflineTests {
         let passing = makePresenter(.background, decryption: decryption, store: nil, options: .init(showsPassthrough: true))
         #expect(passing.plan(userInfo: ["aps": ["alert": "x"]]).notification?.body == "x")
         #expect(passing.plan(userInfo: ["aps": ["content-available": 1]]).outcomeWithoutNotifier == .nothing)
+    }
+
+    @Test("customize changes decrypted banners only: its text cleaned, its first image the banner's image-path")
+    func customizedPlans() throws {
+        let folder = try TemporaryFolder()
+        for name in ["ring.mp3", "photo.png"] { try Data([1]).write(to: URL(fileURLWithPath: folder.path + "/" + name)) }
+        let ring = try NotificationAttachment(identifier: "ring", path: folder.path + "/ring.mp3")
+        let photo = try NotificationAttachment(identifier: "photo", path: folder.path + "/photo.png")
+        let key = DeviceKey.generate()
+        let seen = Locked<[String]>([])
+        var options = DesktopPresenter.Options()
+        options.customize = { content in
+            seen.withLock { $0.append(content.threadIdentifier) }
+            content.body += "\u{1B}]0;title\u{7}"
+            content.attachments += [ring, photo]
+        }
+        let presenter = makePresenter(
+            .background, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])), store: nil, options: options)
+        let banner = try #require(presenter.plan(userInfo: try sealedPush(for: key, chat: "c-9", title: "Anna", body: "Hi")).notification)
+        #expect(banner.summary == "Anna")
+        #expect(!banner.body.contains("\u{1B}"))
+        #expect(banner.imagePath == photo.path)
+        let placeholder = try #require(presenter.plan(userInfo: try sealedPush(title: "Secret", body: "Secret")).notification)
+        #expect(placeholder.imagePath == nil)
+        #expect(seen.withLock { $0 } == ["c-9"])
     }
 }

@@ -48,11 +48,11 @@ gboolean kpd_get_server_information(GDBusConnection *connection, gint timeout_ms
                                     GError **error);
 
 /// Notify. `actions` is a NULL-terminated list of key, label, key, label...; `category`,
-/// `desktop_entry` and `stack_tag` (x-dunst-stack-tag) are hints, left out when NULL. Returns the server's id (never 0) and, in
+/// `desktop_entry`, `stack_tag` (x-dunst-stack-tag) and `image_path` (image-path) are hints, left out when NULL. Returns the server's id (never 0) and, in
 /// `server`, the unique bus name of the server that answered (g_free); 0 with `error` set.
 guint32 kpd_notify(GDBusConnection *connection, const char *app_name, guint32 replaces_id, const char *app_icon,
                    const char *summary, const char *body, const char *const *actions, const char *category,
-                   const char *desktop_entry, const char *stack_tag, gint32 expire_timeout, gint timeout_ms,
+                   const char *desktop_entry, const char *stack_tag, const char *image_path, gint32 expire_timeout, gint timeout_ms,
                    GCancellable *cancellable, gchar **server, GError **error);
 
 /// CloseNotification.

@@ -85,6 +85,13 @@ public final class MutableNotificationContent: Sendable {
         set { update { $0.categoryIdentifier = newValue } }
     }
 
+    /// Files shown with the notification, as iOS's `attachments`:
+    /// `content.attachments.append(try NotificationAttachment(identifier: "photo", url: url))`.
+    public var attachments: [NotificationAttachment] {
+        get { content.attachments }
+        set { update { $0.attachments = newValue } }
+    }
+
     /// The whole push document as a userInfo dictionary, as on iOS. Written, it is converted as
     /// ``KindlyNotificationHandler/notificationReceived(_:)-([AnyHashable:Any])`` converts one
     /// (a member JSON cannot hold is left out).

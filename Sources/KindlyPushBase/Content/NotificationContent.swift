@@ -21,11 +21,16 @@ public struct NotificationContent: Sendable, Equatable {
     public var categoryIdentifier: String
     /// The whole push document.
     public var userInfo: JSONObject
+    /// Files shown with the notification (iOS's `attachments`): added by a service extension's
+    /// `customize` or by the host; a push's document brings none. On a desktop the first image is
+    /// the banner's image where the notification server shows images.
+    public var attachments: [NotificationAttachment]
 
     /// Content with these fields, as `UNMutableNotificationContent` holds them.
     public init(
         title: String = "", subtitle: String = "", body: String = "", sound: String? = nil, badge: JSONNumber? = nil,
-        threadIdentifier: String = "", categoryIdentifier: String = "", userInfo: JSONObject = [:]
+        threadIdentifier: String = "", categoryIdentifier: String = "", userInfo: JSONObject = [:],
+        attachments: [NotificationAttachment] = []
     ) {
         self.title = title
         self.subtitle = subtitle
@@ -35,6 +40,7 @@ public struct NotificationContent: Sendable, Equatable {
         self.threadIdentifier = threadIdentifier
         self.categoryIdentifier = categoryIdentifier
         self.userInfo = userInfo
+        self.attachments = attachments
     }
 
     /// The content the system builds from an APNs payload: the alert (a string is the body),
