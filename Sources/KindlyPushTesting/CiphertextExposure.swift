@@ -29,26 +29,38 @@ public enum CiphertextExposure {
         return shown.contains { text in windows(of: Array(text.utf8)).contains { secret.contains($0) } }
     }
 
-    /// ``windowLength`` bytes, held without an allocation of their own.
+    /// ``windowLength`` bytes, held without an allocation of their own: the first eight in
+    /// `head`, the next four in `tail` (little-endian: byte `i` in bits `8 i`), zero past `count`.
     private struct Window: Hashable {
         let head: UInt64
         let tail: UInt32
         let count: Int
     }
 
-    /// Every run of ``windowLength`` bytes in `bytes` (all of it when shorter).
+    /// Every run of ``windowLength`` bytes in `bytes` (all of it when shorter): two loads a
+    /// window, so that a vector's thousands of windows cost little even in a sanitized build.
     private static func windows(of bytes: [UInt8]) -> [Window] {
-        func window(_ slice: ArraySlice<UInt8>) -> Window {
-            var head: UInt64 = 0
-            var tail: UInt32 = 0
-            var index = 0
-            for byte in slice {
-                if index < 8 { head |= UInt64(byte) << (8 * UInt64(index)) } else { tail |= UInt32(byte) << (8 * UInt32(index - 8)) }
-                index += 1
+        guard bytes.count > windowLength else {
+            guard !bytes.isEmpty else { return [] }
+            var padded = bytes + [UInt8](repeating: 0, count: windowLength - bytes.count)
+            return padded.withUnsafeMutableBytes { raw in
+                [
+                    Window(
+                        head: UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
+                        tail: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt32.self)), count: bytes.count)
+                ]
             }
-            return Window(head: head, tail: tail, count: slice.count)
         }
-        guard bytes.count > windowLength else { return bytes.isEmpty ? [] : [window(bytes[...])] }
-        return (0...(bytes.count - windowLength)).map { window(bytes[$0..<($0 + windowLength)]) }
+        return bytes.withUnsafeBytes { raw in
+            var found: [Window] = []
+            found.reserveCapacity(raw.count - windowLength + 1)
+            for start in 0...(raw.count - windowLength) {
+                found.append(
+                    Window(
+                        head: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt64.self)),
+                        tail: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt32.self)), count: windowLength))
+            }
+            return found
+        }
     }
 }
