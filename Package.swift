@@ -29,6 +29,47 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+// The test targets. `KINDLY_PUSH_TEST_TARGETS` (set by tools/test in its full run, nowhere else)
+// declares some of them only: `in-process` the library's, the Secret Service's and the desktop's
+// (they call the library and the C shims in the test process: the AddressSanitizer build, where
+// they run sanitized), `command` the command's (they run the `kindly-push` binaries: the debug
+// build, beside the sanitized helpers). Unset, every test target is declared, as a clone's
+// `swift test` builds them all. docs/development.md says why the full run splits them.
+let testTargetsWanted = Context.environment["KINDLY_PUSH_TEST_TARGETS"]
+let allTestTargets: [Target] = [
+    // One test target per product: KindlyPush's tests build without libsecret's headers.
+    .testTarget(
+        name: "KindlyPushTests",
+        dependencies: ["KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors", "CVectorText"]
+    ),
+    // The Secret Service keyring against a private gnome-keyring (tools/with-secret-service).
+    // Keyring/ links two files of KindlyPushTests (shared helpers and the pinning contract).
+    .testTarget(
+        name: "KindlyPushSecretServiceTests",
+        dependencies: ["KindlyPushSecretService", "KindlyPush", "KindlyPushCore", "KindlyPushTesting"]
+    ),
+    .testTarget(
+        name: "KindlyPushDesktopTests",
+        dependencies: ["KindlyPushDesktop", "KindlyPush", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors"]
+    ),
+    .testTarget(
+        name: "KindlyPushCLITests",
+        // The documented-figures test reads the constants of every layer the command has.
+        dependencies: [
+            "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
+            "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs", "KindlyPushCLIAPNs",
+            "KindlyPushTesting", "KindlyPushVectors",
+        ]
+    ),
+]
+let testTargets = allTestTargets.filter { target in
+    switch testTargetsWanted {
+    case "in-process": target.name != "KindlyPushCLITests"
+    case "command": target.name == "KindlyPushCLITests"
+    default: true
+    }
+}
+
 let package = Package(
     name: "KindlyPush",
     products: [
@@ -221,30 +262,6 @@ let package = Package(
             dependencies: ["KindlyPush", "KindlyPushCore"],
             swiftSettings: strictSettings
         ),
-        // One test target per product: KindlyPush's tests build without libsecret's headers.
-        .testTarget(
-            name: "KindlyPushTests",
-            dependencies: ["KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors", "CVectorText"]
-        ),
-        // The Secret Service keyring against a private gnome-keyring (tools/with-secret-service).
-        // Keyring/ links two files of KindlyPushTests (shared helpers and the pinning contract).
-        .testTarget(
-            name: "KindlyPushSecretServiceTests",
-            dependencies: ["KindlyPushSecretService", "KindlyPush", "KindlyPushCore", "KindlyPushTesting"]
-        ),
-        .testTarget(
-            name: "KindlyPushDesktopTests",
-            dependencies: ["KindlyPushDesktop", "KindlyPush", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors"]
-        ),
-        .testTarget(
-            name: "KindlyPushCLITests",
-            // The documented-figures test reads the constants of every layer the command has.
-            dependencies: [
-                "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
-                "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs", "KindlyPushCLIAPNs",
-                "KindlyPushTesting", "KindlyPushVectors",
-            ]
-        ),
-    ],
+    ] + testTargets,
     swiftLanguageModes: [.v6]
 )
