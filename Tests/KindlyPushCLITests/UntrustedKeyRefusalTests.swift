@@ -4,8 +4,8 @@ import Testing
 
 /// Hardening, round 4, through the real binary: degenerate keys are refused, and the
 /// senders.pinned marker keeps pinned mode.
-@Suite("Hardening (round 4)", .offThePool)
-struct HardeningRoundFourTests {
+@Suite("Degenerate sender and device keys, and a pinned mode without pins, are refused", .offThePool)
+struct UntrustedKeyRefusalTests {
     /// base64url of the little-endian 32 bytes of `value` (given as its 32 bytes).
     static func key(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
@@ -92,14 +92,14 @@ struct HardeningRoundFourTests {
         "with the senders.pinned marker and no correctly named pin (emptied, or an alias copy only), no push is trusted; doctor says so once and flags the alias",
         arguments: ["emptied", "alias"])
     func markerWithoutPins(_ how: String) throws {
-        let keyring = try HardeningRoundThreeTests.SharedKeyring("file")
+        let keyring = try RevocationAndLeftoverFileTests.SharedKeyring("file")
         var sender = try keyring.senderKey()
         // A sid whose standard spelling can be a file name (no "/").
         while sender.sid.contains("_") { sender = try keyring.senderKey() }
         #expect(try keyring.run(["senders", "add", "--public-key", sender.publicKey]).status == 0)
         func seal(_ extra: [String]) throws -> String {
             let sealed = try CLI.run(
-                ["seal", "--public-key", keyring.devicePublicKey] + extra, stdin: HardeningRoundThreeTests.plaintext)
+                ["seal", "--public-key", keyring.devicePublicKey] + extra, stdin: RevocationAndLeftoverFileTests.plaintext)
             try #require(sealed.status == 0, "\(sealed.stderr)")
             return sealed.stdout.trimmingCharacters(in: .newlines)
         }

@@ -4,8 +4,8 @@ import KindlyPushCore
 import Testing
 
 /// Hardening, round 3, through the real binary.
-@Suite("Hardening (round 3)", .offThePool)
-struct HardeningRoundThreeTests {
+@Suite("Running readers follow revocations; killed writes leave nothing behind; outputs go where they are sent", .offThePool)
+struct RevocationAndLeftoverFileTests {
     static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
 
     /// A keyring shared by several runs of the binary: a file keyring in a folder of its own, or
@@ -58,7 +58,7 @@ struct HardeningRoundThreeTests {
         func push(senderFile: String? = nil) throws -> String {
             let sealed = try CLI.run(
                 ["seal", "--public-key", devicePublicKey] + (senderFile.map { ["--sender-key-file", $0] } ?? []),
-                stdin: HardeningRoundThreeTests.plaintext)
+                stdin: RevocationAndLeftoverFileTests.plaintext)
             try #require(sealed.status == 0, "\(sealed.stderr)")
             return sealed.stdout.trimmingCharacters(in: .newlines)
         }
@@ -151,7 +151,7 @@ struct HardeningRoundThreeTests {
 
 // MARK: - Points 3 to 5, 7, 11 to 13
 
-extension HardeningRoundThreeTests {
+extension RevocationAndLeftoverFileTests {
     /// The names in `folder` that are hidden temporary files of a write (`*.kindly-push-*`).
     static func hiddenFiles(in folder: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.contains(".kindly-push-") }.sorted()
@@ -192,7 +192,7 @@ extension HardeningRoundThreeTests {
 
         init(_ command: String, key: KeyFolder, name: String = "out.jsonl") throws {
             output = key.url.appendingPathComponent(name).path
-            let before = HardeningRoundThreeTests.hiddenFiles(in: key.url)
+            let before = RevocationAndLeftoverFileTests.hiddenFiles(in: key.url)
             let line: String
             let arguments: [String]
             if command == "decrypt" {
@@ -200,7 +200,7 @@ extension HardeningRoundThreeTests {
                 line = try HardeningTests.sealed(for: key.key)
             } else {
                 arguments = ["seal", "--jsonl", "--public-key", key.key.publicKey.base64URL, "--output", output]
-                line = HardeningRoundThreeTests.plaintext
+                line = RevocationAndLeftoverFileTests.plaintext
             }
             var ends: [Int32] = [0, 0]
             guard pipe(&ends) == 0 else { throw CocoaError(.fileWriteUnknown) }
@@ -219,11 +219,11 @@ extension HardeningRoundThreeTests {
             posix_spawnattr_setsigmask(&attributes, &none)
             var defaults = sigset_t()
             sigemptyset(&defaults)
-            for signal in [SIGPIPE] + HardeningRoundThreeTests.terminating { sigaddset(&defaults, signal) }
+            for signal in [SIGPIPE] + RevocationAndLeftoverFileTests.terminating { sigaddset(&defaults, signal) }
             posix_spawnattr_setsigdefault(&attributes, &defaults)
             posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
             let argv = ([CLI.binary.path] + arguments).map { strdup($0) } + [nil]
-            let envp = HardeningRoundThreeTests.fallback(key.url).map { strdup("\($0.key)=\($0.value)") } + [nil]
+            let envp = RevocationAndLeftoverFileTests.fallback(key.url).map { strdup("\($0.key)=\($0.value)") } + [nil]
             defer { for pointer in argv + envp { free(pointer) } }
             var pid: pid_t = 0
             let spawned = posix_spawn(&pid, CLI.binary.path, &actions, &attributes, argv, envp)
@@ -237,7 +237,7 @@ extension HardeningRoundThreeTests {
             let bytes = Array((line + "\n").utf8)
             _ = bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
             let deadline = Date().addingTimeInterval(10)
-            while HardeningRoundThreeTests.hiddenFiles(in: key.url).count <= before.count, Date() < deadline { usleep(5_000) }
+            while RevocationAndLeftoverFileTests.hiddenFiles(in: key.url).count <= before.count, Date() < deadline { usleep(5_000) }
             // The line is read and its result written into the file.
             usleep(200_000)
         }
