@@ -40,10 +40,14 @@ package final class Semaphore: @unchecked Sendable {
         let nanoseconds = deadline.tv_nsec + Int(attoseconds / 1_000_000_000)
         deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
         deadline.tv_nsec = nanoseconds % 1_000_000_000
-        while sem_timedwait(semaphore, &deadline) != 0 {
-            guard errno == EINTR else { return false }
+        // A signal that interrupts the wait does not end it; ETIMEDOUT (or EINVAL, which this
+        // class's semaphore and deadline cannot cause) does.
+        do {
+            try nothingOrErrno { sem_timedwait(semaphore, &deadline) }
+            return true
+        } catch {
+            return false
         }
-        return true
     }
 }
 
