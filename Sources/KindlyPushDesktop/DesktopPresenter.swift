@@ -149,16 +149,14 @@ public final class DesktopPresenter: Sendable {
         }
         switch presentation.content {
         case .banner(let title, let body, let chatId):
-            guard let customize = options.customize else {
-                return Plan(
-                    presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: notification(title, body, actions: true)
-                )
+            var banner = notification(title, body, actions: true)
+            if let customize = options.customize {
+                var content = NotificationContent(title: title, body: body, threadIdentifier: chatId, userInfo: userInfo.objectValue ?? [:])
+                customize(&content)
+                banner.summary = NotificationText.cleaned(content.title)
+                banner.body = NotificationText.cleaned(content.body, keepsLines: true)
+                banner.imagePath = content.attachments.first { $0.isImage }?.path
             }
-            var content = NotificationContent(title: title, body: body, threadIdentifier: chatId, userInfo: userInfo.objectValue ?? [:])
-            customize(&content)
-            var banner = notification(
-                NotificationText.cleaned(content.title), NotificationText.cleaned(content.body, keepsLines: true), actions: true)
-            banner.imagePath = content.attachments.first { $0.isImage }?.path
             return Plan(presentation: presentation, userInfo: userInfo, isHosts: isHosts, notification: banner)
         case .placeholder(let title, let body):
             return Plan(

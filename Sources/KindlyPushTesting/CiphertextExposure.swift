@@ -37,30 +37,19 @@ public enum CiphertextExposure {
         let count: Int
     }
 
-    /// Every run of ``windowLength`` bytes in `bytes` (all of it when shorter): two loads a
-    /// window, so that a vector's thousands of windows cost little even in a sanitized build.
+    /// Every run of ``windowLength`` bytes in `bytes` (all of it, zero-padded, when shorter): two
+    /// loads a window, so that a vector's thousands of windows cost little even in a sanitized
+    /// build.
     private static func windows(of bytes: [UInt8]) -> [Window] {
-        guard bytes.count > windowLength else {
-            guard !bytes.isEmpty else { return [] }
-            var padded = bytes + [UInt8](repeating: 0, count: windowLength - bytes.count)
-            return padded.withUnsafeMutableBytes { raw in
-                [
-                    Window(
-                        head: UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
-                        tail: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt32.self)), count: bytes.count)
-                ]
+        guard !bytes.isEmpty else { return [] }
+        let count = min(bytes.count, windowLength)
+        let padded = bytes.count < windowLength ? bytes + [UInt8](repeating: 0, count: windowLength - bytes.count) : bytes
+        return padded.withUnsafeBytes { raw in
+            (0...(raw.count - windowLength)).map { start in
+                Window(
+                    head: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt64.self)),
+                    tail: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt32.self)), count: count)
             }
-        }
-        return bytes.withUnsafeBytes { raw in
-            var found: [Window] = []
-            found.reserveCapacity(raw.count - windowLength + 1)
-            for start in 0...(raw.count - windowLength) {
-                found.append(
-                    Window(
-                        head: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt64.self)),
-                        tail: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt32.self)), count: windowLength))
-            }
-            return found
         }
     }
 }
