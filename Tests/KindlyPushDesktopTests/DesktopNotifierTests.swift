@@ -220,8 +220,10 @@ struct DesktopNotifierOfflineTests {
         #expect(passing.plan(userInfo: ["aps": ["content-available": 1]]).outcomeWithoutNotifier == .nothing)
     }
 
-    @Test("customize changes decrypted banners only: its text cleaned, its first image the banner's image-path")
-    func customizedPlans() throws {
+    @Test(
+        "customize changes decrypted banners only, in every wire version: its text cleaned, its first image the banner's image-path",
+        arguments: WireSealing.allCases)
+    func customizedPlans(_ sealing: WireSealing) throws {
         let folder = try TemporaryFolder()
         for name in ["ring.mp3", "photo.png"] { try Data([1]).write(to: URL(fileURLWithPath: folder.path + "/" + name)) }
         let ring = try NotificationAttachment(identifier: "ring", path: folder.path + "/ring.mp3")
@@ -235,12 +237,16 @@ struct DesktopNotifierOfflineTests {
             content.attachments += [ring, photo]
         }
         let presenter = makePresenter(
-            .background, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key])), store: nil, options: options)
-        let banner = try #require(presenter.plan(userInfo: try sealedPush(for: key, chat: "c-9", title: "Anna", body: "Hi")).notification)
+            .background, decryption: KindlyPushDecryption(keyring: InMemoryKeyring(keys: [key]), pinnedSenderKeys: sealing.pins),
+            store: nil, options: options)
+        let payload = try DecryptedPayload(chatId: "c-9", title: "Anna", body: "Hi")
+        let banner = try #require(presenter.plan(userInfo: try sealing.seal(payload, for: key, placeholder: .default)).notification)
         #expect(banner.summary == "Anna")
-        #expect(!banner.body.contains("\u{1B}"))
+        #expect(banner.body.hasPrefix("Hi") && !banner.body.contains("\u{1B}"))
         #expect(banner.imagePath == photo.path)
-        let placeholder = try #require(presenter.plan(userInfo: try sealedPush(title: "Secret", body: "Secret")).notification)
+        // A push sealed for another device is a placeholder: not customized, no image.
+        let stranger = try sealing.seal(payload, for: .generate(), placeholder: .default)
+        let placeholder = try #require(presenter.plan(userInfo: stranger).notification)
         #expect(placeholder.imagePath == nil)
         #expect(seen.withLock { $0 } == ["c-9"])
     }
