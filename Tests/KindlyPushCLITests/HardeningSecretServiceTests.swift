@@ -3,11 +3,11 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Hardening, round 2, where a D-Bus session is needed: run under
+/// Hostile input where a D-Bus session is needed: run under
 /// tools/with-secret-service, which also installs what these tests run (dbus-run-session,
 /// python3-dbus, python3-gi).
 @Suite(
-    "Hardening (round 2) with the Secret Service",
+    "Hostile input with the Secret Service: refused with a reason, nothing left behind",
     .enabled(if: SecretServiceSession.isRunning, "no Secret Service: run under tools/with-secret-service"), .offThePool)
 struct HardeningSecretServiceTests {
     static let badPaths = [

@@ -3,10 +3,10 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Hardening, round 2, through the real binary: crashes, ownership, leftovers of
+/// Hostile input through the real binary: crashes, ownership, leftovers of
 /// interrupted writes, bounded inputs, one-line errors, closed standard streams, a bus that never
 /// answers, a missing HOME.
-@Suite("Hardening (round 2)", .offThePool)
+@Suite("Hostile input: no crash, no leftover, one-line errors, bounded waits", .offThePool)
 struct HardeningTests {
     static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
 

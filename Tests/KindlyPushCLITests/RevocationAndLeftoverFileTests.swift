@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// Hardening, round 3, through the real binary.
+/// Revocations, killed writes and output targets, through the real binary.
 @Suite("Running readers follow revocations; killed writes leave nothing behind; outputs go where they are sent", .offThePool)
 struct RevocationAndLeftoverFileTests {
     static let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#

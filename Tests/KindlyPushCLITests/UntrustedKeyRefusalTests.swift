@@ -2,7 +2,7 @@ import Foundation
 import KindlyPush
 import Testing
 
-/// Hardening, round 4, through the real binary: degenerate keys are refused, and the
+/// Through the real binary: degenerate keys are refused, and the
 /// senders.pinned marker keeps pinned mode.
 @Suite("Degenerate sender and device keys, and a pinned mode without pins, are refused", .offThePool)
 struct UntrustedKeyRefusalTests {
