@@ -40,6 +40,9 @@ enum RedisReply {
 /// reconnects; at start, an `io` error.
 struct RedisConnectionLost: Error {
     let reason: String
+    /// A failure that is waited out even at start (a replica where the primary was expected, a
+    /// cluster redirection), where a server that does not answer at all is an error at once.
+    var transient = false
 }
 
 /// One blocking hiredis connection with connect and command timeouts, so that no call waits

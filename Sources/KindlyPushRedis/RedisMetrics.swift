@@ -23,6 +23,8 @@ final class RedisMetrics: Sendable {
         var pending: Int?
         var lag: Int?
         var healthy = false
+        /// The server the worker writes to (`HOST:PORT`, and the service of a sentinel URL).
+        var server = "none"
     }
 
     let command: String
@@ -68,8 +70,9 @@ final class RedisMetrics: Sendable {
             return HTTPEndpoint.Response(
                 status: 200, type: "text/plain; version=0.0.4; charset=utf-8", body: text(figures.withLock { $0 }, command: command))
         case "/healthz":
-            let healthy = figures.withLock { $0.healthy }
-            return HTTPEndpoint.Response(status: healthy ? 200 : 503, body: healthy ? "ok\n" : "Redis is unreachable\n")
+            let (healthy, server) = figures.withLock { ($0.healthy, $0.server) }
+            return HTTPEndpoint.Response(
+                status: healthy ? 200 : 503, body: healthy ? "ok: writing to \(server)\n" : "Redis is unreachable (last: \(server))\n")
         default:
             return HTTPEndpoint.Response(status: 404, body: "not found: /metrics or /healthz\n")
         }

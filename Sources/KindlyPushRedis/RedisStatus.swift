@@ -29,9 +29,9 @@ package struct RedisStatus {
         if let deadLetter = request.deadLetter { commands.append([bytes("XLEN"), bytes(deadLetter)]) }
         let replies: [RedisReply]
         do throws(RedisConnectionLost) {
-            let connection = try RedisConnection(
-                request.server.endpoint, tls: request.server.tls, connectTimeout: RedisTiming.connectTimeout,
-                commandTimeout: RedisTiming.commandMargin,
+            // Through sentinels: the primary they name (a replica's figures may lag).
+            let connection = try RedisTopology(request.server).connect(
+                connectTimeout: RedisTiming.connectTimeout, commandTimeout: RedisTiming.commandMargin,
                 limits: RedisConnection.Limits(bytes: 64 << 20, objects: 1 << 20))
             replies = try connection.pipeline(commands)
         } catch {

@@ -22,6 +22,8 @@ package enum RedisTiming {
     /// read that could block would bring entries of any size: reads go through ``RedisScripts/read``).
     static let firstIdlePoll = 5
     static let longestIdlePoll = 100
+    /// A sentinel's connection and answer: one that takes longer is passed over for the next.
+    static let sentinelTimeout = 1000
 }
 
 /// EX_CONFIG (sysexits.h): a worker whose keyring holds no device key refuses to start with it.
@@ -77,6 +79,12 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// How long a command's reply may take beyond the margin: at most a second.
     let blockMilliseconds: Int
     private var connection: RedisConnection?
+    /// The server commands go to: the URL's, the primary its sentinels name, a cluster's node.
+    private let topology: RedisTopology
+    /// The `WAIT` after each commit with `--min-replicas`; empty without.
+    private let waitCommand: [[UInt8]]
+    /// Commits waiting for their replicas: noted once, and again once they have them.
+    private var waitingForReplicas = false
     private var scriptHash: [UInt8] = []
     private var readHash: [UInt8] = []
     /// `--jobs N`: the entries of a batch are processed on N threads (none for 1: this one), in
@@ -119,6 +127,10 @@ package final class RedisWorker<P: DocumentProcessor> {
         group = Array(options.group.utf8)
         deadLetter = Array((options.deadLetter ?? options.output).utf8)
         consumer = Array((options.consumer ?? Self.defaultConsumer()).utf8)
+        topology = RedisTopology(options.server)
+        waitCommand =
+            options.minReplicas > 0
+            ? [Array("WAIT".utf8), Array(String(options.minReplicas).utf8), Array(String(options.replicaTimeout).utf8)] : []
         blockMilliseconds = max(10, min(1000, options.claimIdle, options.exitWhenIdle ?? 1000))
         runner = OrderedBatchRunner(
             LineEngine.Work(processor: processor, keepsLines: true), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: 1,
@@ -176,7 +188,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             } catch {
                 // Nothing answers: a clear error now rather than a worker that waits unseen. A
                 // server that answers but is still loading its data is waited for.
-                guard Self.isTransient(error.reason) else { throw Fatal(error: CodedError(.io, error.reason)) }
+                guard error.transient || Self.isTransient(error.reason) else { throw Fatal(error: CodedError(.io, error.reason)) }
                 try reconnect(after: error)
             }
             note(startLine(keys: keys))
@@ -220,26 +232,39 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     // MARK: Connecting
 
-    /// Connects, authenticates, selects the database, checks the keys (types, cluster hash
-    /// slots), creates the group when missing and loads the scripts. Server errors that a retry
-    /// would not mend are ``Fatal``.
+    /// Connects (to the primary the sentinels name, or the cluster node that holds the keys'
+    /// slot), authenticates, selects the database, checks the role, the keys (types, cluster
+    /// hash slots), creates the group when missing and loads the scripts. Server errors that a
+    /// retry would not mend are ``Fatal``.
     private func connect() throws(RedisConnectionLost) {
         connection = nil
-        let made = try RedisConnection(
-            options.server.endpoint, tls: options.server.tls, connectTimeout: RedisTiming.connectTimeout,
-            commandTimeout: blockMilliseconds + RedisTiming.commandMargin,
-            limits: replyLimits)
+        let made: RedisConnection
+        do throws(RedisConnectionLost) {
+            made = try topology.connect(
+                connectTimeout: RedisTiming.connectTimeout, commandTimeout: blockMilliseconds + RedisTiming.commandMargin,
+                limits: replyLimits)
+        } catch {
+            // A node a redirection named that is gone: the URL's node is asked again next.
+            topology.redirect = nil
+            throw error
+        }
         var first = options.server.sessionCommands
         let checks = first.count
-        first += [
-            [Array("INFO".utf8), Array("cluster".utf8)], [Array("TYPE".utf8), input], [Array("TYPE".utf8), output],
-            [Array("TYPE".utf8), deadLetter],
-        ]
-        let replies = try made.pipeline(first)
+        first.append([Array("INFO".utf8), Array("cluster".utf8)])
+        let role = first.count
+        if options.server.sentinel != nil { first.append([Array("ROLE".utf8)]) }
+        let types = first.count
+        let typeCommands = [[Array("TYPE".utf8), input], [Array("TYPE".utf8), output], [Array("TYPE".utf8), deadLetter]]
+        var replies = try made.pipeline(first + typeCommands)
+        // The keys' slot moving to another node (ASK): their types are read there.
+        if let ask = replies[types...].lazy.compactMap({ $0.errorMessage.flatMap(RedisTopology.redirection) }).first(where: \.ask) {
+            replies.replaceSubrange(types..., with: try asking(ask.node, typeCommands))
+        }
         func refuse(_ index: Int) throws(RedisConnectionLost) {
             guard let message = replies[index].errorMessage else { return }
             // A server that is starting (loading its append-only file) is waited for.
-            if Self.isTransient(message) { throw RedisConnectionLost(reason: message) }
+            if Self.isTransient(message) { throw RedisConnectionLost(reason: message, transient: true) }
+            try followRedirection(message)
             if index == 0, options.server.password != nil {
                 fail(.io, "Redis refused the credentials (AUTH): \(message)")
             }
@@ -250,6 +275,13 @@ package final class RedisWorker<P: DocumentProcessor> {
         // Credentials, database and INFO first; the hash-slot rule before anything touches the
         // keys (a cluster node answers commands on keys of other slots with errors).
         for index in 0...checks { try refuse(index) }
+        if role < types {
+            guard replies[role].elements.first?.text == "master" else {
+                throw RedisConnectionLost(
+                    reason: "the sentinels named \(topology.currentPlace), which is not a primary (ROLE): asking them again",
+                    transient: true)
+            }
+        }
         if let info = replies[checks].text, info.contains("cluster_enabled:1") {
             let inputTag = RedisOptions.hashTag(options.input)
             if inputTag == nil || inputTag != RedisOptions.hashTag(options.output)
@@ -260,21 +292,22 @@ package final class RedisWorker<P: DocumentProcessor> {
                     "in a Redis Cluster the input, output and dead-letter streams must share a hash slot: give the names the same {tag}, "
                         + "as in '{pushes}:in' and '{pushes}:out' (see docs/running-at-scale.md)")
             }
+            try findSlotOwner(on: made)
         }
-        for index in (checks + 1)..<replies.count { try refuse(index) }
-        for (name, reply) in [
-            (options.input, replies[checks + 1]), (options.output, replies[checks + 2]),
-            (options.deadLetter ?? options.output, replies[checks + 3]),
-        ] {
+        for index in types..<replies.count { try refuse(index) }
+        for (name, reply) in zip([options.input, options.output, options.deadLetter ?? options.output], replies[types...]) {
             guard let type = reply.text, type != "stream", type != "none" else { continue }
             fail(.io, "the key '\(name)' holds a \(type), not a stream (WRONGTYPE): name another stream")
         }
-        let setup = try made.pipeline([
-            [Array("XGROUP".utf8), Array("CREATE".utf8), input, group, Array("0".utf8), Array("MKSTREAM".utf8)],
-            [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.commit.utf8)],
+        let create = [Array("XGROUP".utf8), Array("CREATE".utf8), input, group, Array("0".utf8), Array("MKSTREAM".utf8)]
+        var setup = try made.pipeline([
+            create, [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.commit.utf8)],
             [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.read.utf8)],
         ])
+        setup[0] = try followingAsk(setup[0], create)
         if let message = setup[0].errorMessage, !message.hasPrefix("BUSYGROUP") {
+            if Self.isTransient(message) { throw RedisConnectionLost(reason: message, transient: true) }
+            try followRedirection(message)
             fail(.io, "Redis refused to create the group '\(options.group)' on '\(options.input)': \(message)")
         }
         guard case .string(let hash) = setup[1], case .string(let read) = setup[2] else {
@@ -283,7 +316,37 @@ package final class RedisWorker<P: DocumentProcessor> {
         scriptHash = hash
         readHash = read
         connection = made
-        metrics?.update { $0.healthy = true }
+        metrics?.update {
+            $0.healthy = true
+            $0.server = topology.currentPlace
+        }
+    }
+
+    /// In a cluster: the slot map (`CLUSTER SHARDS`, Redis 7) read for the keys' slot; a node
+    /// other than this one holds it: the connection goes there (a lost connection, followed at once).
+    private func findSlotOwner(on connection: RedisConnection) throws(RedisConnectionLost) {
+        let replies = try connection.pipeline([
+            [Array("CLUSTER".utf8), Array("KEYSLOT".utf8), input], [Array("CLUSTER".utf8), Array("SHARDS".utf8)],
+        ])
+        guard let slot = replies[0].integer, let owner = RedisTopology.owner(of: slot, in: replies[1], tls: options.server.tls != nil)
+        else {
+            throw RedisConnectionLost(
+                reason: "the cluster's slot map names no primary for the keys' slot (\(replies[1].errorMessage ?? "CLUSTER SHARDS"))",
+                transient: true)
+        }
+        guard owner != topology.current else { return }
+        topology.redirect = owner
+        throw RedisConnectionLost(
+            reason: "slot \(slot) of '\(options.input)' is held by \(RedisOptions.Server.hostPort(owner)) (CLUSTER SHARDS): following it",
+            transient: true)
+    }
+
+    /// A `MOVED` reply: the node it names is connected to next (a lost connection, followed at
+    /// once); an `ASK` reply met where none is followed (a migration under way): waited out.
+    private func followRedirection(_ message: String) throws(RedisConnectionLost) {
+        guard let (ask, node) = RedisTopology.redirection(message) else { return }
+        if !ask { topology.redirect = node }
+        throw RedisConnectionLost(reason: "\(message): the keys' slot \(ask ? "is moving" : "moved"); following it", transient: true)
     }
 
     /// Loads both scripts again (the server's scripts were flushed: `NOSCRIPT`).
@@ -314,19 +377,27 @@ package final class RedisWorker<P: DocumentProcessor> {
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
         metrics?.update { $0.healthy = false }
-        note("lost Redis (\(lost.reason)); reconnecting")
+        note(topology.redirect == nil ? "lost Redis (\(lost.reason)); reconnecting" : lost.reason)
         // The backoff goes on from the last reconnection unless that connection lasted
         // (RedisTiming.settled): a server that breaks each connection right after the handshake
         // is not asked ten times a second.
         var delay = Self.now() - lastConnected >= RedisTiming.settled ? RedisTiming.firstRetryDelay : reconnectDelay
+        let was = topology.currentPlace
+        var redirections = 0
         while !StopSignals.requested {
-            Self.sleep(milliseconds: delay / 2 + Int.random(in: 0...(delay / 2)))
-            delay = min(delay * 2, RedisTiming.longestRetryDelay)
-            reconnectDelay = delay
+            // A redirection to another cluster node is followed at once (a few times in a row at most).
+            if topology.redirect != nil, redirections < 3 {
+                redirections += 1
+            } else {
+                Self.sleep(milliseconds: delay / 2 + Int.random(in: 0...(delay / 2)))
+                delay = min(delay * 2, RedisTiming.longestRetryDelay)
+                reconnectDelay = delay
+            }
             do throws(RedisConnectionLost) {
                 try connect()
                 lastConnected = Self.now()
-                note("reconnected to Redis")
+                let now = topology.currentPlace
+                note(now == was ? "reconnected to Redis (\(now))" : "reconnected to Redis at another server: \(now) (was \(was))")
                 return
             } catch {}
         }
@@ -356,6 +427,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             do throws(RedisConnectionLost) {
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
                 for pending in unconfirmed { try commit(pending, on: connection) }
+                if !unconfirmed.isEmpty, options.minReplicas > 0 { try awaitReplicas(on: connection) }
                 unconfirmed = []
                 if StopSignals.requested {
                     if !held.isEmpty { note("stopped: \(held.count) entries stay pending for another worker") }
@@ -391,13 +463,44 @@ package final class RedisWorker<P: DocumentProcessor> {
         }
     }
 
+    /// After a reconnection with `--min-replicas`: waits until that many replicas have every
+    /// write the server has made so far (`INFO replication`'s offsets), so that a commit whose
+    /// `WAIT` answer went with the lost connection is on them before the worker goes on (sent
+    /// again, such a commit writes nothing, and a `WAIT` waits for its own connection's writes only).
+    private func awaitReplicas(on connection: RedisConnection) throws(RedisConnectionLost) {
+        let info = [Array("INFO".utf8), Array("replication".utf8)]
+        func figures() throws(RedisConnectionLost) -> (offset: Int, replicas: [Int]) {
+            let lines = (try connection.command(info).text ?? "").split(separator: "\r\n")
+            let offset = lines.first { $0.hasPrefix("master_repl_offset:") }.flatMap { Int($0.dropFirst(19)) } ?? 0
+            let replicas = lines.filter { $0.hasPrefix("slave") && $0.contains("state=online") }.compactMap { line in
+                line.split(separator: ",").first { $0.hasPrefix("offset=") }.flatMap { Int($0.dropFirst(7)) }
+            }
+            return (offset, replicas)
+        }
+        let target = try figures().offset
+        let started = Self.now()
+        var noted = false
+        while !StopSignals.requested {
+            if try figures().replicas.filter({ $0 >= target }).count >= options.minReplicas {
+                if noted { note("the replicas have every commit again after \(Self.now() - started) ms") }
+                return
+            }
+            if !noted, Self.now() - started >= options.replicaTimeout {
+                note("after reconnecting: fewer than --min-replicas \(options.minReplicas) replicas have the commits yet: waiting")
+                noted = true
+            }
+            Self.sleep(milliseconds: 20)
+        }
+    }
+
     /// The group's pending and lag figures, for `--metrics`, at most every second: `XINFO GROUPS`
     /// run on the server by ``RedisScripts/groupFigures``, which answers this group's two numbers only,
     /// so that a stream with hundreds of groups gives a reply of two numbers, not one over the
     /// reply bound (a reconnection every second, for ever).
     private func readGroupFigures(on connection: RedisConnection) throws(RedisConnectionLost) {
         nextGroupFigures = Self.now() + 1000
-        let reply = try connection.command([Array("EVAL".utf8), Array(RedisScripts.groupFigures.utf8), Array("1".utf8), input, group])
+        let command = [Array("EVAL".utf8), Array(RedisScripts.groupFigures.utf8), Array("1".utf8), input, group]
+        let reply = try followingAsk(try connection.command(command), command)
         if let message = reply.errorMessage { try serverError(message) }
         let figures = reply.elements
         guard figures.count == 2 else { return }
@@ -427,9 +530,10 @@ package final class RedisWorker<P: DocumentProcessor> {
         var ours = Set<[UInt8]>()
         let rounds = Dictionary(grouping: held) { $0.deliveries + ($0.roundsCount && $0.notBefore <= started ? 1 : 0) }
         for (deliveries, group) in rounds {
-            let kept = try connection.command(
+            let command =
                 [Array("XCLAIM".utf8), input, self.group, consumer, Array("0".utf8)] + group.map(\.id)
-                    + [Array("RETRYCOUNT".utf8), Array(String(deliveries).utf8), Array("JUSTID".utf8)])
+                + [Array("RETRYCOUNT".utf8), Array(String(deliveries).utf8), Array("JUSTID".utf8)]
+            let kept = try followingAsk(try connection.command(command), command)
             if let message = kept.errorMessage { try serverError(message) }
             // An entry another worker took over meanwhile, or deleted, is no longer this one's.
             for element in kept.elements { if case .string(let id) = element { ours.insert(id) } }
@@ -497,16 +601,17 @@ package final class RedisWorker<P: DocumentProcessor> {
             let prefetches = !StopSignals.requested && Self.now() < nextClaim && held.isEmpty
             if prefetches { try connection.send(readCommand(claiming: false)) }
             // Both replies are read before either is acted on: a NOSCRIPT answer sends commands.
-            let committed = committing == nil ? nil : try connection.receive()
+            let committed = committing == nil ? nil : try receiveCommit(on: connection)
             let next = prefetches ? try readEntries(try connection.receive(), on: connection) : []
-            if let committing, let committed { try confirm(committed, of: committing, on: connection) }
+            if let committing, let committed { try confirm(committed.reply, replicas: committed.replicas, of: committing, on: connection) }
             committing = nil
             prepare(current)
             let following = next.isEmpty ? nil : PendingCommit(next)
             unconfirmed = [current] + (following.map { [$0] } ?? [])
-            try connection.send(arguments(of: current))
+            try sendCommit(current, on: connection)
             guard let following else {
-                try confirm(try connection.receive(), of: current, on: connection)
+                let answer = try receiveCommit(on: connection)
+                try confirm(answer.reply, replicas: answer.replicas, of: current, on: connection)
                 unconfirmed = []
                 return
             }
@@ -520,7 +625,7 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// of the pending list found none.
     private func claim(on connection: RedisConnection) throws(RedisConnectionLost) -> [Entry] {
         guard Self.now() >= nextClaim else { return [] }
-        let reply = try connection.command(readCommand(claiming: true))
+        let reply = try followingAsk(try connection.command(readCommand(claiming: true)), readCommand(claiming: true))
         if let message = reply.errorMessage {
             if message.hasPrefix("NOSCRIPT") {
                 try reloadScripts(on: connection)
@@ -543,6 +648,32 @@ package final class RedisWorker<P: DocumentProcessor> {
         try readEntries(try connection.command(readCommand(claiming: false)), on: connection)
     }
 
+    /// `reply`, or for an `ASK` redirection (the keys' slot is moving to another node, and the
+    /// key is there already) the reply of the node it names to `commands` (``asking(_:_:)``).
+    private func followingAsk(_ reply: RedisReply, _ command: [[UInt8]]) throws(RedisConnectionLost) -> RedisReply {
+        guard let message = reply.errorMessage, let (ask, node) = RedisTopology.redirection(message), ask else { return reply }
+        return try asking(node, [command])[0]
+    }
+
+    /// Runs `commands` on the node an `ASK` redirection named, once, each after `ASKING`, on a
+    /// connection of its own that authenticates and loads the scripts first (the same text: the
+    /// same hashes). The slot's migration ends with a `MOVED`, which the worker follows for good.
+    private func asking(_ node: RedisOptions.Endpoint, _ commands: [[[UInt8]]]) throws(RedisConnectionLost) -> [RedisReply] {
+        let connection = try RedisConnection(
+            node, tls: options.server.tls, connectTimeout: RedisTiming.connectTimeout,
+            commandTimeout: blockMilliseconds + RedisTiming.commandMargin, limits: replyLimits)
+        let session =
+            options.server.sessionCommands + [
+                [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.commit.utf8)],
+                [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(RedisScripts.read.utf8)],
+            ]
+        let replies = try connection.pipeline(session + commands.flatMap { [[Array("ASKING".utf8)], $0] })
+        if let refusal = replies.prefix(session.count).lazy.compactMap(\.errorMessage).first {
+            throw RedisConnectionLost(reason: "the node \(RedisOptions.Server.hostPort(node)) an ASK redirection named: \(refusal)")
+        }
+        return stride(from: session.count + 1, to: replies.count, by: 2).map { replies[$0] }
+    }
+
     /// The read script for at most `--batch` new entries, or for idle ones to take over.
     private func readCommand(claiming: Bool) -> [[UInt8]] {
         [
@@ -554,6 +685,7 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     /// The entries of the read script's answer for new entries.
     private func readEntries(_ reply: RedisReply, on connection: RedisConnection) throws(RedisConnectionLost) -> [Entry] {
+        let reply = try followingAsk(reply, readCommand(claiming: false))
         if let message = reply.errorMessage {
             // The scripts were flushed: nothing ran; loaded again, read next time.
             if message.hasPrefix("NOSCRIPT") {
@@ -572,7 +704,9 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     /// Whether the group has nothing pending (for `--exit-when-idle`).
     private func nothingPending(on connection: RedisConnection) throws(RedisConnectionLost) -> Bool {
-        let reply = try connection.command([Array("XPENDING".utf8), input, group])
+        let command = [Array("XPENDING".utf8), input, group]
+        let reply = try followingAsk(try connection.command(command), command)
+        if let message = reply.errorMessage { try serverError(message) }
         guard case .integer(let count) = reply.elements.first else { return false }
         if count > 0 { nextClaim = 0 }
         return count == 0
@@ -585,6 +719,8 @@ package final class RedisWorker<P: DocumentProcessor> {
             fail(.io, "a key of the worker holds another type than a stream (\(message))")
         }
         if message.hasPrefix("NOPERM") || message.hasPrefix("NOAUTH") { fail(.io, "Redis refused a command: \(message)") }
+        // A cluster's slot moved (followed at once), a primary turned replica (the sentinels asked again).
+        try followRedirection(message)
         throw RedisConnectionLost(reason: message)
     }
 
@@ -785,28 +921,81 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     /// Commits `pending` (processed first unless it was) with the script, waiting for the answer.
     private func commit(_ pending: PendingCommit, on connection: RedisConnection) throws(RedisConnectionLost) {
-        let reply = try connection.command(arguments(of: pending))
-        try confirm(reply, of: pending, on: connection)
+        try sendCommit(pending, on: connection)
+        let answer = try receiveCommit(on: connection)
+        try confirm(answer.reply, replicas: answer.replicas, of: pending, on: connection)
     }
 
-    /// The commit script's answer for `pending`. `NOSCRIPT` (the server's scripts were flushed:
-    /// nothing ran) loads the scripts again and sends the same batch again; the lines are wiped
-    /// once the script ran.
-    private func confirm(_ reply: RedisReply, of pending: PendingCommit, on connection: RedisConnection) throws(RedisConnectionLost) {
-        if let message = reply.errorMessage, message.hasPrefix("NOSCRIPT") {
-            try reloadScripts(on: connection)
-            try commit(pending, on: connection)
-            return
+    /// Sends `pending`'s commit and, with `--min-replicas`, the `WAIT` for its replicas, without
+    /// waiting for the answers (``receiveCommit(on:)``).
+    private func sendCommit(_ pending: PendingCommit, on connection: RedisConnection) throws(RedisConnectionLost) {
+        try connection.send(arguments(of: pending))
+        if !waitCommand.isEmpty { try connection.send(waitCommand) }
+    }
+
+    /// The answers of ``sendCommit(_:on:)``: the script's, and the number of replicas that have
+    /// it (`nil` without `--min-replicas`).
+    private func receiveCommit(on connection: RedisConnection) throws(RedisConnectionLost) -> (reply: RedisReply, replicas: RedisReply?) {
+        let reply = try connection.receive()
+        return (reply, waitCommand.isEmpty ? nil : try connection.receive())
+    }
+
+    /// The commit script's answer for `pending`, and with `--min-replicas` the `WAIT`'s.
+    /// `NOSCRIPT` (the server's scripts were flushed: nothing ran) loads the scripts again and
+    /// sends the same batch again; so does a commit that fewer replicas than `--min-replicas`
+    /// have within `--replica-timeout` (entries it acknowledged are not written twice; the
+    /// `WAIT` after it waits for this connection's writes, the first commit's among them). The
+    /// lines are wiped once the script ran (and reached its replicas).
+    private func confirm(_ reply: RedisReply, replicas: RedisReply?, of pending: PendingCommit, on connection: RedisConnection)
+        throws(RedisConnectionLost)
+    {
+        var (reply, replicas) = (reply, replicas)
+        // What the first run of the script wrote (a run again writes nothing).
+        var written: Int?
+        while true {
+            if let message = reply.errorMessage, message.hasPrefix("NOSCRIPT") {
+                try reloadScripts(on: connection)
+                try sendCommit(pending, on: connection)
+                (reply, replicas) = try receiveCommit(on: connection)
+                continue
+            }
+            if let message = reply.errorMessage, let (ask, node) = RedisTopology.redirection(message), ask {
+                let replies = try asking(node, [arguments(of: pending)] + (waitCommand.isEmpty ? [] : [waitCommand]))
+                (reply, replicas) = (replies[0], replies.count > 1 ? replies[1] : nil)
+                continue
+            }
+            // Another error: the connection is given up and the batch, lines and all, sent again.
+            if let message = reply.errorMessage { try serverError(message) }
+            if written == nil { written = reply.integer }
+            guard let waited = replicas else { break }
+            if let message = waited.errorMessage { try serverError(message) }
+            let count = waited.integer ?? 0
+            if count >= options.minReplicas {
+                if waitingForReplicas {
+                    note("the commits reach \(count) replicas again")
+                    waitingForReplicas = false
+                }
+                break
+            }
+            if !waitingForReplicas {
+                note(
+                    "a commit reached \(count) of --min-replicas \(options.minReplicas) replicas within \(options.replicaTimeout) ms: "
+                        + "committed again until they have it, nothing reported done meanwhile")
+                waitingForReplicas = true
+            }
+            // SIGTERM while waiting: the batch is acknowledged on the primary, not known on its
+            // replicas; the worker stops as with the connection lost.
+            if StopSignals.requested { throw RedisConnectionLost(reason: "stopped while waiting for the replicas") }
+            try sendCommit(pending, on: connection)
+            (reply, replicas) = try receiveCommit(on: connection)
         }
-        // Another error: the connection is given up and the batch, lines and all, sent again.
-        if let message = reply.errorMessage { try serverError(message) }
         pending.wipe()
         // Entries another worker took over and committed first (this one stalled): not written.
         let entries = pending.entries
         let committed = entries.count - entries.filter { entry in held.contains { $0.id == entry.id } }.count
-        if case .integer(let written) = reply, written < committed {
+        if let written, written < committed {
             note(
-                "\(committed - written) of \(committed) entries were already committed (taken over by another worker): not written again"
+                "\(committed - written) of \(committed) entries were already committed (by this worker's attempt before a lost connection, or by a worker that took them over): not written again"
             )
         }
     }

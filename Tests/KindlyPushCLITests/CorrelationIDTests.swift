@@ -114,6 +114,51 @@ struct RedisOptionsTests {
         }
     }
 
+    @Test("sentinel URLs: the sentinels in order, the service, the database, the data nodes' credentials; each part checked")
+    func sentinelURLs() throws {
+        let parsed = try RedisOptions.parseSentinelURL("redis+sentinel://alice:p%40ss@10.0.0.5:26379,[::1]:26380,s3:5000/chat/2")
+        #expect(parsed.sentinels == [.tcp(host: "10.0.0.5", port: 26379), .tcp(host: "::1", port: 26380), .tcp(host: "s3", port: 5000)])
+        #expect(parsed.service == "chat" && parsed.user == "alice" && parsed.password == "p@ss" && parsed.database == 2)
+        let bare = try RedisOptions.parseSentinelURL("redis+sentinel://h:26379/mymaster")
+        #expect(bare.sentinels == [.tcp(host: "h", port: 26379)] && bare.service == "mymaster" && bare.user == nil && bare.database == 0)
+        for bad in [
+            "redis+sentinel://h:26379", "redis+sentinel://h:26379/", "redis+sentinel://h/svc", "redis+sentinel://h:1,/svc",
+            "redis+sentinel://h:0/svc", "redis+sentinel://h:1/svc/x", "redis+sentinel://h:1/svc/1/2", "redis://h:1/svc",
+        ] {
+            #expect(throws: CodedError.self, "\(bad)") { try RedisOptions.parseSentinelURL(bad) }
+        }
+        // The password leaves the command line as a redis:// URL's does; the sentinels' own comes from the environment.
+        #expect(RedisOptions.withoutPassword("rediss+sentinel://u:pw@h:1,g:2/svc")! == ("rediss+sentinel://u@h:1,g:2/svc", "pw"))
+        let worker = try #require(
+            try options(
+                ["--redis", "rediss+sentinel://h:1,g:2/svc/3", "--from", "in", "--group", "g", "--to", "out", "--min-replicas", "1"],
+                environment: ["KINDLY_PUSH_REDIS_PASSWORD": "data", "KINDLY_PUSH_SENTINEL_PASSWORD": "watch"]))
+        #expect(
+            worker.server
+                == RedisOptions.Server(
+                    endpoint: .tcp(host: "h", port: 1),
+                    sentinel: RedisOptions.Sentinel(
+                        nodes: [.tcp(host: "h", port: 1), .tcp(host: "g", port: 2)], service: "svc", password: "watch"),
+                    tls: RedisOptions.TLS(), password: "data", database: 3))
+        #expect(worker.server.place == "rediss+sentinel://h:1,g:2/svc/3")
+        #expect(worker.minReplicas == 1 && worker.replicaTimeout == RedisOptions.defaultReplicaTimeout)
+    }
+
+    @Test("--min-replicas and --replica-timeout: numbers in range, the timeout only with a count")
+    func replicaOptions() throws {
+        let base = ["--redis", "redis://h", "--from", "in", "--group", "g", "--to", "out"]
+        #expect(try options(base)?.minReplicas == 0)
+        let waiting = try #require(try options(base + ["--min-replicas", "2", "--replica-timeout", "250"]))
+        #expect(waiting.minReplicas == 2 && waiting.replicaTimeout == 250)
+        for bad in [
+            ["--min-replicas", "-1"], ["--min-replicas", "101"], ["--replica-timeout", "500"],
+            ["--min-replicas", "1", "--replica-timeout", "0"],
+        ] {
+            #expect(throws: CodedError.self, "\(bad)") { try options(base + bad) }
+        }
+        #expect(throws: CodedError.self) { try options(["--min-replicas", "1"]) }
+    }
+
     @Test(
         "a worker and redis-status read one server from a URL: endpoint, TLS, user, password, database; AUTH and SELECT open its sessions")
     func oneServer() throws {

@@ -35,10 +35,35 @@ package struct RedisOptions: Sendable, Equatable {
         case unix(path: String)
     }
 
+    /// `redis+sentinel://HOST:PORT[,HOST:PORT…]/SERVICE`: the sentinels that name the primary
+    /// of `service` (`SENTINEL get-master-addr-by-name`), asked in turn at each connection.
+    package struct Sentinel: Sendable, Equatable {
+        /// The sentinels, in the URL's order (TCP: sentinels listen on no Unix socket of the URL's).
+        package var nodes: [Endpoint]
+        package var service: String
+        /// The sentinels' own password (`KINDLY_PUSH_SENTINEL_PASSWORD`, else the file
+        /// `KINDLY_PUSH_SENTINEL_PASSWORD_FILE` names); `nil` for sentinels that ask none.
+        package var password: String?
+
+        package init(nodes: [Endpoint], service: String, password: String? = nil) {
+            self.nodes = nodes
+            self.service = service
+            self.password = password
+        }
+
+        /// The variables a worker reads for the sentinels' password.
+        package static let passwordVariable = "KINDLY_PUSH_SENTINEL_PASSWORD"
+        package static let passwordFileVariable = "KINDLY_PUSH_SENTINEL_PASSWORD_FILE"
+    }
+
     /// The server of `--redis URL` and how to log in to it: what a worker and `redis-status`
     /// alike connect to.
     package struct Server: Sendable, Equatable {
+        /// Where the server listens; for `redis+sentinel://`, the first sentinel (the primary is
+        /// asked of ``sentinel`` at each connection).
         package var endpoint: Endpoint
+        /// The sentinels of a `redis+sentinel://` URL; `nil` for a server named directly.
+        package var sentinel: Sentinel?
         /// TLS, for a `rediss://` URL; `nil` for `redis://` and `unix://`.
         package var tls: TLS?
         /// The ACL user (`AUTH user password`), when the URL names one.
@@ -50,8 +75,11 @@ package struct RedisOptions: Sendable, Equatable {
         /// The database of `/db` (0 by default).
         package var database: Int
 
-        package init(endpoint: Endpoint, tls: TLS? = nil, user: String? = nil, password: String? = nil, database: Int = 0) {
+        package init(
+            endpoint: Endpoint, sentinel: Sentinel? = nil, tls: TLS? = nil, user: String? = nil, password: String? = nil, database: Int = 0
+        ) {
             self.endpoint = endpoint
+            self.sentinel = sentinel
             self.tls = tls
             self.user = user
             self.password = password
@@ -72,10 +100,22 @@ package struct RedisOptions: Sendable, Equatable {
         /// The server as messages name it, and its user; never the password.
         package var place: String {
             let user = user.map { " as \($0)" } ?? ""
+            if let sentinel {
+                let nodes = sentinel.nodes.map(Self.hostPort).joined(separator: ",")
+                return "\(tls == nil ? "redis" : "rediss")+sentinel://\(nodes)/\(sentinel.service)/\(database)\(user)"
+            }
             switch endpoint {
-            case .tcp(let host, let port):
-                return "\(tls == nil ? "redis" : "rediss")://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)\(user)"
+            case .tcp:
+                return "\(tls == nil ? "redis" : "rediss")://\(Self.hostPort(endpoint))/\(database)\(user)"
             case .unix(let path): return "unix://\(path)\(user)"
+            }
+        }
+
+        /// `HOST:PORT` (`[IPV6]:PORT`), or a socket's path.
+        package static func hostPort(_ endpoint: Endpoint) -> String {
+            switch endpoint {
+            case .tcp(let host, let port): return "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+            case .unix(let path): return path
             }
         }
     }
@@ -98,10 +138,15 @@ package struct RedisOptions: Sendable, Equatable {
     package var deadLetter: String?
     /// `--metrics HOST:PORT`: Prometheus metrics and a health check, off by default.
     package var metrics: MetricsAddress?
+    /// `--min-replicas N`: each commit waits (`WAIT N`) until N replicas have it; 0 for none.
+    package var minReplicas: Int
+    /// `--replica-timeout MS`: how long one `WAIT` may take before the batch is committed again.
+    package var replicaTimeout: Int
 
     package static let defaultClaimIdle = 30_000
     package static let defaultBatch = 100
     package static let defaultMaxDeliveries = 5
+    package static let defaultReplicaTimeout = 1000
 
     /// The variables a worker reads for the password (the help and the man page list them).
     package static let passwordVariable = "KINDLY_PUSH_REDIS_PASSWORD"
@@ -110,7 +155,7 @@ package struct RedisOptions: Sendable, Equatable {
     package init(
         server: Server, input: String, group: String, output: String, consumer: String? = nil, claimIdle: Int = defaultClaimIdle,
         batch: Int = defaultBatch, exitWhenIdle: Int? = nil, maxDeliveries: Int = defaultMaxDeliveries, deadLetter: String? = nil,
-        metrics: MetricsAddress? = nil
+        metrics: MetricsAddress? = nil, minReplicas: Int = 0, replicaTimeout: Int = defaultReplicaTimeout
     ) {
         self.server = server
         self.input = input
@@ -123,6 +168,8 @@ package struct RedisOptions: Sendable, Equatable {
         self.maxDeliveries = maxDeliveries
         self.deadLetter = deadLetter
         self.metrics = metrics
+        self.minReplicas = minReplicas
+        self.replicaTimeout = replicaTimeout
     }
 
     /// The `{tag}` of a key as Redis Cluster hashes it: the text between the first `{` and the

@@ -9,7 +9,8 @@ extension RedisOptions {
     package static let url = Option<String>("--redis", "URL", urlHelp + "with --jobs N, N entries of a batch at once (default: 1).")
     /// `--redis`'s help up to what `--jobs` does, which only the commands that take `--jobs` add.
     package static let urlHelp =
-        "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH; the password from "
+        "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS), unix://[USER@]/PATH or "
+        + "redis+sentinel://[USER@]HOST:PORT[,HOST:PORT…]/SERVICE[/DB] (the primary the sentinels name; rediss+sentinel://: TLS to it); the password from "
         + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning); "
     package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(
@@ -33,6 +34,13 @@ extension RedisOptions {
         worker: "--metrics", "HOST:PORT",
         "serve Prometheus metrics at http://HOST:PORT/metrics and a health check at /healthz (off by default; PORT alone is 127.0.0.1:PORT)."
     )
+
+    package static let minReplicaCount = Option<Int>(
+        worker: "--min-replicas", "N",
+        "commit each batch only once N replicas have it (WAIT): an output acknowledged survives a failover (default: 0).")
+    package static let replicaTimeoutTime = Option<Int>(
+        worker: "--replica-timeout", "MS",
+        "with --min-replicas, wait MS for the replicas, then commit the batch again (default: \(defaultReplicaTimeout)).")
 
     package static let caFile = Option<String>(
         worker: "--ca-file", "PATH", "rediss:// only: verify the server's certificate against the authorities in PATH (PEM).")
@@ -86,6 +94,11 @@ extension RedisOptions {
         let exitWhenIdle = try number(Self.exitWhenIdleTime, default: nil, range: 0...86_400_000)
         let maxDeliveries = try number(Self.maxDeliveryCount, default: RedisOptions.defaultMaxDeliveries, range: 1...1_000_000)!
         let deadLetter = arguments[Self.deadLetterStream]
+        let minReplicas = try number(Self.minReplicaCount, default: 0, range: 0...100)!
+        let replicaTimeout = try number(Self.replicaTimeoutTime, default: RedisOptions.defaultReplicaTimeout, range: 1...600_000)!
+        if arguments.isGiven(Self.replicaTimeoutTime), minReplicas == 0 {
+            throw usage("'\(Self.replicaTimeoutTime.name)' goes with '\(Self.minReplicaCount.name)'")
+        }
         let metrics = try arguments[Self.metricsAddress].map { (text) throws(CodedError) in try Self.parseMetrics(text, usage) }
         if let deadLetter {
             if deadLetter.isEmpty { throw usage("'\(Self.deadLetterStream.name)' takes a stream name") }
@@ -96,12 +109,62 @@ extension RedisOptions {
         self.init(
             server: server, input: input, group: group, output: output, consumer: consumer, claimIdle: claimIdle, batch: batch,
             exitWhenIdle: exitWhenIdle, maxDeliveries: maxDeliveries,
-            deadLetter: deadLetter, metrics: metrics)
+            deadLetter: deadLetter, metrics: metrics, minReplicas: minReplicas, replicaTimeout: replicaTimeout)
     }
 
-    /// `url` with `rediss://` spelt `redis://` (the rest is read the same way).
+    /// `url` with `rediss://` spelt `redis://` and `rediss+sentinel://` spelt
+    /// `redis+sentinel://` (the rest is read the same way).
     package static func plainScheme(_ url: String) -> String {
-        url.hasPrefix("rediss://") ? "redis://" + url.dropFirst(9) : url
+        if url.hasPrefix("rediss://") { return "redis://" + url.dropFirst(9) }
+        if url.hasPrefix("rediss+sentinel://") { return "redis+sentinel://" + url.dropFirst(18) }
+        return url
+    }
+
+    /// Whether `url` asks for TLS to the data nodes (`rediss://`, `rediss+sentinel://`).
+    package static func usesTLS(_ url: String) -> Bool {
+        url.hasPrefix("rediss://") || url.hasPrefix("rediss+sentinel://")
+    }
+
+    /// The parts of `redis+sentinel://[user:password@]host:port[,host:port…]/service[/db]`: the
+    /// sentinels, the service, the data nodes' user and password (percent-decoded), the database.
+    package static func parseSentinelURL(_ url: String) throws(CodedError) -> (
+        sentinels: [Endpoint], service: String, user: String?, password: String?, database: Int
+    ) {
+        func bad(_ why: String) -> CodedError {
+            CodedError(.usage, "--redis: \(why); expected redis+sentinel://[user@]host:port[,host:port…]/service[/db]")
+        }
+        let scheme = "redis+sentinel://"
+        guard url.hasPrefix(scheme) else { throw bad("the URL is not redis+sentinel://") }
+        let rest = url.dropFirst(scheme.count)
+        guard let slash = rest.firstIndex(of: "/") else { throw bad("the URL names no service") }
+        let nodesText = rest[..<slash]
+        let path = rest[rest.index(after: slash)...].split(separator: "/", omittingEmptySubsequences: false)
+        guard let service = path.first, !service.isEmpty else { throw bad("the URL names no service") }
+        guard path.count <= 2 else { throw bad("unexpected text after the database") }
+        // One URL per sentinel, read as a redis:// URL: host, port, credentials (the first's).
+        var sentinels: [Endpoint] = []
+        var user: String?
+        var password: String?
+        var authority = Substring(nodesText)
+        if let at = authority.lastIndex(of: "@") {
+            let (_, named, given, _) = try parseURL("redis://" + authority[...at] + "placeholder")
+            user = named
+            password = given
+            authority = authority[authority.index(after: at)...]
+        }
+        for node in authority.split(separator: ",", omittingEmptySubsequences: false) {
+            guard !node.isEmpty, node.contains(":") else { throw bad("each sentinel is HOST:PORT ('\(node)' is not)") }
+            let (endpoint, _, _, _) = try parseURL("redis://" + node)
+            sentinels.append(endpoint)
+        }
+        var database = 0
+        if path.count == 2, !path[1].isEmpty {
+            guard let number = Int(path[1]), (0...1_000_000).contains(number) else {
+                throw bad("the database '\(path[1])' is not a number")
+            }
+            database = number
+        }
+        return (sentinels, String(service), user, password, database)
     }
 
     /// The password of `KINDLY_PUSH_REDIS_PASSWORD`, else of the file
@@ -133,16 +196,26 @@ extension RedisOptions {
 
     /// The password in the file `path` (mode 0600 or stricter, owned by this user, as key files
     /// are; a credential of systemd's `LoadCredential=`): its text without the final line break.
-    static func readPassword(_ path: String) throws(CodedError) -> String {
+    static func readPassword(_ path: String, variable: String = passwordFileVariable) throws(CodedError) -> String {
         var text: String
         do throws(PrivateFileError) {
             text = try PrivateFile.readText(path)
         } catch {
-            throw CodedError(.io, "\(passwordFileVariable): \(error.described(as: "password file"))")
+            throw CodedError(.io, "\(variable): \(error.described(as: "password file"))")
         }
         while text.last?.isNewline == true { text.removeLast() }
-        guard !text.isEmpty else { throw CodedError(.usage, "\(passwordFileVariable): the file '\(path)' is empty") }
+        guard !text.isEmpty else { throw CodedError(.usage, "\(variable): the file '\(path)' is empty") }
         return text
+    }
+
+    /// The sentinels' password, of `KINDLY_PUSH_SENTINEL_PASSWORD`, else of the file
+    /// `KINDLY_PUSH_SENTINEL_PASSWORD_FILE` names; `nil` for neither.
+    package static func sentinelPassword(_ environment: CommandEnvironment) throws(CodedError) -> String? {
+        if let password = environment[Sentinel.passwordVariable], !password.isEmpty { return password }
+        if let path = environment[Sentinel.passwordFileVariable], !path.isEmpty {
+            return try readPassword(path, variable: Sentinel.passwordFileVariable)
+        }
+        return nil
     }
 
     /// Takes the password of a `--redis` URL out of the command's arguments before anything else
@@ -179,9 +252,11 @@ extension RedisOptions {
     /// `url` without its password, and the password (percent-decoded); `nil` when it has none
     /// (or is not a URL this option takes: the option's own check reports that).
     package static func withoutPassword(_ url: String) -> (String, String)? {
-        guard let (_, _, password, _) = try? parseURL(plainScheme(url)), let password else { return nil }
+        let plain = plainScheme(url)
+        let given = plain.hasPrefix("redis+sentinel://") ? (try? parseSentinelURL(plain))?.password : (try? parseURL(plain))?.2
+        guard let password = given ?? nil else { return nil }
         let bytes = Array(url.utf8)
-        let schemeEnd = bytes.starts(with: "rediss://".utf8) ? 9 : bytes.starts(with: "redis://".utf8) ? 8 : 7
+        let schemeEnd = (bytes.firstIndex(of: UInt8(ascii: ":")) ?? 0) + 3
         let rest = bytes[schemeEnd...]
         let authorityEnd = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
         guard let at = rest[..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return nil }
@@ -349,9 +424,19 @@ extension RedisOptions.Server {
         _ url: String, _ arguments: ParsedArguments, shared: Set<String>, caFile: Option<String> = RedisOptions.caFile,
         environment: CommandEnvironment, _ usage: (String) -> CodedError
     ) throws(CodedError) {
-        let (endpoint, user, urlPassword, database) = try RedisOptions.parseURL(RedisOptions.plainScheme(url))
+        let plain = RedisOptions.plainScheme(url)
+        var sentinel: RedisOptions.Sentinel?
+        let (endpoint, user, urlPassword, database): (RedisOptions.Endpoint, String?, String?, Int)
+        if plain.hasPrefix("redis+sentinel://") {
+            let parsed = try RedisOptions.parseSentinelURL(plain)
+            sentinel = RedisOptions.Sentinel(
+                nodes: parsed.sentinels, service: parsed.service, password: try RedisOptions.sentinelPassword(environment))
+            (endpoint, user, urlPassword, database) = (parsed.sentinels[0], parsed.user, parsed.password, parsed.database)
+        } else {
+            (endpoint, user, urlPassword, database) = try RedisOptions.parseURL(plain)
+        }
         var tls: RedisOptions.TLS?
-        if url.hasPrefix("rediss://") {
+        if RedisOptions.usesTLS(url) {
             let given = RedisOptions.TLS(
                 caFile: arguments[caFile], certificateFile: arguments[RedisOptions.tlsCertificate],
                 keyFile: arguments[RedisOptions.tlsKey])
@@ -377,7 +462,7 @@ extension RedisOptions.Server {
         }
         var password = urlPassword
         if password == nil { password = try RedisOptions.password(environment) }
-        self.init(endpoint: endpoint, tls: tls, user: user, password: password, database: database)
+        self.init(endpoint: endpoint, sentinel: sentinel, tls: tls, user: user, password: password, database: database)
     }
 }
 
