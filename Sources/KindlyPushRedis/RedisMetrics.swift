@@ -25,6 +25,8 @@ final class RedisMetrics: Sendable {
         var healthy = false
         /// The server the worker writes to (`HOST:PORT`, and the service of a sentinel URL).
         var server = "none"
+        /// Commits wait for `--min-replicas` replicas (a primary just promoted has none yet).
+        var waitingForReplicas = false
     }
 
     let command: String
@@ -70,9 +72,13 @@ final class RedisMetrics: Sendable {
             return HTTPEndpoint.Response(
                 status: 200, type: "text/plain; version=0.0.4; charset=utf-8", body: text(figures.withLock { $0 }, command: command))
         case "/healthz":
-            let (healthy, server) = figures.withLock { ($0.healthy, $0.server) }
+            let (healthy, server, waiting) = figures.withLock { ($0.healthy, $0.server, $0.waitingForReplicas) }
+            // Waiting for replicas is not a fault of the worker's (a restart would not mend it):
+            // 200, and said.
+            let replicas = waiting ? "; commits wait for --min-replicas replicas" : ""
             return HTTPEndpoint.Response(
-                status: healthy ? 200 : 503, body: healthy ? "ok: writing to \(server)\n" : "Redis is unreachable (last: \(server))\n")
+                status: healthy ? 200 : 503,
+                body: healthy ? "ok: writing to \(server)\(replicas)\n" : "Redis is unreachable (last: \(server))\n")
         default:
             return HTTPEndpoint.Response(status: 404, body: "not found: /metrics or /healthz\n")
         }

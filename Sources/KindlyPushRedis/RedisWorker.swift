@@ -84,7 +84,11 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// The `WAIT` after each commit with `--min-replicas`; empty without.
     private let waitCommand: [[UInt8]]
     /// Commits waiting for their replicas: noted once, and again once they have them.
-    private var waitingForReplicas = false
+    private var waitingForReplicas = false {
+        didSet { metrics?.update { [waitingForReplicas] in $0.waitingForReplicas = waitingForReplicas } }
+    }
+    /// The node the last `ASK` named: noted once per node.
+    private var askedNode: RedisOptions.Endpoint?
     private var scriptHash: [UInt8] = []
     private var readHash: [UInt8] = []
     /// `--jobs N`: the entries of a batch are processed on N threads (none for 1: this one), in
@@ -226,7 +230,9 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// never the password.
     private func startLine(keys: String) -> String {
         let letters = options.deadLetter.map { ", dead letters to '\($0)'" } ?? ""
-        return "\(name) worker: reads '\(options.input)' on \(options.server.place) (group '\(options.group)', consumer '"
+        let connected =
+            options.server.sentinel != nil || topology.current != options.server.endpoint ? " (now \(topology.currentPlace))" : ""
+        return "\(name) worker: reads '\(options.input)' on \(options.server.place)\(connected) (group '\(options.group)', consumer '"
             + "\(String(decoding: consumer, as: UTF8.self))'), writes '\(options.output)'\(letters); \(keys)"
     }
 
@@ -659,6 +665,10 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// connection of its own that authenticates and loads the scripts first (the same text: the
     /// same hashes). The slot's migration ends with a `MOVED`, which the worker follows for good.
     private func asking(_ node: RedisOptions.Endpoint, _ commands: [[[UInt8]]]) throws(RedisConnectionLost) -> [RedisReply] {
+        if askedNode != node {
+            askedNode = node
+            note("the keys' slot is moving to \(RedisOptions.Server.hostPort(node)) (ASK): each command the node answers so goes there")
+        }
         let connection = try RedisConnection(
             node, tls: options.server.tls, connectTimeout: RedisTiming.connectTimeout,
             commandTimeout: blockMilliseconds + RedisTiming.commandMargin, limits: replyLimits)
