@@ -231,7 +231,7 @@ let package = Package(
         // the sender, and `send --redis` on the library's worker.
         .target(
             name: "KindlyPushCLIAPNs",
-            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore"],
+            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore", "KindlyPushRedis"],
             swiftSettings: strictSettings
         ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.

@@ -20,9 +20,17 @@ package struct APNsSendProcessor: DocumentProcessor {
     /// A dead-letter stream is there: APNs's permanent refusals go to it instead of the results.
     let deadLetters: Bool
 
-    package init(sender: APNsSender, deadLetters: Bool) {
+    /// `--metrics`: the sender's answers by status, on the worker's page.
+    package let metricsText: (@Sendable () -> String)?
+
+    package init(sender: APNsSender, deadLetters: Bool, metrics: SendMetrics? = nil) {
         box = Box(sender)
         self.deadLetters = deadLetters
+        if let metrics {
+            metricsText = { metrics.text() }
+        } else {
+            metricsText = nil
+        }
     }
 
     /// Sends one document and appends its result line (or its error object), without a newline.

@@ -90,6 +90,8 @@ final class Transfer {
     var renewedToken = false
     /// When a delayed retry may go (monotonic milliseconds).
     var due = 0
+    /// When it was last handed to libcurl (monotonic nanoseconds), for the answer's latency.
+    var sentAt = 0
 
     init(sequence: Int, push: APNsPush) {
         self.sequence = sequence
@@ -234,6 +236,11 @@ package final class APNsSender {
     /// initial stream limit (1 for APNs) until it answers one of its own.
     private var answeredConnection = -1
     private let events = CurlEvents()
+    /// `--metrics`: what the sender counts (``SendMetrics``), under its app (the topic) and platform.
+    package var metrics: SendMetrics? {
+        didSet { metrics?.register(source) }
+    }
+    private var source: SendMetrics.Source { SendMetrics.Source(app: destination.topic, platform: "apns") }
 
     package init(destination: APNsDestination, token: ProviderToken) throws(CodedError) {
         self.destination = destination
@@ -266,10 +273,12 @@ package final class APNsSender {
         curl_multi_cleanup(multi)
     }
 
-    static func now() -> Int {
+    static func now() -> Int { nanoseconds() / 1_000_000 }
+
+    static func nanoseconds() -> Int {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
-        return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
+        return time.tv_sec * 1_000_000_000 + time.tv_nsec
     }
 
     /// Whether another input may be read now.
@@ -378,7 +387,9 @@ package final class APNsSender {
 
     private func start(_ transfer: Transfer) {
         do throws(AuthKeyError) {
+            let generation = token.generation
             try token.refreshIfDue()
+            if token.generation != generation { metrics?.refreshedToken(source) }
         } catch {
             complete(
                 transfer.sequence,
@@ -439,6 +450,8 @@ package final class APNsSender {
             _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAPATH, nil)
         }
         inFlight[easy] = transfer
+        metrics?.setInFlight(source, inFlight.count)
+        transfer.sentAt = Self.nanoseconds()
         curl_multi_add_handle(multi, easy)
     }
 
@@ -451,6 +464,7 @@ package final class APNsSender {
             _ = kp_curl_easy_get_long(easy, CURLINFO_RESPONSE_CODE, &status)
             curl_multi_remove_handle(multi, easy)
             guard let transfer = inFlight.removeValue(forKey: easy) else { continue }
+            metrics?.setInFlight(source, inFlight.count)
             curl_slist_free_all(transfer.headers)
             transfer.headers = nil
             idleHandles.append(easy)
@@ -461,6 +475,7 @@ package final class APNsSender {
     /// Sends `transfer` again after its backoff, and not before `notBefore` milliseconds (an
     /// answer's `retry-after`).
     private func retryLater(_ transfer: Transfer, attempt: Int, notBefore: Int? = nil) {
+        metrics?.retried(source)
         let delay = min(SendTiming.longestRetryDelay, SendTiming.firstRetryDelay << min(attempt - 1, 16))
         transfer.due = Self.now() + max(delay / 2 + Int.random(in: 0...(delay / 2)), notBefore ?? 0)
         delayed.append(transfer)
@@ -478,7 +493,10 @@ package final class APNsSender {
         guard code == CURLE_OK, status > 0 else {
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
             // timed out. The next connection starts with one request, as the first did.
-            if transfer.connection == connection { connection += 1 }
+            if transfer.connection == connection {
+                connection += 1
+                metrics?.reconnected(source)
+            }
             transfer.transportAttempts += 1
             if transfer.transportAttempts < SendTiming.transportAttempts {
                 retryLater(transfer, attempt: transfer.transportAttempts)
@@ -492,10 +510,14 @@ package final class APNsSender {
         answeredConnection = max(answeredConnection, transfer.connection)
         let body = (try? JSONReader.parse(transfer.response))?.objectValue
         let reason = body?["reason"]?.stringValue
+        metrics?.answered(
+            source, status: status, reason: reason, seconds: Double(Self.nanoseconds() - transfer.sentAt) / 1e9, gone: status == 410)
         if status == 403, reason == "ExpiredProviderToken", !transfer.renewedToken {
             transfer.renewedToken = true
             do throws(AuthKeyError) {
+                let generation = self.token.generation
                 if try self.token.renew(replacing: transfer.tokenGeneration) {
+                    if self.token.generation != generation { metrics?.refreshedToken(source) }
                     ready.insert(transfer, at: ready.firstIndex { $0.sequence > transfer.sequence } ?? ready.endIndex)
                     return
                 }
@@ -537,6 +559,7 @@ package final class APNsSender {
             transfer.headers = nil
             idleHandles.append(easy)
         }
+        metrics?.setInFlight(source, 0)
         for transfer in Array(inFlight.values) + ready + delayed {
             complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason)))
         }

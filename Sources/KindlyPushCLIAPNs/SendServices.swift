@@ -2,6 +2,7 @@ internal import KindlyPushAPNs
 internal import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushRedis
 
 #if canImport(Glibc)
     import Glibc
@@ -29,6 +30,11 @@ package struct APNsSendServices: SendServices {
         do throws(CodedError) {
             let token = try Self.providerToken(options)
             let sender = try APNsSender(destination: Self.destination(options), token: token)
+            if options.redis?.metrics != nil || options.metrics != nil {
+                let metrics = SendMetrics()
+                sender.metrics = metrics
+                if let address = options.metrics { try CommandMetrics.serve(address) { metrics.text() } }
+            }
             if let redis = options.redis {
                 return workers.runWorker(SendWorkerCommand(sender: sender, deadLetters: redis.deadLetter != nil), options: redis)
             }

@@ -13,7 +13,7 @@ struct SendWorkerCommand: DocumentCommand {
     let stream: StreamOptions
 
     init(sender: APNsSender, deadLetters: Bool) {
-        processor = APNsSendProcessor(sender: sender, deadLetters: deadLetters)
+        processor = APNsSendProcessor(sender: sender, deadLetters: deadLetters, metrics: sender.metrics)
         // One entry at a time: the sender is one HTTP/2 connection, used from this thread only.
         stream = try! StreamOptions(
             ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.options, command: Self.name), command: Self.name)

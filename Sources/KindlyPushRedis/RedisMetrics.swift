@@ -1,5 +1,5 @@
 internal import CHiredis
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -34,7 +34,7 @@ final class RedisMetrics: Sendable {
     private let endpoint: HTTPEndpoint
 
     /// Listens on `address` (a `usage` error for an address that cannot be bound).
-    init(_ address: RedisOptions.MetricsAddress, command: String) throws(CodedError) {
+    init(_ address: RedisOptions.MetricsAddress, command: String, more: (@Sendable () -> String)? = nil) throws(CodedError) {
         self.command = command
         let figures = figures
         var limits = HTTPEndpoint.Limits()
@@ -44,7 +44,9 @@ final class RedisMetrics: Sendable {
             limits.deadline = .milliseconds(milliseconds)
         }
         endpoint = try HTTPEndpoint(host: address.host, port: address.port, option: "--metrics", limits: limits) { [command] path in
-            Self.answer(path, figures: figures, command: command)
+            var answer = Self.answer(path, figures: figures, command: command)
+            if path == "/metrics", let more { answer.body += more() }
+            return answer
         }
     }
 
@@ -84,6 +86,12 @@ final class RedisMetrics: Sendable {
         }
     }
 
+    /// `kindly_push_build_info`, on every page.
+    static var buildInfo: String {
+        "# HELP kindly_push_build_info The version of the worker.\n# TYPE kindly_push_build_info gauge\n"
+            + "kindly_push_build_info{version=\"\(KindlyPushRelease.version)\"} 1\n"
+    }
+
     /// The figures in Prometheus's text exposition format.
     private static func text(_ now: Figures, command: String) -> String {
         let label = "command=\"\(command)\""
@@ -108,10 +116,28 @@ final class RedisMetrics: Sendable {
             text += "# HELP kindly_push_lag_entries Entries of the stream not yet delivered to the group (XINFO GROUPS).\n"
             text += "# TYPE kindly_push_lag_entries gauge\nkindly_push_lag_entries{\(label)} \(lag)\n"
         }
-        text += "# HELP kindly_push_build_info The version of the worker.\n# TYPE kindly_push_build_info gauge\n"
-        text += "kindly_push_build_info{version=\"\(KindlyPushRelease.version)\"} 1\n"
+        text += buildInfo
         text += "# HELP kindly_push_up 1 while the worker is connected to Redis.\n# TYPE kindly_push_up gauge\n"
         text += "kindly_push_up \(now.healthy ? 1 : 0)\n"
         return text
+    }
+}
+
+/// `send --jsonl --metrics HOST:PORT`: a page of the sending's series (`text`) and the build's,
+/// and `/healthz` (200 while the command runs), on the same endpoint as a worker's.
+package enum CommandMetrics {
+    /// Starts serving on a thread of its own; a `usage` error for an address that is not one, `io`
+    /// for one that cannot be bound.
+    package static func serve(_ address: RedisOptions.MetricsAddress, text: @escaping @Sendable () -> String) throws(CodedError) {
+        let endpoint = try HTTPEndpoint(host: address.host, port: address.port, option: "--metrics") { path in
+            switch path {
+            case "/metrics":
+                return HTTPEndpoint.Response(
+                    status: 200, type: "text/plain; version=0.0.4; charset=utf-8", body: RedisMetrics.buildInfo + text())
+            case "/healthz": return HTTPEndpoint.Response(status: 200, body: "ok\n")
+            default: return HTTPEndpoint.Response(status: 404, body: "not found: /metrics or /healthz\n")
+            }
+        }
+        guard endpoint.start() else { throw CodedError(.io, "--metrics: no thread to serve the metrics on") }
     }
 }

@@ -177,7 +177,7 @@ package final class RedisWorker<P: DocumentProcessor> {
         guard let keys = checkKeyring() else { return configExitStatus }
         if let address = options.metrics {
             do throws(CodedError) {
-                let made = try RedisMetrics(address, command: name)
+                let made = try RedisMetrics(address, command: name, more: processor.metricsText)
                 guard made.start() else { throw CodedError(.io, "--metrics: no thread to serve the metrics on") }
                 metrics = made
             } catch {

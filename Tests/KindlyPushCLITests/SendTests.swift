@@ -453,7 +453,7 @@ struct SendTests {
         #expect(try server.records().isEmpty)
     }
 
-    @Test("usage: the required options, Apple's 10-character IDs, --apns-url's form, --expiration's range")
+    @Test("usage: the required options, Apple's 10-character IDs, --apns-url's form, --expiration's range, --metrics's form")
     func usage() throws {
         let server = try APNsTestServer()
         var missing = server.sendArguments()
@@ -467,6 +467,9 @@ struct SendTests {
             (server.sendArguments().map { $0 == server.url ? "https://127.0.0.1:123456" : $0 }, "'--apns-url' takes https://HOST[:PORT]"),
             (server.sendArguments(["--expiration", "-1"]), "'--expiration' takes a whole number of seconds"),
             (server.sendArguments(["--sandbox"]), "give either --sandbox or --apns-url"),
+            // One document has no run to watch: --metrics goes with a stream or a worker.
+            (server.sendArguments(["--metrics", "9464"]), "'--metrics' goes with --jsonl or --redis"),
+            (server.sendArguments(["--jsonl", "--metrics", "127.0.0.1:0"]), "'--metrics' takes HOST:PORT or PORT"),
         ] {
             let output = try CLI.run(arguments, stdin: "")
             #expect(output.status == 64)

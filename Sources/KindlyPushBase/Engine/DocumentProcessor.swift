@@ -26,6 +26,10 @@ package protocol DocumentProcessor: Sendable {
     /// The keyring the processor looks device keys up in, for a worker's start line and its
     /// refusal to start with no key at all; `nil` (the default) for one that reads none.
     var deviceKeyring: (any Keyring)? { get }
+
+    /// More series for the worker's `--metrics` page (Prometheus's text format), read on the
+    /// endpoint's thread; `nil` (the default) for none. `send`'s: its answers by status.
+    var metricsText: (@Sendable () -> String)? { get }
 }
 
 extension DocumentProcessor {
@@ -47,6 +51,10 @@ extension DocumentProcessor {
     package var deviceKeyring: (any Keyring)? { nil }
 
     package func wipe(_ scratch: inout Scratch) {}
+}
+
+extension DocumentProcessor {
+    package var metricsText: (@Sendable () -> String)? { nil }
 }
 
 extension DocumentProcessor where Scratch == Void {

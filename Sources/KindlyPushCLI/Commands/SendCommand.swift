@@ -75,11 +75,15 @@ package struct SendCommand: Command {
     package static let output = StreamOptions.output.help(
         "Write the results to this file (mode 0600) as they are known, as PATH.partial renamed to PATH at the end: a send killed outright leaves them in PATH.partial."
     )
+    /// `--metrics`, which send takes with `--jsonl` too: its answers by status.
+    package static let metrics = RedisOptions.metricsAddress.help(
+        "Serve Prometheus metrics of the sending (answers by status and reason, latency, retries, reconnections: docs/operating.md) "
+            + "at http://HOST:PORT/metrics and a health check at /healthz, with --jsonl or --redis (PORT alone is 127.0.0.1:PORT).")
     /// `--redis` without the `--jobs` that send does not take.
     package static let redisURL = RedisOptions.url.help(
         RedisOptions.urlHelp + "each push is sent once the one before it is answered (run several workers for more).")
     /// The worker's other options but `--ca-file`, which is send's own (for APNs).
-    package static let redis = OptionGroup(RedisOptions.options, except: [caFile, redisURL])
+    package static let redis = OptionGroup(RedisOptions.options, except: [caFile, redisURL, metrics])
     package static let help = SharedOptions.help.taken
 
     /// The production server and the development one.
@@ -105,7 +109,7 @@ package struct SendCommand: Command {
             return value
         }
         let stream = try StreamOptions(
-            arguments, command: Self.name, environment: environment, shared: [Self.caFile], redisCAFile: Self.redisCAFile)
+            arguments, command: Self.name, environment: environment, shared: [Self.caFile, Self.metrics], redisCAFile: Self.redisCAFile)
         var options = SendOptions(
             keyFile: try required(Self.authKeyFile), keyID: try identifier(Self.keyID), teamID: try identifier(Self.teamID),
             topic: try required(Self.topic), serverURL: arguments[Self.sandbox] ? Self.sandboxURL : Self.productionURL,
@@ -123,6 +127,10 @@ package struct SendCommand: Command {
             options.serverURL = text
         }
         if options.caFile?.isEmpty == true { throw usage("'\(Self.caFile.name)' takes a path") }
+        if options.redis == nil, let address = arguments[Self.metrics] {
+            guard stream.isLineMode else { throw usage("'\(Self.metrics.name)' goes with --jsonl or --redis") }
+            options.metrics = try RedisOptions.parseMetrics(address, usage)
+        }
         if arguments.isGiven(Self.expiration) {
             guard let seconds = arguments[Self.expiration], (0...Self.longestExpiration).contains(seconds) else {
                 throw usage("'\(Self.expiration.name)' takes a whole number of seconds from 0 to \(Self.longestExpiration)")
@@ -208,6 +216,8 @@ package struct SendOptions: Sendable {
     package var clockFile: String?
     /// `--redis` and its options: send runs as a Redis Streams worker.
     package var redis: RedisOptions?
+    /// `--metrics` of a `--jsonl` run (a worker's is its ``RedisOptions/metrics``).
+    package var metrics: RedisOptions.MetricsAddress?
 }
 
 /// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send.
