@@ -33,6 +33,54 @@ enum RedisScripts {
         """
     }
 
+    /// `redis-status --prune-idle`: removes the group's consumers idle longer than ARGV[2] ms with
+    /// nothing pending (`XGROUP DELCONSUMER`, which would drop a consumer's pending entries: the
+    /// check and the removal are one step here). KEYS: stream; ARGV: group, idle. Answer: the names.
+    static var prune: String {
+        """
+        local removed = {}
+        for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+          local name, pending, idle
+          for i = 1, #consumer, 2 do
+            if consumer[i] == 'name' then name = consumer[i + 1]
+            elseif consumer[i] == 'pending' then pending = consumer[i + 1]
+            elseif consumer[i] == 'idle' then idle = consumer[i + 1] end
+          end
+          if name and pending == 0 and idle and idle > tonumber(ARGV[2]) then
+            redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], name)
+            removed[#removed + 1] = name
+          end
+        end
+        return removed
+        """
+    }
+
+    /// `dead-letter replay`: per id, the dead letter's original `doc` added to the input stream
+    /// (with `replayed_from`, the dead letter's id) and the dead letter deleted, in one step: a
+    /// replay killed and run again moves each entry once. KEYS: dead-letter stream, input
+    /// stream; ARGV: the ids. Answer: `[[dead-letter id, new id], ...]` for those moved (an id not
+    /// in the stream, or without a `doc`, is not).
+    static var replay: String {
+        """
+        local moved = {}
+        for i = 1, #ARGV do
+          local found = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
+          if found[1] then
+            local fields, doc = found[1][2], nil
+            for j = 1, #fields, 2 do
+              if fields[j] == 'doc' then doc = fields[j + 1]; break end
+            end
+            if doc then
+              local id = redis.call('XADD', KEYS[2], '*', 'doc', doc, 'replayed_from', ARGV[i])
+              redis.call('XDEL', KEYS[1], ARGV[i])
+              moved[#moved + 1] = {ARGV[i], id}
+            end
+          end
+        end
+        return moved
+        """
+    }
+
     /// Reads new entries (`XREADGROUP ... >`) or takes over idle ones (`XAUTOCLAIM`, then their
     /// delivery counts from `XPENDING`) on the server, and answers per entry only what the worker
     /// may hold: `[id, deliveries, doc fields, doc]`, the doc replaced by its length when over the

@@ -85,9 +85,9 @@ final class RedisTopology {
         return (words[0] == "ASK", .tcp(host: host, port: port))
     }
 
-    /// The primary that a Redis 7 cluster's slot map (`CLUSTER SHARDS`) names for `slot`;
-    /// `nil` when the map has none.
-    static func owner(of slot: Int, in shards: RedisReply, tls: Bool) -> RedisOptions.Endpoint? {
+    /// The primary that a Redis 7 cluster's slot map (`CLUSTER SHARDS`) names for `slot`: its
+    /// node id and address; `nil` when the map has none.
+    static func owner(of slot: Int, in shards: RedisReply, tls: Bool) -> (id: String, endpoint: RedisOptions.Endpoint)? {
         for shard in shards.elements {
             let fields = shard.fieldMap
             let ranges = fields["slots"]?.elements.compactMap(\.integer) ?? []
@@ -96,10 +96,10 @@ final class RedisTopology {
             }
             for node in fields["nodes"]?.elements ?? [] {
                 let node = node.fieldMap
-                guard node["role"]?.text == "master", let port = node[tls ? "tls-port" : "port"]?.integer,
+                guard node["role"]?.text == "master", let id = node["id"]?.text, let port = node[tls ? "tls-port" : "port"]?.integer,
                     let host = node["ip"]?.text ?? node["endpoint"]?.text
                 else { continue }
-                return .tcp(host: host, port: Int32(port))
+                return (id, .tcp(host: host, port: Int32(port)))
             }
         }
         return nil

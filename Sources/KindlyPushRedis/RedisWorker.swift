@@ -333,6 +333,7 @@ package final class RedisWorker<P: DocumentProcessor> {
     private func findSlotOwner(on connection: RedisConnection) throws(RedisConnectionLost) {
         let replies = try connection.pipeline([
             [Array("CLUSTER".utf8), Array("KEYSLOT".utf8), input], [Array("CLUSTER".utf8), Array("SHARDS".utf8)],
+            [Array("CLUSTER".utf8), Array("MYID".utf8)],
         ])
         guard let slot = replies[0].integer, let owner = RedisTopology.owner(of: slot, in: replies[1], tls: options.server.tls != nil)
         else {
@@ -340,10 +341,13 @@ package final class RedisWorker<P: DocumentProcessor> {
                 reason: "the cluster's slot map names no primary for the keys' slot (\(replies[1].errorMessage ?? "CLUSTER SHARDS"))",
                 transient: true)
         }
-        guard owner != topology.current else { return }
-        topology.redirect = owner
+        // This node holds it (by its id: the address it announces may not be the one connected
+        // to, a Unix socket or a name).
+        guard owner.id != replies[2].text else { return }
+        topology.redirect = owner.endpoint
         throw RedisConnectionLost(
-            reason: "slot \(slot) of '\(options.input)' is held by \(RedisOptions.Server.hostPort(owner)) (CLUSTER SHARDS): following it",
+            reason:
+                "slot \(slot) of '\(options.input)' is held by \(RedisOptions.Server.hostPort(owner.endpoint)) (CLUSTER SHARDS): following it",
             transient: true)
     }
 

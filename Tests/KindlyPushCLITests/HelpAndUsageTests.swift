@@ -74,6 +74,8 @@ struct HelpAndUsageTests {
                                           bus, Secret Service, key files, libraries.
                   redis-status            Show a Redis Streams worker group's backlog: lag,
                                           pending entries per consumer, dead letters.
+                  dead-letter             Move a Redis Streams workers' dead letters back to
+                                          their input stream, each exactly once.
                   completions             Print a shell completion script (bash, zsh or fish).
                   man                     Print the man page (roff; view it with `kindly-push
                                           man | man -l -`).
@@ -135,7 +137,7 @@ struct HelpAndUsageTests {
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
         arguments: [
             "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "doctor", "redis-status",
-            "completions",
+            "dead-letter", "completions",
             "man",
         ])
     func subcommandHelp(_ name: String) throws {

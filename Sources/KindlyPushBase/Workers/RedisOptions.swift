@@ -190,12 +190,48 @@ package struct RedisStatusRequest: Sendable {
     package var deadLetter: String?
     /// Printed as one JSON object instead of the table.
     package var json: Bool
+    /// `--prune-idle MS`: consumers idle longer than this with nothing pending are removed first.
+    package var pruneIdle: Int?
+    /// `--watch SECONDS`: read again every SECONDS, with rates over the window, until a stop signal.
+    package var watch: Int?
 
-    package init(server: RedisOptions.Server, stream: String, group: String, deadLetter: String?, json: Bool) {
+    package init(
+        server: RedisOptions.Server, stream: String, group: String, deadLetter: String?, json: Bool, pruneIdle: Int? = nil,
+        watch: Int? = nil
+    ) {
         self.server = server
         self.stream = stream
         self.group = group
         self.deadLetter = deadLetter
+        self.json = json
+        self.pruneIdle = pruneIdle
+        self.watch = watch
+    }
+}
+
+/// What `dead-letter replay` moves: entries of a dead-letter stream back to a workers' input
+/// stream, each exactly once.
+package struct DeadLetterReplayRequest: Sendable {
+    package var server: RedisOptions.Server
+    /// The dead-letter stream.
+    package var deadLetter: String
+    /// The input stream the entries go back to.
+    package var input: String
+    /// The entries chosen: these ids, or those of `code`, or all of them (`ids` empty, `code` nil).
+    package var ids: [String]
+    package var code: String?
+    /// Entries moved per script call (each call moves its entries at once, or none of them).
+    package var batch: Int
+    /// One JSON object per moved entry instead of the text lines.
+    package var json: Bool
+
+    package init(server: RedisOptions.Server, deadLetter: String, input: String, ids: [String], code: String?, batch: Int, json: Bool) {
+        self.server = server
+        self.deadLetter = deadLetter
+        self.input = input
+        self.ids = ids
+        self.code = code
+        self.batch = batch
         self.json = json
     }
 }

@@ -120,7 +120,8 @@ package struct CommandTable: Sendable {
             .runs(KeygenCommand.self), .runs(KeysCommand.self), .runs(SealCommand.self), .handsOff(SendCommand.self, to: .send),
             .runs(CheckCommand.self), .runs(DecryptCommand.self), .runs(RouteCommand.self), .handsOff(NotifyCommand.self, to: .desktop),
             .runs(SenderKeygenCommand.self), .runs(SendersCommand.self), .runs(VerifyCommand.self),
-            .handsOff(DoctorCommand.self, to: .desktop), .runs(RedisStatusCommand.self), .runs(CompletionsCommand.self),
+            .handsOff(DoctorCommand.self, to: .desktop), .runs(RedisStatusCommand.self), .runs(DeadLetterCommand.self),
+            .runs(CompletionsCommand.self),
             .runs(ManCommand.self),
         ],
         handOffs: [.redisWorker, .desktopKeyring])

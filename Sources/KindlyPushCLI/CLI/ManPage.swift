@@ -114,6 +114,13 @@ package enum ManPage {
             With \\fB\\-\\-redis\\fR and no \\fBKINDLY_PUSH_REDIS_PASSWORD\\fR, a file (mode 0600, owned by the user; a
             systemd credential) holding the password.
             .TP
+            .B KINDLY_PUSH_SENTINEL_PASSWORD
+            With a \\fBredis+sentinel://\\fR URL, the sentinels' own password (the data nodes' is
+            \\fBKINDLY_PUSH_REDIS_PASSWORD\\fR).
+            .TP
+            .B KINDLY_PUSH_SENTINEL_PASSWORD_FILE
+            With no \\fBKINDLY_PUSH_SENTINEL_PASSWORD\\fR, a file (mode 0600, owned by the user) holding it.
+            .TP
             .B XDG_DATA_HOME
             Where the file keyring's default folder is (default: \\fI\\(ti/.local/share\\fR).
             .TP

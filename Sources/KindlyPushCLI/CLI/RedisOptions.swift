@@ -392,6 +392,8 @@ package protocol RedisServices: Sendable {
 
     /// Prints `redis-status`'s view of a group; the exit status.
     func status(_ request: RedisStatusRequest) -> Int32
+    /// Moves dead letters back to their input stream (`dead-letter replay`); the exit status.
+    func replay(_ request: DeadLetterReplayRequest) -> Int32
 }
 
 extension CommandTable.Services {
@@ -411,6 +413,15 @@ extension CommandTable.Services {
             return ErrorCode.io.exitStatus
         }
         return redis.status(request)
+    }
+
+    /// `dead-letter replay` here, or the `io` error of a binary without hiredis.
+    package func replayDeadLetters(_ request: DeadLetterReplayRequest) -> Int32 {
+        guard let redis else {
+            Diagnostics.report(CodedError(.io, "dead-letter needs \(SiblingBinary.redis.name), which was not run"))
+            return ErrorCode.io.exitStatus
+        }
+        return redis.replay(request)
     }
 }
 

@@ -17,7 +17,11 @@ package struct RedisStatusCommand: Command {
         Reads XLEN, XINFO GROUPS and XINFO CONSUMERS of the input stream (and XLEN of the
         dead-letter stream) and prints them as a table, or with --json as one object: {"stream",
         "length", "group", "lag", "pending", "last_delivered_id", "consumers": [{"name",
-        "pending", "idle_ms"}], "dead_letter": {"stream", "length"}}. The password comes from
+        "pending", "idle_ms"}], "dead_letter": {"stream", "length"}}. --prune-idle MS first removes
+        the consumers idle longer than MS with nothing pending (in one script: a consumer that has
+        entries is never removed), "pruned" listing them. --watch SECONDS prints again every
+        SECONDS with the rates over the window ("rates": entries added, read by the group,
+        acknowledged, dead letters, per second) until SIGINT or SIGTERM. The password comes from
         KINDLY_PUSH_REDIS_PASSWORD or the file KINDLY_PUSH_REDIS_PASSWORD_FILE names, as for a
         worker. A group that does not exist is an io error (74).
         """
@@ -28,6 +32,11 @@ package struct RedisStatusCommand: Command {
     package static let group = Option<String>("--group", "GROUP", "The workers' consumer group.")
     package static let deadLetter = Option<String>("--dead-letter", "STREAM", "The workers' dead-letter stream, whose length is shown.")
     package static let json = Flag("--json", "Print one JSON object instead of the table.")
+    package static let pruneIdle = Option<Int>(
+        "--prune-idle", "MS",
+        "First remove the group's consumers idle longer than MS with nothing pending (dead workers' names), and say which.")
+    package static let watch = Option<Int>(
+        "--watch", "SECONDS", "Read again every SECONDS, with the rates over each window, until interrupted.")
     package static let caFile = RedisOptions.caFile.taken
     package static let tlsCertificate = RedisOptions.tlsCertificate.taken
     package static let tlsKey = RedisOptions.tlsKey.taken
@@ -48,8 +57,16 @@ package struct RedisStatusCommand: Command {
         }
         let stream = try required(Self.from)
         let group = try required(Self.group)
+        func number(_ key: Option<Int>, _ range: ClosedRange<Int>) throws(CodedError) -> Int? {
+            guard arguments.isGiven(key) else { return nil }
+            guard let value = arguments[key], range.contains(value) else {
+                throw CodedError.usage("'\(key.name)' takes a whole number from \(range.lowerBound) to \(range.upperBound)", command: Self.name)
+            }
+            return value
+        }
         request = RedisStatusRequest(
-            server: server, stream: stream, group: group, deadLetter: arguments[Self.deadLetter], json: arguments[Self.json])
+            server: server, stream: stream, group: group, deadLetter: arguments[Self.deadLetter], json: arguments[Self.json],
+            pruneIdle: try number(Self.pruneIdle, 1...86_400_000 * 30), watch: try number(Self.watch, 1...86_400))
         services = environment.table.services
     }
 
