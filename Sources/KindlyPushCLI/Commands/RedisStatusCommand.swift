@@ -60,7 +60,8 @@ package struct RedisStatusCommand: Command {
         func number(_ key: Option<Int>, _ range: ClosedRange<Int>) throws(CodedError) -> Int? {
             guard arguments.isGiven(key) else { return nil }
             guard let value = arguments[key], range.contains(value) else {
-                throw CodedError.usage("'\(key.name)' takes a whole number from \(range.lowerBound) to \(range.upperBound)", command: Self.name)
+                throw CodedError.usage(
+                    "'\(key.name)' takes a whole number from \(range.lowerBound) to \(range.upperBound)", command: Self.name)
             }
             return value
         }
