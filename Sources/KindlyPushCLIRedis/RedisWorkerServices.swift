@@ -11,7 +11,9 @@ package struct RedisWorkerServices: RedisServices {
     package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
         // Held by kindly-push until now (StopSignals.hold): a pending one arrives here.
         StopSignals.install()
-        return RedisWorker(command.processor, name: C.name, jobs: command.stream.jobs, options: options, log: Diagnostics.line).run()
+        return RedisWorker(command.processor, name: C.name, jobs: command.stream.jobs, options: options) { level, line in
+            Diagnostics.line(line, level: level)
+        }.run()
     }
 
     package func status(_ request: RedisStatusRequest) -> Int32 {

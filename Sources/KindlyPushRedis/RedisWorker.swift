@@ -67,8 +67,9 @@ package final class RedisWorker<P: DocumentProcessor> {
     let processor: P
     /// The command's name, for the start line and the metrics.
     let name: String
-    /// Where the worker's notes and errors go, one line each (standard error, for the command).
-    let log: (String) -> Void
+    /// Where the worker's notes, warnings and errors go, one line each, with its level
+    /// (standard error, for the command: ``KindlyLogLevel`` is its journal priority there).
+    let log: (KindlyLogLevel, String) -> Void
     let options: RedisOptions
     let consumer: [UInt8]
     let input: [UInt8]
@@ -120,8 +121,8 @@ package final class RedisWorker<P: DocumentProcessor> {
     private var nextGroupFigures = 0
 
     /// A worker that runs `processor` (the document command `name`) over the entries of the
-    /// group `options` names, on `jobs` threads; `log` takes each note and error line.
-    package init(_ processor: P, name: String, jobs: Int, options: RedisOptions, log: @escaping (String) -> Void) {
+    /// group `options` names, on `jobs` threads; `log` takes each note, warning and error line.
+    package init(_ processor: P, name: String, jobs: Int, options: RedisOptions, log: @escaping (KindlyLogLevel, String) -> Void) {
         self.processor = processor
         self.name = name
         self.log = log
@@ -163,7 +164,10 @@ package final class RedisWorker<P: DocumentProcessor> {
         return time.tv_sec * 1_000_000_000 + time.tv_nsec
     }
 
-    func note(_ text: String) { log("kindly-push: \(text)") }
+    func note(_ text: String) { log(.info, "kindly-push: \(text)") }
+
+    /// A note that needs a look (Redis lost, entries held, replicas behind): a warning.
+    func warn(_ text: String) { log(.warning, "kindly-push: \(text)") }
 
     /// The largest reply the worker reads: a batch of documents of the limit, with room for
     /// the ids and the protocol.
@@ -181,7 +185,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 guard made.start() else { throw CodedError(.io, "--metrics: no thread to serve the metrics on") }
                 metrics = made
             } catch {
-                log(error.reportLine)
+                log(.error, error.reportLine)
                 return error.code.exitStatus
             }
         }
@@ -199,7 +203,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             try loop()
             return 0
         } catch {
-            log(error.error.reportLine)
+            log(.error, error.error.reportLine)
             return error.error.code.exitStatus
         }
     }
@@ -215,11 +219,12 @@ package final class RedisWorker<P: DocumentProcessor> {
         switch inventory {
         case .keys(0):
             log(
+                .error,
                 "kindly-push: config: the \(name) holds no device key: a worker would answer every entry key_unavailable; "
                     + "add the device's key (kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)")
             return nil
         case .unreadable:
-            log("kindly-push: config: the \(name) \(inventory.phrase)")
+            log(.error, "kindly-push: config: the \(name) \(inventory.phrase)")
             return nil
         case .keys, .uncounted:
             return "the \(name) \(inventory.phrase)"
@@ -375,7 +380,7 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     /// A failure no retry mends, found while connecting: reported, and the worker exits.
     private func fail(_ code: ErrorCode, _ message: String) -> Never {
-        log(CodedError(code, message).reportLine)
+        log(.error, CodedError(code, message).reportLine)
         exit(code.exitStatus)
     }
 
@@ -383,7 +388,8 @@ package final class RedisWorker<P: DocumentProcessor> {
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
         metrics?.update { $0.healthy = false }
-        note(topology.redirect == nil ? "lost Redis (\(lost.reason)); reconnecting" : lost.reason)
+        // A redirection to another cluster node is the cluster's routine; a lost server is not.
+        if topology.redirect == nil { warn("lost Redis (\(lost.reason)); reconnecting") } else { note(lost.reason) }
         // The backoff goes on from the last reconnection unless that connection lasted
         // (RedisTiming.settled): a server that breaks each connection right after the handshake
         // is not asked ten times a second.
@@ -492,7 +498,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 return
             }
             if !noted, Self.now() - started >= options.replicaTimeout {
-                note("after reconnecting: fewer than --min-replicas \(options.minReplicas) replicas have the commits yet: waiting")
+                warn("after reconnecting: fewer than --min-replicas \(options.minReplicas) replicas have the commits yet: waiting")
                 noted = true
             }
             Self.sleep(milliseconds: 20)
@@ -581,7 +587,7 @@ package final class RedisWorker<P: DocumentProcessor> {
         guard heldSince == nil else { return }
         heldSince = Self.now()
         scheduleHeld()
-        note(
+        warn(
             "\(held.count) entries left pending, not answered: \(reason); retrying with backoff up to "
                 + "\(RedisTiming.longestRetryDelay / 1000) s, reading new entries meanwhile while fewer than --batch \(options.batch) are held"
         )
@@ -988,7 +994,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 break
             }
             if !waitingForReplicas {
-                note(
+                warn(
                     "a commit reached \(count) of --min-replicas \(options.minReplicas) replicas within \(options.replicaTimeout) ms: "
                         + "committed again until they have it, nothing reported done meanwhile")
                 waitingForReplicas = true
