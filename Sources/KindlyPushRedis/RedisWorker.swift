@@ -119,6 +119,12 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// `--metrics`, and when the group's figures were last read for it (`XINFO GROUPS`).
     private var metrics: RedisMetrics?
     private var nextGroupFigures = 0
+    /// The service manager (`Type=notify`, docs/operating.md), when one listens: told `READY=1`
+    /// once Redis answers, the worker's state, and `STOPPING=1`; its watchdog fed while Redis
+    /// answers (``heartbeat()``).
+    private let service = ServiceNotifier.process
+    private var serviceFailureNoted = false
+    private var toldStopping = false
 
     /// A worker that runs `processor` (the document command `name`) over the entries of the
     /// group `options` names, on `jobs` threads; `log` takes each note, warning and error line.
@@ -200,6 +206,8 @@ package final class RedisWorker<P: DocumentProcessor> {
                 try reconnect(after: error)
             }
             note(startLine(keys: keys))
+            tellService("READY=1\nSTATUS=\(runningStatus)")
+            service?.setHealthy(true)
             try loop()
             return 0
         } catch {
@@ -239,6 +247,45 @@ package final class RedisWorker<P: DocumentProcessor> {
             options.server.sentinel != nil || topology.current != options.server.endpoint ? " (now \(topology.currentPlace))" : ""
         return "\(name) worker: reads '\(options.input)' on \(options.server.place)\(connected) (group '\(options.group)', consumer '"
             + "\(String(decoding: consumer, as: UTF8.self))'), writes '\(options.output)'\(letters); \(keys)"
+    }
+
+    // MARK: The service manager
+
+    /// What the worker does, for the service manager's `STATUS=` (`systemctl status`).
+    private var runningStatus: String {
+        "reading '\(options.input)' on \(topology.currentPlace) (group '\(options.group)'), writing '\(options.output)'"
+    }
+
+    /// Tells the service manager `message`, when one listens (``ServiceNotifier``). A failure
+    /// is noted once and never stops the worker.
+    private func tellService(_ message: String) {
+        guard let service else { return }
+        do throws(Errno) {
+            try service.send(message)
+        } catch {
+            guard !serviceFailureNoted else { return }
+            serviceFailureNoted = true
+            log(
+                .warning,
+                "kindly-push: warning: cannot notify the service manager at NOTIFY_SOCKET=\(service.socketName): \(error); the worker goes on"
+            )
+        }
+    }
+
+    /// `STOPPING=1`, once, as soon as the worker sees SIGTERM or SIGINT.
+    private func tellStopping() {
+        guard !toldStopping else { return }
+        toldStopping = true
+        tellService("STOPPING=1\nSTATUS=stopping (\(StopSignals.name)): committing the batch in hand")
+    }
+
+    /// Called where the loop passes while Redis answers (at least every few seconds: a read
+    /// answers at once, a sleep lasts at most 5 s, a reply takes at most the block time plus
+    /// ``RedisTiming/commandMargin``): feeds the service manager's watchdog, or says the worker
+    /// is stopping. ``reconnect(after:)`` never calls it: a worker that cannot reach Redis for
+    /// longer than `WatchdogSec=` is restarted by the service manager.
+    private func heartbeat() {
+        if StopSignals.requested { tellStopping() } else { service?.feedWatchdog() }
     }
 
     // MARK: Connecting
@@ -388,8 +435,15 @@ package final class RedisWorker<P: DocumentProcessor> {
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
         metrics?.update { $0.healthy = false }
+        service?.setHealthy(false)
         // A redirection to another cluster node is the cluster's routine; a lost server is not.
-        if topology.redirect == nil { warn("lost Redis (\(lost.reason)); reconnecting") } else { note(lost.reason) }
+        if topology.redirect == nil {
+            warn("lost Redis (\(lost.reason)); reconnecting")
+            tellService("STATUS=lost Redis (\(lost.reason)); reconnecting")
+        } else {
+            note(lost.reason)
+            tellService("STATUS=\(lost.reason)")
+        }
         // The backoff goes on from the last reconnection unless that connection lasted
         // (RedisTiming.settled): a server that breaks each connection right after the handshake
         // is not asked ten times a second.
@@ -410,9 +464,12 @@ package final class RedisWorker<P: DocumentProcessor> {
                 lastConnected = Self.now()
                 let now = topology.currentPlace
                 note(now == was ? "reconnected to Redis (\(now))" : "reconnected to Redis at another server: \(now) (was \(was))")
+                service?.setHealthy(true)
+                tellService("STATUS=\(runningStatus)")
                 return
             } catch {}
         }
+        tellStopping()
         throw Fatal(error: CodedError(.io, "stopped while Redis was unreachable: the batch in hand stays pending for another worker"))
     }
 
@@ -438,11 +495,17 @@ package final class RedisWorker<P: DocumentProcessor> {
         while true {
             do throws(RedisConnectionLost) {
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
+                heartbeat()
                 for pending in unconfirmed { try commit(pending, on: connection) }
                 if !unconfirmed.isEmpty, options.minReplicas > 0 { try awaitReplicas(on: connection) }
                 unconfirmed = []
                 if StopSignals.requested {
-                    if !held.isEmpty { note("stopped: \(held.count) entries stay pending for another worker") }
+                    tellStopping()
+                    let left =
+                        held.isEmpty
+                        ? "nothing stays pending"
+                        : "\(held.count) entries stay pending (held after a failure that may pass: another worker takes them over)"
+                    note("stopping (\(StopSignals.name)): the batch in hand is committed, \(left)")
                     return
                 }
                 if metrics != nil, Self.now() >= nextGroupFigures { try readGroupFigures(on: connection) }
@@ -493,6 +556,7 @@ package final class RedisWorker<P: DocumentProcessor> {
         let started = Self.now()
         var noted = false
         while !StopSignals.requested {
+            heartbeat()
             if try figures().replicas.filter({ $0 >= target }).count >= options.minReplicas {
                 if noted { note("the replicas have every commit again after \(Self.now() - started) ms") }
                 return
@@ -606,6 +670,7 @@ package final class RedisWorker<P: DocumentProcessor> {
         // kept for the commit after reconnecting): nothing is processed twice.
         defer { if let inFlight { prepare(inFlight.pending) } }
         while true {
+            heartbeat()
             // With --jobs N the batch is processed on the runner's threads while this one reads
             // the next batch and confirms the last commit.
             startPreparing(current)
@@ -1002,6 +1067,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             // SIGTERM while waiting: the batch is acknowledged on the primary, not known on its
             // replicas; the worker stops as with the connection lost.
             if StopSignals.requested { throw RedisConnectionLost(reason: "stopped while waiting for the replicas") }
+            heartbeat()
             try sendCommit(pending, on: connection)
             (reply, replicas) = try receiveCommit(on: connection)
         }
