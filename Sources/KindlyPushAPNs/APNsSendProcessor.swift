@@ -45,6 +45,10 @@ package struct APNsSendProcessor: DocumentProcessor {
             // pending (sent again later: at least once).
             sender.endAfterStopDrain()
             if sender.isIdle { continue }
+            // A push's retries can take minutes (APNs unreachable: 5 attempts of up to 10 s
+            // each): the worker's watchdog is fed meanwhile, as its loop feeds it while Redis
+            // answers (a worker that found Redis gone does not feed it).
+            ServiceNotifier.process?.feedWatchdog()
             _ = sender.step(waitingFor: -1, timeout: 200)
         }
         if line.last == 0x0A { line.removeLast() }

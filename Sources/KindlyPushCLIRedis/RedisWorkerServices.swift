@@ -15,7 +15,9 @@ package struct RedisWorkerServices: RedisServices {
     package func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32 {
         // Held by kindly-push until now (StopSignals.hold): a pending one arrives here.
         StopSignals.install()
-        return RedisWorker(command.processor, name: C.name, jobs: command.stream.jobs, options: options, log: Diagnostics.line).run()
+        return RedisWorker(command.processor, name: C.name, jobs: command.stream.jobs, options: options) { level, line in
+            Diagnostics.line(line, level: level)
+        }.run()
     }
 
     package func status(_ request: RedisStatusRequest) -> Int32 {
@@ -52,7 +54,8 @@ package struct RedisWorkerServices: RedisServices {
         do throws(CodedError) {
             var status: Int32 = 0
             try DeadLetterReplay.run(
-                request, print: { line in if status == 0 { status = Terminal.printText(line + "\n") } }, note: Diagnostics.line)
+                request, print: { line in if status == 0 { status = Terminal.printText(line + "\n") } },
+                note: { Diagnostics.line($0, level: .warning) })
             return status
         } catch {
             Diagnostics.report(error)

@@ -67,8 +67,9 @@ package final class RedisWorker<P: DocumentProcessor> {
     let processor: P
     /// The command's name, for the start line and the metrics.
     let name: String
-    /// Where the worker's notes and errors go, one line each (standard error, for the command).
-    let log: (String) -> Void
+    /// Where the worker's notes, warnings and errors go, one line each, with its level
+    /// (standard error, for the command: ``KindlyLogLevel`` is its journal priority there).
+    let log: (KindlyLogLevel, String) -> Void
     let options: RedisOptions
     let consumer: [UInt8]
     let input: [UInt8]
@@ -118,10 +119,16 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// `--metrics`, and when the group's figures were last read for it (`XINFO GROUPS`).
     private var metrics: RedisMetrics?
     private var nextGroupFigures = 0
+    /// The service manager (`Type=notify`, docs/operating.md), when one listens: told `READY=1`
+    /// once Redis answers, the worker's state, and `STOPPING=1`; its watchdog fed while Redis
+    /// answers (``heartbeat()``).
+    private let service = ServiceNotifier.process
+    private var serviceFailureNoted = false
+    private var toldStopping = false
 
     /// A worker that runs `processor` (the document command `name`) over the entries of the
-    /// group `options` names, on `jobs` threads; `log` takes each note and error line.
-    package init(_ processor: P, name: String, jobs: Int, options: RedisOptions, log: @escaping (String) -> Void) {
+    /// group `options` names, on `jobs` threads; `log` takes each note, warning and error line.
+    package init(_ processor: P, name: String, jobs: Int, options: RedisOptions, log: @escaping (KindlyLogLevel, String) -> Void) {
         self.processor = processor
         self.name = name
         self.log = log
@@ -163,7 +170,10 @@ package final class RedisWorker<P: DocumentProcessor> {
         return time.tv_sec * 1_000_000_000 + time.tv_nsec
     }
 
-    func note(_ text: String) { log("kindly-push: \(text)") }
+    func note(_ text: String) { log(.info, "kindly-push: \(text)") }
+
+    /// A note that needs a look (Redis lost, entries held, replicas behind): a warning.
+    func warn(_ text: String) { log(.warning, "kindly-push: \(text)") }
 
     /// The largest reply the worker reads: a batch of documents of the limit, with room for
     /// the ids and the protocol.
@@ -181,7 +191,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 guard made.start() else { throw CodedError(.io, "--metrics: no thread to serve the metrics on") }
                 metrics = made
             } catch {
-                log(error.reportLine)
+                log(.error, error.reportLine)
                 return error.code.exitStatus
             }
         }
@@ -196,10 +206,12 @@ package final class RedisWorker<P: DocumentProcessor> {
                 try reconnect(after: error)
             }
             note(startLine(keys: keys))
+            tellService("READY=1\nSTATUS=\(runningStatus)")
+            service?.setHealthy(true)
             try loop()
             return 0
         } catch {
-            log(error.error.reportLine)
+            log(.error, error.error.reportLine)
             return error.error.code.exitStatus
         }
     }
@@ -215,11 +227,12 @@ package final class RedisWorker<P: DocumentProcessor> {
         switch inventory {
         case .keys(0):
             log(
+                .error,
                 "kindly-push: config: the \(name) holds no device key: a worker would answer every entry key_unavailable; "
                     + "add the device's key (kindly-push keygen) or name the keyring that holds it (--keyring, --key-file)")
             return nil
         case .unreadable:
-            log("kindly-push: config: the \(name) \(inventory.phrase)")
+            log(.error, "kindly-push: config: the \(name) \(inventory.phrase)")
             return nil
         case .keys, .uncounted:
             return "the \(name) \(inventory.phrase)"
@@ -234,6 +247,45 @@ package final class RedisWorker<P: DocumentProcessor> {
             options.server.sentinel != nil || topology.current != options.server.endpoint ? " (now \(topology.currentPlace))" : ""
         return "\(name) worker: reads '\(options.input)' on \(options.server.place)\(connected) (group '\(options.group)', consumer '"
             + "\(String(decoding: consumer, as: UTF8.self))'), writes '\(options.output)'\(letters); \(keys)"
+    }
+
+    // MARK: The service manager
+
+    /// What the worker does, for the service manager's `STATUS=` (`systemctl status`).
+    private var runningStatus: String {
+        "reading '\(options.input)' on \(topology.currentPlace) (group '\(options.group)'), writing '\(options.output)'"
+    }
+
+    /// Tells the service manager `message`, when one listens (``ServiceNotifier``). A failure
+    /// is noted once and never stops the worker.
+    private func tellService(_ message: String) {
+        guard let service else { return }
+        do throws(Errno) {
+            try service.send(message)
+        } catch {
+            guard !serviceFailureNoted else { return }
+            serviceFailureNoted = true
+            log(
+                .warning,
+                "kindly-push: warning: cannot notify the service manager at NOTIFY_SOCKET=\(service.socketName): \(error); the worker goes on"
+            )
+        }
+    }
+
+    /// `STOPPING=1`, once, as soon as the worker sees SIGTERM or SIGINT.
+    private func tellStopping() {
+        guard !toldStopping else { return }
+        toldStopping = true
+        tellService("STOPPING=1\nSTATUS=stopping (\(StopSignals.name)): committing the batch in hand")
+    }
+
+    /// Called where the loop passes while Redis answers (at least every few seconds: a read
+    /// answers at once, a sleep lasts at most 5 s, a reply takes at most the block time plus
+    /// ``RedisTiming/commandMargin``): feeds the service manager's watchdog, or says the worker
+    /// is stopping. ``reconnect(after:)`` never calls it: a worker that cannot reach Redis for
+    /// longer than `WatchdogSec=` is restarted by the service manager.
+    private func heartbeat() {
+        if StopSignals.requested { tellStopping() } else { service?.feedWatchdog() }
     }
 
     // MARK: Connecting
@@ -379,7 +431,7 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     /// A failure no retry mends, found while connecting: reported, and the worker exits.
     private func fail(_ code: ErrorCode, _ message: String) -> Never {
-        log(CodedError(code, message).reportLine)
+        log(.error, CodedError(code, message).reportLine)
         exit(code.exitStatus)
     }
 
@@ -387,7 +439,15 @@ package final class RedisWorker<P: DocumentProcessor> {
     private func reconnect(after lost: RedisConnectionLost) throws(Fatal) {
         connection = nil
         metrics?.update { $0.healthy = false }
-        note(topology.redirect == nil ? "lost Redis (\(lost.reason)); reconnecting" : lost.reason)
+        service?.setHealthy(false)
+        // A redirection to another cluster node is the cluster's routine; a lost server is not.
+        if topology.redirect == nil {
+            warn("lost Redis (\(lost.reason)); reconnecting")
+            tellService("STATUS=lost Redis (\(lost.reason)); reconnecting")
+        } else {
+            note(lost.reason)
+            tellService("STATUS=\(lost.reason)")
+        }
         // The backoff goes on from the last reconnection unless that connection lasted
         // (RedisTiming.settled): a server that breaks each connection right after the handshake
         // is not asked ten times a second.
@@ -408,9 +468,12 @@ package final class RedisWorker<P: DocumentProcessor> {
                 lastConnected = Self.now()
                 let now = topology.currentPlace
                 note(now == was ? "reconnected to Redis (\(now))" : "reconnected to Redis at another server: \(now) (was \(was))")
+                service?.setHealthy(true)
+                tellService("STATUS=\(runningStatus)")
                 return
             } catch {}
         }
+        tellStopping()
         throw Fatal(error: CodedError(.io, "stopped while Redis was unreachable: the batch in hand stays pending for another worker"))
     }
 
@@ -436,11 +499,17 @@ package final class RedisWorker<P: DocumentProcessor> {
         while true {
             do throws(RedisConnectionLost) {
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
+                heartbeat()
                 for pending in unconfirmed { try commit(pending, on: connection) }
                 if !unconfirmed.isEmpty, options.minReplicas > 0 { try awaitReplicas(on: connection) }
                 unconfirmed = []
                 if StopSignals.requested {
-                    if !held.isEmpty { note("stopped: \(held.count) entries stay pending for another worker") }
+                    tellStopping()
+                    let left =
+                        held.isEmpty
+                        ? "nothing stays pending"
+                        : "\(held.count) entries stay pending (held after a failure that may pass: another worker takes them over)"
+                    note("stopping (\(StopSignals.name)): the batch in hand is committed, \(left)")
                     return
                 }
                 if metrics != nil, Self.now() >= nextGroupFigures { try readGroupFigures(on: connection) }
@@ -491,12 +560,13 @@ package final class RedisWorker<P: DocumentProcessor> {
         let started = Self.now()
         var noted = false
         while !StopSignals.requested {
+            heartbeat()
             if try figures().replicas.filter({ $0 >= target }).count >= options.minReplicas {
                 if noted { note("the replicas have every commit again after \(Self.now() - started) ms") }
                 return
             }
             if !noted, Self.now() - started >= options.replicaTimeout {
-                note("after reconnecting: fewer than --min-replicas \(options.minReplicas) replicas have the commits yet: waiting")
+                warn("after reconnecting: fewer than --min-replicas \(options.minReplicas) replicas have the commits yet: waiting")
                 noted = true
             }
             Self.sleep(milliseconds: 20)
@@ -585,7 +655,7 @@ package final class RedisWorker<P: DocumentProcessor> {
         guard heldSince == nil else { return }
         heldSince = Self.now()
         scheduleHeld()
-        note(
+        warn(
             "\(held.count) entries left pending, not answered: \(reason); retrying with backoff up to "
                 + "\(RedisTiming.longestRetryDelay / 1000) s, reading new entries meanwhile while fewer than --batch \(options.batch) are held"
         )
@@ -604,6 +674,7 @@ package final class RedisWorker<P: DocumentProcessor> {
         // kept for the commit after reconnecting): nothing is processed twice.
         defer { if let inFlight { prepare(inFlight.pending) } }
         while true {
+            heartbeat()
             // With --jobs N the batch is processed on the runner's threads while this one reads
             // the next batch and confirms the last commit.
             startPreparing(current)
@@ -992,7 +1063,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 break
             }
             if !waitingForReplicas {
-                note(
+                warn(
                     "a commit reached \(count) of --min-replicas \(options.minReplicas) replicas within \(options.replicaTimeout) ms: "
                         + "committed again until they have it, nothing reported done meanwhile")
                 waitingForReplicas = true
@@ -1000,6 +1071,7 @@ package final class RedisWorker<P: DocumentProcessor> {
             // SIGTERM while waiting: the batch is acknowledged on the primary, not known on its
             // replicas; the worker stops as with the connection lost.
             if StopSignals.requested { throw RedisConnectionLost(reason: "stopped while waiting for the replicas") }
+            heartbeat()
             try sendCommit(pending, on: connection)
             (reply, replicas) = try receiveCommit(on: connection)
         }

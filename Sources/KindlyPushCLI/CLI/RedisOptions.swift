@@ -10,7 +10,8 @@ extension RedisOptions {
     /// `--redis`'s help up to what `--jobs` does, which only the commands that take `--jobs` add.
     package static let urlHelp =
         "Run as a Redis Streams worker on URL: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS), unix://[USER@]/PATH or "
-        + "redis+sentinel://[USER@]HOST:PORT[,HOST:PORT…]/SERVICE[/DB] (the primary the sentinels name; rediss+sentinel://: TLS to it); the password from "
+        + "redis+sentinel://SENTINELS/SERVICE (SENTINELS: [USER@]HOST:PORT, comma-separated; the primary they name; "
+        + "rediss+sentinel://: TLS to it); the password from "
         + "\(passwordVariable) or the file \(passwordFileVariable) names (one in the URL is taken out of the command line, with a warning); "
     package static let from = Option<String>(worker: "--from", "STREAM", "the input stream: each entry's \"doc\" field is one document.")
     package static let groupName = Option<String>(

@@ -10,7 +10,7 @@ package enum StopSignals {
     /// ``hold(_:)`` may have blocked them, and one that came meanwhile arrives now.
     package static func install() {
         var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in stopFlag = 1 }
+        action.__sigaction_handler.sa_handler = { signal in stopFlag = signal }
         sigemptyset(&action.sa_mask)
         action.sa_flags = 0
         sigaction(SIGTERM, &action, nil)
@@ -31,7 +31,10 @@ package enum StopSignals {
 
     /// Whether SIGTERM or SIGINT came since ``install()``.
     package static var requested: Bool { stopFlag != 0 }
+
+    /// The signal that asked, for a stop line: `SIGTERM` or `SIGINT` (the last of them to come).
+    package static var name: String { stopFlag == SIGINT ? "SIGINT" : "SIGTERM" }
 }
 
-/// Set by the handler only (async-signal-safe).
+/// The signal that asked to stop (0 for none); set by the handler only (async-signal-safe).
 nonisolated(unsafe) private var stopFlag: sig_atomic_t = 0
