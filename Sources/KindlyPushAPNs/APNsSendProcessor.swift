@@ -33,6 +33,13 @@ package struct APNsSendProcessor: DocumentProcessor {
         }
     }
 
+    /// A first connection to the push service (``APNsSender/probe()``), before the worker says
+    /// it is ready.
+    package var readinessProbe: (@Sendable () -> String?)? {
+        let box = box
+        return { box.sender.probe() }
+    }
+
     /// Sends one document and appends its result line (or its error object), without a newline.
     package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CodedError) -> Completion {
         let sender = box.sender

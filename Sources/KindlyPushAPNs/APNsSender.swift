@@ -99,6 +99,9 @@ final class Transfer {
     }
 }
 
+/// Drops what it is given (the answer to ``APNsSender/probe()``).
+private let discardCallback: kp_curl_data_callback = { _, size, count, _ in size * count }
+
 private let writeCallback: kp_curl_data_callback = { data, size, count, context in
     let length = size * count
     guard let data, let context else { return length }
@@ -279,6 +282,29 @@ package final class APNsSender {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return time.tv_sec * 1_000_000_000 + time.tv_nsec
+    }
+
+    /// `nil` when the push service answers one HTTP/2 request (`GET /`, which APNs answers 405:
+    /// no push; its body dropped) on a connection of its own, its certificate verified as for a
+    /// push; else why not. A worker asks it before it says it is ready.
+    package func probe() -> String? {
+        guard let easy = curl_easy_init() else { return "libcurl: out of memory" }
+        defer { curl_easy_cleanup(easy) }
+        "\(destination.serverURL)/".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
+        _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        _ = kp_curl_easy_set_prereq(easy, requireHTTP2, easy)
+        _ = kp_curl_easy_set_callback(easy, CURLOPT_WRITEFUNCTION, discardCallback)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, SendTiming.connectTimeout)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_TIMEOUT_MS, SendTiming.requestTimeout)
+        if let caFile = destination.caFile {
+            caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) }
+            _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAPATH, nil)
+        }
+        let code = curl_easy_perform(easy)
+        if code == CURLE_ABORTED_BY_CALLBACK { return "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2')" }
+        guard code == CURLE_OK else { return "\(host): \(String(cString: curl_easy_strerror(code)))" }
+        return nil
     }
 
     /// Whether another input may be read now.

@@ -206,6 +206,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 try reconnect(after: error)
             }
             note(startLine(keys: keys))
+            guard awaitProcessorReady() else { return 0 }
             tellService("READY=1\nSTATUS=\(runningStatus)")
             service?.setHealthy(true)
             try loop()
@@ -258,6 +259,27 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     /// Tells the service manager `message`, when one listens (``ServiceNotifier``). A failure
     /// is noted once and never stops the worker.
+    /// Asks the processor's ``DocumentProcessor/readinessProbe`` (send: a first connection to
+    /// the push service) until it answers, with backoff (0.1 s doubling to 5 s), saying so once;
+    /// false when a stop came first (nothing was read: the worker exits 0).
+    private func awaitProcessorReady() -> Bool {
+        guard let probe = processor.readinessProbe else { return true }
+        var delay = RedisTiming.firstRetryDelay
+        var waiting = false
+        while let reason = probe() {
+            if !waiting {
+                warn("\(reason): ready once it answers, asking again with backoff")
+                tellService("STATUS=waiting for the push service: \(reason)")
+                waiting = true
+            }
+            Self.sleep(milliseconds: delay / 2 + Int.random(in: 0...(delay / 2)))
+            delay = min(delay * 2, RedisTiming.longestRetryDelay)
+            if StopSignals.requested { return false }
+        }
+        if waiting { note("the push service answers") }
+        return true
+    }
+
     private func tellService(_ message: String) {
         guard let service else { return }
         do throws(Errno) {

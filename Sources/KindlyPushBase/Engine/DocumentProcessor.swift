@@ -30,6 +30,11 @@ package protocol DocumentProcessor: Sendable {
     /// More series for the worker's `--metrics` page (Prometheus's text format), read on the
     /// endpoint's thread; `nil` (the default) for none. `send`'s: its answers by status.
     var metricsText: (@Sendable () -> String)? { get }
+
+    /// What a worker asks before it tells the service manager it is ready, besides Redis: `nil`
+    /// when what the processor reaches answers, else why not (the worker asks again with
+    /// backoff). `send`'s: a first connection to the push service. `nil` (the default): none.
+    var readinessProbe: (@Sendable () -> String?)? { get }
 }
 
 extension DocumentProcessor {
@@ -55,6 +60,7 @@ extension DocumentProcessor {
 
 extension DocumentProcessor {
     package var metricsText: (@Sendable () -> String)? { nil }
+    package var readinessProbe: (@Sendable () -> String?)? { nil }
 }
 
 extension DocumentProcessor where Scratch == Void {
