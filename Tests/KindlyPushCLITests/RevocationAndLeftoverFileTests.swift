@@ -464,12 +464,23 @@ extension RevocationAndLeftoverFileTests {
         let cat = Process()
         cat.executableURL = URL(fileURLWithPath: "/bin/sh")
         cat.arguments = ["-c", #"exec cat "$0" > "$1""#, fifo, received]
+        // None of the test's own streams: a reader left waiting on the FIFO must not hold the
+        // test runner's output open after the test process ends.
+        cat.standardInput = FileHandle.nullDevice
+        cat.standardError = FileHandle.nullDevice
         try Self.withSignalsUnblocked { try cat.run() }
+        defer {
+            // Whatever happened: a writer that opens and closes the FIFO gives the reader its end,
+            // and a reader still there is killed.
+            let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+            if cat.isRunning { kill(cat.processIdentifier, SIGKILL) }
+            cat.waitUntilExit()
+        }
         let intoFIFO = try CLI.run(["decrypt", "--key-file", key.keyFile, "--output", fifo], stdin: push, timeLimit: 10)
         #expect(intoFIFO.status == 0, "\(intoFIFO.stderr)")
         let deadline = Date().addingTimeInterval(10)
         while cat.isRunning, Date() < deadline { usleep(10_000) }
-        if cat.isRunning { cat.terminate() }
         #expect(try String(contentsOfFile: received, encoding: .utf8) == expected)
         var status = stat()
         #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced")
