@@ -276,13 +276,9 @@ package final class APNsSender {
         curl_multi_cleanup(multi)
     }
 
-    static func now() -> Int { nanoseconds() / 1_000_000 }
+    static func now() -> Int { MonotonicClock.milliseconds() }
 
-    static func nanoseconds() -> Int {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return time.tv_sec * 1_000_000_000 + time.tv_nsec
-    }
+    static func nanoseconds() -> Int { MonotonicClock.nanoseconds() }
 
     /// `nil` when the push service answers one HTTP/2 request (`GET /`, which APNs answers 405:
     /// no push; its body dropped) on a connection of its own, its certificate verified as for a
@@ -291,16 +287,8 @@ package final class APNsSender {
         guard let easy = curl_easy_init() else { return "libcurl: out of memory" }
         defer { curl_easy_cleanup(easy) }
         "\(destination.serverURL)/".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
-        _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        _ = kp_curl_easy_set_prereq(easy, requireHTTP2, easy)
+        setTransport(of: easy)
         _ = kp_curl_easy_set_callback(easy, CURLOPT_WRITEFUNCTION, discardCallback)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, SendTiming.connectTimeout)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_TIMEOUT_MS, SendTiming.requestTimeout)
-        if let caFile = destination.caFile {
-            caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) }
-            _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAPATH, nil)
-        }
         let code = curl_easy_perform(easy)
         if code == CURLE_ABORTED_BY_CALLBACK { return "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2')" }
         guard code == CURLE_OK else { return "\(host): \(String(cString: curl_easy_strerror(code)))" }
@@ -454,12 +442,8 @@ package final class APNsSender {
         transfer.headers = headers
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         "\(destination.serverURL)/3/device/\(push.token)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
-        _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        _ = kp_curl_easy_set_prereq(easy, requireHTTP2, easy)
+        setTransport(of: easy)
         _ = kp_curl_easy_set_long(easy, CURLOPT_PIPEWAIT, 1)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, SendTiming.connectTimeout)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_TIMEOUT_MS, SendTiming.requestTimeout)
         _ = kp_curl_easy_set_long(easy, CURLOPT_POST, 1)
         _ = kp_curl_easy_set_long(easy, CURLOPT_POSTFIELDSIZE, push.body.count)
         push.body.withUnsafeBytes { _ = kp_curl_easy_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
@@ -469,16 +453,27 @@ package final class APNsSender {
         _ = kp_curl_easy_set_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
         _ = kp_curl_easy_set_pointer(easy, CURLOPT_HEADERDATA, context)
         "kindly-push/\(KindlyPushRelease.version)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_USERAGENT, $0) }
+        inFlight[easy] = transfer
+        metrics?.setInFlight(source, inFlight.count)
+        transfer.sentAt = Self.nanoseconds()
+        curl_multi_add_handle(multi, easy)
+    }
+
+    /// What every request of the sender's (a push, the probe) goes over: HTTP/2 only
+    /// (``requireHTTP2``), no signals, the connection and request time-outs, and with `--ca-file`
+    /// only its authorities.
+    private func setTransport(of easy: UnsafeMutableRawPointer) {
+        _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        _ = kp_curl_easy_set_prereq(easy, requireHTTP2, easy)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, SendTiming.connectTimeout)
+        _ = kp_curl_easy_set_long(easy, CURLOPT_TIMEOUT_MS, SendTiming.requestTimeout)
         if let caFile = destination.caFile {
             // Only these authorities: without the CA path, libcurl would trust the system's too
             // (Debian's is built with /etc/ssl/certs).
             caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) }
             _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAPATH, nil)
         }
-        inFlight[easy] = transfer
-        metrics?.setInFlight(source, inFlight.count)
-        transfer.sentAt = Self.nanoseconds()
-        curl_multi_add_handle(multi, easy)
     }
 
     private func collect() {

@@ -162,13 +162,9 @@ package final class RedisWorker<P: DocumentProcessor> {
         return "\(host)-\(getpid())"
     }
 
-    static func now() -> Int { nanoseconds() / 1_000_000 }
+    static func now() -> Int { MonotonicClock.milliseconds() }
 
-    static func nanoseconds() -> Int {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return time.tv_sec * 1_000_000_000 + time.tv_nsec
-    }
+    static func nanoseconds() -> Int { MonotonicClock.nanoseconds() }
 
     func note(_ text: String) { log(.info, "kindly-push: \(text)") }
 

@@ -96,9 +96,5 @@ package final class ServiceNotifier: Sendable {
     }
 
     /// Milliseconds of `CLOCK_MONOTONIC`.
-    private static func now() -> Int {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
-    }
+    private static func now() -> Int { MonotonicClock.milliseconds() }
 }
