@@ -123,6 +123,9 @@ let package = Package(
         // and a module that exported them would own their constants for every file of a
         // whole-module build. Only KindlyPushRedis links it.
         .target(name: "CHTTPServer", linkerSettings: [.linkedLibrary("microhttpd")]),
+        // libyaml (Debian libyaml-dev), for `send --config`'s file; its header is on the
+        // compiler's default path. Only KindlyPushCLIAPNs links it.
+        .systemLibrary(name: "CYAML", providers: [.apt(["libyaml-dev"])]),
         // libcurl (Debian libcurl4-openssl-dev: HTTP/2 through nghttp2, TLS through OpenSSL), for
         // `send`; its headers are on the compiler's default path. Only KindlyPushAPNs links it.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -231,7 +234,8 @@ let package = Package(
         // the sender, and `send --redis` on the library's worker.
         .target(
             name: "KindlyPushCLIAPNs",
-            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore", "KindlyPushRedis"],
+            // CYAML: `send --config`'s file.
+            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore", "KindlyPushRedis", "CYAML"],
             swiftSettings: strictSettings
         ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.

@@ -2,13 +2,14 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// One input document of `kindly-push send`, checked: `{"token": HEX, "push": {...}}` and
-/// optionally `"collapse_id"` and `"id"` (copied into the result, as `seal --recipients-inline`
-/// copies it).
+/// optionally `"id"` (copied into the result, as `seal --recipients-inline` copies it) and the
+/// delivery fields `"app"`, `"collapse_id"`, `"expiration"` and `"priority"` (``DeliveryFields``,
+/// mapped to headers as wire-format section 9.2 says).
 package struct APNsPush: Sendable, Equatable {
     /// APNs's limit for a notification's JSON document, in bytes.
     package static let maximumPayloadSize = 4096
     /// APNs's limit for `apns-collapse-id`, in bytes.
-    package static let maximumCollapseIDSize = 64
+    package static let maximumCollapseIDSize = DeliveryFields.maximumCollapseIDSize
     /// The longest device token taken, in hex digits (APNs's are 64 today; Apple says they may grow).
     package static let maximumTokenLength = 200
 
@@ -18,8 +19,10 @@ package struct APNsPush: Sendable, Equatable {
     package var body: [UInt8]
     /// `aps` has `content-available` 1 and no `alert`: `apns-push-type: background`, priority 5.
     package var isSilent: Bool
-    /// `apns-collapse-id`: APNs shows only the newest push of a collapse id.
-    package var collapseID: String?
+    /// The app, collapse id (`apns-collapse-id`: APNs shows only the newest push of one),
+    /// expiration and priority the document gives.
+    package var delivery: DeliveryFields
+    package var collapseID: String? { delivery.collapseID }
     /// The document's `"id"`, as given.
     package var id: JSONValue?
 
@@ -69,24 +72,17 @@ package struct APNsPush: Sendable, Equatable {
         }
         let aps = pushObject["aps"]?.objectValue
         isSilent = aps?["alert"] == nil && aps?["content-available"] == .number(JSONNumber(1))
-        switch object["collapse_id"] {
-        case nil:
-            collapseID = nil
-        case .string(let text)?:
-            // A header value: no C0 or C1 control, line separator or bidirectional control.
-            guard !text.isEmpty, text.utf8.count <= Self.maximumCollapseIDSize, !text.unicodeScalars.contains(where: Printable.needsEscape)
-            else {
-                throw bad("\"collapse_id\" is 1 to \(Self.maximumCollapseIDSize) bytes of printable text", token: token)
-            }
-            collapseID = text
-        default:
-            throw bad("\"collapse_id\" is not a string", token: token)
+        do throws(DeliveryFields.Refusal) {
+            delivery = try DeliveryFields(object)
+        } catch {
+            throw bad(error.message, token: token)
         }
         self.token = token
         self.id = id
     }
 
-    /// `apns-push-type` and `apns-priority`.
+    /// `apns-push-type` and `apns-priority` (the document's priority, else 10 for a visible push
+    /// and 5 for a silent one).
     package var pushType: String { isSilent ? "background" : "alert" }
-    package var priority: Int { isSilent ? 5 : 10 }
+    package var priority: Int { delivery.priority ?? (isSilent ? 5 : 10) }
 }

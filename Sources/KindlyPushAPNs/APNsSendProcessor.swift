@@ -10,10 +10,10 @@ internal import KindlyPushCore
 /// entry taken over after a worker died is sent again: at least once, as `send --jsonl` after a
 /// dropped connection.
 package struct APNsSendProcessor: DocumentProcessor {
-    /// The sender, used from the worker's one thread only.
+    /// The gateway, used from the worker's one thread only.
     final class Box: @unchecked Sendable {
-        let sender: APNsSender
-        init(_ sender: APNsSender) { self.sender = sender }
+        let sender: APNsGateway
+        init(_ sender: APNsGateway) { self.sender = sender }
     }
 
     let box: Box
@@ -23,8 +23,8 @@ package struct APNsSendProcessor: DocumentProcessor {
     /// `--metrics`: the sender's answers by status, on the worker's page.
     package let metricsText: (@Sendable () -> String)?
 
-    package init(sender: APNsSender, deadLetters: Bool, metrics: SendMetrics? = nil) {
-        box = Box(sender)
+    package init(gateway: APNsGateway, deadLetters: Bool, metrics: SendMetrics? = nil) {
+        box = Box(gateway)
         self.deadLetters = deadLetters
         if let metrics {
             metricsText = { metrics.text() }

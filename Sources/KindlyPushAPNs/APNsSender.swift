@@ -195,14 +195,19 @@ package struct APNsDestination: Sendable {
     package var topic: String
     /// The CA bundle that verifies the server, instead of the system's.
     package var caFile: String?
-    /// `apns-expiration`, in seconds from the push's sending; nil: none.
+    /// `apns-expiration`, in seconds from the push's sending, for a push that gives no
+    /// expiration of its own; nil: none.
     package var expiration: Int?
+    /// The app's name in `send --config`'s file (the metrics' `app`); nil: the one app of the
+    /// command line, named by its topic.
+    package var app: String?
 
-    package init(serverURL: String, topic: String, caFile: String? = nil, expiration: Int? = nil) {
+    package init(serverURL: String, topic: String, caFile: String? = nil, expiration: Int? = nil, app: String? = nil) {
         self.serverURL = serverURL
         self.topic = topic
         self.caFile = caFile
         self.expiration = expiration
+        self.app = app
     }
 }
 
@@ -228,6 +233,8 @@ package final class APNsSender {
     private var delayed: [Transfer] = []
     /// The result line of each input from `firstUnwritten` on; nil while unanswered.
     private var results: [[UInt8]?] = []
+    /// Where the results not taken yet start in `results` (the taken ones are dropped in bulk).
+    private var head = 0
     private var firstUnwritten = 0
     private var nextSequence = 0
     /// The current connection, counted: a transfer that finds no answer ends the connection it
@@ -243,7 +250,7 @@ package final class APNsSender {
     package var metrics: SendMetrics? {
         didSet { metrics?.register(source) }
     }
-    private var source: SendMetrics.Source { SendMetrics.Source(app: destination.topic, platform: "apns") }
+    private var source: SendMetrics.Source { SendMetrics.Source(app: destination.app ?? destination.topic, platform: "apns") }
 
     package init(destination: APNsDestination, token: ProviderToken) throws(CodedError) {
         self.destination = destination
@@ -295,46 +302,11 @@ package final class APNsSender {
         return nil
     }
 
-    /// Whether another input may be read now.
-    package var hasRoom: Bool { results.count < SendTiming.readAhead }
+    /// Whether every push handed over has its result taken.
+    package var isIdle: Bool { results.count == head }
 
-    /// Whether every input read has its result written.
-    package var isIdle: Bool { results.isEmpty }
-
-    /// Takes one input document (a worker's entry, the one document of a single run): sent, or
-    /// answered at once with its error.
-    package func submit(_ bytes: UnsafeRawBufferPointer) {
-        let result: Result<APNsPush, APNsPush.Refusal>
-        do throws(APNsPush.Refusal) {
-            result = .success(try APNsPush(bytes: bytes))
-        } catch {
-            result = .failure(error)
-        }
-        submit(result)
-    }
-
-    /// Takes one input line of `--jsonl` through the line engine's per-line step
-    /// (`LineEngine.run`): a line over the limit, one that is not JSON, and one that opens a
-    /// document its newline cuts short get the engine's error, as in every other stream; a
-    /// document that is no push, its refusal (with its id and token when it has them).
-    package func submit(_ line: LineBatchReader.Line, in bytes: [UInt8]) {
-        let read = LineEngine.run(line, in: bytes, limit: WireFormat.maximumInputSize, lines: true) {
-            raw throws(CodedError) -> Result<APNsPush, APNsPush.Refusal> in
-            do throws(APNsPush.Refusal) {
-                return .success(try APNsPush(bytes: raw))
-            } catch {
-                // Not a JSON object: the line's reading failed, which is the engine's to say.
-                if error.isUnreadable { throw error.error }
-                return .failure(error)
-            }
-        }
-        switch read {
-        case .success(let result): submit(result)
-        case .failure(let error): submit(.failure(APNsPush.Refusal(token: nil, error: error)))
-        }
-    }
-
-    private func submit(_ result: Result<APNsPush, APNsPush.Refusal>) {
+    /// Takes one push (or the refusal of its document, answered at once with its error line).
+    package func submit(_ result: Result<APNsPush, APNsPush.Refusal>) {
         let sequence = nextSequence
         nextSequence += 1
         results.append(nil)
@@ -344,23 +316,26 @@ package final class APNsSender {
         }
     }
 
-    /// The result lines answered in input order since the last call.
-    package func takeWritable(into output: inout [UInt8]) {
-        var count = 0
-        while count < results.count, let line = results[count] {
-            output += line
-            output.append(0x0A)
-            count += 1
+    /// Appends the result line of the oldest push whose result is not taken yet, and a newline,
+    /// when it is answered; `false` (nothing appended) while it is not.
+    package func takeOne(into output: inout [UInt8]) -> Bool {
+        guard head < results.count, let line = results[head] else { return false }
+        output += line
+        output.append(0x0A)
+        results[head] = nil
+        head += 1
+        firstUnwritten += 1
+        // The taken prefix is dropped now and then, not at each line.
+        if head >= 1024, head * 2 >= results.count {
+            results.removeFirst(head)
+            head = 0
         }
-        if count > 0 {
-            results.removeFirst(count)
-            firstUnwritten += count
-        }
+        return true
     }
 
-    /// Hands requests over, lets libcurl work, and takes the answers; waits up to `timeout`
-    /// milliseconds for the connection or for `input` (a descriptor to read, -1 for none).
-    package func step(waitingFor input: Int32, timeout: Int) -> Bool {
+    /// Hands requests over, and says what to wait for before ``perform(_:)``: libcurl's
+    /// sockets, and how long (milliseconds, at most `timeout`).
+    func prepare(timeout: Int) -> (descriptors: [pollfd], wait: Int) {
         let now = Self.now()
         if !delayed.isEmpty {
             let due = delayed.filter { $0.due <= now }
@@ -379,11 +354,14 @@ package final class APNsSender {
         if let next = delayed.map(\.due).min() { wait = min(wait, next - now) }
         if let deadline = events.deadline { wait = min(wait, deadline - now) }
         if !ready.isEmpty, inFlight.count < limit { wait = 0 }
-        let watched = events.sockets.map { pollfd(fd: $0.key, events: $0.value, revents: 0) }
-        var descriptors = watched + (input >= 0 ? [pollfd(fd: input, events: Int16(POLLIN), revents: 0)] : [])
-        _ = poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, wait)))
+        return (events.sockets.map { pollfd(fd: $0.key, events: $0.value, revents: 0) }, max(0, wait))
+    }
+
+    /// Lets libcurl work on what `poll` saw of the descriptors ``prepare(timeout:)`` gave, and
+    /// takes the answers.
+    func perform(_ descriptors: ArraySlice<pollfd>) {
         var running: Int32 = 0
-        for descriptor in descriptors.prefix(watched.count) where descriptor.revents != 0 {
+        for descriptor in descriptors where descriptor.revents != 0 {
             var mask: Int32 = 0
             if descriptor.revents & Int16(POLLIN | POLLHUP) != 0 { mask |= Int32(CURL_CSELECT_IN) }
             if descriptor.revents & Int16(POLLOUT) != 0 { mask |= Int32(CURL_CSELECT_OUT) }
@@ -396,7 +374,6 @@ package final class APNsSender {
             curl_multi_socket_action(multi, -1, 0, &running)
         }
         collect()
-        return input >= 0 && descriptors.last?.revents ?? 0 != 0
     }
 
     private func start(_ transfer: Transfer) {
@@ -433,7 +410,11 @@ package final class APNsSender {
             token.header, "apns-topic: \(destination.topic)", "apns-push-type: \(push.pushType)", "apns-priority: \(push.priority)",
             "content-type: application/json", "accept:",
         ]
-        if let expiration = destination.expiration {
+        // The push's own expiration (Unix seconds), else the run's `--expiration` from now; none:
+        // no header (APNs keeps the push for its own default time).
+        if let expiration = push.delivery.expiration {
+            lines.append("apns-expiration: \(expiration)")
+        } else if let expiration = destination.expiration {
             lines.append("apns-expiration: \(expiration == 0 ? 0 : token.clock.now() + expiration)")
         }
         if let collapse = push.collapseID { lines.append("apns-collapse-id: \(collapse)") }
@@ -608,7 +589,7 @@ package final class APNsSender {
     }
 
     private func complete(_ sequence: Int, with line: [UInt8]) {
-        results[sequence - firstUnwritten] = line
+        results[head + sequence - firstUnwritten] = line
     }
 
     /// The error object of a line: `{"id": ..., "token": ..., "error": {"code", "message"}}`, the

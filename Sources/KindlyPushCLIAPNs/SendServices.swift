@@ -28,48 +28,94 @@ package struct APNsSendServices: SendServices {
 
     package func send(_ options: SendOptions) -> Int32 {
         do throws(CodedError) {
-            let token = try Self.providerToken(options)
-            let sender = try APNsSender(destination: Self.destination(options), token: token)
+            let configuration = try options.configPath.map { (path) throws(CodedError) in try SendConfiguration.load(path) }
+            let gateway = try Self.gateway(options, configuration)
+            if options.isCheck, let configuration {
+                Self.describe(configuration)
+                return 0
+            }
             if options.redis?.metrics != nil || options.metrics != nil {
                 let metrics = SendMetrics()
-                sender.metrics = metrics
+                for sender in gateway.senders { sender.metrics = metrics }
                 if let address = options.metrics { try CommandMetrics.serve(address) { metrics.text() } }
             }
             if let redis = options.redis {
-                return workers.runWorker(SendWorkerCommand(sender: sender, deadLetters: redis.deadLetter != nil), options: redis)
+                return workers.runWorker(SendWorkerCommand(gateway: gateway, deadLetters: redis.deadLetter != nil), options: redis)
             }
-            return options.isLineMode ? runLines(sender, options) : try runSingle(sender, options)
+            return options.isLineMode ? runLines(gateway, options) : try runSingle(gateway, options)
         } catch {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
     }
 
-    /// Where the sender sends: the options' server, topic, CA file and expiration.
-    static func destination(_ options: SendOptions) -> APNsDestination {
-        APNsDestination(serverURL: options.serverURL, topic: options.topic, caFile: options.caFile, expiration: options.expiration)
+    /// The senders of the command line's one app, or of each app of the configuration, each with
+    /// its provider token (every key file read and checked before anything is sent).
+    static func gateway(_ options: SendOptions, _ configuration: SendConfiguration?) throws(CodedError) -> APNsGateway {
+        let clock = SendClock(file: options.clockFile)
+        guard let configuration else {
+            let destination = APNsDestination(
+                serverURL: options.serverURL, topic: options.topic, caFile: options.caFile, expiration: options.expiration)
+            let token = try providerToken(
+                keyFile: options.keyFile, keyID: options.keyID, teamID: options.teamID, clock: clock, option: "--auth-key-file")
+            return APNsGateway(
+                routes: [.init(name: nil, sender: try APNsSender(destination: destination, token: token))], defaultRoute: 0, configPath: nil
+            )
+        }
+        var routes: [APNsGateway.Route] = []
+        for app in configuration.apps {
+            guard let apns = app.apns else { continue }
+            let destination = APNsDestination(
+                serverURL: apns.serverURL, topic: apns.topic, caFile: apns.caFile, expiration: options.expiration, app: app.name)
+            let token = try providerToken(
+                keyFile: apns.keyFile, keyID: apns.keyID, teamID: apns.teamID, clock: clock, option: "app '\(app.name)': key_file")
+            routes.append(.init(name: app.name, sender: try APNsSender(destination: destination, token: token)))
+        }
+        let defaultRoute = configuration.app(named: nil).flatMap { app in routes.firstIndex { $0.name == app.name } }
+        return APNsGateway(routes: routes, defaultRoute: defaultRoute, configPath: configuration.path)
     }
 
     /// The auth key, read from its file (regular, the user's, mode 0600) into wiped memory, and
     /// the first provider token signed with it.
-    static func providerToken(_ options: SendOptions) throws(CodedError) -> ProviderToken {
+    static func providerToken(keyFile: String, keyID: String, teamID: String, clock: SendClock, option: String) throws(CodedError)
+        -> ProviderToken
+    {
         let pem: SecureBytes
         do throws(PrivateFileError) {
-            pem = try PrivateFile.read(options.keyFile)
+            pem = try PrivateFile.read(keyFile)
         } catch {
-            throw CodedError(.io, "--auth-key-file: \(error)")
+            throw CodedError(.io, "\(option): \(error)")
         }
         do throws(AuthKeyError) {
-            let key = try ES256Key(pem: pem, path: options.keyFile)
-            return try ProviderToken(key: key, keyID: options.keyID, teamID: options.teamID, clock: SendClock(file: options.clockFile))
+            let key = try ES256Key(pem: pem, path: keyFile)
+            return try ProviderToken(key: key, keyID: keyID, teamID: teamID, clock: clock)
         } catch {
             throw CodedError(.io, error.description)
         }
     }
 
+    /// `send --config FILE --check`: what the file says, app by app, with no secret (key files
+    /// by path, read and checked already).
+    static func describe(_ configuration: SendConfiguration) {
+        var text = "\(configuration.path): \(configuration.apps.count) app\(configuration.apps.count == 1 ? "" : "s")"
+        if let name = configuration.app(named: nil)?.name { text += ", default '\(name)'" }
+        text += "\n"
+        for app in configuration.apps {
+            guard let apns = app.apns else { continue }
+            text += "app '\(app.name)': apns \(apns.serverURL), topic \(apns.topic), team \(apns.teamID), key \(apns.keyID) "
+            text += "(\(apns.keyFile): 0600, a P-256 key), \(apns.connections) connection\(apns.connections == 1 ? "" : "s"), "
+            text += apns.caFile.map { "trusting only \($0)" } ?? "trusting the system's authorities"
+            text += "\n"
+        }
+        text += "ok: every app's key file was read and its provider token signed\n"
+        var stdout = OutputStream(descriptor: STDOUT_FILENO)
+        stdout.write(Array(text.utf8))
+        _ = stdout.flush()
+    }
+
     /// One document: its result on standard output (exit 0 whatever APNs answered), or its
     /// error on standard error.
-    private func runSingle(_ sender: APNsSender, _ options: SendOptions) throws(CodedError) -> Int32 {
+    private func runSingle(_ sender: APNsGateway, _ options: SendOptions) throws(CodedError) -> Int32 {
         let descriptor = try InputFiles.open(options.inputs, lineMode: false)[0]
         defer { if descriptor != STDIN_FILENO { close(descriptor) } }
         let input = try StandardInput.readDocument(descriptor: descriptor)
@@ -112,7 +158,7 @@ package struct APNsSendServices: SendServices {
     }
 
     /// `--jsonl`: one result per line, in input order, each written once all before it are.
-    private func runLines(_ sender: APNsSender, _ options: SendOptions) -> Int32 {
+    private func runLines(_ sender: APNsGateway, _ options: SendOptions) -> Int32 {
         let descriptors: [Int32]
         let target: OutputTarget
         do throws(CodedError) {

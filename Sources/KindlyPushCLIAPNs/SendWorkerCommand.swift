@@ -12,8 +12,8 @@ struct SendWorkerCommand: DocumentCommand {
     let processor: APNsSendProcessor
     let stream: StreamOptions
 
-    init(sender: APNsSender, deadLetters: Bool) {
-        processor = APNsSendProcessor(sender: sender, deadLetters: deadLetters, metrics: sender.metrics)
+    init(gateway: APNsGateway, deadLetters: Bool) {
+        processor = APNsSendProcessor(gateway: gateway, deadLetters: deadLetters, metrics: gateway.senders.first?.metrics)
         // One entry at a time: the sender is one HTTP/2 connection, used from this thread only.
         stream = try! StreamOptions(
             ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.options, command: Self.name), command: Self.name)

@@ -14,6 +14,10 @@ final class APNsTestServer {
     static let keyID = "ABC123DEFG"
     static let teamID = "DEF123GHIJ"
     static let topic = "ai.kindly.test"
+    /// The server's second team, its key and its topic (a second app of `send --config`).
+    static let secondKeyID = "XYZ987WVUT"
+    static let secondTeamID = "TEAM222222"
+    static let secondTopic = "ai.kindly.second"
 
     /// The venv's Python (tools/lib/ensure-dependencies --with-python), else the one on PATH.
     static var python: [String] {
@@ -91,6 +95,7 @@ final class APNsTestServer {
 
     var url: String { "https://127.0.0.1:\(port)" }
     var keyFile: String { folder.appendingPathComponent("AuthKey_\(Self.keyID).p8").path }
+    var secondKeyFile: String { folder.appendingPathComponent("AuthKey_\(Self.secondKeyID).p8").path }
     var certificate: String { folder.appendingPathComponent("server.crt").path }
 
     /// `send`'s options for this server, then `extra`.

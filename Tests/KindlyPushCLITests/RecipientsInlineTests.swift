@@ -86,7 +86,7 @@ struct RecipientsInlineTests {
             ),
             (
                 Self.line(key, good, extra: #","device":"x""#),
-                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\""}}"#
+                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\", \"thread_id\", \"app\", \"collapse_id\", \"expiration\", \"priority\""}}"#
             ),
             (
                 Self.line(key, good, extra: #","plaintext":\#(good)"#),
@@ -163,6 +163,66 @@ struct RecipientsInlineTests {
         for line in Self.lines(output) {
             let decrypted = try CLI.run(["decrypt", "--key-file", folder.keyFile], stdin: line)
             #expect(decrypted.stdout == good + "\n")
+        }
+    }
+
+    @Test(
+        "delivery fields carried for send, thread_id in a visible push's aps, alike on both paths and in every wire version; bad ones refused"
+    )
+    func deliveryFields() throws {
+        let folder = try KeyFolder()
+        let sender = SenderKey.generate()
+        let senderFile = folder.url.appendingPathComponent("sender.json").path
+        try SenderKeyFile.write(sender, to: senderFile)
+        let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
+        let fields = #","token":"00aa","app":"chat","collapse_id":"chat-7","thread_id":"chat 7","expiration":1900000000,"priority":5"#
+        let compact = Self.line(folder.key, plaintext, extra: fields)
+        let spaced = compact.replacingOccurrences(of: "\":", with: "\": ")
+        let silent = Self.line(folder.key, plaintext, extra: #","mode":"silent","thread_id":"chat 7","collapse_id":"s""#)
+        let refused = [
+            (#","priority":1"#, #""priority" is 10 (deliver now) or 5 (when the device's power allows)"#),
+            (#","expiration":-5"#, #""expiration" is a whole number of Unix seconds from 0 to 4294967295"#),
+            (#","expiration":1.5"#, #""expiration" is a whole number of Unix seconds from 0 to 4294967295"#),
+            (#","collapse_id":"\#(String(repeating: "c", count: 65))""#, #""collapse_id" is 1 to 64 bytes of printable text"#),
+            (#","collapse_id":7"#, #""collapse_id" is not a string"#), (#","app":"a b""#, #""app" is 1 to 64 letters"#),
+            (#","thread_id":"a\u0007""#, #""thread_id" is 1 to 128 bytes of printable text"#),
+        ]
+        let input = ([compact, spaced, silent] + refused.map { Self.line(folder.key, plaintext, extra: #","id":1"# + $0.0) })
+            .joined(separator: "\n")
+        let versions: [(String, [String])] = [
+            ("version 1", []), ("version 2", ["--sender-key-file", senderFile]), ("version 3 mode_base", ["--wire", "3"]),
+            ("version 3 mode_auth", ["--wire", "3", "--sender-key-file", senderFile]),
+        ]
+        for (name, arguments) in versions {
+            let output = try CLI.run(["seal", "--jsonl", "--recipients-inline"] + arguments, stdin: input)
+            #expect(output.status == 0, "\(name): \(output.stderr)")
+            let lines = Self.lines(output)
+            try #require(lines.count == 3 + refused.count, "\(name)")
+            for line in lines[0..<2] {
+                let value = try JSONValue(parsing: line)
+                #expect(value.objectValue?.keys == ["token", "app", "collapse_id", "expiration", "priority", "push"], "\(name)")
+                #expect(value["app"] == "chat" && value["collapse_id"] == "chat-7", "\(name)")
+                #expect(value["expiration"] == .number(JSONNumber(1_900_000_000)) && value["priority"] == 5, "\(name)")
+                #expect(value["push"]?["aps"]?["thread-id"] == "chat 7", "\(name)")
+                #expect(value["push"]?["aps"]?.objectValue?.keys == ["alert", "mutable-content", "sound", "thread-id"], "\(name)")
+                // The push as written: from "push": to the line's closing brace.
+                let push = String(line[line.range(of: #""push":"#)!.upperBound...].dropLast())
+                let pin = arguments.contains(senderFile) ? ["--sender-key", sender.publicKey.base64URL] : []
+                let decrypted = try CLI.run(["decrypt", "--key-file", folder.keyFile] + pin, stdin: push)
+                #expect(decrypted.stdout == plaintext + "\n", "\(name): \(decrypted.stderr)")
+            }
+            // The two paths write the same line but for the random bytes of the seal.
+            let first = try JSONValue(parsing: lines[0])
+            let second = try JSONValue(parsing: lines[1])
+            #expect(first["push"]?["aps"] == second["push"]?["aps"] && first.objectValue?.keys == second.objectValue?.keys, "\(name)")
+            // A silent push has no banner to group: no thread-id.
+            let quiet = try JSONValue(parsing: lines[2])
+            #expect(quiet["collapse_id"] == "s" && quiet["push"]?["aps"] == ["content-available": 1], "\(name)")
+            for (line, (_, message)) in zip(lines[3...], refused) {
+                let error = try JSONValue(parsing: line)
+                #expect(error["error"]?["code"] == "bad_input" && error["id"] == 1, "\(name): \(line)")
+                #expect(error["error"]?["message"]?.stringValue?.hasPrefix(message) == true, "\(name): \(line)")
+            }
         }
     }
 

@@ -9,7 +9,10 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
   {"alg": "ES256", "kid": KEY_ID} and claims {"iss": TEAM_ID, "iat": SECONDS}, its ES256
   signature verified with the team's public key (PyPI `cryptography`), its age at most an
   hour (403 ExpiredProviderToken), a new token at most every 20 minutes (429
-  TooManyProviderTokenUpdates, on one connection);
+  TooManyProviderTokenUpdates, on one connection); two teams, each with its key and its one
+  topic (TEAMS: a sender of several apps), a connection serving the team of its first token
+  only (another team's token on it: 403 InvalidProviderToken) and a topic of its team only
+  (400 TopicDisallowed);
 - the headers required: apns-topic, apns-push-type (alert or background), apns-priority (10, 5 or
   1; background only 5), apns-expiration (a number), apns-collapse-id (at most 64 bytes), a
   64-hex-digit device token, a body of 1 to 4096 bytes;
@@ -61,6 +64,9 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 KEY_ID = "ABC123DEFG"
 TEAM_ID = "DEF123GHIJ"
 TOPIC = "ai.kindly.test"
+# Every team the server knows: its key id, team id and topic (the first is the one of
+# KINDLY_PUSH_TEST_APNS_*; the second, a second app's, AuthKey_KEY_ID.p8 beside it).
+TEAMS = [(KEY_ID, TEAM_ID, TOPIC), ("XYZ987WVUT", "TEAM222222", "ai.kindly.second")]
 TOKEN_MAX_AGE = 3600
 TOKEN_MIN_RENEWAL = 20 * 60
 REASON_OF = {
@@ -78,10 +84,11 @@ def make_credentials(folder):
         "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
         "-keyout", os.path.join(folder, "server.key"), "-out", os.path.join(folder, "server.crt"),
         "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], **quiet)
-    key = os.path.join(folder, f"AuthKey_{KEY_ID}.p8")
-    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key], **quiet)
-    os.chmod(key, 0o600)
-    subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-out", os.path.join(folder, "team.pub.pem")], **quiet)
+    for key_id, _, _ in TEAMS:
+        key = os.path.join(folder, f"AuthKey_{key_id}.p8")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key], **quiet)
+        os.chmod(key, 0o600)
+        subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-out", os.path.join(folder, f"{key_id}.pub.pem")], **quiet)
 
 
 def b64url_decode(text):
@@ -93,8 +100,10 @@ class Server:
         self.folder = folder
         self.script = script
         self.clock_file = clock_file
-        with open(os.path.join(folder, "team.pub.pem"), "rb") as f:
-            self.team_key = serialization.load_pem_public_key(f.read())
+        self.team_keys = {}
+        for key_id, _, _ in TEAMS:
+            with open(os.path.join(folder, f"{key_id}.pub.pem"), "rb") as f:
+                self.team_keys[key_id] = serialization.load_pem_public_key(f.read())
         self.answers = {token: list(steps) for token, steps in script.get("answers", {}).items()}
         self.record_received = bool(script.get("record_received", False))
         self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
@@ -129,15 +138,20 @@ class Server:
             signature = b64url_decode(signature_b64)
         except ValueError:
             return 403, "InvalidProviderToken"
-        if header != {"alg": "ES256", "kid": KEY_ID} or set(claims) != {"iss", "iat"} or claims["iss"] != TEAM_ID:
+        team = next((t for t in TEAMS if header == {"alg": "ES256", "kid": t[0]}), None)
+        if team is None or set(claims) != {"iss", "iat"} or claims["iss"] != team[1]:
+            return 403, "InvalidProviderToken"
+        # A connection serves the team of its first token.
+        if connection.team is not None and connection.team != team:
             return 403, "InvalidProviderToken"
         if len(signature) != 64 or not isinstance(claims["iat"], int):
             return 403, "InvalidProviderToken"
         der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
         try:
-            self.team_key.verify(der, f"{header_b64}.{claims_b64}".encode(), ec.ECDSA(hashes.SHA256()))
+            self.team_keys[team[0]].verify(der, f"{header_b64}.{claims_b64}".encode(), ec.ECDSA(hashes.SHA256()))
         except InvalidSignature:
             return 403, "InvalidProviderToken"
+        connection.team = team
         iat = claims["iat"]
         now = self.now()
         if now - iat > TOKEN_MAX_AGE:
@@ -169,7 +183,7 @@ class Server:
             return 400, "BadDeviceToken"
         if "apns-topic" not in headers:
             return 400, "MissingTopic"
-        if headers["apns-topic"] != TOPIC:
+        if headers["apns-topic"] != connection.team[2]:
             return 400, "TopicDisallowed"
         push_type = headers.get("apns-push-type")
         if push_type not in ("alert", "background"):
@@ -252,6 +266,7 @@ class Connection:
         self.raised = False
         self.closed = False
         self.last_token = None  # (iat, text) of the newest token accepted on this connection
+        self.team = None  # the TEAMS entry of the first token accepted on this connection
 
     def flush(self):
         data = self.h2.data_to_send()

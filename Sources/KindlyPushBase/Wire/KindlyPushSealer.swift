@@ -18,6 +18,14 @@ public enum KindlyPushSealer {
         public var title: String
         /// The alert's text.
         public var body: String
+        /// `aps.thread-id`: the notifications of one thread (a chat) are grouped on the device
+        /// (wire-format section 9.2). `seal --recipients-inline` sets it from a line's
+        /// `"thread_id"`; not part of the coded form.
+        package var threadID: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case title, body
+        }
 
         /// A placeholder alert; it must never contain message text.
         public init(title: String, body: String) {
@@ -119,11 +127,13 @@ public enum KindlyPushSealer {
         let aps: JSONObject
         switch mode {
         case .visible:
-            aps = [
-                APNsKey.alert: [APNsKey.title: .string(placeholder.title), APNsKey.body: .string(placeholder.body)],
-                APNsKey.mutableContent: 1,
-                APNsKey.sound: "default",
+            var members: [JSONObject.Member] = [
+                .init(key: APNsKey.alert, value: [APNsKey.title: .string(placeholder.title), APNsKey.body: .string(placeholder.body)]),
+                .init(key: APNsKey.mutableContent, value: 1),
+                .init(key: APNsKey.sound, value: "default"),
             ]
+            if let thread = placeholder.threadID { members.append(.init(key: APNsKey.threadID, value: .string(thread))) }
+            aps = JSONObject(members)
         case .silent:
             aps = [APNsKey.contentAvailable: 1]
         }

@@ -2,8 +2,10 @@ internal import KindlyPushCore
 
 // The wire of `kindly-push seal --recipients-inline` (docs/spec/cli.md): one document per push,
 // `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, `"token"`, `"mode"`,
-// `"placeholder_title"` and `"placeholder_body"`, read by the strict reader (a tree) or, for a
-// compact line, located in its bytes. The command keeps only its options and its output.
+// `"placeholder_title"`, `"placeholder_body"`, `"thread_id"` and the delivery fields (`"app"`,
+// `"collapse_id"`, `"expiration"`, `"priority"`: ``DeliveryFields``), read by the strict reader
+// (a tree) or, for a compact line, located in its bytes. The command keeps only its options and
+// its output.
 
 /// Why a `--recipients-inline` document is refused: the `bad_input` message.
 package struct RecipientsInlineError: Error, Sendable, Equatable {
@@ -24,7 +26,11 @@ package enum RecipientsInlineMember {
     package static let mode = "mode"
     package static let placeholderTitle = "placeholder_title"
     package static let placeholderBody = "placeholder_body"
-    package static let all = [id, token, publicKey, plaintext, mode, placeholderTitle, placeholderBody]
+    /// `aps.thread-id` of a visible push (a silent one has no banner to group).
+    package static let threadID = "thread_id"
+    /// The longest thread id, in bytes.
+    package static let maximumThreadIDSize = 128
+    package static let all = [id, token, publicKey, plaintext, mode, placeholderTitle, placeholderBody, threadID] + DeliveryFields.names
 }
 
 /// A line's own push kind and alert, when it gives any.
@@ -32,16 +38,26 @@ package struct LineAlert: Hashable, Sendable {
     package let mode: KindlyPushSealer.Mode
     package let title: String
     package let body: String
+    /// `aps.thread-id`; always `nil` for a silent push.
+    package let threadID: String?
 
-    package var placeholder: KindlyPushSealer.Placeholder { KindlyPushSealer.Placeholder(title: title, body: body) }
+    package var placeholder: KindlyPushSealer.Placeholder {
+        var placeholder = KindlyPushSealer.Placeholder(title: title, body: body)
+        placeholder.threadID = threadID
+        return placeholder
+    }
 
-    /// The alert of a line that gives `mode`, `title` or `body`, over the command's; `nil` when it
-    /// gives none. A silent push has no alert to give.
+    /// The alert of a line that gives `mode`, `title`, `body` or `thread_id`, over the
+    /// command's; `nil` when it gives none. A silent push has no alert to give, and no banner to
+    /// group: its thread id is not written.
     package init?(
-        mode lineMode: KindlyPushSealer.Mode?, title lineTitle: String?, body lineBody: String?, defaultMode: KindlyPushSealer.Mode,
-        defaultPlaceholder: KindlyPushSealer.Placeholder
+        mode lineMode: KindlyPushSealer.Mode?, title lineTitle: String?, body lineBody: String?, threadID lineThreadID: String? = nil,
+        defaultMode: KindlyPushSealer.Mode, defaultPlaceholder: KindlyPushSealer.Placeholder
     ) throws(RecipientsInlineError) {
-        guard lineMode != nil || lineTitle != nil || lineBody != nil else { return nil }
+        guard lineMode != nil || lineTitle != nil || lineBody != nil || lineThreadID != nil else { return nil }
+        if let lineThreadID, !DeliveryFields.isPrintable(lineThreadID, maximumSize: RecipientsInlineMember.maximumThreadIDSize) {
+            throw RecipientsInlineError("\"thread_id\" is 1 to \(RecipientsInlineMember.maximumThreadIDSize) bytes of printable text")
+        }
         mode = lineMode ?? defaultMode
         if mode == .silent, lineTitle != nil || lineBody != nil {
             throw RecipientsInlineError(
@@ -49,6 +65,7 @@ package struct LineAlert: Hashable, Sendable {
         }
         title = lineTitle ?? defaultPlaceholder.title
         body = lineBody ?? defaultPlaceholder.body
+        threadID = mode == .silent ? nil : lineThreadID
     }
 }
 
@@ -57,6 +74,8 @@ package struct RecipientsInlineLine {
     package let recipient: DevicePublicKey
     package let plaintext: JSONValue
     package let alert: LineAlert?
+    /// What the output line carries for `send`.
+    package let delivery: DeliveryFields
 
     package init(_ document: JSONValue, mode: KindlyPushSealer.Mode, placeholder: KindlyPushSealer.Placeholder)
         throws(RecipientsInlineError)
@@ -71,7 +90,8 @@ package struct RecipientsInlineLine {
             JSONWriter.writeString(name, to: &quoted)
             throw RecipientsInlineError(
                 "unknown member \(String(decoding: quoted, as: UTF8.self)); a --recipients-inline input has \"public_key\", \"plaintext\" "
-                    + "and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\"")
+                    + "and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\", \"thread_id\", "
+                    + "\"app\", \"collapse_id\", \"expiration\", \"priority\"")
         }
         func string(_ name: String) throws(RecipientsInlineError) -> String? {
             guard let value = object[name] else { return nil }
@@ -102,8 +122,13 @@ package struct RecipientsInlineLine {
         }
         alert = try LineAlert(
             mode: lineMode, title: try string(RecipientsInlineMember.placeholderTitle),
-            body: try string(RecipientsInlineMember.placeholderBody), defaultMode: mode,
-            defaultPlaceholder: placeholder)
+            body: try string(RecipientsInlineMember.placeholderBody), threadID: try string(RecipientsInlineMember.threadID),
+            defaultMode: mode, defaultPlaceholder: placeholder)
+        do throws(DeliveryFields.Refusal) {
+            delivery = try DeliveryFields(object)
+        } catch {
+            throw RecipientsInlineError(error.message)
+        }
     }
 }
 
@@ -122,6 +147,8 @@ package struct RecipientsInlineCompactLine {
     package let id: Range<Int>?
     /// The line's `"token"` string, quotes included.
     package let token: Range<Int>?
+    /// What the output line carries for `send`.
+    package let delivery: DeliveryFields
 
     package init?(
         _ bytes: UnsafeRawBufferPointer, mode defaultMode: KindlyPushSealer.Mode,
@@ -141,6 +168,11 @@ package struct RecipientsInlineCompactLine {
         var body: String?
         var id: Range<Int>?
         var token: Range<Int>?
+        var threadID: String?
+        var app: Range<Int>?
+        var collapseID: Range<Int>?
+        var expiration: Range<Int>?
+        var priority: Range<Int>?
         var endsWithPlaintext = false
         guard reader.consume(UInt8(ascii: "{")) else { return nil }
         repeat {
@@ -189,6 +221,22 @@ package struct RecipientsInlineCompactLine {
                 guard first(16), let text = reader.compactString(), let plain = RecipientsInlineCompactLine.plainText(text, in: bytes)
                 else { return nil }
                 body = plain
+            } else if reader.text(name, is: "thread_id") {
+                guard first(128), let text = reader.compactString(), let plain = RecipientsInlineCompactLine.plainText(text, in: bytes)
+                else { return nil }
+                threadID = plain
+            } else if reader.text(name, is: "app") {
+                guard first(256), let text = reader.compactString() else { return nil }
+                app = text
+            } else if reader.text(name, is: "collapse_id") {
+                guard first(512), let text = reader.compactString() else { return nil }
+                collapseID = text
+            } else if reader.text(name, is: "expiration") {
+                guard first(1024), let number = reader.compactNumber() else { return nil }
+                expiration = number
+            } else if reader.text(name, is: "priority") {
+                guard first(2048), let number = reader.compactNumber() else { return nil }
+                priority = number
             } else {
                 return nil
             }
@@ -197,10 +245,15 @@ package struct RecipientsInlineCompactLine {
         // A silent line with placeholders is left to the strict way, which says why it is refused.
         // (`nil`, no alert of its own, is the common case, not a failure.)
         do throws(RecipientsInlineError) {
-            alert = try LineAlert(mode: mode, title: title, body: body, defaultMode: defaultMode, defaultPlaceholder: defaultPlaceholder)
+            alert = try LineAlert(
+                mode: mode, title: title, body: body, threadID: threadID, defaultMode: defaultMode, defaultPlaceholder: defaultPlaceholder)
         } catch {
             return nil
         }
+        // A member that breaks its rule is the strict reader's to explain.
+        guard let delivery = DeliveryFields(compact: bytes, app: app, collapseID: collapseID, expiration: expiration, priority: priority)
+        else { return nil }
+        self.delivery = delivery
         self.publicKey = publicKey
         self.plaintext = plaintext
         self.id = id

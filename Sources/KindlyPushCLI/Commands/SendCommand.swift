@@ -22,9 +22,11 @@ package struct SendCommand: Command {
         ),
     ]
     package static let discussion = """
-        Reads {"token": HEX, "push": {APNs document}} (optionally "collapse_id", and "id", which
-        the result repeats) on standard input (with --jsonl, one per line) and POSTs each push to /3/device/TOKEN of
-        api.push.apple.com over one HTTP/2 connection, as many at once as the server allows
+        Reads {"token": HEX, "push": {APNs document}} (optionally "id", which the result
+        repeats, and "app", "collapse_id", "expiration" and "priority", as seal
+        --recipients-inline carries them) on standard input (with --jsonl, one per line) and
+        POSTs each push to /3/device/TOKEN of api.push.apple.com (or of the server of its app
+        in --config's file) over one HTTP/2 connection, as many at once as the server allows
         (its SETTINGS_MAX_CONCURRENT_STREAMS; the first request goes alone). Each input gives
         one result, in input order: {"token", "status", "apns_id"}, with "reason" (APNs's own
         word) when APNs refused the push and "unregistered_at" (milliseconds) for 410: drop that
@@ -48,13 +50,16 @@ package struct SendCommand: Command {
         an entry taken over from a worker that died is sent again.
         """
 
+    package static let config = Option<String>(
+        "--config", "PATH",
+        "Send for the apps of this YAML file (each its APNs team, key, topic and server; a line's \"app\" picks one) "
+            + "instead of the one app of the options below.")
+    package static let check = Flag("--check", "With --config: check the file and its key files, print what it found and exit.")
     package static let authKeyFile = Option<String>(
-        "--auth-key-file", "PATH", "The APNs auth key (AuthKey_KEYID.p8, PKCS#8 PEM, mode 0600) that signs the provider token.",
-        required: true)
-    package static let keyID = Option<String>("--key-id", "KID", "The auth key's 10-character Key ID (the token's kid).", required: true)
-    package static let teamID = Option<String>(
-        "--team-id", "TEAM", "The 10-character Team ID of the key (the token's iss).", required: true)
-    package static let topic = Option<String>("--topic", "BUNDLE_ID", "The app's bundle ID (apns-topic).", required: true)
+        "--auth-key-file", "PATH", "The APNs auth key (AuthKey_KEYID.p8, PKCS#8 PEM, mode 0600) that signs the provider token.")
+    package static let keyID = Option<String>("--key-id", "KID", "The auth key's 10-character Key ID (the token's kid).")
+    package static let teamID = Option<String>("--team-id", "TEAM", "The 10-character Team ID of the key (the token's iss).")
+    package static let topic = Option<String>("--topic", "BUNDLE_ID", "The app's bundle ID (apns-topic).")
     package static let sandbox = Flag("--sandbox", "Send to the development server, api.sandbox.push.apple.com.")
     package static let apnsURL = Option<String>(
         "--apns-url", "URL", "Send to this server instead of APNs: https://HOST[:PORT] (a test server).")
@@ -104,24 +109,35 @@ package struct SendCommand: Command {
         }
         func identifier(_ key: Option<String>) throws(CodedError) -> String {
             let value = try required(key)
-            let isID = value.utf8.count == 10 && value.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
-            guard isID else { throw usage("'\(key.name)' takes Apple's 10-character ID (capital letters and digits)") }
+            guard Self.isAppleID(value) else { throw usage("'\(key.name)' takes Apple's 10-character ID (capital letters and digits)") }
             return value
         }
         let stream = try StreamOptions(
             arguments, command: Self.name, environment: environment, shared: [Self.caFile, Self.metrics], redisCAFile: Self.redisCAFile)
+        let configPath = arguments[Self.config]
+        if let configPath {
+            if configPath.isEmpty { throw usage("'\(Self.config.name)' takes a path") }
+            // Each app's own options are in the file: one place for them, never two that disagree.
+            let oneApp: [any OptionKey] = [Self.authKeyFile, Self.keyID, Self.teamID, Self.topic, Self.sandbox, Self.apnsURL, Self.caFile]
+            if let given = oneApp.first(where: { arguments.isGiven($0) }) {
+                throw usage("give either --config or '\(given.name)': the file names each app's key, topic and server")
+            }
+        } else if arguments[Self.check] {
+            throw usage("'\(Self.check.name)' checks the file of --config")
+        }
         var options = SendOptions(
-            keyFile: try required(Self.authKeyFile), keyID: try identifier(Self.keyID), teamID: try identifier(Self.teamID),
-            topic: try required(Self.topic), serverURL: arguments[Self.sandbox] ? Self.sandboxURL : Self.productionURL,
-            caFile: arguments[Self.caFile], expiration: nil, isLineMode: stream.isLineMode, inputs: stream.inputs,
-            outputPath: stream.outputPath, clockFile: environment[SendOptions.testClockVariable], redis: stream.redis)
-        if options.topic.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { throw usage("'\(Self.topic.name)' takes a bundle ID") }
+            keyFile: configPath == nil ? try required(Self.authKeyFile) : "", keyID: configPath == nil ? try identifier(Self.keyID) : "",
+            teamID: configPath == nil ? try identifier(Self.teamID) : "", topic: configPath == nil ? try required(Self.topic) : "",
+            serverURL: arguments[Self.sandbox] ? Self.sandboxURL : Self.productionURL, caFile: arguments[Self.caFile], expiration: nil,
+            isLineMode: stream.isLineMode, inputs: stream.inputs, outputPath: stream.outputPath,
+            clockFile: environment[SendOptions.testClockVariable], redis: stream.redis)
+        options.configPath = configPath
+        options.isCheck = arguments[Self.check]
+        if configPath == nil, !Self.isTopic(options.topic) { throw usage("'\(Self.topic.name)' takes a bundle ID") }
         if let url = arguments[Self.apnsURL] {
             if arguments[Self.sandbox] { throw usage("give either --sandbox or --apns-url, not both") }
-            var text = url
-            while text.utf8.last == UInt8(ascii: "/") { text = String(text.utf8.dropLast())! }
             // The URL is not quoted: a user and password in it must not reach standard error.
-            guard text.utf8.starts(with: "https://".utf8), Self.isHostAndPort(text.utf8.dropFirst(8)) else {
+            guard let text = Self.serverURL(url) else {
                 throw usage("'\(Self.apnsURL.name)' takes https://HOST[:PORT]: no user or password, path, query or fragment")
             }
             options.serverURL = text
@@ -142,6 +158,26 @@ package struct SendCommand: Command {
     }
 
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
+
+    /// Whether `text` is one of Apple's 10-character IDs (a Team ID, a Key ID): capital letters
+    /// and digits.
+    package static func isAppleID(_ text: String) -> Bool {
+        text.utf8.count == 10 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
+    }
+
+    /// Whether `text` may be an `apns-topic`: not empty, no space or control character.
+    package static func isTopic(_ text: String) -> Bool {
+        !text.isEmpty && !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F })
+    }
+
+    /// A push server's URL as sent to: `https://HOST[:PORT]` without its final `/`s; `nil` for
+    /// anything else (a user or password, a path, a query or a fragment).
+    package static func serverURL(_ url: String) -> String? {
+        var text = url
+        while text.utf8.last == UInt8(ascii: "/") { text = String(text.utf8.dropLast())! }
+        guard text.utf8.starts(with: "https://".utf8), isHostAndPort(text.utf8.dropFirst(8)) else { return nil }
+        return text
+    }
 
     /// `HOST[:PORT]`: a name or IPv4 address of letters, digits, dots and hyphens, or an IPv6
     /// address in brackets, then at most a port of up to five digits; nothing else (no `user@`,
@@ -218,6 +254,10 @@ package struct SendOptions: Sendable {
     package var redis: RedisOptions?
     /// `--metrics` of a `--jsonl` run (a worker's is its ``RedisOptions/metrics``).
     package var metrics: RedisOptions.MetricsAddress?
+    /// `--config PATH`: the apps are this file's (the one-app options above are then empty).
+    package var configPath: String?
+    /// `--check`: the configuration is checked and described, and nothing is sent.
+    package var isCheck = false
 }
 
 /// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send.

@@ -66,7 +66,7 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
             // strict path writes for them).
             let tags = CorrelationID(
                 id: line.id.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) },
-                token: line.token.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) })
+                token: line.token.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }, delivery: line.delivery)
             let start = output.count
             tags.appendPushPrefix(to: &output)
             let plaintext = UnsafeRawBufferPointer(rebasing: bytes[line.plaintext])
@@ -94,9 +94,10 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
         try processWithID(document, scratch: LRUCache(capacity: 1), into: &output)
     }
 
-    /// The general path with the line's `"id"` and `"token"`: the push as `{"id": ID, "token":
-    /// TOKEN, "push": PUSH}` (each when the line has it), or in line mode the error object with
-    /// them after `"error"`. Without either (or with a member name twice), the output is the
+    /// The general path with the line's `"id"`, `"token"` and delivery fields: the push as
+    /// `{"id": ID, "token": TOKEN, "app": …, "collapse_id": …, "expiration": …, "priority": …,
+    /// "push": PUSH}` (each when the line has it), or in line mode the error object with the id
+    /// and token after `"error"`. Without any (or with a member name twice), the output is the
     /// push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CodedError) -> Completion
@@ -107,13 +108,15 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
         }
         let id = object[RecipientsInlineMember.id].map(JSONWriter.compactBytes)
         let token = object[RecipientsInlineMember.token].map(JSONWriter.compactBytes)
-        guard id != nil || token != nil else {
+        // A field that breaks its rule fails the line below, where the line is read.
+        let delivery = (try? DeliveryFields(object)) ?? DeliveryFields()
+        guard id != nil || token != nil || !delivery.isEmpty else {
             try process(document, scratch: scratch, into: &output)
             return .success
         }
         return try (id ?? []).withBytes { (idBytes) throws(CodedError) in
             try (token ?? []).withBytes { (tokenBytes) throws(CodedError) in
-                let tags = CorrelationID(id: id == nil ? nil : idBytes, token: token == nil ? nil : tokenBytes)
+                let tags = CorrelationID(id: id == nil ? nil : idBytes, token: token == nil ? nil : tokenBytes, delivery: delivery)
                 let start = output.count
                 tags.appendPushPrefix(to: &output)
                 do throws(CodedError) {
@@ -131,7 +134,7 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
     /// A line that fails: in line mode with an `"id"` or a `"token"`, its error object with them
     /// after `"error"` (``Completion/errorObject(_:message:)``); the error itself otherwise.
     private func failure(_ error: CodedError, tags: CorrelationID, into output: inout [UInt8]) throws(CodedError) -> Completion {
-        guard tags.isTagged, stream.isLineMode else { throw error }
+        guard tags.isCorrelated, stream.isLineMode else { throw error }
         JSONWriter.write(error.jsonObject, to: &output)
         output.removeLast()
         tags.appendErrorMembers(to: &output)
@@ -192,18 +195,22 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
 }
 
 /// A line's `"id"` and `"token"` (their JSON text), copied into its output line: before
-/// `"push"`, or after `"error"`.
+/// `"push"`, or after `"error"`; and its delivery fields, before `"push"`.
 private struct CorrelationID {
     let id: UnsafeRawBufferPointer?
     let token: UnsafeRawBufferPointer?
+    let delivery: DeliveryFields
 
-    var isTagged: Bool { id != nil || token != nil }
+    var isTagged: Bool { isCorrelated || !delivery.isEmpty }
+    /// An error line names the input by these.
+    var isCorrelated: Bool { id != nil || token != nil }
 
-    /// `{"id":ID,"token":TOKEN,"push":` (each member when there), or nothing when neither is.
+    /// `{"id":ID,"token":TOKEN,"app":…,"push":` (each member when there), or nothing when none is.
     func appendPushPrefix(to output: inout [UInt8]) {
         guard isTagged else { return }
         output.append(UInt8(ascii: "{"))
         appendMembers(to: &output)
+        delivery.appendMembers(to: &output)
         output += #""push":"#.utf8
     }
 

@@ -23,9 +23,10 @@ package struct SealCommand: DocumentCommand, DocumentProcessor {
         mode_auth with --sender-key-file, mode_base without.
 
         With --recipients-inline each input is {"public_key": B64, "plaintext": {...}} (and
-        optionally "mode", "placeholder_title", "placeholder_body"), sealed for its own device;
-        its "id" and "token" are copied into its output ({"id", "token", "push"}: what
-        'kindly-push send' reads).
+        optionally "mode", "placeholder_title", "placeholder_body", and "thread_id": aps.thread-id
+        of a visible push), sealed for its own device; its "id", "token", "app", "collapse_id",
+        "expiration" and "priority" are checked and copied into its output ({"id", "token", ...,
+        "push"}: what 'kindly-push send' reads).
         With --fit a body too long for APNs is cut to the longest prefix that fits.
         """
     package static let sealing = OptionGroup(SealingOptions.options)

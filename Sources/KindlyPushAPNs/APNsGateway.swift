@@ -1,0 +1,185 @@
+package import KindlyPushBase
+package import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The apps one `send` serves, each with its sender (its server, topic, provider token and
+/// connections), behind one input and one output: each document goes to its app's sender (its
+/// `"app"`, else the default app), and the results come out in input order whichever app
+/// answered first. One thread drives every sender with one `poll`.
+package final class APNsGateway {
+    /// An app and its sender.
+    package struct Route {
+        /// The app's name in `--config`; `nil` for the one app of the command line.
+        package var name: String?
+        package var sender: APNsSender
+
+        package init(name: String?, sender: APNsSender) {
+            self.name = name
+            self.sender = sender
+        }
+    }
+
+    private let routes: [Route]
+    /// The route of a document with no `"app"`.
+    private let defaultRoute: Int?
+    /// The configuration file, for the message of a line naming no app of it (`nil`: the one app
+    /// of the command line).
+    private let configPath: String?
+    /// For each input not taken yet, in input order: its sender, or `nil` when the gateway
+    /// answered it itself (its line is the next of `ownLines`).
+    private var order: [Int?] = []
+    private var head = 0
+    private var ownLines: [[UInt8]] = []
+    private var ownHead = 0
+
+    package init(routes: [Route], defaultRoute: Int?, configPath: String?) {
+        precondition(!routes.isEmpty)
+        self.routes = routes
+        self.defaultRoute = defaultRoute
+        self.configPath = configPath
+    }
+
+    /// The senders, for what is said of each (metrics, probes).
+    package var senders: [APNsSender] { routes.map(\.sender) }
+
+    /// Whether another input may be read now.
+    package var hasRoom: Bool { order.count - head < SendTiming.readAhead }
+
+    /// Whether every input read has its result written.
+    package var isIdle: Bool { order.count == head }
+
+    /// Whether a sender has something to send or to wait for.
+    package var hasWork: Bool { routes.contains { $0.sender.hasWork } }
+
+    /// Takes one input document (a worker's entry, the one document of a single run).
+    package func submit(_ bytes: UnsafeRawBufferPointer) {
+        let result: Result<APNsPush, APNsPush.Refusal>
+        do throws(APNsPush.Refusal) {
+            result = .success(try APNsPush(bytes: bytes))
+        } catch {
+            result = .failure(error)
+        }
+        route(result)
+    }
+
+    /// Takes one input line of `--jsonl` through the line engine's per-line step
+    /// (`LineEngine.run`): a line over the limit, one that is not JSON, and one that opens a
+    /// document its newline cuts short get the engine's error, as in every other stream; a
+    /// document that is no push, its refusal (with its id and token when it has them).
+    package func submit(_ line: LineBatchReader.Line, in bytes: [UInt8]) {
+        let read = LineEngine.run(line, in: bytes, limit: WireFormat.maximumInputSize, lines: true) {
+            raw throws(CodedError) -> Result<APNsPush, APNsPush.Refusal> in
+            do throws(APNsPush.Refusal) {
+                return .success(try APNsPush(bytes: raw))
+            } catch {
+                // Not a JSON object: the line's reading failed, which is the engine's to say.
+                if error.isUnreadable { throw error.error }
+                return .failure(error)
+            }
+        }
+        switch read {
+        case .success(let result): route(result)
+        case .failure(let error): route(.failure(APNsPush.Refusal(token: nil, error: error)))
+        }
+    }
+
+    /// Hands a push to its app's sender; a push naming no app of the configuration is that
+    /// line's `usage` error (nothing is sent).
+    private func route(_ result: Result<APNsPush, APNsPush.Refusal>) {
+        guard case .success(let push) = result else {
+            let index = defaultRoute ?? 0
+            order.append(index)
+            routes[index].sender.submit(result)
+            return
+        }
+        let index: Int?
+        if let name = push.delivery.app {
+            index = routes.firstIndex { $0.name == name }
+        } else {
+            index = defaultRoute
+        }
+        guard let index else {
+            order.append(nil)
+            ownLines.append(APNsSender.errorLine(id: push.id, token: push.token, CodedError(.usage, unknownApp(push.delivery.app))))
+            return
+        }
+        order.append(index)
+        routes[index].sender.submit(result)
+    }
+
+    private func unknownApp(_ name: String?) -> String {
+        guard let configPath else {
+            return "\"app\" names an app of send --config, and this send has the one app of its options"
+        }
+        guard let name else { return "no \"app\", and \(configPath) names no default_app" }
+        return "no app '\(name)' in \(configPath)"
+    }
+
+    /// The result lines answered in input order since the last call.
+    package func takeWritable(into output: inout [UInt8]) {
+        while head < order.count {
+            if let index = order[head] {
+                guard routes[index].sender.takeOne(into: &output) else { break }
+            } else {
+                output += ownLines[ownHead]
+                output.append(0x0A)
+                ownHead += 1
+            }
+            head += 1
+        }
+        if head >= 1024, head * 2 >= order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+        if ownHead >= 64, ownHead * 2 >= ownLines.count {
+            ownLines.removeFirst(ownHead)
+            ownHead = 0
+        }
+    }
+
+    /// Hands requests over, lets each sender work, and takes the answers; waits up to `timeout`
+    /// milliseconds for a connection or for `input` (a descriptor to read, -1 for none), in
+    /// one `poll`. Whether `input` is ready.
+    package func step(waitingFor input: Int32, timeout: Int) -> Bool {
+        var descriptors: [pollfd] = []
+        var ends: [Int] = []
+        var wait = timeout
+        for route in routes {
+            let (watched, senderWait) = route.sender.prepare(timeout: timeout)
+            descriptors += watched
+            ends.append(descriptors.count)
+            wait = min(wait, senderWait)
+        }
+        if input >= 0 { descriptors.append(pollfd(fd: input, events: Int16(POLLIN), revents: 0)) }
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, wait))) }
+        } catch {
+            // EINTR (a signal: SIGTERM's stop) is a wake-up like any other, with nothing ready:
+            // each sender looks at its time-outs again.
+            for index in descriptors.indices { descriptors[index].revents = 0 }
+        }
+        var start = 0
+        for (route, end) in zip(routes, ends) {
+            route.sender.perform(descriptors[start..<end])
+            start = end
+        }
+        return input >= 0 && descriptors.last?.revents ?? 0 != 0
+    }
+
+    /// After SIGTERM, what is in flight has ``SendTiming/stopDrain`` to be answered
+    /// (``APNsSender/endAfterStopDrain()``), in every sender.
+    package func endAfterStopDrain() {
+        for route in routes { route.sender.endAfterStopDrain() }
+    }
+
+    /// `nil` when every app's push service answers (``APNsSender/probe()``); else why not.
+    package func probe() -> String? {
+        for route in routes {
+            if let problem = route.sender.probe() { return route.name.map { "app '\($0)': \(problem)" } ?? problem }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,187 @@
+internal import KindlyPushAPNs
+package import KindlyPushBase
+package import KindlyPushCLI
+internal import KindlyPushCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `send --config FILE`: the apps one gateway serves, read from YAML (the format gorush and
+/// Sygnal use) and checked whole before anything is sent. Its shape (docs/running-at-scale.md,
+/// "Several apps from one file"):
+///
+/// ```yaml
+/// default_app: chat
+/// apps:
+///   chat:
+///     apns: {team_id: TEAM123456, key_id: ABC123DEFG, key_file: /etc/kindly-push/AuthKey_ABC123DEFG.p8,
+///            topic: ai.kindly.example, url: https://api.push.apple.com, ca_file: /path/ca.pem, connections: 3}
+/// ```
+///
+/// Secrets only by path: the file names key files, whose rules are every key file's (regular,
+/// the user's, mode 0600). An unknown key is refused with its place, so that a misspelt option
+/// is never silently dropped.
+package struct SendConfiguration: Sendable {
+    /// One app: its name and where its pushes go.
+    package struct App: Sendable {
+        package var name: String
+        package var apns: APNs?
+        /// Where the app starts in the file (`LINE:COLUMN`).
+        package var place: String
+    }
+
+    /// An app's APNs section.
+    package struct APNs: Sendable {
+        package var teamID: String
+        package var keyID: String
+        package var keyFile: String
+        package var topic: String
+        /// `https://HOST[:PORT]`; APNs's production server when not given.
+        package var serverURL: String
+        package var caFile: String?
+        /// HTTP/2 connections to the server (1 when not given).
+        package var connections: Int
+    }
+
+    /// The most connections an app may keep to its server.
+    package static let maximumConnections = 64
+    /// The largest configuration file read.
+    package static let maximumFileSize = 1 << 20
+
+    package var path: String
+    package var defaultApp: String?
+    package var apps: [App]
+
+    /// The app a line names, or its `default_app` (the only app when there is one and no
+    /// default is named); `nil` when there is none such.
+    package func app(named name: String?) -> App? {
+        guard let name = name ?? defaultApp ?? (apps.count == 1 ? apps[0].name : nil) else { return nil }
+        return apps.first { $0.name == name }
+    }
+
+    /// Reads and checks the file at `path`: every error is a usage error naming the file, the
+    /// place and the key.
+    package static func load(_ path: String) throws(CodedError) -> SendConfiguration {
+        let text: [UInt8]
+        do throws(Errno) {
+            let descriptor = try FileDescriptor.openForReading(path)
+            defer { close(descriptor.rawValue) }
+            text = try descriptor.readAll(upTo: maximumFileSize + 1, expectedSize: descriptor.regularFileSize ?? 0)
+        } catch {
+            throw CodedError(.usage, "--config \(path): \(error)")
+        }
+        guard text.count <= maximumFileSize else { throw CodedError(.usage, "--config \(path): larger than \(maximumFileSize >> 20) MiB") }
+        let root: YAMLNode
+        do throws(YAMLError) {
+            root = try YAMLDocument.parse(text)
+        } catch {
+            throw CodedError(.usage, "--config \(path):\(error)")
+        }
+        var reader = Reader(path: path)
+        return try reader.configuration(root)
+    }
+
+    /// The checks of one file, each failure naming its place and key path.
+    private struct Reader {
+        let path: String
+
+        func fail(_ node: YAMLNode, _ key: String, _ message: String) -> CodedError {
+            CodedError(.usage, "--config \(path):\(node.place): \(key): \(message)")
+        }
+
+        /// A mapping whose keys are all among `known`.
+        func mapping(_ node: YAMLNode, _ key: String, known: [String]) throws(CodedError) -> [(key: String, value: YAMLNode)] {
+            guard let members = node.mapping else { throw fail(node, key, "is \(node.kind), not a mapping") }
+            for member in members where !known.contains(member.key) {
+                let name = Printable.escaped(member.key)
+                throw fail(member.value, key.isEmpty ? name : "\(key).\(name)", "unknown key (known: \(known.joined(separator: ", ")))")
+            }
+            return members
+        }
+
+        func text(_ node: YAMLNode, _ key: String) throws(CodedError) -> String {
+            guard let text = node.scalar, !text.isEmpty else { throw fail(node, key, "takes text") }
+            return text
+        }
+
+        mutating func configuration(_ root: YAMLNode) throws(CodedError) -> SendConfiguration {
+            let members = try mapping(root, "", known: ["default_app", "apps"])
+            guard let appsNode = members.first(where: { $0.key == "apps" })?.value else {
+                throw CodedError(.usage, "--config \(path): no 'apps' (each app's name and its apns section)")
+            }
+            let appMembers = try mapping(appsNode, "apps", known: appsNode.mapping?.map(\.key) ?? [])
+            guard !appMembers.isEmpty else { throw fail(appsNode, "apps", "names no app") }
+            var apps: [App] = []
+            for (name, node) in appMembers {
+                let key = "apps.\(Printable.escaped(name))"
+                guard DeliveryFields.isAppName(name) else {
+                    throw fail(node, key, "an app's name is 1 to \(DeliveryFields.maximumAppNameSize) letters, digits, '.', '_' or '-'")
+                }
+                apps.append(try app(name, node, key))
+            }
+            var defaultApp: String?
+            if let node = members.first(where: { $0.key == "default_app" })?.value {
+                let name = try text(node, "default_app")
+                guard apps.contains(where: { $0.name == name }) else {
+                    throw fail(node, "default_app", "'\(Printable.escaped(name))' is not one of the apps")
+                }
+                defaultApp = name
+            }
+            return SendConfiguration(path: path, defaultApp: defaultApp, apps: apps)
+        }
+
+        func app(_ name: String, _ node: YAMLNode, _ key: String) throws(CodedError) -> App {
+            let members = try mapping(node, key, known: ["apns", "fcm", "webpush"])
+            var app = App(name: name, apns: nil, place: node.place)
+            for (platform, section) in members {
+                switch platform {
+                case "apns": app.apns = try apns(section, "\(key).apns")
+                default: throw fail(section, "\(key).\(platform)", "this send delivers to APNs only")
+                }
+            }
+            guard app.apns != nil else { throw fail(node, key, "has no platform section (apns)") }
+            return app
+        }
+
+        func apns(_ node: YAMLNode, _ key: String) throws(CodedError) -> APNs {
+            let known = ["team_id", "key_id", "key_file", "topic", "url", "ca_file", "connections"]
+            let members = try mapping(node, key, known: known)
+            func member(_ name: String) -> YAMLNode? { members.first { $0.key == name }?.value }
+            func required(_ name: String) throws(CodedError) -> (YAMLNode, String) {
+                guard let value = member(name) else { throw fail(node, key, "'\(name)' is missing") }
+                return (value, try text(value, "\(key).\(name)"))
+            }
+            func identifier(_ name: String) throws(CodedError) -> String {
+                let (value, text) = try required(name)
+                guard SendCommand.isAppleID(text) else {
+                    throw fail(value, "\(key).\(name)", "takes Apple's 10-character ID (capital letters and digits)")
+                }
+                return text
+            }
+            let teamID = try identifier("team_id")
+            let keyID = try identifier("key_id")
+            let keyFile = try required("key_file").1
+            let (topicNode, topic) = try required("topic")
+            guard SendCommand.isTopic(topic) else { throw fail(topicNode, "\(key).topic", "takes a bundle ID") }
+            var serverURL = SendCommand.productionURL
+            if let value = member("url") {
+                guard let url = SendCommand.serverURL(try text(value, "\(key).url")) else {
+                    throw fail(value, "\(key).url", "takes https://HOST[:PORT]: no user or password, path, query or fragment")
+                }
+                serverURL = url
+            }
+            let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
+            var connections = 1
+            if let value = member("connections") {
+                guard let count = value.integer, (1...maximumConnections).contains(count) else {
+                    throw fail(value, "\(key).connections", "takes a whole number from 1 to \(maximumConnections)")
+                }
+                connections = count
+            }
+            return APNs(
+                teamID: teamID, keyID: keyID, keyFile: keyFile, topic: topic, serverURL: serverURL, caFile: caFile,
+                connections: connections)
+        }
+    }
+}
