@@ -120,16 +120,21 @@ package final class APNsGateway {
 
     /// The result lines answered in input order since the last call.
     package func takeWritable(into output: inout [UInt8]) {
-        while head < order.count {
-            if let index = order[head] {
-                guard routes[index].sender.takeOne(into: &output) else { break }
-            } else {
-                output += ownLines[ownHead]
-                output.append(0x0A)
-                ownHead += 1
-            }
-            head += 1
+        while takeOne(into: &output) {}
+    }
+
+    /// Appends the result line (and a newline) of the oldest input whose result is not taken
+    /// yet, when it is answered; `false` while it is not.
+    package func takeOne(into output: inout [UInt8]) -> Bool {
+        guard head < order.count else { return false }
+        if let index = order[head] {
+            guard routes[index].sender.takeOne(into: &output) else { return false }
+        } else {
+            output += ownLines[ownHead]
+            output.append(0x0A)
+            ownHead += 1
         }
+        head += 1
         if head >= 1024, head * 2 >= order.count {
             order.removeFirst(head)
             head = 0
@@ -138,6 +143,7 @@ package final class APNsGateway {
             ownLines.removeFirst(ownHead)
             ownHead = 0
         }
+        return true
     }
 
     /// Hands requests over, lets each sender work, and takes the answers; waits up to `timeout`

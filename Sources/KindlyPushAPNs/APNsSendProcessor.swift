@@ -5,15 +5,26 @@ internal import KindlyPushCore
 /// its result line (or error object) is the entry's output, which the Redis worker commits once
 /// with its script, as it commits `seal`'s or `decrypt`'s.
 ///
-/// One document at a time: each push waits for its answer before the next goes (one round trip
-/// per entry, on the one connection the sender keeps); run more workers for more at once. An
-/// entry taken over after a worker died is sent again: at least once, as `send --jsonl` after a
-/// dropped connection.
+/// A chunk at a time: the worker hands over a batch's documents together (``begin(_:)``), so its
+/// pushes are in flight at once, as many as the server's stream limit allows, as with
+/// `send --jsonl`; each entry's result is then taken in order, and the batch is committed once
+/// all are answered. An entry taken over after a worker died is sent again: at least once, as
+/// `send --jsonl` after a dropped connection.
 package struct APNsSendProcessor: DocumentProcessor {
-    /// The gateway, used from the worker's one thread only.
+    /// The gateway, used from the worker's one thread only, and how many documents handed over
+    /// by ``begin(_:)`` are still to be taken by ``process(bytes:into:)``.
     final class Box: @unchecked Sendable {
         let sender: APNsGateway
+        var begun = 0
         init(_ sender: APNsGateway) { self.sender = sender }
+    }
+
+    package static var beginsChunks: Bool { true }
+
+    /// Hands every push of the chunk to the gateway at once.
+    package func begin(_ documents: [UnsafeRawBufferPointer]) {
+        for document in documents { box.sender.submit(document) }
+        box.begun += documents.count
     }
 
     let box: Box
@@ -40,18 +51,20 @@ package struct APNsSendProcessor: DocumentProcessor {
         return { box.sender.probe() }
     }
 
-    /// Sends one document and appends its result line (or its error object), without a newline.
+    /// Takes one document's result line (or its error object), without a newline: the document
+    /// was handed over by ``begin(_:)``, or is sent now.
     package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CodedError) -> Completion {
         let sender = box.sender
-        sender.submit(bytes)
+        if box.begun > 0 {
+            box.begun -= 1
+        } else {
+            sender.submit(bytes)
+        }
         var line: [UInt8] = []
-        while true {
-            sender.takeWritable(into: &line)
-            if sender.isIdle { break }
+        while !sender.takeOne(into: &line) {
             // After SIGTERM's drain the push ends as `io`, a transient failure: the entry stays
             // pending (sent again later: at least once).
             sender.endAfterStopDrain()
-            if sender.isIdle { continue }
             // A push's retries can take minutes (APNs unreachable: 5 attempts of up to 10 s
             // each): the worker's watchdog is fed meanwhile, as its loop feeds it while Redis
             // answers (a worker that found Redis gone does not feed it).

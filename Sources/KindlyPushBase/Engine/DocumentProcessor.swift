@@ -35,6 +35,16 @@ package protocol DocumentProcessor: Sendable {
     /// when what the processor reaches answers, else why not (the worker asks again with
     /// backoff). `send`'s: a first connection to the push service. `nil` (the default): none.
     var readinessProbe: (@Sendable () -> String?)? { get }
+
+    /// Called with the documents of a chunk (every line of it that ``process(bytes:scratch:into:)``
+    /// will be called for, in the same order) before any of them is processed: a processor whose
+    /// answers come later starts them all here, so that they are in flight at once, and each
+    /// `process` then takes its own answer (`send`'s: the pushes of a worker's batch go out
+    /// together, up to the server's stream limit, instead of one round trip each). The default
+    /// does nothing. The buffers are valid only during the call.
+    func begin(_ documents: [UnsafeRawBufferPointer])
+    /// Whether ``begin(_:)`` does anything: only then does the engine gather a chunk's documents.
+    static var beginsChunks: Bool { get }
 }
 
 extension DocumentProcessor {
@@ -61,6 +71,8 @@ extension DocumentProcessor {
 extension DocumentProcessor {
     package var metricsText: (@Sendable () -> String)? { nil }
     package var readinessProbe: (@Sendable () -> String?)? { nil }
+    package func begin(_ documents: [UnsafeRawBufferPointer]) {}
+    package static var beginsChunks: Bool { false }
 }
 
 extension DocumentProcessor where Scratch == Void {

@@ -145,6 +145,15 @@ package enum LineEngine {
             output.spread = false
             output.outcomes.removeAll()
             output.lines.removeAll(keepingCapacity: true)
+            if P.beginsChunks {
+                batch.bytes.withUnsafeBytes { raw in
+                    processor.begin(
+                        range.compactMap { index in
+                            guard case .text(let text) = batch.lines[index] else { return nil }
+                            return UnsafeRawBufferPointer(rebasing: raw[text])
+                        })
+                }
+            }
             for index in range {
                 let start = output.bytes.count
                 let line = LineEngine.appendOutputLine(

@@ -86,7 +86,7 @@ package struct SendCommand: Command {
             + "at http://HOST:PORT/metrics and a health check at /healthz, with --jsonl or --redis (PORT alone is 127.0.0.1:PORT).")
     /// `--redis` without the `--jobs` that send does not take.
     package static let redisURL = RedisOptions.url.help(
-        RedisOptions.urlHelp + "each push is sent once the one before it is answered (run several workers for more).")
+        RedisOptions.urlHelp + "a batch's pushes are sent at once, as many as the server allows, and committed once all are answered.")
     /// The worker's other options but `--ca-file`, which is send's own (for APNs).
     package static let redis = OptionGroup(RedisOptions.options, except: [caFile, redisURL, metrics])
     package static let help = SharedOptions.help.taken
