@@ -283,19 +283,26 @@ public final class SQLiteDeduplicator: Deduplicator {
             close(descriptor)
             defer { unlink(temporary) }
             guard written == 32, synced else { throw DeduplicationError("\(temporary): cannot write the store's secret") }
-            if link(temporary, secretPath) == 0 { return fresh }
-            guard errno == EEXIST else {
-                throw DeduplicationError("\(secretPath): cannot publish the store's secret: \(Errno.current)")
+            do throws(Errno) {
+                try nothingOrErrno { link(temporary, secretPath) }
+                return fresh
+            } catch {
+                // Another process published one first: it is read on the next round.
+                guard error.rawValue == EEXIST else {
+                    throw DeduplicationError("\(secretPath): cannot publish the store's secret: \(error)")
+                }
             }
         }
         throw DeduplicationError("\(secretPath): the store's secret keeps changing")
     }
 
     private static func readSecret(_ path: String) throws(DeduplicationError) -> SecureBytes? {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
-            throw DeduplicationError("\(path): cannot open the store's secret: \(Errno.current)")
+        let descriptor: Int32
+        do throws(Errno) {
+            descriptor = try valueOrErrno { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            throw DeduplicationError("\(path): cannot open the store's secret: \(error)")
         }
         defer { close(descriptor) }
         var status = stat()
@@ -328,11 +335,12 @@ public final class SQLiteDeduplicator: Deduplicator {
             }
             throw DeduplicationError(error.description)
         }
-        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
-        guard descriptor >= 0 else {
-            let code = errno
-            if code == ELOOP { throw DeduplicationError("\(path): not a regular file") }
-            throw DeduplicationError("\(path): cannot open: \(Errno(code))")
+        let descriptor: Int32
+        do throws(Errno) {
+            descriptor = try valueOrErrno { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600) }
+        } catch {
+            if error.rawValue == ELOOP { throw DeduplicationError("\(path): not a regular file") }
+            throw DeduplicationError("\(path): cannot open: \(error)")
         }
         defer { close(descriptor) }
         var status = stat()

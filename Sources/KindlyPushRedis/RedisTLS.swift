@@ -121,42 +121,11 @@ final class RedisTLSStream {
 
     /// A TCP connection to `host:port` within `timeout` ms (each address in turn).
     private static func connect(host: String, port: Int32, timeout: Int, place: String) throws(RedisConnectionLost) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else {
-            throw RedisConnectionLost(reason: "cannot connect to Redis at \(place): the name does not resolve")
+        do throws(TCPSocket.Failure) {
+            return try TCPSocket.connect(host: host, port: Int(port), timeout: timeout)
+        } catch {
+            throw RedisConnectionLost(reason: "cannot connect to Redis at \(place): \(error)")
         }
-        defer { freeaddrinfo(first) }
-        var reason = "no address"
-        var next: UnsafeMutablePointer<addrinfo>? = first
-        while let item = next {
-            next = item.pointee.ai_next
-            let descriptor = socket(item.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard descriptor >= 0 else { continue }
-            let flags = fcntl(descriptor, F_GETFL)
-            _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
-            var result = Glibc.connect(descriptor, item.pointee.ai_addr, item.pointee.ai_addrlen)
-            if result != 0, errno == EINPROGRESS {
-                var waiting = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                if poll(&waiting, 1, Int32(timeout)) == 1 {
-                    var error: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
-                    result = error == 0 ? 0 : -1
-                    if error != 0 { errno = error }
-                } else {
-                    errno = ETIMEDOUT
-                }
-            }
-            if result == 0 {
-                _ = fcntl(descriptor, F_SETFL, flags)
-                return descriptor
-            }
-            reason = "\(Errno.current)"
-            close(descriptor)
-        }
-        throw RedisConnectionLost(reason: "cannot connect to Redis at \(place): \(reason)")
     }
 
     /// Adds one command, in the protocol's form, to what ``flush()`` sends.
@@ -191,7 +160,10 @@ final class RedisTLSStream {
                     reason: "TLS: the server closed the connection before its first answer"
                         + " (a server that asks for a client certificate does: give --tls-cert and --tls-key)")
             }
-            if count < 0, errno == EAGAIN { throw RedisConnectionLost(reason: RedisConnection.noAnswer(within: commandTimeout)) }
+            // SO_RCVTIMEO ran out: the read failed with EAGAIN.
+            if count < 0, Errno.current == .wouldBlock {
+                throw RedisConnectionLost(reason: RedisConnection.noAnswer(within: commandTimeout))
+            }
             throw RedisConnectionLost(reason: count == 0 ? "the server closed the connection" : "TLS read failed: \(Self.sslError())")
         }
         hasReceived = true

@@ -47,19 +47,23 @@ extension FileKeyring {
     /// Whether the marker of pinned mode is there; throws when that cannot be told.
     private func isMarkedPinned() throws(KeyringError) -> Bool {
         var status = stat()
-        if lstat(pinnedModeMarker, &status) == 0 { return true }
-        let code = errno
-        if code == ENOENT { return false }
-        throw .io(PrivateFileError.system(path: pinnedModeMarker, operation: "stat", errno: code).description)
+        do throws(Errno) {
+            try nothingOrErrno { lstat(pinnedModeMarker, &status) }
+            return true
+        } catch {
+            if error == .noSuchFileOrDirectory { return false }
+            throw .io(PrivateFileError.system(path: pinnedModeMarker, operation: "stat", errno: error.rawValue).description)
+        }
     }
 
     /// Refuses a `senders` folder that is a symbolic link (or not a folder); `false` when missing.
     private func checkSendersFolderIsNoLink() throws(KeyringError) -> Bool {
         var status = stat()
-        guard lstat(sendersFolder, &status) == 0 else {
-            let code = errno
-            if code == ENOENT { return false }
-            throw .io(PrivateFileError.system(path: sendersFolder, operation: "stat", errno: code).description)
+        do throws(Errno) {
+            try nothingOrErrno { lstat(sendersFolder, &status) }
+        } catch {
+            if error == .noSuchFileOrDirectory { return false }
+            throw .io(PrivateFileError.system(path: sendersFolder, operation: "stat", errno: error.rawValue).description)
         }
         switch status.st_mode & S_IFMT {
         case S_IFDIR: return true
@@ -144,9 +148,12 @@ extension FileKeyring {
         // there leaves its temporary file beside the keys, not among the pins. The key folder is
         // swept only when it is private, as every other sweep of it.
         if (try? PrivateFile.checkPrivateFolder(folder)) != nil { sweep() } else { _ = PrivateFile.removeLeftovers(in: sendersFolder) }
-        guard let names = PrivateFile.entryNames(in: sendersFolder) else {
-            if errno == ENOENT, !marked { return [] }
-            throw .io(PrivateFileError.system(path: sendersFolder, operation: "opendir", errno: errno).description)
+        let names: [String]
+        do throws(Errno) {
+            names = try PrivateFile.entryNames(in: sendersFolder)
+        } catch {
+            if error == .noSuchFileOrDirectory, !marked { return [] }
+            throw .io(PrivateFileError.system(path: sendersFolder, operation: "opendir", errno: error.rawValue).description)
         }
         let sids = Self.pinnedSIDs(in: names)
         var pinned: [PinnedSender] = []
@@ -179,17 +186,18 @@ extension FileKeyring {
         var removed = false
         for name in [sid.base64URL + ".json"] + Self.aliasNames(of: sid.base64URL) {
             let path = "\(sendersFolder)/\(name)"
-            if unlink(path) == 0 {
+            do throws(Errno) {
+                try nothingOrErrno { unlink(path) }
                 removed = true
-            } else if errno != ENOENT {
-                throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
-            }
+            } catch  where error != .noSuchFileOrDirectory {
+                throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: error.rawValue).description)
+            } catch {}
         }
         guard removed else { throw .senderNotFound(sid) }
         PrivateFile.syncFolder(sendersFolder)
         SenderSecretCache.shared.evict(sid: sid)
         // The last pin gone: the keyring leaves pinned mode.
-        if let names = PrivateFile.entryNames(in: sendersFolder), Self.pinnedSIDs(in: names).isEmpty, unlink(pinnedModeMarker) == 0 {
+        if let names = try? PrivateFile.entryNames(in: sendersFolder), Self.pinnedSIDs(in: names).isEmpty, unlink(pinnedModeMarker) == 0 {
             PrivateFile.syncFolder(folder)
         }
     }

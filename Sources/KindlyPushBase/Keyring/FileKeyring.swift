@@ -166,10 +166,12 @@ public struct FileKeyring: Keyring {
             throw .io(error.description)
         }
         listing.removedLeftovers = sweep()
-        guard let names = PrivateFile.entryNames(in: folder) else {
-            let code = errno
-            if code == ENOENT { return listing }
-            throw .io(PrivateFileError.system(path: folder, operation: "opendir", errno: code).description)
+        let names: [String]
+        do throws(Errno) {
+            names = try PrivateFile.entryNames(in: folder)
+        } catch {
+            if error == .noSuchFileOrDirectory { return listing }
+            throw .io(PrivateFileError.system(path: folder, operation: "opendir", errno: error.rawValue).description)
         }
         // Canonical names only: another spelling of a kid (padded, standard base64) is not a key.
         let kids = names.compactMap { name -> KeyID? in
@@ -206,9 +208,11 @@ public struct FileKeyring: Keyring {
             throw .io(error.description)
         }
         sweep()
-        guard unlink(path) == 0 else {
-            if errno == ENOENT { throw .notFound(kid) }
-            throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: errno).description)
+        do throws(Errno) {
+            try nothingOrErrno { unlink(path) }
+        } catch {
+            if error == .noSuchFileOrDirectory { throw .notFound(kid) }
+            throw .io(PrivateFileError.system(path: path, operation: "unlink", errno: error.rawValue).description)
         }
         // Other spellings of the kid's file name go with it: nothing of the key is left behind.
         for alias in Self.aliasNames(of: kid.base64URL) { unlink("\(folder)/\(alias)") }
@@ -225,8 +229,10 @@ public struct FileKeyring: Keyring {
         var bytes: [UInt8] = []
         for path in [folder, sendersFolder] {
             var status = stat()
-            guard lstat(path, &status) == 0 else {
-                guard errno == ENOENT else { return nil }
+            do throws(Errno) {
+                try nothingOrErrno { lstat(path, &status) }
+            } catch {
+                guard error == .noSuchFileOrDirectory else { return nil }
                 bytes.append(0)
                 continue
             }
@@ -237,7 +243,7 @@ public struct FileKeyring: Keyring {
             ]
             for word in words { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
             guard status.st_mode & S_IFMT == S_IFDIR else { continue }
-            guard let names = PrivateFile.entryNames(in: path) else { return nil }
+            guard let names = try? PrivateFile.entryNames(in: path) else { return nil }
             for name in names.sorted() { bytes += Array(name.utf8) + [0] }
             bytes.append(1)
         }

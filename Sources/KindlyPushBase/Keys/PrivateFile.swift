@@ -117,6 +117,21 @@ package enum PrivateFile {
         return text.isEmpty ? nil : text
     }
 
+    /// `body`'s value (a system call that returns -1 and sets `errno` on failure, made again when
+    /// a signal interrupts it: ``valueOrErrno(retryOnInterrupt:_:)``), or its `errno` as the
+    /// failure of `operation` on `path`; an `errno` in `allowed` is taken as success (-1).
+    @discardableResult
+    private static func system<I: FixedWidthInteger>(
+        _ path: String, _ operation: String, allowing allowed: Set<Int32> = [], _ body: () -> I
+    ) throws(PrivateFileError) -> I {
+        do throws(Errno) {
+            return try valueOrErrno(body)
+        } catch {
+            guard allowed.contains(error.rawValue) else { throw .system(path: path, operation: operation, errno: error.rawValue) }
+            return -1
+        }
+    }
+
     /// Refuses `status` (of `path`) unless the effective user owns it.
     private static func checkOwner(_ status: stat, path: String) throws(PrivateFileError) {
         guard status.st_uid == geteuid() else { throw .notOwned(path: path, owner: status.st_uid) }
@@ -128,10 +143,7 @@ package enum PrivateFile {
     static func checkParent(of path: String) throws(PrivateFileError) {
         let folder = folderName(of: path)
         var status = stat()
-        guard stat(folder, &status) == 0 else {
-            let code = errno
-            throw .system(path: folder, operation: "stat", errno: code)
-        }
+        try system(folder, "stat") { stat(folder, &status) }
         guard status.st_uid == geteuid() || status.st_uid == 0 else { throw .notOwned(path: folder, owner: status.st_uid) }
         if status.st_mode & 0o022 != 0, status.st_mode & S_ISVTX == 0 {
             throw .unsafeFolder(path: folder, mode: UInt32(status.st_mode))
@@ -146,16 +158,18 @@ package enum PrivateFile {
     /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
     /// only its owner can access.
     package static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            let code = errno
-            if code == ENOENT { throw .missing(path: path) }
-            if code == ELOOP { throw .notRegularFile(path: path) }
-            throw .system(path: path, operation: "open", errno: code)
+        let descriptor: Int32
+        do throws(Errno) {
+            descriptor = try valueOrErrno { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        } catch {
+            if error.rawValue == ENOENT { throw .missing(path: path) }
+            // A symbolic link (O_NOFOLLOW).
+            if error.rawValue == ELOOP { throw .notRegularFile(path: path) }
+            throw .system(path: path, operation: "open", errno: error.rawValue)
         }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw .system(path: path, operation: "stat", errno: errno) }
+        try system(path, "stat") { fstat(descriptor, &status) }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile(path: path) }
         try checkOwner(status, path: path)
         guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: UInt32(status.st_mode)) }
@@ -203,14 +217,14 @@ package enum PrivateFile {
             defer { close(descriptor) }
             try fill(descriptor, with: contents, path: path)
             // linkat fails when the target exists, so an existing key is never replaced.
-            let linked = linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, path, AT_SYMLINK_FOLLOW)
-            let code = errno
-            if linked == 0 {
+            do throws(Errno) {
+                try nothingOrErrno { linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) }
                 syncFolder(folder)
                 return
+            } catch {
+                if error.rawValue == EEXIST { throw .exists(path: path) }
+                // Cannot name it here (no /proc): the named temporary file below does the job.
             }
-            if code == EEXIST { throw .exists(path: path) }
-            // Cannot name it here (no /proc): the named temporary file below does the job.
         }
 
         let temporary = try TemporaryFile(template: "\(folder)/\(temporaryPrefix)tmp-XXXXXX", for: path)
@@ -222,21 +236,17 @@ package enum PrivateFile {
             temporary.close()
         }
         try fill(descriptor, with: contents, path: path)
-        switch renameWithoutReplacing(temporaryPath, path) {
-        case 0:
+        switch renameWithoutReplacing(temporaryPath, path)?.rawValue {
+        case nil:
             break
         case EEXIST:
             throw .exists(path: path)
         case EINVAL, ENOSYS, ENOTSUP:
             // The file system cannot rename without replacing: link() fails when the target
             // exists, so an existing key is never replaced.
-            guard link(temporaryPath, path) == 0 else {
-                let code = errno
-                if code == EEXIST { throw .exists(path: path) }
-                throw .system(path: path, operation: "link", errno: code)
-            }
+            if try system(path, "link", allowing: [EEXIST], { link(temporaryPath, path) }) != 0 { throw .exists(path: path) }
             unlink(temporaryPath)
-        case let code:
+        case let code?:
             throw .system(path: path, operation: "rename", errno: code)
         }
         committed = true
@@ -255,8 +265,9 @@ package enum PrivateFile {
         package init(template: String, for target: String) throws(PrivateFileError) {
             var bytes = Array(template.utf8CString)
             var slot: Int32 = -1
-            let descriptor = bytes.withUnsafeMutableBufferPointer { kp_temporary_file_create($0.baseAddress!, &slot) }
-            guard descriptor >= 0 else { throw .system(path: target, operation: "create a temporary file", errno: errno) }
+            let descriptor = try PrivateFile.system(target, "create a temporary file") {
+                bytes.withUnsafeMutableBufferPointer { kp_temporary_file_create($0.baseAddress!, &slot) }
+            }
             self.descriptor = descriptor
             self.slot = slot
             path = String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -274,12 +285,17 @@ package enum PrivateFile {
     /// glibc's renameat2 (2.28 and later), which the Glibc module does not export.
     private static let renameat2: RenameAt2? = dlsym(nil, "renameat2").map { unsafeBitCast($0, to: RenameAt2.self) }
 
-    /// Renames `source` to `target` unless `target` exists: 0, or the errno (EEXIST when it
+    /// Renames `source` to `target` unless `target` exists: nil, or the error (EEXIST when it
     /// exists; EINVAL or ENOSYS where the system or file system cannot do it).
-    private static func renameWithoutReplacing(_ source: String, _ target: String) -> Int32 {
-        guard let renameat2 else { return ENOSYS }
+    private static func renameWithoutReplacing(_ source: String, _ target: String) -> Errno? {
+        guard let renameat2 else { return Errno(ENOSYS) }
         let renameNoReplace: UInt32 = 1
-        return renameat2(AT_FDCWD, source, AT_FDCWD, target, renameNoReplace) == 0 ? 0 : errno
+        do throws(Errno) {
+            try nothingOrErrno { renameat2(AT_FDCWD, source, AT_FDCWD, target, renameNoReplace) }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// Removes the temporary files that interrupted writes left in `folder` (names beginning with
@@ -306,7 +322,7 @@ package enum PrivateFile {
     /// ``removeLeftovers(in:)`` does, and only those of the effective user (the folder may be
     /// shared, as an `--output` folder is). Returns their paths.
     package static func removeLeftovers(in folder: String, where isLeftover: (String) -> Bool) -> [String] {
-        guard let names = entryNames(in: folder)?.filter(isLeftover) else { return [] }
+        guard let names = (try? entryNames(in: folder))?.filter(isLeftover) else { return [] }
         var removed: [String] = []
         for name in names.sorted() {
             let path = "\(folder)/\(name)"
@@ -326,8 +342,8 @@ package enum PrivateFile {
 
     /// The names in `folder` (without `.` and `..`), in no order; `nil` when it cannot be opened
     /// (`errno` says why).
-    package static func entryNames(in folder: String) -> [String]? {
-        guard let directory = opendir(folder) else { return nil }
+    package static func entryNames(in folder: String) throws(Errno) -> [String] {
+        let directory = try pointerOrErrno { opendir(folder) }
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
@@ -362,13 +378,13 @@ package enum PrivateFile {
     /// Makes the open file `descriptor` 0600 whatever the umask did, writes all of `contents`
     /// and flushes it to disk.
     private static func fill(_ descriptor: Int32, with contents: UnsafeRawBufferPointer, path: String) throws(PrivateFileError) {
-        guard fchmod(descriptor, 0o600) == 0 else { throw .system(path: path, operation: "chmod", errno: errno) }
+        try system(path, "chmod") { fchmod(descriptor, 0o600) }
         do throws(Errno) {
             try FileDescriptor(rawValue: descriptor).writeAll(contents)
         } catch {
             throw .system(path: path, operation: "write", errno: error.rawValue)
         }
-        guard fsync(descriptor) == 0 else { throw .system(path: path, operation: "fsync", errno: errno) }
+        try system(path, "fsync") { fsync(descriptor) }
     }
 
     /// Makes `path` (and its parents) a folder only its owner can enter, or checks that it is one.
@@ -380,9 +396,7 @@ package enum PrivateFile {
                 try makeFolder(parent, mode: 0o700)
             }
             try checkParent(of: path)
-            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-                throw .system(path: path, operation: "mkdir", errno: errno)
-            }
+            try system(path, "mkdir", allowing: [EEXIST]) { mkdir(path, 0o700) }
             _ = chmod(path, 0o700)
             // The new folder's own entry must reach the disk too, or a crash could lose the
             // folder with the first key in it.
@@ -394,11 +408,7 @@ package enum PrivateFile {
     /// Checks that `path` is a folder only its owner can enter; `.missing` only when it does not exist.
     static func checkPrivateFolder(_ path: String) throws(PrivateFileError) {
         var status = stat()
-        guard stat(path, &status) == 0 else {
-            let code = errno
-            if code == ENOENT { throw .missing(path: path) }
-            throw .system(path: path, operation: "stat", errno: code)
-        }
+        if try system(path, "stat", allowing: [ENOENT], { stat(path, &status) }) != 0 { throw .missing(path: path) }
         guard status.st_mode & S_IFMT == S_IFDIR else { throw .malformed(path: path, reason: "not a folder") }
         try checkOwner(status, path: path)
         guard status.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: UInt32(status.st_mode)) }
@@ -410,7 +420,7 @@ package enum PrivateFile {
         if stat(path, &status) == 0 { return }
         let parent = folderName(of: path)
         if parent != path { try makeFolder(parent, mode: 0o755) }
-        guard mkdir(path, mode) == 0 || errno == EEXIST else { throw .system(path: path, operation: "mkdir", errno: errno) }
+        try system(path, "mkdir", allowing: [EEXIST]) { mkdir(path, mode) }
     }
 
     /// The folder that holds `path`: "." for a bare name, "/" for a file at the root. Split on

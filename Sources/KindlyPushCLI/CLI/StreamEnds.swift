@@ -101,12 +101,14 @@ package struct OutputTarget: ~Copyable {
 
     private static func open(_ path: String?) throws(CodedError) -> (Int32, PrivateFile.TemporaryFile?, String?) {
         guard let path, path != "-" else { return (STDOUT_FILENO, nil, nil) }
-        func failure(_ code: Int32) -> CodedError { CodedError(.io, "cannot write '\(path)': \(Errno(code))") }
+        func failure(_ error: Errno) -> CodedError { CodedError(.io, "cannot write '\(path)': \(error)") }
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO || status.st_mode & S_IFMT == S_IFCHR {
-            let descriptor = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
-            guard descriptor >= 0 else { throw failure(errno) }
-            return (descriptor, nil, nil)
+            do throws(Errno) {
+                return (try valueOrErrno { Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY) }, nil, nil)
+            } catch {
+                throw failure(error)
+            }
         }
         sweep(beside: path)
         if PrivateFile.usesNamelessFiles, access("/proc/self/fd", X_OK) == 0,
@@ -123,8 +125,8 @@ package struct OutputTarget: ~Copyable {
             fchmod(file.descriptor, 0o600)
             return (file.descriptor, file, path)
         } catch {
-            if case .system(_, _, let code) = error { throw failure(code) }
-            throw failure(EIO)
+            if case .system(_, _, let code) = error { throw failure(Errno(code)) }
+            throw failure(.ioError)
         }
     }
 
@@ -184,11 +186,14 @@ package struct OutputTarget: ~Copyable {
             for _ in 0..<100 {
                 let suffix = String(decoding: (0..<6).map { _ in letters.randomElement()! }, as: UTF8.self)
                 let candidate = Self.hiddenName(beside: path, suffix: suffix)
-                if linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, candidate, AT_SYMLINK_FOLLOW) == 0 {
+                do throws(Errno) {
+                    try nothingOrErrno { linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, candidate, AT_SYMLINK_FOLLOW) }
                     named = candidate
                     break
+                } catch {
+                    // A name taken: another suffix.
+                    guard error.rawValue == EEXIST else { return CodedError(.io, "cannot write '\(path)': \(error)") }
                 }
-                guard errno == EEXIST else { return failure() }
             }
         }
         guard let named else { return failure() }

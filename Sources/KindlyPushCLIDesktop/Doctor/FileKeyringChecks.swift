@@ -17,15 +17,16 @@ enum FileKeyringChecks {
         let pathDetail = JSONObject.Member(key: "path", value: .string(folder))
         // Followed when it is a link, as the keyring follows it.
         var status = stat()
-        guard stat(folder, &status) == 0 else {
-            let code = errno
-            if code == ENOENT {
+        do throws(Errno) {
+            try nothingOrErrno { stat(folder, &status) }
+        } catch {
+            if error == .noSuchFileOrDirectory {
                 let note = inUse ? "keygen makes it (0700) with the first key" : "not used"
                 return [DoctorCheck("file-keyring", .ok, "\(folder) does not exist (\(note))", details: [pathDetail])]
             }
             return [
                 DoctorCheck(
-                    "file-keyring", inUse ? .problem : .warning, "\(folder): \(Errno(code))",
+                    "file-keyring", inUse ? .problem : .warning, "\(folder): \(error)",
                     action: "make the folder readable by its owner", details: [pathDetail])
             ]
         }
@@ -39,11 +40,13 @@ enum FileKeyringChecks {
         }
         var lines = [ownershipCheck("file-keyring", path: folder, status: status, wantedMode: 0o700, kind: "folder")]
 
-        guard let names = PrivateFile.entryNames(in: folder) else {
-            let code = errno
+        let names: [String]
+        do throws(Errno) {
+            names = try PrivateFile.entryNames(in: folder)
+        } catch {
             return lines + [
                 DoctorCheck(
-                    "file-keyring", .problem, "\(folder) cannot be read: \(Errno(code))",
+                    "file-keyring", .problem, "\(folder) cannot be read: \(error)",
                     action: "chmod 700 \(folder)", details: [pathDetail])
             ]
         }
@@ -116,7 +119,7 @@ enum FileKeyringChecks {
     private static func pinnedModeMarker(_ path: String, senders: String) -> DoctorCheck {
         let pathDetail = JSONObject.Member(key: "path", value: .string(path))
         // A missing or unreadable senders folder has its own line (above, or as `file-keyring`).
-        guard let names = PrivateFile.entryNames(in: senders), FileKeyring.pinnedSIDs(in: names).isEmpty else {
+        guard let names = try? PrivateFile.entryNames(in: senders), FileKeyring.pinnedSIDs(in: names).isEmpty else {
             return DoctorCheck(
                 "file-keyring", .ok, "\(path): this keyring pins sender keys (kept until the last senders delete)", details: [pathDetail])
         }
@@ -131,7 +134,7 @@ enum FileKeyringChecks {
     /// than its canonical one, which the keyring ignores (as `key-file` lines flag one among the
     /// keys).
     private static func pinFiles(in senders: String) -> [DoctorCheck] {
-        guard let names = PrivateFile.entryNames(in: senders) else { return [] }
+        guard let names = try? PrivateFile.entryNames(in: senders) else { return [] }
         return names.sorted().compactMap { name in
             aliasCheck("pin-file", path: senders + "/" + name, name: name, id: "sid", canonical: { SenderID(base64: $0)?.base64URL })
         }

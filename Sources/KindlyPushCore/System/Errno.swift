@@ -66,6 +66,13 @@ package func valueOrErrno<I: FixedWidthInteger>(retryOnInterrupt: Bool = true, _
     }
 }
 
+/// The result of a call that returns `NULL` and sets `errno` on failure (`opendir`, `fopen`):
+/// its value, or `errno` as ``Errno``.
+package func pointerOrErrno<T>(_ body: () -> T?) throws(Errno) -> T {
+    guard let value = body() else { throw Errno.current }
+    return value
+}
+
 /// ``valueOrErrno(retryOnInterrupt:_:)`` for a call whose value on success says nothing (0).
 package func nothingOrErrno<I: FixedWidthInteger>(retryOnInterrupt: Bool = true, _ body: () -> I) throws(Errno) {
     _ = try valueOrErrno(retryOnInterrupt: retryOnInterrupt, body)
