@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-// The wire of `kindly-push seal --recipients-inline` (docs/spec/cli.md): one document per push,
+// The wire of `kindly-push seal --recipients-inline` (docs/command.md): one document per push,
 // `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, `"token"`, `"mode"`,
 // `"placeholder_title"` and `"placeholder_body"`, read by the strict reader (a tree) or, for a
 // compact line, located in its bytes. The command keeps only its options and its output.
