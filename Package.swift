@@ -182,7 +182,7 @@ let package = Package(
             dependencies: ["KindlyPush", "KindlyPushCore"],
             swiftSettings: strictSettings
         ),
-        // The test-vector runner of cli.md ("Test-vector files"), for `kindly-push verify` and the
+        // The test-vector runner of docs/spec/streams.md ("Test-vector files"), for `kindly-push verify` and the
         // suite; not a product.
         .target(
             name: "KindlyPushVectors",

@@ -44,7 +44,7 @@ struct GuidingMessagesTests {
         let output = try CLI.run(arguments, stdin: Self.prettyPush + Self.prettyPush)
         #expect(output.status == 0)
         let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-        // cli.md: every input line gives one output line, each an error object here.
+        // docs/spec/streams.md: every input line gives one output line, each an error object here.
         #expect(lines.count == 34)
         #expect(lines.allSatisfy { $0.hasPrefix(#"{"error":{"code":"bad_input""#) })
         // The line that opens each document says what to do; the others keep their own error.

@@ -226,7 +226,7 @@ struct HostileInputTests {
         return String(characters)
     }
 
-    /// cli.md's exit statuses, written out here rather than taken from the code under test.
+    /// docs/spec/streams.md's exit statuses, written out here rather than taken from the code under test.
     static let exitStatus: [String: Int32] = [
         "not_kindly": 1, "unsupported_version": 2, "malformed": 3, "key_unavailable": 4, "authentication_failed": 5,
         "bad_plaintext": 6, "bad_input": 65,

@@ -45,7 +45,7 @@ struct JSONLinesTests {
             }
             input += line + [0x0A]
         }
-        // The run ends by saying how many lines failed, by code (cli.md: the exit status is 0).
+        // The run ends by saying how many lines failed, by code (docs/spec/streams.md: the exit status is 0).
         let failed = expected.compactMap { if case .error(let code) = $0 { code } else { nil } }
         let byCode = ["unsupported_version", "key_unavailable", "bad_input"].map { code in
             "\(failed.filter { $0 == code }.count) \(code)"

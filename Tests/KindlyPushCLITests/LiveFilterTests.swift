@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// `--jsonl` is a live filter (cli.md, "General conventions"): each result is written as soon as
+/// `--jsonl` is a live filter (docs/spec/streams.md, "Input and output"): each result is written as soon as
 /// the input would block, so `tail -f pushes.jsonl | kindly-push decrypt --jsonl` prints as lines
 /// arrive instead of waiting for a batch to fill.
 @Suite("--jsonl as a live filter", .offThePool)

@@ -249,7 +249,7 @@ struct NotifyDesktopTests {
                     stdin: stream + "\n", environment: DesktopSession.environment, timeLimit: 30)
                 let jsonlGot = WireParityTests.notifyOutcome([jsonlRun], shown: try DesktopSession.shown(jsonlApp), store: jsonlStore)
                 if sealing == .one {
-                    // Exit 0 whatever the lines' results (cli.md, --jsonl), and the agent's banners.
+                    // Exit 0 whatever the lines' results (docs/spec/streams.md, --jsonl), and the agent's banners.
                     #expect(jsonlRun.status == 0, "\(jsonlRun.stderr)")
                     #expect(jsonlGot.split(separator: " | ").last == got.split(separator: " | ").last, "\(jsonlGot)")
                     reference["jsonl"] = jsonlGot

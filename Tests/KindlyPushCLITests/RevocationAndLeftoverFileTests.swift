@@ -19,7 +19,7 @@ struct RevocationAndLeftoverFileTests {
 
         init(_ kind: String) throws {
             self.kind = kind
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-round3-\(UUID().uuidString)")
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-revocation-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             var environment = ["PATH": "/usr/bin:/bin", "HOME": folder.path]
             if kind == "secret-service" {

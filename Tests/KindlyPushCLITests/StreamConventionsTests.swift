@@ -3,7 +3,7 @@ import KindlyPush
 import KindlyPushCore
 import Testing
 
-/// FILE arguments, `--output`, `--summary` and `--quiet` (cli.md, "General conventions").
+/// FILE arguments, `--output`, `--summary` and `--quiet` (docs/spec/streams.md, "Input and output").
 @Suite("kindly-push: files, --output, --summary", .offThePool)
 struct StreamConventionsTests {
     static func push(_ key: DeviceKey, chat: String) throws -> String {

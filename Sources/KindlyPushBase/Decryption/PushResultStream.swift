@@ -107,7 +107,7 @@ extension KindlyPushDecryption {
     /// Decrypts a stream of bytes read as JSON lines, one push per line, as `kindly-push decrypt
     /// --jsonl` reads its input, on `jobs` threads; each line's result comes in input order. The
     /// bytes come in chunks of any size (a socket's or a file's reads); lines are cut as the
-    /// command cuts them (cli.md): every line counts, an empty one included, a last line without a
+    /// command cuts them (docs/spec/streams.md): every line counts, an empty one included, a last line without a
     /// newline counts, and a line over 64 KiB is `bad_input` without being kept whole.
     ///
     /// ```swift
@@ -250,13 +250,13 @@ public struct PushResultStream<Documents: AsyncSequence & Sendable>: AsyncSequen
 }
 
 extension PushStreamResult {
-    /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it). cli.md:
+    /// Said for a line that ends inside its JSON document (`{` alone, as `jq .` writes it). docs/spec/streams.md:
     /// every line still gives its own output line; the lines after it get the error that is theirs.
     package static let spreadDocumentAdvice =
         "a JSON document goes on past the end of its line, but --jsonl reads one document per line: compact pretty-printed JSON first, with jq -c"
 }
 
-/// Why an input document is not a JSON object: the `bad_input` message of cli.md.
+/// Why an input document is not a JSON object: the `bad_input` message of docs/spec/streams.md.
 package struct InputProblem: Error, Sendable {
     package let message: String
     /// The text is the start of a JSON object or array that its end cuts short between two

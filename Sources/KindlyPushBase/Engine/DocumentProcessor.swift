@@ -6,7 +6,7 @@ package protocol DocumentProcessor: Sendable {
     /// Appends the output document for `document` (an object) to `output`.
     func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion
 
-    /// The largest input document (or line) this run reads; the 64 KiB of cli.md unless the
+    /// The largest input document (or line) this run reads; the 64 KiB of docs/spec/streams.md unless the
     /// processor says otherwise (`seal --fit`).
     var inputLimit: Int { get }
 
@@ -91,7 +91,7 @@ package protocol DecisionProcessor: Sendable {
     /// Decides for one input document (an object).
     func decide(_ document: JSONValue) throws(CodedError) -> Decision
 
-    /// The largest input document (or line) this run reads; the 64 KiB of cli.md by default.
+    /// The largest input document (or line) this run reads; the 64 KiB of docs/spec/streams.md by default.
     var inputLimit: Int { get }
 }
 

@@ -1,6 +1,6 @@
 internal import KindlyPushCore
 
-// The wire of `kindly-push seal --recipients-inline` (docs/spec/cli.md): one document per push,
+// The wire of `kindly-push seal --recipients-inline` (docs/command.md): one document per push,
 // `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, `"token"`, `"mode"`,
 // `"placeholder_title"`, `"placeholder_body"`, `"thread_id"` and the delivery fields (`"app"`,
 // `"collapse_id"`, `"expiration"`, `"priority"`: ``DeliveryFields``), read by the strict reader

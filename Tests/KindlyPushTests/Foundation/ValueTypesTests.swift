@@ -34,13 +34,13 @@ struct ValueTypesTests {
         }
     }
 
-    @Test("RouteDecision encodes exactly the object of cli.md's route output")
+    @Test("RouteDecision encodes exactly the object of streams.md's route output")
     func routeDecisionCodable() throws {
         let banner = RouteDecision(
             isKindly: true, kind: .visible, presentation: .banner, presenter: .sdk, delegateConsulted: true, chatId: "c-1",
             title: "Anna", body: "Hi!")
         let data = try JSONEncoder().encode(banner)
-        // JSONEncoder chooses the member order; the members are cli.md's.
+        // JSONEncoder chooses the member order; the members are docs/spec/streams.md's.
         #expect(try JSONValue(parsing: data).objectValue?.hasSameMembers(as: banner.json.objectValue!) == true)
         #expect(try JSONDecoder().decode(RouteDecision.self, from: data) == banner)
         let failed = RouteDecision(

@@ -7,7 +7,7 @@ import Testing
 struct KindlyPushRouterTests {
     static let key = DeviceKey.generate()
 
-    /// The object cli.md's "Output of route" prescribes, written out by hand from the spec row.
+    /// The object docs/spec/streams.md prescribes in "The output of route", written out by hand from the spec row.
     static func expectedJSON(_ combination: Combination, row: SpecRow) -> String {
         var text =
             #"{"kindly":true,"kind":"\#(combination.kind)","presentation":"\#(row.presentation)","#
@@ -229,7 +229,7 @@ struct KindlyPushRouterTests {
         }
     }
 
-    @Test("The output object's members come in the order cli.md gives")
+    @Test("The output object's members come in the order streams.md gives")
     func memberOrder() throws {
         let decision = RouteDecision(
             isKindly: true, kind: .silent, presentation: .banner, presenter: .sdk, delegateConsulted: true, chatId: "c",

@@ -28,7 +28,7 @@ struct LineBatchReaderTests {
         return lines
     }
 
-    @Test("one line per newline-separated segment, as cli.md counts them; nil for an oversized one")
+    @Test("one line per newline-separated segment, as streams.md counts them; nil for an oversized one")
     func counting() throws {
         #expect(try lines(of: "") == [])
         #expect(try lines(of: "\n") == [""])

@@ -112,7 +112,7 @@ struct PushStreamKeyringTests {
     @Test("behind CachingKeyring, a keyring with no change token is read once per time-to-live, not once per push")
     func noTokenCached() async throws {
         let clock = ManualClock()
-        // Each look-up moves the clock on 2 s, as the reviewer's keyring took.
+        // Each look-up moves the clock on 2 s: a slow keyring, which a read per push would show.
         let keyring = SlowKeyring(keys: [PushStreamTests.key], seconds: 2, clock: clock)
         let caching = CachingKeyring(
             keyring, failureLifetime: .seconds(3), retryInterval: .seconds(3), changeCheckInterval: .milliseconds(500), clock: clock)
