@@ -153,6 +153,8 @@ class Connection:
 
 
 def inside():
+    # The connector starts first: its Python starts while this one imports pywebpush.
+    connection = Connection()
     import http_ece
     import requests
     from cryptography.hazmat.primitives import serialization
@@ -178,7 +180,6 @@ def inside():
                                                                 serialization.PublicFormat.UncompressedPoint)),
             "auth": b64url(auth)}
 
-    connection = Connection()
     try:
         check(connection.expect("ready") is not None, "the fake connector is on the bus")
         token = str(uuid.uuid4())
