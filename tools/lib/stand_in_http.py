@@ -187,11 +187,14 @@ class H1Connection:
         self.writer = writer
         self.number = number
         self.closed = False
+        self.busy = False
         self.count = 0
 
     def goaway(self, last):
-        # HTTP/1.1 has no GOAWAY: the connection closes after its current answer.
+        # HTTP/1.1 has no GOAWAY: the connection closes now when idle, else after its current answer.
         self.closed = True
+        if not self.busy:
+            self.close()
 
     def close(self):
         self.closed = True
@@ -205,6 +208,7 @@ class H1Connection:
                     head = await self.reader.readuntil(b"\r\n\r\n")
                 except asyncio.IncompleteReadError:
                     break
+                self.busy = True
                 lines = head.decode("latin-1").split("\r\n")
                 method, path, version = (lines[0].split(" ") + ["", ""])[:3]
                 header_list = []
@@ -222,6 +226,7 @@ class H1Connection:
                 status, answer_headers, answer_body = await self.server.answer(request)
                 close = headers.get("connection", "").lower() == "close" or version != "HTTP/1.1" or self.closed
                 await self.send(status, answer_headers, answer_body, close)
+                self.busy = False
                 if close:
                     break
         except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError, ValueError):

@@ -36,6 +36,8 @@ ALPN: what `requests` and so pywebpush speak), with
 - everything recorded, one JSON line per request, in DIR/received.jsonl: {"connection",
   "stream", "protocol", "method", "path", "subscription", "headers" (the VAPID JWT kept: it
   proves nothing beyond its exp), "body_base64", "vapid" ({"header", "claims", "k"} decoded),
+  "ece" (the aes128gcm header read, never checked: {"rs", "idlen", "keyid_is_p256_point",
+  "salt_base64", "ciphertext_length"}),
   "verdict" (why it was refused, or "accepted"), "status", "message_id", "time"}.
 
 Usage:
@@ -208,6 +210,7 @@ class PushService:
             raise Refusal(400, "an empty body: a message is 1 to 4096 bytes")
         if len(request.body) > BODY_LIMIT:
             raise Refusal(413, f"the body is {len(request.body)} bytes, at most {BODY_LIMIT}")
+        entry["ece"] = self.ece_header(request.body)
         steps = self.answers.get(sid)
         if steps:
             step = steps.pop(0)
@@ -228,6 +231,23 @@ class PushService:
         entry["message_id"] = mid
         entry["message_file"] = f"messages/{sid}/{number}.bin"
         return 201, [("location", f"{self.origin}/message/{mid}"), ("ttl", str(int(ttl)))], b""
+
+    @staticmethod
+    def ece_header(body):
+        """The RFC 8188 header of an aes128gcm body, for the record: what a push service never
+        checks (it cannot decrypt), but section 9.4 fixes (record size 4096, the keyid the sender's
+        ephemeral P-256 key, one record) and a test may assert."""
+        if len(body) < 21:
+            return {"complete": False}
+        idlen = body[20]
+        keyid = body[21:21 + idlen]
+        try:
+            key_ok = idlen == 65 and p256_key(base64.urlsafe_b64encode(keyid).rstrip(b"=").decode()) is not None
+        except ValueError:
+            key_ok = False
+        return {"complete": len(body) >= 21 + idlen, "salt_base64": base64.b64encode(body[:16]).decode(),
+                "rs": int.from_bytes(body[16:20], "big"), "idlen": idlen, "keyid_is_p256_point": key_ok,
+                "ciphertext_length": max(0, len(body) - 21 - idlen)}
 
     @staticmethod
     def error_body(status, message):

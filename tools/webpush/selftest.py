@@ -106,7 +106,8 @@ def inside():
         record = [json.loads(line) for line in f][-1]
     body = base64.b64decode(record["body_base64"])
     check(record["verdict"] == "accepted" and record["protocol"] == "http/1.1" and record["vapid"]["claims"]["aud"] == origin
-          and record["headers"]["urgency"] == "high", "the message is recorded with its verdict and VAPID claims", json.dumps(record))
+          and record["headers"]["urgency"] == "high" and record["ece"]["rs"] == 4096 and record["ece"]["keyid_is_p256_point"],
+          "the message is recorded with its verdict, VAPID claims and aes128gcm header", json.dumps(record))
     with open(os.path.join(folder, "messages", sid, "1.bin"), "rb") as f:
         check(f.read() == body, "the message is handed over as messages/ID/1.bin")
     plain = http_ece.decrypt(body, private_key=private, auth_secret=base64.urlsafe_b64decode(keys["auth"] + "=="),
