@@ -2,6 +2,7 @@ internal import KindlyPushAPNs
 internal import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushLibcrypto
 internal import KindlyPushRedis
 
 #if canImport(Glibc)
