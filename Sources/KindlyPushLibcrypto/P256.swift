@@ -139,7 +139,10 @@ package enum P256 {
 
     /// A public key (a peer's, for ECDH, or a signer's, to verify), checked to be a point on
     /// the curve.
-    package final class PublicKey {
+    ///
+    /// Sendable: its `EVP_PKEY` is never changed after it is made, and OpenSSL 3 lets threads use
+    /// one key at once as a peer or a verifier (each call makes a context of its own).
+    package final class PublicKey: @unchecked Sendable {
         let key: OpaquePointer
         /// The uncompressed point.
         package let bytes: [UInt8]
@@ -151,7 +154,7 @@ package enum P256 {
                 throw LibcryptoError("a P-256 public key is an uncompressed point: 65 bytes starting with 0x04")
             }
             do {
-                key = try P256.fromData(scalar: nil, publicKey: bytes)
+                key = try P256.publicKeyFromData(bytes)
             } catch {
                 throw LibcryptoError("not a point on P-256")
             }
@@ -219,6 +222,26 @@ package enum P256 {
             throw .failed("EC_POINT_point2oct")
         }
         return out
+    }
+
+    /// An `EVP_PKEY` on P-256 from an uncompressed point (OpenSSL checks that it is on the curve),
+    /// with the parameters on the stack, not in a builder's allocations: Web Push's encryption
+    /// parses a subscription's point per message to a new subscription.
+    static func publicKeyFromData(_ point: UnsafeRawBufferPointer) throws(LibcryptoError) -> OpaquePointer {
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw .failed("EVP_PKEY_CTX_new_from_name(EC)") }
+        defer { EVP_PKEY_CTX_free(context) }
+        try check(EVP_PKEY_fromdata_init(context), "EVP_PKEY_fromdata_init")
+        var key: OpaquePointer?
+        let status = withUnsafeTemporaryAllocation(of: OSSL_PARAM.self, capacity: 3) { parameters in
+            parameters[0] = OSSL_PARAM_construct_utf8_string(cString("group"), UnsafeMutablePointer(mutating: cString("prime256v1")), 0)
+            parameters[1] = OSSL_PARAM_construct_octet_string(
+                cString("pub"), UnsafeMutableRawPointer(mutating: point.baseAddress), point.count)
+            parameters[2] = OSSL_PARAM_construct_end()
+            return EVP_PKEY_fromdata(context, &key, kp_evp_pkey_public_key(), parameters.baseAddress)
+        }
+        try check(status, "EVP_PKEY_fromdata")
+        guard let key else { throw .failed("EVP_PKEY_fromdata") }
+        return key
     }
 
     /// An `EVP_PKEY` on P-256 from its parts: a key pair when `scalar` is given, else a public key

@@ -7,9 +7,12 @@ package import KindlyPushLibcrypto
 /// base64url in the W3C `PushSubscription` JSON.
 package struct WebPushSubscriptionKeys: Sendable {
     /// The uncompressed point `ua_public` (65 bytes).
-    package let p256dh: [UInt8]
+    package var p256dh: [UInt8] { point.bytes }
     /// `auth_secret` (16 bytes), in a wiped buffer.
     package let auth: SecureBytes
+    /// The point, parsed (and checked on the curve) once: every message to the subscription
+    /// derives with it.
+    let point: P256.PublicKey
 
     /// The length of `auth_secret`.
     package static let authLength = 16
@@ -19,11 +22,10 @@ package struct WebPushSubscriptionKeys: Sendable {
     package init(p256dh: [UInt8], auth: SecureBytes) throws(WebPushError) {
         guard auth.count == Self.authLength else { throw .keys("the auth secret is not 16 bytes") }
         do {
-            _ = try p256dh.withBytes { (bytes) throws(LibcryptoError) in try P256.PublicKey(uncompressed: bytes) }
+            point = try p256dh.withBytes { (bytes) throws(LibcryptoError) in try P256.PublicKey(uncompressed: bytes) }
         } catch {
             throw .keys("p256dh is not an uncompressed P-256 point (\(error))")
         }
-        self.p256dh = p256dh
         self.auth = auth
     }
 
@@ -115,11 +117,9 @@ package enum WebPushEncryption {
     ) throws(WebPushError) -> [UInt8] {
         precondition(salt.count == saltLength, "the salt is 16 bytes")
         guard plaintext.count <= maximumPlaintextLength else { throw .tooLong(plaintext.count) }
-        let peer: P256.PublicKey
         let secret: SecureBytes
         do throws(LibcryptoError) {
-            peer = try subscription.p256dh.withBytes { (bytes) throws(LibcryptoError) in try P256.PublicKey(uncompressed: bytes) }
-            secret = try ephemeralKey.sharedSecret(with: peer)
+            secret = try ephemeralKey.sharedSecret(with: subscription.point)
         } catch {
             throw .libcrypto(error)
         }
