@@ -18,24 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-static double clock_seconds(clockid_t clock) {
-    struct timespec t;
-    clock_gettime(clock, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static unsigned char *read_all(const char *path, size_t *length) {
-    FILE *file = fopen(path, "rb");
-    if (!file) { perror(path); exit(74); }
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *data = malloc((size_t)size);
-    if (fread(data, 1, (size_t)size, file) != (size_t)size) { perror(path); exit(74); }
-    fclose(file);
-    *length = (size_t)size;
-    return data;
-}
+// The clocks and read_all (it includes sodium.h: compiled with libsodium's flags too).
+#include "bench-common.h"
 
 #define CHECK(x) do { if (!(x)) { fprintf(stderr, "limit-webpush: %s failed\n", #x); exit(1); } } while (0)
 
@@ -64,7 +48,7 @@ int main(int argc, char **argv) {
     static const unsigned char nonce_info[] = "Content-Encoding: nonce\0\1";
     static unsigned char message[4096 + 256];
     size_t offset = 0, messages = 0, written = 0;
-    double start = clock_seconds(CLOCK_MONOTONIC), cpu_start = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    double start = now(), cpu_start = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
     while (offset < length) {
         const unsigned char *p256dh = data + offset, *auth = data + offset + 65;
         uint32_t plaintext_length;
@@ -139,7 +123,7 @@ int main(int argc, char **argv) {
         OPENSSL_cleanse(nonce, sizeof nonce);
         written += 86 + plaintext_length + 17;
     }
-    double seconds = clock_seconds(CLOCK_MONOTONIC) - start, cpu_seconds = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start;
+    double seconds = now() - start, cpu_seconds = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start;
     if (written == 0) return 1;
     printf("%zu %.6f %.1f %.6f\n", messages, seconds, (double)messages / seconds, cpu_seconds);
     EVP_CIPHER_free(cipher);
