@@ -73,6 +73,29 @@ struct WebPushEncryptionTests {
         #expect(try empty.withUnsafeBytes { try WebPushEncryption.decrypt($0, privateKey: receiver, auth: auth) }.count == 0)
     }
 
+    @Test("every truncation and every one-bit change of a message is refused, never opened to other bytes")
+    func changedMessagesAreRefused() throws {
+        let receiver = try P256.PrivateKey(scalar: Self.secret(AppendixA.uaPrivate))
+        let auth = Self.secret(AppendixA.auth)
+        let message = Self.b64(AppendixA.message)
+        func open(_ bytes: [UInt8]) -> [UInt8]? {
+            try? bytes.withUnsafeBytes { Self.plain(try WebPushEncryption.decrypt($0, privateKey: receiver, auth: auth)) }
+        }
+        var opened: [String] = []
+        for length in 0..<message.count where open(Array(message.prefix(length))) != nil { opened.append("the first \(length) bytes") }
+        for offset in message.indices {
+            for bit in 0..<8 {
+                var changed = message
+                changed[offset] ^= 1 << bit
+                guard let plaintext = open(changed) else { continue }
+                // The record size is not in the key schedule (RFC 8188): another one that still
+                // holds the record reads the same plaintext. Any other change must be refused.
+                if !(16..<20).contains(offset) || plaintext != AppendixA.plaintext { opened.append("bit \(bit) of byte \(offset)") }
+            }
+        }
+        #expect(opened.isEmpty, "opened: \(opened.prefix(10))")
+    }
+
     @Test("the budget is 3993 bytes: such a plaintext makes a 4096-byte body, one more is refused")
     func budget() throws {
         #expect(WebPushEncryption.maximumPlaintextLength == 3993)
