@@ -40,7 +40,11 @@ let allTestTargets: [Target] = [
     // One test target per product: KindlyPush's tests build without libsecret's headers.
     .testTarget(
         name: "KindlyPushTests",
-        dependencies: ["KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors", "CVectorText"]
+        dependencies: [
+            "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushTesting", "KindlyPushVectors", "CVectorText",
+            "KindlyPushLibcrypto",
+            "KindlyPushWebPush",
+        ]
     ),
     // The Secret Service keyring against a private gnome-keyring (tools/with-secret-service).
     // Keyring/ links two files of KindlyPushTests (shared helpers and the pinning contract).
@@ -58,7 +62,7 @@ let allTestTargets: [Target] = [
         dependencies: [
             "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
             "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs", "KindlyPushCLIAPNs",
-            "KindlyPushTesting", "KindlyPushVectors",
+            "KindlyPushTesting", "KindlyPushVectors", "KindlyPushWebPush",
         ]
     ),
 ]
@@ -114,9 +118,9 @@ let package = Package(
         // compiler's default path. Only KindlyPushRedis links it.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         // OpenSSL (Debian libssl-dev): TLS for `rediss://` (Debian's hiredis 0.14 has none, so the
-        // workers run hiredis's protocol reader over an OpenSSL connection), and libcrypto's
-        // ES256 for the APNs provider token (P-256, which libsodium lacks: the one primitive that
-        // is not libsodium's). Only KindlyPushRedis and KindlyPushAPNs link it.
+        // workers run hiredis's protocol reader over an OpenSSL connection), and libcrypto for
+        // what libsodium lacks (KindlyPushLibcrypto). Only KindlyPushRedis, KindlyPushLibcrypto
+        // and KindlyPushAPNs link it.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // libmicrohttpd (Debian libmicrohttpd-dev), the HTTP server of what the workers serve
         // (`--metrics`), behind a C layer of its own: microhttpd.h includes the socket headers,
@@ -224,10 +228,24 @@ let package = Package(
             dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushRedis"],
             swiftSettings: strictSettings
         ),
+        // The primitives libsodium lacks, from OpenSSL's libcrypto, as swift-crypto layers its
+        // own (C library -> Swift primitives): P-256 keys, ECDH and ES256 (JWTs), AES-128-GCM.
+        // Every other primitive, HKDF-SHA256 included, stays libsodium's (KindlyPushCore).
+        .target(
+            name: "KindlyPushLibcrypto",
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "COpenSSL"],
+            swiftSettings: strictSettings
+        ),
+        // Web Push's message encryption (RFC 8291, `aes128gcm`) both ways, and VAPID (RFC 8292).
+        .target(
+            name: "KindlyPushWebPush",
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto"],
+            swiftSettings: strictSettings
+        ),
         // `send`: pushes to APNs over one HTTP/2 connection, with the ES256 provider token.
         .target(
             name: "KindlyPushAPNs",
-            dependencies: ["KindlyPushBase", "KindlyPushCore", "CCurl", "CCurlShim", "COpenSSL"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto", "CCurl", "CCurlShim", "COpenSSL"],
             swiftSettings: strictSettings
         ),
         // The command's glue for `send`: its command table entry, standard input and files to
@@ -235,7 +253,10 @@ let package = Package(
         .target(
             name: "KindlyPushCLIAPNs",
             // CYAML: `send --config`'s file.
-            dependencies: ["KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore", "KindlyPushRedis", "CYAML"],
+            dependencies: [
+                "KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto", "KindlyPushRedis",
+                "KindlyPushWebPush", "CYAML",
+            ],
             swiftSettings: strictSettings
         ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.
@@ -263,7 +284,7 @@ let package = Package(
         // The in-process latency loop of tools/bench; not a product, not installed.
         .executableTarget(
             name: "kindly-push-bench",
-            dependencies: ["KindlyPush", "KindlyPushCore"],
+            dependencies: ["KindlyPush", "KindlyPushCore", "KindlyPushLibcrypto", "KindlyPushWebPush"],
             swiftSettings: strictSettings
         ),
     ] + testTargets,

@@ -3,6 +3,7 @@ internal import CCurlShim
 internal import COpenSSL
 package import KindlyPushBase
 package import KindlyPushCore
+internal import KindlyPushLibcrypto
 
 #if canImport(Glibc)
     import Glibc

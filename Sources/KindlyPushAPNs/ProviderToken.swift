@@ -1,88 +1,10 @@
-internal import COpenSSL
 internal import KindlyPushBase
-package import KindlyPushCore
+internal import KindlyPushCore
+package import KindlyPushLibcrypto
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// Why the auth key cannot sign; the text never quotes the key.
-package struct AuthKeyError: Error, Sendable, CustomStringConvertible {
-    package let description: String
-
-    package init(_ description: String) { self.description = description }
-}
-
-/// An APNs auth key (`AuthKey_KEYID.p8`: an EC P-256 private key, PKCS#8 PEM) that signs with
-/// ES256 through OpenSSL's libcrypto, the one primitive libsodium does not have.
-///
-/// The PEM text is the only lasting copy of the key: it lives in guarded ``SecureBytes`` (locked
-/// in RAM, wiped when freed). OpenSSL parses it for each signature (once per provider token, so
-/// once in 50 minutes) into a key that `EVP_PKEY_free` clears and frees at once.
-package struct ES256Key: Sendable {
-    private let pem: SecureBytes
-    /// The key file's path, for messages.
-    private let path: String
-
-    /// The key in `pem`, checked: an EC private key on P-256. `path` names it in errors.
-    package init(pem: SecureBytes, path: String) throws(AuthKeyError) {
-        self.pem = pem.guarded()
-        self.path = path
-        _ = try withKey(path: path) { _ in () }
-    }
-
-    /// Runs `body` with the parsed key, freed (and its secret cleared) right after.
-    private func withKey<R>(path: String, _ body: (OpaquePointer) throws(AuthKeyError) -> R) throws(AuthKeyError) -> R {
-        let bad = AuthKeyError("the auth key '\(path)' is not an EC P-256 private key in PEM (PKCS#8, as Apple's .p8)")
-        return try pem.withUnsafeBytes { (raw) throws(AuthKeyError) -> R in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw AuthKeyError("out of memory") }
-            defer { BIO_free(bio) }
-            // A key with a pass phrase is refused, never prompted for: the callback gives none.
-            let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
-            // OpenSSL's error queue may name the PEM line it stopped at: dropped, never shown.
-            ERR_clear_error()
-            guard let key else { throw bad }
-            defer { EVP_PKEY_free(key) }
-            var name = [CChar](repeating: 0, count: 64)
-            var length = 0
-            guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC, EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1,
-                String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
-            else { throw bad }
-            return try body(key)
-        }
-    }
-
-    /// The ES256 signature of `message` (JWS, RFC 7518 section 3.4): SHA-256, ECDSA on P-256, and
-    /// the raw `r || s`, 32 bytes each, not DER.
-    package func sign(_ message: [UInt8]) throws(AuthKeyError) -> [UInt8] {
-        try withKey(path: path) { (key) throws(AuthKeyError) -> [UInt8] in
-            let failed = AuthKeyError("the auth key '\(path)' cannot sign (OpenSSL)")
-            guard let context = EVP_MD_CTX_new() else { throw failed }
-            defer { EVP_MD_CTX_free(context) }
-            var der = [UInt8](repeating: 0, count: 80)
-            var derLength = der.count
-            let signed = message.withUnsafeBytes { raw in
-                EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1
-                    && EVP_DigestSign(context, &der, &derLength, raw.bindMemory(to: UInt8.self).baseAddress, raw.count) == 1
-            }
-            ERR_clear_error()
-            guard signed else { throw failed }
-            let raw = der.withUnsafeBufferPointer { buffer -> [UInt8]? in
-                var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-                guard let signature = d2i_ECDSA_SIG(nil, &cursor, derLength) else { return nil }
-                defer { ECDSA_SIG_free(signature) }
-                var out = [UInt8](repeating: 0, count: 64)
-                let ok = out.withUnsafeMutableBufferPointer { out in
-                    BN_bn2binpad(ECDSA_SIG_get0_r(signature), out.baseAddress, 32) == 32
-                        && BN_bn2binpad(ECDSA_SIG_get0_s(signature), out.baseAddress! + 32, 32) == 32
-                }
-                return ok ? out : nil
-            }
-            guard let raw else { throw failed }
-            return raw
-        }
-    }
-}
 
 /// The clock of the provider token and of `--expiration`: the system's, or for tests the Unix
 /// time written in the file of `SendOptions.testClockVariable` (`KINDLY_PUSH_TEST_CLOCK_FILE`), read at every look.
@@ -168,13 +90,14 @@ package struct ProviderToken: Sendable {
 
     private mutating func make() throws(AuthKeyError) {
         let now = clock.now()
-        let header: JSONValue = ["alg": "ES256", "kid": .string(keyID)]
         let claims: JSONValue = ["iss": .string(teamID), "iat": .number(JSONNumber(now))]
-        var input = JSONWriter.compactBytes(header).withUnsafeBytes { Base64.urlEncodedBytes($0) }
-        input.append(UInt8(ascii: "."))
-        input += JSONWriter.compactBytes(claims).withUnsafeBytes { Base64.urlEncodedBytes($0) }
-        let signature = try key.sign(input)
-        self.header = "authorization: bearer " + String(decoding: input, as: UTF8.self) + "." + Base64.urlEncoded(signature)
+        let token: String
+        do throws(LibcryptoError) {
+            token = try key.jwt(headerMembers: [.init(key: "kid", value: .string(keyID))], claims: claims)
+        } catch {
+            throw AuthKeyError("the auth key cannot sign: \(error)")
+        }
+        self.header = "authorization: bearer " + token
         issuedAt = now
         generation += 1
     }

@@ -2,24 +2,27 @@ internal import KindlyPushAPNs
 internal import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushLibcrypto
 internal import KindlyPushRedis
+internal import KindlyPushWebPush
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 extension CommandTable {
-    /// `kindly-push-send`'s: `kindly-push`'s with `send` run here, on libcurl and libcrypto, and
+    /// `kindly-push-send`'s: `kindly-push`'s with `send` and `vapid-keygen` run here, on libcurl and libcrypto, and
     /// `--redis` workers on `workers` (hiredis); the Secret Service, `notify` and `doctor` still
     /// run in `kindly-push-desktop`.
     package static func send(workers: any RedisServices) -> CommandTable {
         kindlyPush.linking(
-            .send, services: Services(redis: workers, send: APNsSendServices(workers: workers)), running: [.runs(SendCommand.self)],
+            .send, services: Services(redis: workers, send: APNsSendServices(workers: workers)),
+            running: [.runs(SendCommand.self), .runs(VAPIDKeygenCommand.self)],
             handOffs: [.desktopKeyring])
     }
 }
 
-/// The services of `kindly-push-send`: `send` on libcurl and libcrypto.
+/// The services of `kindly-push-send`: `send` on libcurl and libcrypto, `vapid-keygen` on libcrypto.
 package struct APNsSendServices: SendServices {
     /// What runs `send --redis` as a worker.
     let workers: any RedisServices
@@ -73,6 +76,23 @@ package struct APNsSendServices: SendServices {
         }
         let defaultRoute = configuration.app(named: nil).flatMap { app in routes.firstIndex { $0.name == app.name } }
         return APNsGateway(routes: routes, defaultRoute: defaultRoute, configPath: configuration.path)
+    }
+
+    package func vapidKeygen(keyFile: String) -> Int32 {
+        let key: ES256Key
+        do throws(LibcryptoError) {
+            key = try ES256Key.generate()
+        } catch {
+            Diagnostics.report(CodedError(.io, "cannot make a P-256 key: \(error)"))
+            return ErrorCode.io.exitStatus
+        }
+        do throws(PrivateFileError) {
+            try VAPIDKeyFile.write(key, to: keyFile)
+        } catch {
+            Diagnostics.report(CodedError(.io, error.description))
+            return ErrorCode.io.exitStatus
+        }
+        return Terminal.printLine(["public_key": .string(Base64.urlEncoded(key.publicKey))])
     }
 
     /// The auth key, read from its file (regular, the user's, mode 0600) into wiped memory, and

@@ -20,8 +20,29 @@
 // result's JSON line and a newline written to OUTPUT (what `kindly-push decrypt --jsonl` prints),
 // and prints `async JOBS wall_seconds cpu_seconds count`, timed from the first read to the last
 // write (no process start-up).
+//
+//   kindly-push-bench webpush-encrypt CORPUS.bin
+//
+// Web Push's encryption (RFC 8291) in one thread, as tools/lib/bench/limit-webpush.c does it with
+// OpenSSL alone, on the same corpus (per message: p256dh (65) || auth (16) || u32le length ||
+// plaintext): per message the subscription's keys checked, an ephemeral P-256 key pair, ECDH,
+// HKDF and one AES-128-GCM record. Prints `messages seconds rate cpu_seconds` as the C limits do.
+//
+//   kindly-push-bench webpush-corpus COUNT CORPUS.bin
+//
+// Writes such a corpus: COUNT subscriptions of fresh keys, plaintexts of 200 to 1,500 bytes.
+//
+//   kindly-push-bench webpush-interop
+//
+// The entry of tools/interop-webpush: one JSON request per line on standard input, one JSON
+// answer per line on standard output (unpadded base64url throughout):
+//   {"op": "encrypt", "p256dh", "auth", "plaintext"}            -> {"message"}
+//   {"op": "decrypt", "private_key", "auth", "message"}         -> {"plaintext"} or {"error"}
+//   {"op": "vapid", "key_file", "endpoint", "subject", "now"}   -> {"authorization"} or {"error"}
 internal import KindlyPush
 internal import KindlyPushCore
+internal import KindlyPushLibcrypto
+internal import KindlyPushWebPush
 
 #if canImport(Glibc)
     import Glibc
@@ -155,6 +176,91 @@ func asyncStream(keyFile: String, pushesFile: String, jobs: Int, outputFile: Str
     print("async", jobs, seconds, cpuSeconds() - cpuStart, count)
 }
 
+/// The corpus of `webpush-encrypt`: each message's subscription keys and plaintext.
+func readWebPushCorpus(_ path: String) -> [(p256dh: [UInt8], auth: [UInt8], plaintext: [UInt8])] {
+    guard let file = fopen(path, "rb") else { fail("cannot open \(path)") }
+    defer { fclose(file) }
+    var messages: [(p256dh: [UInt8], auth: [UInt8], plaintext: [UInt8])] = []
+    func read(_ count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        return count == 0 || fread(&bytes, 1, count, file) == count ? bytes : nil
+    }
+    while let p256dh = read(65) {
+        guard let auth = read(16), let length = read(4) else { fail("\(path) ends inside a message") }
+        let count = Int(length[0]) | Int(length[1]) << 8 | Int(length[2]) << 16 | Int(length[3]) << 24
+        guard let plaintext = read(count) else { fail("\(path) ends inside a message") }
+        messages.append((p256dh, auth, plaintext))
+    }
+    return messages
+}
+
+func webPushCorpus(count: Int, path: String) {
+    guard let file = fopen(path, "wb") else { fail("cannot write \(path)") }
+    defer { fclose(file) }
+    let alphabet = Array(#"abcdefghijklmnopqrstuvwxyz ,.:"{}0123456789"#.utf8)
+    for _ in 0..<count {
+        guard let key = try? P256.PrivateKey.generate() else { fail("cannot make a P-256 key") }
+        let length = 200 + Int(Sodium.randomBytes(count: 2).withUnsafeBytes { $0.load(as: UInt16.self) }) % 1301
+        let plaintext = Sodium.randomBytes(count: length).map { alphabet[Int($0) % alphabet.count] }
+        let record =
+            key.publicKey + Sodium.randomBytes(count: 16) + [0, 8, 16, 24].map { UInt8(truncatingIfNeeded: length >> $0) } + plaintext
+        guard fwrite(record, 1, record.count, file) == record.count else { fail("cannot write \(path)") }
+    }
+}
+
+func webPushEncrypt(corpus: String) {
+    let messages = readWebPushCorpus(corpus)
+    guard !messages.isEmpty else { fail("no messages in \(corpus)") }
+    var bytes = 0
+    let start = nanoseconds()
+    let cpuStart = cpuSeconds()
+    for message in messages {
+        do {
+            let subscription = try WebPushSubscriptionKeys(
+                p256dh: message.p256dh, auth: message.auth.withUnsafeBytes { SecureBytes(copying: $0) })
+            bytes += try message.plaintext.withUnsafeBytes { try WebPushEncryption.encrypt($0, for: subscription) }.count
+        } catch {
+            fail("\(error)")
+        }
+    }
+    let seconds = Double(nanoseconds() - start) / 1e9
+    guard bytes > 0 else { fail("nothing encrypted") }
+    print(messages.count, seconds, Double(messages.count) / seconds, cpuSeconds() - cpuStart)
+}
+
+/// One request of `webpush-interop`, answered.
+func webPushInterop(_ request: JSONValue) -> JSONValue {
+    func bytes(_ name: String) throws -> [UInt8] {
+        guard let text = request[name]?.stringValue else { throw WebPushError.keys("no \(name)") }
+        return try Base64.decode(text)
+    }
+    func secret(_ name: String) throws -> SecureBytes { try bytes(name).withUnsafeBytes { SecureBytes(copying: $0) } }
+    do {
+        switch request["op"]?.stringValue {
+        case "encrypt":
+            let subscription = try WebPushSubscriptionKeys(p256dh: try bytes("p256dh"), auth: try secret("auth"))
+            let message = try bytes("plaintext").withUnsafeBytes { try WebPushEncryption.encrypt($0, for: subscription) }
+            return ["message": .string(Base64.urlEncoded(message))]
+        case "decrypt":
+            let key = try P256.PrivateKey(scalar: try secret("private_key"))
+            let plaintext = try bytes("message").withUnsafeBytes {
+                try WebPushEncryption.decrypt($0, privateKey: key, auth: try secret("auth"))
+            }
+            return ["plaintext": .string(plaintext.withUnsafeBytes { Base64.urlEncoded($0) })]
+        case "vapid":
+            guard let path = request["key_file"]?.stringValue, let endpoint = request["endpoint"]?.stringValue,
+                let subject = request["subject"]?.stringValue, let now = request["now"]?.numberValue.flatMap({ Int($0.literal) })
+            else { throw WebPushError.keys("a vapid request has key_file, endpoint, subject and now") }
+            let key = try VAPIDKeyFile.read(path)
+            return ["authorization": .string(try VAPID.authorization(endpoint: endpoint, subject: subject, key: key, now: now))]
+        default:
+            return ["error": "unknown op"]
+        }
+    } catch {
+        return ["error": .string("\(error)")]
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "latency" where arguments.count == 3:
@@ -162,6 +268,20 @@ case "latency" where arguments.count == 3:
 case "async" where arguments.count == 5:
     guard let jobs = Int(arguments[3]), jobs >= 1 else { fail("JOBS must be a positive number") }
     await asyncStream(keyFile: arguments[1], pushesFile: arguments[2], jobs: jobs, outputFile: arguments[4])
+case "webpush-encrypt" where arguments.count == 2:
+    webPushEncrypt(corpus: arguments[1])
+case "webpush-corpus" where arguments.count == 3:
+    guard let count = Int(arguments[1]), count >= 1 else { fail("COUNT must be a positive number") }
+    webPushCorpus(count: count, path: arguments[2])
+case "webpush-interop" where arguments.count == 1:
+    while let line = readLine(strippingNewline: true) {
+        guard let request = try? JSONReader.parse(Array(line.utf8)) else { fail("not a JSON line") }
+        // Unbuffered: the script waits for each answer before it sends the next request.
+        let answer = JSONWriter.compactBytes(webPushInterop(request)) + [0x0A]
+        guard answer.withUnsafeBytes({ write(STDOUT_FILENO, $0.baseAddress, $0.count) }) == answer.count else { fail("cannot write") }
+    }
 default:
-    fail("usage: kindly-push-bench latency KEY_FILE PUSHES.jsonl | async KEY_FILE PUSHES.jsonl JOBS OUTPUT")
+    fail(
+        "usage: kindly-push-bench latency KEY_FILE PUSHES.jsonl | async KEY_FILE PUSHES.jsonl JOBS OUTPUT"
+            + " | webpush-encrypt CORPUS.bin | webpush-corpus COUNT CORPUS.bin | webpush-interop")
 }

@@ -67,6 +67,8 @@ struct HelpAndUsageTests {
                                           Notifications).
                   sender-keygen           Create a sender key in a 0600 sender key file and
                                           print its sid and public key.
+                  vapid-keygen            Create a VAPID key for Web Push in a 0600 key file and
+                                          print its public key.
                   senders                 Pin a sender key in the keyring, list the pinned keys,
                                           or remove one.
                   verify                  Run test-vector files and report each failure.
@@ -136,7 +138,8 @@ struct HelpAndUsageTests {
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
         arguments: [
-            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "senders", "verify", "doctor", "redis-status",
+            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "vapid-keygen", "senders", "verify", "doctor",
+            "redis-status",
             "dead-letter", "completions",
             "man",
         ])

@@ -210,7 +210,7 @@ package enum PrivateFile {
     /// Before writing, the temporary files that killed writes left in the folder
     /// (`.kindly-push-tmp-XXXXXX` whose lock no live writer holds) are removed, so that a key
     /// file's folder, like a keyring's, never keeps a stray copy of a secret for long.
-    static func write(_ contents: UnsafeRawBufferPointer, to path: String) throws(PrivateFileError) {
+    package static func write(_ contents: UnsafeRawBufferPointer, to path: String) throws(PrivateFileError) {
         let folder = folderName(of: path)
         _ = removeLeftovers(in: folder, where: isWriteLeftover)
         if usesNamelessFiles, let descriptor = openNameless(in: folder) {

@@ -112,14 +112,15 @@ package struct CommandTable: Sendable {
         return CommandTable(binary: binary.name, services: services, entries: entries, handOffs: handOffs)
     }
 
-    /// `kindly-push`'s: no services; what needs libcurl (`send`), GIO and SQLite (`notify`,
+    /// `kindly-push`'s: no services; what needs libcurl or libcrypto (`send`, `vapid-keygen`), GIO and SQLite (`notify`,
     /// `doctor`), hiredis (`--redis`) or libsecret (the Secret Service keyring) runs in a sibling.
     package static let kindlyPush = CommandTable(
         binary: "kindly-push", services: Services(),
         entries: [
             .runs(KeygenCommand.self), .runs(KeysCommand.self), .runs(SealCommand.self), .handsOff(SendCommand.self, to: .send),
             .runs(CheckCommand.self), .runs(DecryptCommand.self), .runs(RouteCommand.self), .handsOff(NotifyCommand.self, to: .desktop),
-            .runs(SenderKeygenCommand.self), .runs(SendersCommand.self), .runs(VerifyCommand.self),
+            .runs(SenderKeygenCommand.self), .handsOff(VAPIDKeygenCommand.self, to: .send), .runs(SendersCommand.self),
+            .runs(VerifyCommand.self),
             .handsOff(DoctorCommand.self, to: .desktop), .runs(RedisStatusCommand.self), .runs(DeadLetterCommand.self),
             .runs(CompletionsCommand.self),
             .runs(ManCommand.self),
@@ -138,12 +139,12 @@ package struct SiblingBinary: Sendable, Equatable {
     package static let desktop = SiblingBinary(name: "kindly-push-desktop", purpose: "the Secret Service and desktop part")
     /// Redis Streams workers and `redis-status` (hiredis), with the desktop services.
     package static let redis = SiblingBinary(name: "kindly-push-redis", purpose: "the Redis Streams worker")
-    /// `send` (libcurl, libcrypto), as a worker too.
+    /// `send` (libcurl, libcrypto), as a worker too, and `vapid-keygen` (libcrypto's P-256).
     ///
     /// Why a binary of its own (and not `kindly-push-redis`): libcurl maps a dozen libraries
     /// (nghttp2, OpenSSL, GSSAPI, LDAP, ...) at every start, which neither a one-shot `decrypt`
     /// nor a seal worker should pay for; only the sender needs them.
-    package static let send = SiblingBinary(name: "kindly-push-send", purpose: "the APNs sender")
+    package static let send = SiblingBinary(name: "kindly-push-send", purpose: "the sender: APNs, Web Push keys")
 
     /// Replaces this process with the sibling from the folder of this executable, with
     /// `arguments` and `environment` (the one the decision to run it was made with); returns

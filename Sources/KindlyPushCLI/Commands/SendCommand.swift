@@ -260,8 +260,12 @@ package struct SendOptions: Sendable {
     package var isCheck = false
 }
 
-/// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send.
+/// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send, and make
+/// a VAPID key (P-256).
 package protocol SendServices: Sendable {
     /// Sends every input document and writes the results; the exit status.
     func send(_ options: SendOptions) -> Int32
+    /// `vapid-keygen`: writes a new VAPID key file at `keyFile` and prints its public key; the
+    /// exit status.
+    func vapidKeygen(keyFile: String) -> Int32
 }
