@@ -9,7 +9,7 @@ internal import KindlyPushRedis
 #endif
 
 extension CommandTable {
-    /// `kindly-push-send`'s: `kindly-push`'s with `send` run here, on libcurl and libcrypto, and
+    /// `kindly-push-send`'s: `kindly-push`'s with `send` run here, on nghttp2, OpenSSL and libcrypto, and
     /// `--redis` workers on `workers` (hiredis); the Secret Service, `notify` and `doctor` still
     /// run in `kindly-push-desktop`.
     package static func send(workers: any RedisServices) -> CommandTable {
@@ -19,7 +19,7 @@ extension CommandTable {
     }
 }
 
-/// The services of `kindly-push-send`: `send` on libcurl and libcrypto.
+/// The services of `kindly-push-send`: `send` on nghttp2, OpenSSL and libcrypto.
 package struct APNsSendServices: SendServices {
     /// What runs `send --redis` as a worker.
     let workers: any RedisServices
@@ -45,9 +45,11 @@ package struct APNsSendServices: SendServices {
         }
     }
 
-    /// Where the sender sends: the options' server, topic, CA file and expiration.
+    /// Where the sender sends: the options' server, topic, CA file, expiration and connections.
     static func destination(_ options: SendOptions) -> APNsDestination {
-        APNsDestination(serverURL: options.serverURL, topic: options.topic, caFile: options.caFile, expiration: options.expiration)
+        APNsDestination(
+            serverURL: options.serverURL, topic: options.topic, caFile: options.caFile, expiration: options.expiration,
+            connections: options.connections)
     }
 
     /// The auth key, read from its file (regular, the user's, mode 0600) into wiped memory, and

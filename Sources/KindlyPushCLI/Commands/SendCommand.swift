@@ -2,11 +2,12 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push send`: the backend's last hop. Reads `{"token", "push"}` documents and POSTs
-/// each push to APNs over one HTTP/2 connection, with provider-token authentication
+/// each push to APNs over HTTP/2 (one connection, or a pool of `--connections`), with
+/// provider-token authentication
 /// (docs/running-at-scale.md, "Sending to APNs").
 ///
 /// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-send`, the only binary that links libcurl and libcrypto (``SiblingBinary/send``).
+/// `kindly-push-send`, the only binary that links nghttp2 and libcrypto (``SiblingBinary/send``).
 package struct SendCommand: Command {
     package static let name = "send"
     package static let arguments = ["[<file> ...]"]
@@ -24,8 +25,9 @@ package struct SendCommand: Command {
     package static let discussion = """
         Reads {"token": HEX, "push": {APNs document}} (optionally "collapse_id", and "id", which
         the result repeats) on standard input (with --jsonl, one per line) and POSTs each push to /3/device/TOKEN of
-        api.push.apple.com over one HTTP/2 connection, as many at once as the server allows
-        (its SETTINGS_MAX_CONCURRENT_STREAMS; the first request goes alone). Each input gives
+        api.push.apple.com over one HTTP/2 connection (--connections N: up to N, each push to the
+        least busy one with room), as many at once as the server allows on each (its
+        SETTINGS_MAX_CONCURRENT_STREAMS; the first request of a connection goes alone). Each input gives
         one result, in input order: {"token", "status", "apns_id"}, with "reason" (APNs's own
         word) when APNs refused the push and "unregistered_at" (milliseconds) for 410: drop that
         device. A line that is not such a document, or whose push is over 4096 bytes, is that
@@ -70,6 +72,10 @@ package struct SendCommand: Command {
     package static let expiration = Option<Int>(
         "--expiration", "SECONDS",
         "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
+    package static let connections = Option<Int>(
+        "--connections", "N",
+        "Open up to N HTTP/2 connections to APNs (1 to \(SendOptions.mostConnections), default 1); each push goes to the least busy one with room."
+    )
     package static let jsonl = StreamOptions.jsonl.help("Read one document per line and write one result per line, in input order.")
 
     package static let output = StreamOptions.output.help(
@@ -130,6 +136,12 @@ package struct SendCommand: Command {
         if options.redis == nil, let address = arguments[Self.metrics] {
             guard stream.isLineMode else { throw usage("'\(Self.metrics.name)' goes with --jsonl or --redis") }
             options.metrics = try RedisOptions.parseMetrics(address, usage)
+        }
+        if arguments.isGiven(Self.connections) {
+            guard let count = arguments[Self.connections], (1...SendOptions.mostConnections).contains(count) else {
+                throw usage("'\(Self.connections.name)' takes a whole number from 1 to \(SendOptions.mostConnections)")
+            }
+            options.connections = count
         }
         if arguments.isGiven(Self.expiration) {
             guard let seconds = arguments[Self.expiration], (0...Self.longestExpiration).contains(seconds) else {
@@ -218,9 +230,13 @@ package struct SendOptions: Sendable {
     package var redis: RedisOptions?
     /// `--metrics` of a `--jsonl` run (a worker's is its ``RedisOptions/metrics``).
     package var metrics: RedisOptions.MetricsAddress?
+    /// `--connections N`: HTTP/2 connections to APNs at most.
+    package var connections = 1
+    /// The largest `--connections`.
+    package static let mostConnections = 64
 }
 
-/// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send.
+/// What only `kindly-push-send` can do, because it links nghttp2 and libcrypto: send.
 package protocol SendServices: Sendable {
     /// Sends every input document and writes the results; the exit status.
     func send(_ options: SendOptions) -> Int32
