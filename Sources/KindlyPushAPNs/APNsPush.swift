@@ -41,11 +41,17 @@ package struct APNsPush: Sendable, Equatable {
         case .success(let value): document = value
         case .failure(let problem): throw Refusal(token: nil, error: CodedError(problem), isUnreadable: true)
         }
-        try self.init(document: document)
+        try self.init(document: document, compactPush: Self.compactPush(in: bytes))
     }
 
     /// Checks one input document.
     package init(document: JSONValue) throws(Refusal) {
+        try self.init(document: document, compactPush: nil)
+    }
+
+    /// Checks one input document; `compactPush`, when given, is its `"push"` value's text,
+    /// already what JSONWriter writes for it (``compactPush(in:)``).
+    private init(document: JSONValue, compactPush: [UInt8]?) throws(Refusal) {
         guard let object = document.objectValue else {
             throw Refusal(token: nil, error: CodedError(.badInput, "the input is not a JSON object"))
         }
@@ -63,7 +69,7 @@ package struct APNsPush: Sendable, Equatable {
             throw bad("the input has no \"push\" object", token: token)
         }
         if pushObject.hasDuplicateKeys { throw bad("the push has a member name twice", token: token) }
-        body = JSONWriter.compactBytes(push)
+        body = compactPush ?? JSONWriter.compactBytes(push)
         guard body.count <= Self.maximumPayloadSize else {
             throw bad("the push is \(body.count) bytes, over APNs's \(Self.maximumPayloadSize)", token: token)
         }
@@ -84,6 +90,89 @@ package struct APNsPush: Sendable, Equatable {
         }
         self.token = token
         self.id = id
+    }
+
+    /// The text of the top-level `"push"` member's value in a document the strict reader took,
+    /// when it is already what JSONWriter writes for that value: no whitespace outside strings
+    /// and no backslash at all. The writer escapes only `"`, `\\` and control characters (which
+    /// a string can hold only escaped), keeps numbers as they were written and members in their
+    /// order, so such text is its own compact form, and the push goes as it came without being
+    /// written again. Nil otherwise (or for a member name with an escape): the writer writes it.
+    static func compactPush(in bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        let quote = UInt8(ascii: "\"")
+        let backslash = UInt8(ascii: "\\")
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        var index = 0
+        func skipSpace() { while index < bytes.count, isSpace(bytes[index]) { index += 1 } }
+        /// Skips one value from `index`: whether its text is compact and has no backslash.
+        func skipValue() -> Bool {
+            var depth = 0
+            var inString = false
+            var plain = true
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                if inString {
+                    if byte == backslash {
+                        plain = false
+                        index += 1
+                    } else if byte == quote {
+                        inString = false
+                        if depth == 0 { return plain }
+                    }
+                    continue
+                }
+                switch byte {
+                case quote: inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if depth == 0 {
+                        index -= 1
+                        return plain
+                    }
+                    depth -= 1
+                    if depth == 0 { return plain }
+                case UInt8(ascii: ","):
+                    if depth == 0 {
+                        index -= 1
+                        return plain
+                    }
+                default:
+                    if isSpace(byte) {
+                        if depth == 0 {
+                            index -= 1
+                            return plain
+                        }
+                        plain = false
+                    }
+                }
+            }
+            return plain
+        }
+        skipSpace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        index += 1
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == quote else { return nil }
+            let nameStart = index + 1
+            guard let nameEnd = bytes[nameStart...].firstIndex(of: quote) else { return nil }
+            let name = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<nameEnd])
+            if name.contains(backslash) { return nil }
+            index = nameEnd + 1
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            skipSpace()
+            let valueStart = index
+            let plain = skipValue()
+            if name.elementsEqual("push".utf8) {
+                return plain ? Array(bytes[valueStart..<index]) : nil
+            }
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return nil }
+            index += 1
+        }
     }
 
     /// `apns-push-type` and `apns-priority`.

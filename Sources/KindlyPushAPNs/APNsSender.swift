@@ -407,7 +407,8 @@ package final class APNsSender {
                 retryAfterHeader = Array(printable.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed())
             }
         }
-        let body = (try? JSONReader.parse(exchange.body))?.objectValue
+        // A 200's body is empty: nothing to read.
+        let body = exchange.body.isEmpty ? nil : (try? JSONReader.parse(exchange.body))?.objectValue
         let reason = body?["reason"]?.stringValue
         metrics?.answered(
             source, status: status, reason: reason, seconds: Double(Self.nanoseconds() - transfer.sentAt) / 1e9, gone: status == 410)
@@ -433,6 +434,10 @@ package final class APNsSender {
                 return
             }
         }
+        if status == 200, transfer.push.id == nil, apnsID?.utf8.allSatisfy(Self.isPlainIDByte) ?? true {
+            complete(transfer.sequence, with: Self.deliveredLine(token: token, apnsID: apnsID))
+            return
+        }
         var members: [JSONObject.Member] = transfer.push.id.map { [.init(key: "id", value: $0)] } ?? []
         members += [.init(key: "token", value: .string(token)), .init(key: "status", value: .number(JSONNumber(status)))]
         if let id = apnsID { members.append(.init(key: "apns_id", value: .string(id))) }
@@ -446,6 +451,29 @@ package final class APNsSender {
             members.append(.init(key: "retry_after", value: .number(JSONNumber((retryAfter + 999) / 1000))))
         }
         complete(transfer.sequence, with: JSONWriter.compactBytes(.object(JSONObject(members))))
+    }
+
+    /// A byte of an `apns-id` that JSON writes as it is (APNs's are UUIDs: hex digits and hyphens).
+    private static func isPlainIDByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "-")
+    }
+
+    /// The result line of a push delivered (200) that had no `"id"`, written straight: what
+    /// JSONWriter writes for `{"token", "status": 200, "apns_id"}` when the token is hex digits
+    /// (every push's is) and the `apns-id` is letters, digits and hyphens (``isPlainIDByte(_:)``).
+    private static func deliveredLine(token: String, apnsID: String?) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(token.utf8.count + (apnsID?.utf8.count ?? 0) + 48)
+        line.append(contentsOf: #"{"token":""#.utf8)
+        line.append(contentsOf: token.utf8)
+        line.append(contentsOf: #"","status":200"#.utf8)
+        if let apnsID {
+            line.append(contentsOf: #","apns_id":""#.utf8)
+            line.append(contentsOf: apnsID.utf8)
+            line.append(UInt8(ascii: "\""))
+        }
+        line.append(UInt8(ascii: "}"))
+        return line
     }
 
     /// Ends every push not answered yet with an `io` error line saying `reason`: those in flight

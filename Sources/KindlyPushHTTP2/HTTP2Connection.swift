@@ -300,8 +300,9 @@ final class HTTP2Connection {
             if count > 0 {
                 let taken = nghttp2_session_mem_recv(session, buffer.baseAddress, Int(count))
                 if taken < 0 { throw .transport("HTTP/2: \(String(cString: nghttp2_strerror(Int32(taken))))") }
-                // Less than the buffer and nothing decrypted left: the socket is drained.
-                if Int(count) < buffer.count, SSL_pending(ssl) == 0 { return }
+                // Less than the buffer, and nothing left in TLS's buffers (it reads ahead): the
+                // socket is drained.
+                if Int(count) < buffer.count, SSL_has_pending(ssl) == 0 { return }
                 continue
             }
             switch SSL_get_error(ssl, count) {

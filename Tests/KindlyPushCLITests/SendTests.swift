@@ -286,6 +286,26 @@ struct SendTests {
         #expect(held.authorizations.count == 1)
     }
 
+    @Test("the push's body is what JSONWriter writes for it, whether it came compact (taken as it is) or not (written again)")
+    func pushBodyIsCompact() throws {
+        let token = APNsTestServer.token(1)
+        for push in [
+            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1},"kindly":{"v":1,"n":[1,2.50,-3e2,true,null]}}"#,
+            #"{ "aps" : {"alert":"a b"}, "x":[ 1 , 2 ] }"#, #"{"aps":{"alert":"caf\u00e9 \"q\" \/"}}"#,
+            #"{"aps":{"alert":"café, {} [] :"}}"#,
+            #"{"a\u0062":1,"aps":{}}"#,
+        ] {
+            for document in [
+                #"{"token":"\#(token)","push":\#(push)}"#, #"{"id":{"k":[1,"}"]},"push":\#(push),"token":"\#(token)"}"#,
+                " {\n\"token\" : \"\(token)\" ,\t\"push\" :  \(push)  , \"collapse_id\":\"c\" } ",
+            ] {
+                let parsed = try Array(document.utf8).withUnsafeBytes { try APNsPush(bytes: $0) }
+                let value = try #require(try JSONReader.parse(Array(document.utf8))["push"])
+                #expect(parsed.body == JSONWriter.compactBytes(value), "\(document)")
+            }
+        }
+    }
+
     @Test("SIGTERM: no more input is read, what was read is answered, exit 0")
     func sigtermDrains() throws {
         let server = try APNsTestServer(script: ["delay_ms": 400])
