@@ -130,7 +130,7 @@ final class HTTP2Connection {
             try startTLS()
             return
         }
-        throw .transport("cannot connect to \(client.configuration.authority): \(reason)")
+        throw .transport("cannot connect: \(reason)")
     }
 
     private func closeDescriptor() {
@@ -186,13 +186,21 @@ final class HTTP2Connection {
         default:
             let verify = SSL_get_verify_result(ssl)
             let detail = verify == X509_V_OK ? HTTP2Client.sslError() : String(cString: X509_verify_cert_error_string(verify))
-            throw .transport("TLS handshake with \(client.configuration.authority) failed: \(detail)")
+            throw .transport("TLS handshake failed: \(detail)")
         }
     }
 
     /// Hands `exchange` to nghttp2 with `headers`; false when nghttp2 refuses it.
     func submit(_ exchange: HTTP2Exchange, headers: HTTP2Headers, fields: UnsafeMutablePointer<nghttp2_nv>) -> Bool {
-        guard let session, headers.count <= HTTP2Client.maximumFields else { return false }
+        guard headers.count <= HTTP2Client.maximumFields else { return false }
+        guard setupFailure == nil, let session else {
+            // A connection that failed before it could start takes the request, which fails with
+            // it at the client's next wake-up (a transport failure, tried again as any other).
+            exchange.connection = number
+            sent.append(exchange)
+            inFlight += 1
+            return true
+        }
         let context = Unmanaged.passUnretained(exchange).toOpaque()
         let stream = headers.bytes.withUnsafeBufferPointer { bytes -> Int32 in
             let base = UnsafeMutablePointer(mutating: bytes.baseAddress!)
@@ -257,7 +265,7 @@ final class HTTP2Connection {
                         do throws(HTTP2Failure) {
                             try connectNext()
                         } catch {
-                            throw .transport("cannot connect to \(client.configuration.authority): \(reason)")
+                            throw .transport("cannot connect: \(reason)")
                         }
                     } else {
                         try startTLS()
@@ -272,7 +280,7 @@ final class HTTP2Connection {
             }
             if state == .connecting || state == .handshaking, now >= connectDeadline {
                 throw .transport(
-                    "cannot connect to \(client.configuration.authority): timed out after \(client.configuration.connectTimeout) ms")
+                    "cannot connect: timed out after \(client.configuration.connectTimeout) ms")
             }
             if state == .open {
                 try flush()
@@ -281,7 +289,7 @@ final class HTTP2Connection {
                 if goingAway, inFlight == 0 {
                     close(failing: nil)
                 } else if let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0 {
-                    close(failing: .transport("the HTTP/2 session with \(client.configuration.authority) ended"))
+                    close(failing: .transport("the HTTP/2 session ended"))
                 }
             }
         } catch {
@@ -312,10 +320,10 @@ final class HTTP2Connection {
                 readWantsWrite = true
                 return
             case SSL_ERROR_ZERO_RETURN:
-                throw .transport("\(client.configuration.authority) closed the connection")
+                throw .transport("the server closed the connection")
             case SSL_ERROR_SYSCALL:
                 let detail = HTTP2Client.sslError()
-                throw .transport("\(client.configuration.authority) closed the connection" + (detail.isEmpty ? "" : ": \(detail)"))
+                throw .transport("the server closed the connection" + (detail.isEmpty ? "" : ": \(detail)"))
             default:
                 throw .transport("TLS: \(HTTP2Client.sslError())")
             }
@@ -350,7 +358,7 @@ final class HTTP2Connection {
             case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ: return
             default:
                 let detail = HTTP2Client.sslError()
-                throw .transport("cannot write to \(client.configuration.authority)" + (detail.isEmpty ? "" : ": \(detail)"))
+                throw .transport("cannot write to the server" + (detail.isEmpty ? "" : ": \(detail)"))
             }
         }
     }
@@ -394,7 +402,7 @@ final class HTTP2Connection {
     func close(failing failure: HTTP2Failure?) {
         guard state != .closed else { return }
         state = .closed
-        let reason = failure ?? .transport("the connection to \(client.configuration.authority) ended")
+        let reason = failure ?? .transport("the connection ended")
         for exchange in sent[firstSent...] where !exchange.finished { end(exchange, reason) }
         sent = []
         firstSent = 0
@@ -454,7 +462,7 @@ final class HTTP2Connection {
         if exchange.ended, exchange.status > 0 {
             end(exchange, nil)
         } else if code == NGHTTP2_REFUSED_STREAM.rawValue {
-            end(exchange, .transport("\(client.configuration.authority) did not process the request (GOAWAY, or a refused stream)"))
+            end(exchange, .transport("the server did not process the request (GOAWAY, or a refused stream)"))
         } else {
             end(exchange, .transport("the stream was reset: \(String(cString: nghttp2_http2_strerror(code)))"))
         }
