@@ -1,6 +1,10 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One input document of `kindly-push send`, checked: `{"token": HEX, "push": {...}}` and
 /// optionally `"collapse_id"` and `"id"` (copied into the result, as `seal --recipients-inline`
 /// copies it).
@@ -97,80 +101,65 @@ package struct APNsPush: Sendable, Equatable {
     /// and no backslash at all. The writer escapes only `"`, `\\` and control characters (which
     /// a string can hold only escaped), keeps numbers as they were written and members in their
     /// order, so such text is its own compact form, and the push goes as it came without being
-    /// written again. Nil otherwise (or for a member name with an escape): the writer writes it.
+    /// written again. Nil otherwise (a backslash anywhere in the document): the writer writes it.
     static func compactPush(in bytes: UnsafeRawBufferPointer) -> [UInt8]? {
         let quote = UInt8(ascii: "\"")
-        let backslash = UInt8(ascii: "\\")
+        let count = bytes.count
+        // A backslash anywhere: the writer may write that text otherwise (and every string's end
+        // below is its next quote).
+        guard let text = bytes.baseAddress, memchr(text, Int32(UInt8(ascii: "\\")), count) == nil else { return nil }
+        let byte = text.assumingMemoryBound(to: UInt8.self)
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
-        var index = 0
-        func skipSpace() { while index < bytes.count, isSpace(bytes[index]) { index += 1 } }
-        /// Skips one value from `index`: whether its text is compact and has no backslash.
-        func skipValue() -> Bool {
-            var depth = 0
-            var inString = false
-            var plain = true
-            while index < bytes.count {
-                let byte = bytes[index]
-                index += 1
-                if inString {
-                    if byte == backslash {
-                        plain = false
-                        index += 1
-                    } else if byte == quote {
-                        inString = false
-                        if depth == 0 { return plain }
-                    }
-                    continue
-                }
-                switch byte {
-                case quote: inString = true
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    if depth == 0 {
-                        index -= 1
-                        return plain
-                    }
-                    depth -= 1
-                    if depth == 0 { return plain }
-                case UInt8(ascii: ","):
-                    if depth == 0 {
-                        index -= 1
-                        return plain
-                    }
-                default:
-                    if isSpace(byte) {
-                        if depth == 0 {
-                            index -= 1
-                            return plain
-                        }
-                        plain = false
-                    }
-                }
-            }
-            return plain
+        /// The index of the quote that ends the string whose opening quote is at `start`.
+        func stringEnd(_ start: Int) -> Int? {
+            guard start + 1 < count, let end = memchr(text + start + 1, Int32(quote), count - start - 1) else { return nil }
+            return UnsafeRawPointer(end) - text
         }
-        skipSpace()
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        var index = 0
+        while index < count, isSpace(byte[index]) { index += 1 }
+        guard index < count, byte[index] == UInt8(ascii: "{") else { return nil }
         index += 1
         while true {
-            skipSpace()
-            guard index < bytes.count, bytes[index] == quote else { return nil }
-            let nameStart = index + 1
-            guard let nameEnd = bytes[nameStart...].firstIndex(of: quote) else { return nil }
-            let name = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<nameEnd])
-            if name.contains(backslash) { return nil }
+            while index < count, isSpace(byte[index]) { index += 1 }
+            guard index < count, byte[index] == quote, let nameEnd = stringEnd(index) else { return nil }
+            let isPush = nameEnd - index == 5 && memcmp(text + index + 1, "push", 4) == 0
             index = nameEnd + 1
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+            while index < count, isSpace(byte[index]) { index += 1 }
+            guard index < count, byte[index] == UInt8(ascii: ":") else { return nil }
             index += 1
-            skipSpace()
-            let valueStart = index
-            let plain = skipValue()
-            if name.elementsEqual("push".utf8) {
-                return plain ? Array(bytes[valueStart..<index]) : nil
+            while index < count, isSpace(byte[index]) { index += 1 }
+            // The value: to its end at depth 0, whitespace inside it noted.
+            let start = index
+            var depth = 0
+            var compact = true
+            scan: while index < count {
+                switch byte[index] {
+                case quote:
+                    guard let end = stringEnd(index) else { return nil }
+                    index = end + 1
+                    if depth == 0 { break scan }
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                    index += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if depth == 0 { break scan }
+                    depth -= 1
+                    index += 1
+                    if depth == 0 { break scan }
+                case UInt8(ascii: ","):
+                    if depth == 0 { break scan }
+                    index += 1
+                case let other:
+                    if isSpace(other) {
+                        if depth == 0 { break scan }
+                        compact = false
+                    }
+                    index += 1
+                }
             }
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return nil }
+            if isPush { return compact ? Array(UnsafeRawBufferPointer(start: text + start, count: index - start)) : nil }
+            while index < count, isSpace(byte[index]) { index += 1 }
+            guard index < count, byte[index] == UInt8(ascii: ",") else { return nil }
             index += 1
         }
     }
