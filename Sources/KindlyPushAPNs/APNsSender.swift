@@ -38,6 +38,11 @@ package enum SendTiming {
     package static let maximumHandedOver = 1000
     /// Lines read ahead of the oldest one not yet answered (results are written in input order).
     package static let readAhead = 4096
+    /// How long (milliseconds) answered results may wait to be written with the next ones:
+    /// answers that come one at a time are written together, in one write, instead of a
+    /// write each. Past it, or at 64 KiB of results, or when nothing is left to answer, they
+    /// are written.
+    package static let resultGathering = 20
     /// A response body kept, in bytes (APNs's are a few dozen).
     package static let maximumResponseSize = 1 << 14
     /// The longest `retry-after` (milliseconds) a push waits for in `send`: a retried answer's

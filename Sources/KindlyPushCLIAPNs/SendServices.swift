@@ -130,6 +130,8 @@ package struct APNsSendServices: SendServices {
         var stdout = OutputStream(descriptor: target.descriptor)
         var batch = LineBatchReader.Batch()
         var output: [UInt8] = []
+        /// When the results in `output` began to gather (monotonic milliseconds).
+        var gatheredSince: Int?
         var readError: CodedError?
         var inputEnded = false
         while true {
@@ -149,14 +151,23 @@ package struct APNsSendServices: SendServices {
                 if batch.lines.isEmpty { break }
             }
             sender.takeWritable(into: &output)
-            if !output.isEmpty {
+            // Results answered one at a time are gathered for up to SendTiming.resultGathering
+            // ms and written at once; all of them once nothing is left to answer.
+            let now = MonotonicClock.milliseconds()
+            if !output.isEmpty, gatheredSince == nil { gatheredSince = now }
+            if let since = gatheredSince,
+                now - since >= SendTiming.resultGathering || output.count >= 1 << 16 || StopSignals.requested || sender.isIdle
+            {
                 stdout.write(output)
                 output.removeAll(keepingCapacity: true)
+                gatheredSince = nil
                 if !stdout.flush() { break }
             }
             if inputEnded, sender.isIdle { break }
             let waitsForInput = !inputEnded && sender.hasRoom && descriptors.contains(STDIN_FILENO)
-            _ = sender.step(waitingFor: waitsForInput ? STDIN_FILENO : -1, timeout: sender.hasWork ? 200 : (waitsForInput ? 200 : 0))
+            var timeout = sender.hasWork ? 200 : (waitsForInput ? 200 : 0)
+            if let since = gatheredSince { timeout = min(timeout, max(0, since + SendTiming.resultGathering - now)) }
+            _ = sender.step(waitingFor: waitsForInput ? STDIN_FILENO : -1, timeout: timeout)
         }
         reader.wipe()
         let writeStatus = DocumentRunner.finish(&stdout, target, incomplete: readError != nil)
