@@ -92,7 +92,7 @@ let package = Package(
         .executable(name: "kindly-push-desktop", targets: ["kindly-push-desktop"]),
         // The Redis Streams workers (`--redis`); `kindly-push` runs it, so that only it links hiredis.
         .executable(name: "kindly-push-redis", targets: ["kindly-push-redis"]),
-        // `send` (APNs over HTTP/2); `kindly-push` runs it, so that only it links libcurl and libcrypto.
+        // `send` (APNs over HTTP/2); `kindly-push` runs it, so that only it links nghttp2 and libcrypto.
         .executable(name: "kindly-push-send", targets: ["kindly-push-send"]),
     ],
     targets: [
@@ -130,12 +130,10 @@ let package = Package(
         // libyaml (Debian libyaml-dev), for `send --config`'s file; its header is on the
         // compiler's default path. Only KindlyPushCLIAPNs links it.
         .systemLibrary(name: "CYAML", providers: [.apt(["libyaml-dev"])]),
-        // libcurl (Debian libcurl4-openssl-dev: HTTP/2 through nghttp2, TLS through OpenSSL), for
-        // `send`; its headers are on the compiler's default path. Only KindlyPushAPNs links it.
-        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // curl_easy_setopt, curl_multi_setopt and curl_easy_getinfo are C-variadic: one wrapper
-        // per argument type.
-        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+        // nghttp2 (Debian libnghttp2-dev, the library of nghttp2's h2load and nghttpd): HTTP/2's
+        // framing, HPACK and streams for `send`, over OpenSSL's TLS; its header is on the
+        // compiler's default path. Only KindlyPushHTTP2 links it.
+        .systemLibrary(name: "CNghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // What Swift cannot call in GDBus (C-variadic GVariant constructors, a message filter
         // that runs on GDBus's worker thread), for the desktop notification client; only
         // KindlyPushDesktop links it.
@@ -242,10 +240,18 @@ let package = Package(
             dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto"],
             swiftSettings: strictSettings
         ),
-        // `send`: pushes to APNs over one HTTP/2 connection, with the ES256 provider token.
+        // An HTTP/2 client over TLS for the push services: a pool of connections to one server
+        // (nghttp2's memory interface, OpenSSL, one poll over every socket), which knows no push
+        // service; `send`'s APNs sender is its first user.
+        .target(
+            name: "KindlyPushHTTP2",
+            dependencies: ["KindlyPushCore", "CNghttp2", "COpenSSL"],
+            swiftSettings: strictSettings
+        ),
+        // `send`: pushes to APNs over a pool of HTTP/2 connections, with the ES256 provider token.
         .target(
             name: "KindlyPushAPNs",
-            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto", "CCurl", "CCurlShim", "COpenSSL"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushHTTP2", "KindlyPushLibcrypto", "COpenSSL"],
             swiftSettings: strictSettings
         ),
         // The command's glue for `send`: its command table entry, standard input and files to

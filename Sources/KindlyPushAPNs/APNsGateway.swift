@@ -1,5 +1,6 @@
 package import KindlyPushBase
 package import KindlyPushCore
+internal import KindlyPushHTTP2
 
 #if canImport(Glibc)
     import Glibc
@@ -34,6 +35,9 @@ package final class APNsGateway {
     private var head = 0
     private var ownLines: [[UInt8]] = []
     private var ownHead = 0
+    /// ``step(waitingFor:timeout:)``'s `poll` set, and where each sender's part ends in it.
+    private var descriptors: [pollfd] = []
+    private var ends: [Int] = []
 
     package init(routes: [Route], defaultRoute: Int?, configPath: String?) {
         precondition(!routes.isEmpty)
@@ -150,29 +154,23 @@ package final class APNsGateway {
     /// milliseconds for a connection or for `input` (a descriptor to read, -1 for none), in
     /// one `poll`. Whether `input` is ready.
     package func step(waitingFor input: Int32, timeout: Int) -> Bool {
-        var descriptors: [pollfd] = []
-        var ends: [Int] = []
+        descriptors.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
         var wait = timeout
         for route in routes {
-            let (watched, senderWait) = route.sender.prepare(timeout: timeout)
-            descriptors += watched
+            wait = min(wait, route.sender.prepare(timeout: timeout, into: &descriptors))
             ends.append(descriptors.count)
-            wait = min(wait, senderWait)
+            // An answer already taken in waits to be written: no waiting then.
+            if route.sender.hasAnswer { wait = 0 }
         }
         if input >= 0 { descriptors.append(pollfd(fd: input, events: Int16(POLLIN), revents: 0)) }
-        do throws(Errno) {
-            _ = try valueOrErrno(retryOnInterrupt: false) { poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, wait))) }
-        } catch {
-            // EINTR (a signal: SIGTERM's stop) is a wake-up like any other, with nothing ready:
-            // each sender looks at its time-outs again.
-            for index in descriptors.indices { descriptors[index].revents = 0 }
-        }
+        let ready = HTTP2Client.poll(&descriptors, timeout: max(0, wait))
         var start = 0
         for (route, end) in zip(routes, ends) {
             route.sender.perform(descriptors[start..<end])
             start = end
         }
-        return input >= 0 && descriptors.last?.revents ?? 0 != 0
+        return ready && input >= 0 && descriptors[descriptors.count - 1].revents != 0
     }
 
     /// After SIGTERM, what is in flight has ``SendTiming/stopDrain`` to be answered

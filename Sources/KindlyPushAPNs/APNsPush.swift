@@ -1,6 +1,10 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One input document of `kindly-push send`, checked: `{"token": HEX, "push": {...}}` and
 /// optionally `"id"` (copied into the result, as `seal --recipients-inline` copies it) and the
 /// delivery fields `"app"`, `"collapse_id"`, `"expiration"` and `"priority"` (``DeliveryFields``,
@@ -44,11 +48,17 @@ package struct APNsPush: Sendable, Equatable {
         case .success(let value): document = value
         case .failure(let problem): throw Refusal(token: nil, error: CodedError(problem), isUnreadable: true)
         }
-        try self.init(document: document)
+        try self.init(document: document, compactPush: Self.compactPush(in: bytes))
     }
 
     /// Checks one input document.
     package init(document: JSONValue) throws(Refusal) {
+        try self.init(document: document, compactPush: nil)
+    }
+
+    /// Checks one input document; `compactPush`, when given, is its `"push"` value's text,
+    /// already what JSONWriter writes for it (``compactPush(in:)``).
+    private init(document: JSONValue, compactPush: [UInt8]?) throws(Refusal) {
         guard let object = document.objectValue else {
             throw Refusal(token: nil, error: CodedError(.badInput, "the input is not a JSON object"))
         }
@@ -66,7 +76,7 @@ package struct APNsPush: Sendable, Equatable {
             throw bad("the input has no \"push\" object", token: token)
         }
         if pushObject.hasDuplicateKeys { throw bad("the push has a member name twice", token: token) }
-        body = JSONWriter.compactBytes(push)
+        body = compactPush ?? JSONWriter.compactBytes(push)
         guard body.count <= Self.maximumPayloadSize else {
             throw bad("the push is \(body.count) bytes, over APNs's \(Self.maximumPayloadSize)", token: token)
         }
@@ -81,8 +91,76 @@ package struct APNsPush: Sendable, Equatable {
         self.id = id
     }
 
-    /// `apns-push-type` and `apns-priority` (the document's priority, else 10 for a visible push
-    /// and 5 for a silent one).
+    /// The text of the top-level `"push"` member's value in a document the strict reader took,
+    /// when it is already what JSONWriter writes for that value: no whitespace outside strings
+    /// and no backslash at all. The writer escapes only `"`, `\\` and control characters (which
+    /// a string can hold only escaped), keeps numbers as they were written and members in their
+    /// order, so such text is its own compact form, and the push goes as it came without being
+    /// written again. Nil otherwise (a backslash anywhere in the document): the writer writes it.
+    static func compactPush(in bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        let quote = UInt8(ascii: "\"")
+        let count = bytes.count
+        // A backslash anywhere: the writer may write that text otherwise (and every string's end
+        // below is its next quote).
+        guard let text = bytes.baseAddress, memchr(text, Int32(UInt8(ascii: "\\")), count) == nil else { return nil }
+        let byte = text.assumingMemoryBound(to: UInt8.self)
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        /// The index of the quote that ends the string whose opening quote is at `start`.
+        func stringEnd(_ start: Int) -> Int? {
+            guard start + 1 < count, let end = memchr(text + start + 1, Int32(quote), count - start - 1) else { return nil }
+            return UnsafeRawPointer(end) - text
+        }
+        var index = 0
+        while index < count, isSpace(byte[index]) { index += 1 }
+        guard index < count, byte[index] == UInt8(ascii: "{") else { return nil }
+        index += 1
+        while true {
+            while index < count, isSpace(byte[index]) { index += 1 }
+            guard index < count, byte[index] == quote, let nameEnd = stringEnd(index) else { return nil }
+            let isPush = nameEnd - index == 5 && memcmp(text + index + 1, "push", 4) == 0
+            index = nameEnd + 1
+            while index < count, isSpace(byte[index]) { index += 1 }
+            guard index < count, byte[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            while index < count, isSpace(byte[index]) { index += 1 }
+            // The value: to its end at depth 0, whitespace inside it noted.
+            let start = index
+            var depth = 0
+            var compact = true
+            scan: while index < count {
+                switch byte[index] {
+                case quote:
+                    guard let end = stringEnd(index) else { return nil }
+                    index = end + 1
+                    if depth == 0 { break scan }
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                    index += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if depth == 0 { break scan }
+                    depth -= 1
+                    index += 1
+                    if depth == 0 { break scan }
+                case UInt8(ascii: ","):
+                    if depth == 0 { break scan }
+                    index += 1
+                case let other:
+                    if isSpace(other) {
+                        if depth == 0 { break scan }
+                        compact = false
+                    }
+                    index += 1
+                }
+            }
+            if isPush { return compact ? Array(UnsafeRawBufferPointer(start: text + start, count: index - start)) : nil }
+            while index < count, isSpace(byte[index]) { index += 1 }
+            guard index < count, byte[index] == UInt8(ascii: ",") else { return nil }
+            index += 1
+        }
+    }
+
+    /// `apns-push-type` and `apns-priority`.
     package var pushType: String { isSilent ? "background" : "alert" }
+    /// The document's priority, else 10 for a visible push and 5 for a silent one.
     package var priority: Int { delivery.priority ?? (isSilent ? 5 : 10) }
 }

@@ -1,8 +1,6 @@
-internal import CCurl
-internal import CCurlShim
-internal import COpenSSL
 package import KindlyPushBase
 package import KindlyPushCore
+internal import KindlyPushHTTP2
 internal import KindlyPushLibcrypto
 
 #if canImport(Glibc)
@@ -36,11 +34,16 @@ package enum SendTiming {
     /// After SIGTERM, how long what is in flight may still be answered (milliseconds): past it,
     /// every push not answered ends with an `io` error line (a worker leaves its entry pending).
     package static let stopDrain = 10_000
-    /// Requests handed to libcurl at once; libcurl sends as many of them as the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS allows on the one connection and holds the rest.
+    /// Requests in flight on one connection at most: as many as the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS allows on it, up to this bound.
     package static let maximumHandedOver = 1000
     /// Lines read ahead of the oldest one not yet answered (results are written in input order).
     package static let readAhead = 4096
+    /// How long (milliseconds) answered results may wait to be written with the next ones:
+    /// answers that come one at a time are written together, in one write, instead of a
+    /// write each. Past it, or at 64 KiB of results, or when nothing is left to answer, they
+    /// are written.
+    package static let resultGathering = 20
     /// A response body kept, in bytes (APNs's are a few dozen).
     package static let maximumResponseSize = 1 << 14
     /// The longest `retry-after` (milliseconds) a push waits for in `send`: a retried answer's
@@ -72,119 +75,25 @@ package enum SendTiming {
     }
 }
 
-/// One push on its way: what is sent, and what came back so far.
+/// One push on its way: what is sent, and how its attempts went.
 final class Transfer {
     let sequence: Int
     let push: APNsPush
-    var response: [UInt8] = []
-    var apnsID: String?
-    /// The answer's `retry-after` header, as it came.
-    var retryAfterHeader: [UInt8]?
-    var headers: UnsafeMutablePointer<curl_slist>?
     /// The provider token the request carried (``ProviderToken/generation``).
     var tokenGeneration = 0
-    /// The connection it was handed over on (``APNsSender``'s `connection` then).
-    var connection = 0
     var serverAttempts = 0
     var transportAttempts = 0
     /// It was sent again once after `ExpiredProviderToken`.
     var renewedToken = false
     /// When a delayed retry may go (monotonic milliseconds).
     var due = 0
-    /// When it was last handed to libcurl (monotonic nanoseconds), for the answer's latency.
+    /// When it was last handed over (monotonic nanoseconds), for the answer's latency.
     var sentAt = 0
 
     init(sequence: Int, push: APNsPush) {
         self.sequence = sequence
         self.push = push
     }
-}
-
-/// Drops what it is given (the answer to ``APNsSender/probe()``).
-private let discardCallback: kp_curl_data_callback = { _, size, count, _ in size * count }
-
-private let writeCallback: kp_curl_data_callback = { data, size, count, context in
-    let length = size * count
-    guard let data, let context else { return length }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    if transfer.response.count + length <= SendTiming.maximumResponseSize {
-        transfer.response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
-    }
-    return length
-}
-
-private let headerCallback: kp_curl_data_callback = { data, size, count, context in
-    let length = size * count
-    guard let data, let context else { return length }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    let line = UnsafeRawBufferPointer(start: data, count: length)
-    let name = Array("apns-id:".utf8)
-    if line.count > name.count, zip(line.prefix(name.count), name).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) {
-        let value = line.dropFirst(name.count).filter { $0 > 0x20 && $0 < 0x7F }
-        transfer.apnsID = String(decoding: value, as: UTF8.self)
-    }
-    let retryAfter = Array("retry-after:".utf8)
-    if line.count > retryAfter.count, line.count < 100,
-        zip(line.prefix(retryAfter.count), retryAfter).allSatisfy({ $0 | 0x20 == $1 | 0x20 })
-    {
-        // Spaces inside an HTTP-date stay; those around the value and the line's end go.
-        let value = line.dropFirst(retryAfter.count).filter { $0 >= 0x20 && $0 < 0x7F }
-        transfer.retryAfterHeader = Array(value.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed())
-    }
-    return length
-}
-
-/// Lets a request go only over HTTP/2: the connection's TLS handshake must have chosen `h2`
-/// (ALPN). libcurl would otherwise fall back to HTTP/1.1 with a server that offers no `h2`, one
-/// request per connection, while APNs speaks HTTP/2 only: such a server is refused before
-/// anything is sent (the transfer ends `CURLE_ABORTED_BY_CALLBACK`). `context` is the easy handle.
-private let requireHTTP2: curl_prereq_callback = { context, _, _, _, _ in
-    var pointer: UnsafeMutableRawPointer?
-    guard let context, kp_curl_easy_get_pointer(context, CURLINFO_TLS_SSL_PTR, &pointer) == CURLE_OK, let pointer else {
-        return CURL_PREREQFUNC_ABORT
-    }
-    let session = pointer.assumingMemoryBound(to: curl_tlssessioninfo.self).pointee
-    guard session.backend == CURLSSLBACKEND_OPENSSL, let ssl = session.internals else { return CURL_PREREQFUNC_ABORT }
-    var selected: UnsafePointer<UInt8>?
-    var length: UInt32 = 0
-    SSL_get0_alpn_selected(OpaquePointer(ssl), &selected, &length)
-    guard let selected, length == 2, selected[0] == UInt8(ascii: "h"), selected[1] == UInt8(ascii: "2") else {
-        return CURL_PREREQFUNC_ABORT
-    }
-    return CURL_PREREQFUNC_OK
-}
-
-/// What libcurl asked to be told about (`curl_multi_socket_action`): the sockets to watch, for
-/// what, and when its timer runs out.
-///
-/// Why not `curl_multi_perform`: it looks at every transfer in each call, each with a `poll` of
-/// its own, so that a connection with a hundred streams in flight cost a hundred system calls per
-/// wake-up (profiled: most of send's CPU time). `curl_multi_socket_action` hands libcurl the
-/// readiness this thread's one `poll` saw.
-final class CurlEvents {
-    /// Each socket and its `poll` events.
-    var sockets: [Int32: Int16] = [:]
-    /// When libcurl's timer runs out (monotonic milliseconds); nil for no timer.
-    var deadline: Int?
-}
-
-private let socketCallback: curl_socket_callback = { _, socket, what, context, _ in
-    guard let context else { return 0 }
-    let events = Unmanaged<CurlEvents>.fromOpaque(context).takeUnretainedValue()
-    switch what {
-    case Int32(CURL_POLL_IN): events.sockets[socket] = Int16(POLLIN)
-    case Int32(CURL_POLL_OUT): events.sockets[socket] = Int16(POLLOUT)
-    case Int32(CURL_POLL_INOUT): events.sockets[socket] = Int16(POLLIN | POLLOUT)
-    default: events.sockets[socket] = nil
-    }
-    return 0
-}
-
-private let timerCallback: curl_multi_timer_callback = { _, milliseconds, context in
-    guard let context else { return 0 }
-    let events = Unmanaged<CurlEvents>.fromOpaque(context).takeUnretainedValue()
-    events.deadline = milliseconds < 0 ? nil : APNsSender.now() + milliseconds
-    return 0
 }
 
 /// Where the sender sends, and what every request carries: what `send`'s options say of APNs
@@ -199,35 +108,40 @@ package struct APNsDestination: Sendable {
     /// `apns-expiration`, in seconds from the push's sending, for a push that gives no
     /// expiration of its own; nil: none.
     package var expiration: Int?
+    /// HTTP/2 connections to the server at most (`--connections`, an app's `connections`), each
+    /// used up to its own stream limit.
+    package var connections: Int
     /// The app's name in `send --config`'s file (the metrics' `app`); nil: the one app of the
     /// command line, named by its topic.
     package var app: String?
 
-    package init(serverURL: String, topic: String, caFile: String? = nil, expiration: Int? = nil, app: String? = nil) {
+    package init(
+        serverURL: String, topic: String, caFile: String? = nil, expiration: Int? = nil, connections: Int = 1, app: String? = nil
+    ) {
         self.serverURL = serverURL
         self.topic = topic
         self.caFile = caFile
         self.expiration = expiration
+        self.connections = connections
         self.app = app
     }
 }
 
-/// `kindly-push send`: reads documents, sends each push to APNs over one multiplexed HTTP/2
-/// connection (libcurl's multi interface, `CURLPIPE_MULTIPLEX`, one connection to the host),
-/// and writes one result per input, in input order.
+/// `kindly-push send`: reads documents, sends each push to APNs over a pool of multiplexed
+/// HTTP/2 connections (``APNsDestination/connections``, KindlyPushHTTP2's client on nghttp2
+/// and OpenSSL), and writes one result per input, in input order.
 ///
 /// One thread does everything: it reads lines while fewer than ``SendTiming/readAhead`` wait
-/// for their answer, hands requests to libcurl (the first alone, until the server has
-/// answered one and so raised its stream limit; then up to ``SendTiming/maximumHandedOver``),
-/// waits in `curl_multi_poll` on the connection and standard input together, and writes the
-/// answered prefix of the results.
+/// for their answer, hands each request to the least busy connection that has room (each
+/// takes as many as its server's stream limit allows: the first request of a connection goes
+/// alone, until the server's SETTINGS; at most ``SendTiming/maximumHandedOver``), waits in one
+/// `poll` over every connection and standard input, and writes the answered prefix of the
+/// results. Every connection carries the one provider token.
 package final class APNsSender {
     package let destination: APNsDestination
     private var token: ProviderToken
-    private let multi: UnsafeMutableRawPointer
+    private let client: HTTP2Client
     private let host: String
-    private var inFlight: [UnsafeMutableRawPointer: Transfer] = [:]
-    private var idleHandles: [UnsafeMutableRawPointer] = []
     /// Ready to go, oldest input first.
     private var ready: [Transfer] = []
     /// Waiting for their backoff delay.
@@ -238,50 +152,58 @@ package final class APNsSender {
     private var head = 0
     private var firstUnwritten = 0
     private var nextSequence = 0
-    /// The current connection, counted: a transfer that finds no answer ends the connection it
-    /// was handed over on, and the next one starts with a new number.
-    private var connection = 0
-    /// The newest connection that answered a request. While it is the current one, more than
-    /// one request may go at once; an answer on a connection already ended (a stream below a
-    /// GOAWAY's last stream id) does not count for the next, which starts with the server's
-    /// initial stream limit (1 for APNs) until it answers one of its own.
-    private var answeredConnection = -1
-    private let events = CurlEvents()
+    /// The connections (their numbers) that failed a push: each counts once as a reconnection.
+    private var lostConnections: Set<Int> = []
+    /// The fields every request starts with (`:method`, `:scheme`, `:authority`), and those
+    /// after its path and token that every push carries (topic, content type, user agent).
+    private var leadingFields = HTTP2Headers()
+    private var trailingFields = HTTP2Headers()
+    /// One request's fields, built again for each push in the same buffers.
+    private var fields = HTTP2Headers()
+    /// The `authorization` value of the token of ``authorizationGeneration``.
+    private var authorization = ""
+    private var authorizationGeneration = -1
+    /// The exchanges the client ended, taken at each wake-up.
+    private var done: [HTTP2Exchange] = []
     /// `--metrics`: what the sender counts (``SendMetrics``), under its app (the topic) and platform.
     package var metrics: SendMetrics? {
         didSet { metrics?.register(source) }
     }
     private var source: SendMetrics.Source { SendMetrics.Source(app: destination.app ?? destination.topic, platform: "apns") }
 
+    /// The answer headers the sender reads, by index in ``HTTP2Exchange/headers``.
+    private static let apnsIDHeader = 0
+    private static let retryAfterHeader = 1
+
     package init(destination: APNsDestination, token: ProviderToken) throws(CodedError) {
         self.destination = destination
         self.token = token
-        guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK, let multi = curl_multi_init() else {
-            throw CodedError(.io, "libcurl cannot start")
-        }
-        self.multi = multi
-        host = String(decoding: destination.serverURL.utf8.dropFirst(8), as: UTF8.self)
-        _ = kp_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        // One connection: every request is a stream of it, as APNs asks.
-        _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
-        _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 1)
-        // libcurl's own cap on streams (100 by default) raised: the server's SETTINGS decide.
-        _ = kp_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, Int(SendTiming.maximumHandedOver))
-        let context = Unmanaged.passUnretained(events).toOpaque()
-        _ = kp_curl_multi_set_socket_function(multi, socketCallback)
-        _ = kp_curl_multi_set_pointer(multi, CURLMOPT_SOCKETDATA, context)
-        _ = kp_curl_multi_set_timer_function(multi, timerCallback)
-        _ = kp_curl_multi_set_pointer(multi, CURLMOPT_TIMERDATA, context)
+        client = try Self.client(destination, connections: destination.connections)
+        host = client.configuration.authority
+        leadingFields.append(":method", "POST")
+        leadingFields.append(":scheme", "https")
+        leadingFields.append(":authority", host)
+        trailingFields.append("apns-topic", destination.topic)
+        trailingFields.append("content-type", "application/json")
+        trailingFields.append("user-agent", "kindly-push/\(KindlyPushRelease.version)")
     }
 
-    deinit {
-        for (easy, transfer) in inFlight {
-            curl_multi_remove_handle(multi, easy)
-            curl_slist_free_all(transfer.headers)
-            curl_easy_cleanup(easy)
+    /// An HTTP/2 client of the destination's server: HTTP/2 only, the connection and request
+    /// time-outs, and with `--ca-file` only its authorities.
+    private static func client(_ destination: APNsDestination, connections: Int) throws(CodedError) -> HTTP2Client {
+        guard let place = HTTP2Client.Configuration.hostAndPort(ofURL: destination.serverURL) else {
+            throw CodedError(.io, "'\(destination.serverURL)' is not https://HOST[:PORT]")
         }
-        for easy in idleHandles { curl_easy_cleanup(easy) }
-        curl_multi_cleanup(multi)
+        let configuration = HTTP2Client.Configuration(
+            host: place.host, port: place.port, authority: place.authority, caFile: destination.caFile, connections: max(1, connections),
+            connectTimeout: SendTiming.connectTimeout, requestTimeout: SendTiming.requestTimeout,
+            maximumStreams: SendTiming.maximumHandedOver, maximumBodySize: SendTiming.maximumResponseSize,
+            watchedHeaders: ["apns-id", "retry-after"])
+        do throws(HTTP2SetupError) {
+            return try HTTP2Client(configuration)
+        } catch {
+            throw CodedError(.io, error.description)
+        }
     }
 
     static func now() -> Int { MonotonicClock.milliseconds() }
@@ -292,15 +214,31 @@ package final class APNsSender {
     /// no push; its body dropped) on a connection of its own, its certificate verified as for a
     /// push; else why not. A worker asks it before it says it is ready.
     package func probe() -> String? {
-        guard let easy = curl_easy_init() else { return "libcurl: out of memory" }
-        defer { curl_easy_cleanup(easy) }
-        "\(destination.serverURL)/".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
-        setTransport(of: easy)
-        _ = kp_curl_easy_set_callback(easy, CURLOPT_WRITEFUNCTION, discardCallback)
-        let code = curl_easy_perform(easy)
-        if code == CURLE_ABORTED_BY_CALLBACK { return "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2')" }
-        guard code == CURLE_OK else { return "\(host): \(String(cString: curl_easy_strerror(code)))" }
-        return nil
+        let probing: HTTP2Client
+        do throws(CodedError) {
+            probing = try Self.client(destination, connections: 1)
+        } catch {
+            return error.message
+        }
+        var request = HTTP2Headers()
+        request.append(":method", "GET")
+        request.append(":scheme", "https")
+        request.append(":authority", host)
+        request.append(":path", "/")
+        request.append("user-agent", "kindly-push/\(KindlyPushRelease.version)")
+        let exchange = HTTP2Exchange(owner: nil, body: [])
+        guard probing.submit(exchange, headers: request) else { return "\(host): the request could not be made" }
+        var ended: [HTTP2Exchange] = []
+        // Bounded: the client ends the request at its time-out, the connection at its own.
+        while ended.isEmpty {
+            _ = probing.wait(alsoWatching: -1, timeout: 200)
+            probing.takeFinished(into: &ended)
+        }
+        switch exchange.failure {
+        case nil: return nil
+        case .noHTTP2: return "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2')"
+        case .transport(let reason): return "\(host): \(reason)"
+        }
     }
 
     /// Whether every push handed over has its result taken.
@@ -334,9 +272,12 @@ package final class APNsSender {
         return true
     }
 
-    /// Hands requests over, and says what to wait for before ``perform(_:)``: libcurl's
-    /// sockets, and how long (milliseconds, at most `timeout`).
-    func prepare(timeout: Int) -> (descriptors: [pollfd], wait: Int) {
+    /// Whether an answered result waits to be taken.
+    var hasAnswer: Bool { head < results.count && results[head] != nil }
+
+    /// Hands requests over, and says what to wait for before ``perform(_:)``: the connections'
+    /// sockets (appended to `descriptors`), and how long (milliseconds, at most `timeout`).
+    func prepare(timeout: Int, into descriptors: inout [pollfd]) -> Int {
         let now = Self.now()
         if !delayed.isEmpty {
             let due = delayed.filter { $0.due <= now }
@@ -345,39 +286,26 @@ package final class APNsSender {
                 ready = (ready + due).sorted { $0.sequence < $1.sequence }
             }
         }
-        let limit = answeredConnection == connection ? SendTiming.maximumHandedOver : 1
-        let count = min(max(0, limit - inFlight.count), ready.count)
-        if count > 0 {
-            for transfer in ready[0..<count] { start(transfer) }
-            ready.removeFirst(count)
-        }
+        var started = 0
+        while started < ready.count, start(ready[started]) { started += 1 }
+        if started > 0 { ready.removeFirst(started) }
         var wait = timeout
         if let next = delayed.map(\.due).min() { wait = min(wait, next - now) }
-        if let deadline = events.deadline { wait = min(wait, deadline - now) }
-        if !ready.isEmpty, inFlight.count < limit { wait = 0 }
-        return (events.sockets.map { pollfd(fd: $0.key, events: $0.value, revents: 0) }, max(0, wait))
+        if !ready.isEmpty, client.hasRoom { wait = 0 }
+        return client.prepare(timeout: wait, into: &descriptors)
     }
 
-    /// Lets libcurl work on what `poll` saw of the descriptors ``prepare(timeout:)`` gave, and
-    /// takes the answers.
+    /// Lets the connections work on what `poll` saw of the descriptors ``prepare(timeout:into:)``
+    /// gave, and takes the answers.
     func perform(_ descriptors: ArraySlice<pollfd>) {
-        var running: Int32 = 0
-        for descriptor in descriptors where descriptor.revents != 0 {
-            var mask: Int32 = 0
-            if descriptor.revents & Int16(POLLIN | POLLHUP) != 0 { mask |= Int32(CURL_CSELECT_IN) }
-            if descriptor.revents & Int16(POLLOUT) != 0 { mask |= Int32(CURL_CSELECT_OUT) }
-            if descriptor.revents & Int16(POLLERR | POLLNVAL) != 0 { mask |= Int32(CURL_CSELECT_ERR) }
-            curl_multi_socket_action(multi, descriptor.fd, mask, &running)
-        }
-        if let deadline = events.deadline, deadline <= Self.now() {
-            events.deadline = nil
-            // CURL_SOCKET_TIMEOUT: libcurl's timer ran out.
-            curl_multi_socket_action(multi, -1, 0, &running)
-        }
+        client.perform(descriptors)
         collect()
     }
 
-    private func start(_ transfer: Transfer) {
+    /// Hands `transfer`'s request to a connection; false when none has room (it stays ready).
+    /// A push whose provider token cannot be made ends with its error line.
+    private func start(_ transfer: Transfer) -> Bool {
+        guard client.hasRoom else { return false }
         do throws(AuthKeyError) {
             let generation = token.generation
             try token.refreshIfDue()
@@ -386,93 +314,47 @@ package final class APNsSender {
             complete(
                 transfer.sequence,
                 with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, error.description)))
-            return
+            return true
         }
-        let easy: UnsafeMutableRawPointer
-        if let idle = idleHandles.popLast() {
-            curl_easy_reset(idle)
-            easy = idle
-        } else {
-            guard let new = curl_easy_init() else {
-                complete(
-                    transfer.sequence,
-                    with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, "libcurl: out of memory")))
-                return
-            }
-            easy = new
+        if authorizationGeneration != token.generation {
+            authorization = String(token.header.utf8.dropFirst("authorization: ".utf8.count))!
+            authorizationGeneration = token.generation
         }
-        transfer.response.removeAll(keepingCapacity: true)
-        transfer.apnsID = nil
-        transfer.retryAfterHeader = nil
-        transfer.tokenGeneration = token.generation
-        transfer.connection = connection
         let push = transfer.push
-        var lines = [
-            token.header, "apns-topic: \(destination.topic)", "apns-push-type: \(push.pushType)", "apns-priority: \(push.priority)",
-            "content-type: application/json", "accept:",
-        ]
+        fields.removeAll()
+        fields.append(contentsOf: leadingFields)
+        fields.append(":path", "/3/device/", push.token, changes: true)
+        fields.append("authorization", authorization)
+        fields.append(contentsOf: trailingFields)
+        fields.append("apns-push-type", push.pushType)
+        fields.append("apns-priority", decimal: push.priority)
         // The push's own expiration (Unix seconds), else the run's `--expiration` from now; none:
         // no header (APNs keeps the push for its own default time).
         if let expiration = push.delivery.expiration {
-            lines.append("apns-expiration: \(expiration)")
+            fields.append("apns-expiration", decimal: expiration, changes: true)
         } else if let expiration = destination.expiration {
-            lines.append("apns-expiration: \(expiration == 0 ? 0 : token.clock.now() + expiration)")
+            fields.append("apns-expiration", decimal: expiration == 0 ? 0 : token.clock.now() + expiration, changes: true)
         }
-        if let collapse = push.collapseID { lines.append("apns-collapse-id: \(collapse)") }
-        var headers: UnsafeMutablePointer<curl_slist>?
-        for line in lines { headers = curl_slist_append(headers, line) }
-        transfer.headers = headers
-        let context = Unmanaged.passUnretained(transfer).toOpaque()
-        "\(destination.serverURL)/3/device/\(push.token)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_URL, $0) }
-        setTransport(of: easy)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_PIPEWAIT, 1)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_POST, 1)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_POSTFIELDSIZE, push.body.count)
-        push.body.withUnsafeBytes { _ = kp_curl_easy_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
-        _ = kp_curl_easy_set_pointer(easy, CURLOPT_HTTPHEADER, headers)
-        _ = kp_curl_easy_set_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
-        _ = kp_curl_easy_set_pointer(easy, CURLOPT_WRITEDATA, context)
-        _ = kp_curl_easy_set_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
-        _ = kp_curl_easy_set_pointer(easy, CURLOPT_HEADERDATA, context)
-        "kindly-push/\(KindlyPushRelease.version)".withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_USERAGENT, $0) }
-        inFlight[easy] = transfer
-        metrics?.setInFlight(source, inFlight.count)
+        if let collapse = push.collapseID { fields.append("apns-collapse-id", collapse, changes: true) }
+        fields.append("content-length", decimal: push.body.count)
+        transfer.tokenGeneration = token.generation
+        let exchange = HTTP2Exchange(owner: transfer, body: push.body)
+        guard client.submit(exchange, headers: fields) else { return false }
+        metrics?.setInFlight(source, client.inFlight)
         transfer.sentAt = Self.nanoseconds()
-        curl_multi_add_handle(multi, easy)
+        return true
     }
 
-    /// What every request of the sender's (a push, the probe) goes over: HTTP/2 only
-    /// (``requireHTTP2``), no signals, the connection and request time-outs, and with `--ca-file`
-    /// only its authorities.
-    private func setTransport(of easy: UnsafeMutableRawPointer) {
-        _ = kp_curl_easy_set_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        _ = kp_curl_easy_set_prereq(easy, requireHTTP2, easy)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, SendTiming.connectTimeout)
-        _ = kp_curl_easy_set_long(easy, CURLOPT_TIMEOUT_MS, SendTiming.requestTimeout)
-        if let caFile = destination.caFile {
-            // Only these authorities: without the CA path, libcurl would trust the system's too
-            // (Debian's is built with /etc/ssl/certs).
-            caFile.withCString { _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAINFO, $0) }
-            _ = kp_curl_easy_set_pointer(easy, CURLOPT_CAPATH, nil)
-        }
-    }
-
+    /// Takes the exchanges the client ended: each push's answer or failure.
     private func collect() {
-        var queued: Int32 = 0
-        while let message = curl_multi_info_read(multi, &queued) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            let code = message.pointee.data.result
-            var status = 0
-            _ = kp_curl_easy_get_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            curl_multi_remove_handle(multi, easy)
-            guard let transfer = inFlight.removeValue(forKey: easy) else { continue }
-            metrics?.setInFlight(source, inFlight.count)
-            curl_slist_free_all(transfer.headers)
-            transfer.headers = nil
-            idleHandles.append(easy)
-            finish(transfer, code: code, status: status)
+        client.takeFinished(into: &done)
+        guard !done.isEmpty else { return }
+        metrics?.setInFlight(source, client.inFlight)
+        for exchange in done {
+            guard let owner = exchange.owner else { continue }
+            finish(unsafeDowncast(owner, to: Transfer.self), exchange)
         }
+        done.removeAll(keepingCapacity: true)
     }
 
     /// Sends `transfer` again after its backoff, and not before `notBefore` milliseconds (an
@@ -484,34 +366,44 @@ package final class APNsSender {
         delayed.append(transfer)
     }
 
-    private func finish(_ transfer: Transfer, code: CURLcode, status: Int) {
+    private func finish(_ transfer: Transfer, _ exchange: HTTP2Exchange) {
         let token = transfer.push.token
-        if code == CURLE_ABORTED_BY_CALLBACK {
-            // requireHTTP2 refused the connection: no attempt will change the server's protocols.
+        switch exchange.failure {
+        case .noHTTP2?:
+            // No attempt will change the server's protocols: nothing was sent to it.
             let error = CodedError(
                 .io, "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2'), as APNs does: nothing was sent to it")
             complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
             return
-        }
-        guard code == CURLE_OK, status > 0 else {
+        case .transport(let reason)?:
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
-            // timed out. The next connection starts with one request, as the first did.
-            if transfer.connection == connection {
-                connection += 1
-                metrics?.reconnected(source)
-            }
+            // timed out. A new connection takes its place; its first request goes alone.
+            if lostConnections.insert(exchange.connection).inserted { metrics?.reconnected(source) }
             transfer.transportAttempts += 1
             if transfer.transportAttempts < SendTiming.transportAttempts {
                 retryLater(transfer, attempt: transfer.transportAttempts)
             } else {
-                let reason = String(cString: curl_easy_strerror(code))
                 let error = CodedError(.io, "no answer from \(host) after \(transfer.transportAttempts) attempts: \(reason)")
                 complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
             }
             return
+        case nil:
+            break
         }
-        answeredConnection = max(answeredConnection, transfer.connection)
-        let body = (try? JSONReader.parse(transfer.response))?.objectValue
+        let status = exchange.status
+        var apnsID: String?
+        var retryAfterHeader: [UInt8]?
+        for (index, value) in exchange.headers {
+            if index == Self.apnsIDHeader {
+                apnsID = String(decoding: value.filter { $0 > 0x20 && $0 < 0x7F }, as: UTF8.self)
+            } else if index == Self.retryAfterHeader, value.count < 100 {
+                // Spaces inside an HTTP-date stay; those around the value go.
+                let printable = value.filter { $0 >= 0x20 && $0 < 0x7F }
+                retryAfterHeader = Array(printable.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed())
+            }
+        }
+        // A 200's body is empty: nothing to read.
+        let body = exchange.body.isEmpty ? nil : (try? JSONReader.parse(exchange.body))?.objectValue
         let reason = body?["reason"]?.stringValue
         metrics?.answered(
             source, status: status, reason: reason, seconds: Double(Self.nanoseconds() - transfer.sentAt) / 1e9, gone: status == 410)
@@ -529,7 +421,7 @@ package final class APNsSender {
                 return
             }
         }
-        let retryAfter = transfer.retryAfterHeader.flatMap { SendTiming.retryAfter($0, now: self.token.clock.now()) }
+        let retryAfter = retryAfterHeader.flatMap { SendTiming.retryAfter($0, now: self.token.clock.now()) }
         if SendTiming.isRetried(status) {
             transfer.serverAttempts += 1
             if transfer.serverAttempts < SendTiming.serverAttempts, (retryAfter ?? 0) <= SendTiming.longestRetryAfter {
@@ -537,9 +429,13 @@ package final class APNsSender {
                 return
             }
         }
+        if status == 200, transfer.push.id == nil, apnsID?.utf8.allSatisfy(Self.isPlainIDByte) ?? true {
+            complete(transfer.sequence, with: Self.deliveredLine(token: token, apnsID: apnsID))
+            return
+        }
         var members: [JSONObject.Member] = transfer.push.id.map { [.init(key: "id", value: $0)] } ?? []
         members += [.init(key: "token", value: .string(token)), .init(key: "status", value: .number(JSONNumber(status)))]
-        if let id = transfer.apnsID { members.append(.init(key: "apns_id", value: .string(id))) }
+        if let id = apnsID { members.append(.init(key: "apns_id", value: .string(id))) }
         if status != 200 {
             members.append(.init(key: "reason", value: reason.map { .string($0) } ?? .null))
         }
@@ -552,21 +448,41 @@ package final class APNsSender {
         complete(transfer.sequence, with: JSONWriter.compactBytes(.object(JSONObject(members))))
     }
 
-    /// Ends every push not answered yet with an `io` error line saying `reason`: those in flight
-    /// (their streams reset), waiting for a retry's backoff, or not started. For a stop that must
-    /// not wait for a server that never answers (``SendTiming/stopDrain``).
-    private func abandon(_ reason: String) {
-        for (easy, transfer) in inFlight {
-            curl_multi_remove_handle(multi, easy)
-            curl_slist_free_all(transfer.headers)
-            transfer.headers = nil
-            idleHandles.append(easy)
+    /// A byte of an `apns-id` that JSON writes as it is (APNs's are UUIDs: hex digits and hyphens).
+    private static func isPlainIDByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "-")
+    }
+
+    /// The result line of a push delivered (200) that had no `"id"`, written straight: what
+    /// JSONWriter writes for `{"token", "status": 200, "apns_id"}` when the token is hex digits
+    /// (every push's is) and the `apns-id` is letters, digits and hyphens (``isPlainIDByte(_:)``).
+    private static func deliveredLine(token: String, apnsID: String?) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(token.utf8.count + (apnsID?.utf8.count ?? 0) + 48)
+        line.append(contentsOf: #"{"token":""#.utf8)
+        line.append(contentsOf: token.utf8)
+        line.append(contentsOf: #"","status":200"#.utf8)
+        if let apnsID {
+            line.append(contentsOf: #","apns_id":""#.utf8)
+            line.append(contentsOf: apnsID.utf8)
+            line.append(UInt8(ascii: "\""))
         }
+        line.append(UInt8(ascii: "}"))
+        return line
+    }
+
+    /// Ends every push not answered yet with an `io` error line saying `reason`: those in flight
+    /// (their connections closed), waiting for a retry's backoff, or not started. For a stop
+    /// that must not wait for a server that never answers (``SendTiming/stopDrain``).
+    private func abandon(_ reason: String) {
+        client.closeAll(reason)
+        client.takeFinished(into: &done)
         metrics?.setInFlight(source, 0)
-        for transfer in Array(inFlight.values) + ready + delayed {
+        let inFlight = done.compactMap { $0.owner.map { unsafeDowncast($0, to: Transfer.self) } }
+        done.removeAll(keepingCapacity: true)
+        for transfer in inFlight + ready + delayed {
             complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason)))
         }
-        inFlight = [:]
         ready = []
         delayed = []
     }
@@ -603,5 +519,5 @@ package final class APNsSender {
     }
 
     /// Whether nothing is left to send or answer.
-    package var hasWork: Bool { !inFlight.isEmpty || !ready.isEmpty || !delayed.isEmpty }
+    package var hasWork: Bool { client.inFlight > 0 || !ready.isEmpty || !delayed.isEmpty }
 }

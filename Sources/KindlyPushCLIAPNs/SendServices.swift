@@ -11,7 +11,7 @@ internal import KindlyPushWebPush
 #endif
 
 extension CommandTable {
-    /// `kindly-push-send`'s: `kindly-push`'s with `send` and `vapid-keygen` run here, on libcurl and libcrypto, and
+    /// `kindly-push-send`'s: `kindly-push`'s with `send` and `vapid-keygen` run here, on nghttp2, OpenSSL and libcrypto, and
     /// `--redis` workers on `workers` (hiredis); the Secret Service, `notify` and `doctor` still
     /// run in `kindly-push-desktop`.
     package static func send(workers: any RedisServices) -> CommandTable {
@@ -22,7 +22,7 @@ extension CommandTable {
     }
 }
 
-/// The services of `kindly-push-send`: `send` on libcurl and libcrypto, `vapid-keygen` on libcrypto.
+/// The services of `kindly-push-send`: `send` on nghttp2, OpenSSL and libcrypto, `vapid-keygen` on libcrypto.
 package struct APNsSendServices: SendServices {
     /// What runs `send --redis` as a worker.
     let workers: any RedisServices
@@ -58,7 +58,8 @@ package struct APNsSendServices: SendServices {
         let clock = SendClock(file: options.clockFile)
         guard let configuration else {
             let destination = APNsDestination(
-                serverURL: options.serverURL, topic: options.topic, caFile: options.caFile, expiration: options.expiration)
+                serverURL: options.serverURL, topic: options.topic, caFile: options.caFile, expiration: options.expiration,
+                connections: options.connections)
             let token = try providerToken(
                 keyFile: options.keyFile, keyID: options.keyID, teamID: options.teamID, clock: clock, option: "--auth-key-file")
             return APNsGateway(
@@ -69,7 +70,8 @@ package struct APNsSendServices: SendServices {
         for app in configuration.apps {
             guard let apns = app.apns else { continue }
             let destination = APNsDestination(
-                serverURL: apns.serverURL, topic: apns.topic, caFile: apns.caFile, expiration: options.expiration, app: app.name)
+                serverURL: apns.serverURL, topic: apns.topic, caFile: apns.caFile, expiration: options.expiration,
+                connections: apns.connections, app: app.name)
             let token = try providerToken(
                 keyFile: apns.keyFile, keyID: apns.keyID, teamID: apns.teamID, clock: clock, option: "app '\(app.name)': key_file")
             routes.append(.init(name: app.name, sender: try APNsSender(destination: destination, token: token)))
@@ -194,6 +196,8 @@ package struct APNsSendServices: SendServices {
         var stdout = OutputStream(descriptor: target.descriptor)
         var batch = LineBatchReader.Batch()
         var output: [UInt8] = []
+        /// When the results in `output` began to gather (monotonic milliseconds).
+        var gatheredSince: Int?
         var readError: CodedError?
         var inputEnded = false
         while true {
@@ -213,14 +217,23 @@ package struct APNsSendServices: SendServices {
                 if batch.lines.isEmpty { break }
             }
             sender.takeWritable(into: &output)
-            if !output.isEmpty {
+            // Results answered one at a time are gathered for up to SendTiming.resultGathering
+            // ms and written at once; all of them once nothing is left to answer.
+            let now = MonotonicClock.milliseconds()
+            if !output.isEmpty, gatheredSince == nil { gatheredSince = now }
+            if let since = gatheredSince,
+                now - since >= SendTiming.resultGathering || output.count >= 1 << 16 || StopSignals.requested || sender.isIdle
+            {
                 stdout.write(output)
                 output.removeAll(keepingCapacity: true)
+                gatheredSince = nil
                 if !stdout.flush() { break }
             }
             if inputEnded, sender.isIdle { break }
             let waitsForInput = !inputEnded && sender.hasRoom && descriptors.contains(STDIN_FILENO)
-            _ = sender.step(waitingFor: waitsForInput ? STDIN_FILENO : -1, timeout: sender.hasWork ? 200 : (waitsForInput ? 200 : 0))
+            var timeout = sender.hasWork ? 200 : (waitsForInput ? 200 : 0)
+            if let since = gatheredSince { timeout = min(timeout, max(0, since + SendTiming.resultGathering - now)) }
+            _ = sender.step(waitingFor: waitsForInput ? STDIN_FILENO : -1, timeout: timeout)
         }
         reader.wipe()
         let writeStatus = DocumentRunner.finish(&stdout, target, incomplete: readError != nil)

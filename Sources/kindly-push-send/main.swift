@@ -2,7 +2,7 @@ internal import KindlyPushCLI
 internal import KindlyPushCLIAPNs
 internal import KindlyPushCLIRedis
 
-// `kindly-push-send`: the commands of `kindly-push` with `send`, the only one that needs libcurl
+// `kindly-push-send`: the commands of `kindly-push` with `send`, the only one that needs nghttp2
 // and libcrypto (APNs over HTTP/2, the ES256 provider token). `kindly-push send` runs it; it can
 // be run directly too. With --redis it is a send worker (hiredis, as kindly-push-redis).
 kindlyPushMain(.send(workers: RedisWorkerServices()))

@@ -108,7 +108,7 @@ struct ParseCommandTests {
     }
 
     @Test(
-        "kindly-push links neither Foundation, Dispatch's overlay nor libsecret, GIO, SQLite, libcurl or libcrypto; kindly-push-desktop and kindly-push-send do"
+        "kindly-push links neither Foundation, Dispatch's overlay nor libsecret, GIO, SQLite, nghttp2 or libcrypto; kindly-push-desktop and kindly-push-send do"
     )
     func leanBinary() throws {
         func libraries(_ binary: URL) throws -> String {
@@ -125,7 +125,7 @@ struct ParseCommandTests {
         let lean = try libraries(CLI.binary)
         let unwanted = [
             "libFoundation", "_FoundationICU", "libswiftDispatch", "libswiftSynchronization", "libsecret", "libgio", "libglib",
-            "libsqlite3", "libcurl", "libcrypto", "libhiredis",
+            "libsqlite3", "libnghttp2", "libcurl", "libcrypto", "libhiredis",
         ]
         for library in unwanted {
             #expect(!lean.contains(library), "kindly-push links \(library)")
@@ -133,9 +133,9 @@ struct ParseCommandTests {
         let desktop = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-desktop"))
         #expect(desktop.contains("libsecret") && desktop.contains("libgio") && desktop.contains("libsqlite3"))
         let send = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-send"))
-        #expect(send.contains("libcurl") && send.contains("libcrypto"))
+        #expect(send.contains("libnghttp2") && send.contains("libcrypto") && !send.contains("libcurl"))
         let redis = try libraries(CLI.binary.deletingLastPathComponent().appendingPathComponent("kindly-push-redis"))
-        #expect(!redis.contains("libcurl"))
+        #expect(!redis.contains("libnghttp2"))
     }
 
     @Test("the command's environment reads environ as Foundation does, values with '=' whole")

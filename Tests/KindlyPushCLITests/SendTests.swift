@@ -253,6 +253,59 @@ struct SendTests {
         Self.expectResultsMatch(results, records)
     }
 
+    @Test(
+        "--connections 3: the pushes spread over three connections with one provider token; one held at one stream carries few, the other two the bulk"
+    )
+    func connectionPool() throws {
+        let tokens = (0..<600).map(APNsTestServer.token)
+        let input = tokens.map { APNsTestServer.line($0) + "\n" }.joined()
+        /// The answers of a run, counted by connection, and the provider tokens they carried.
+        func run(_ script: [String: Any]) throws -> (byConnection: [Int: Int], authorizations: Set<String>) {
+            let server = try APNsTestServer(script: script)
+            let output = try server.send(["--jsonl", "--connections", "3"], stdin: input)
+            #expect(output.status == 0, "\(output.stderr)")
+            let results = Self.lines(output)
+            #expect(results.map { $0["token"] as? String } == tokens)
+            #expect(results.allSatisfy { $0["status"] as? Int == 200 })
+            let answered = try server.records().filter { $0["status"] is Int }
+            var byConnection: [Int: Int] = [:]
+            for record in answered { byConnection[record["connection"] as? Int ?? 0, default: 0] += 1 }
+            return (byConnection, Set(answered.compactMap { $0["authorization"] as? String }))
+        }
+        // Served alike, the three connections share the pushes.
+        let even = try run([:])
+        #expect(even.byConnection.keys.sorted() == [1, 2, 3], "\(even.byConnection)")
+        #expect(even.byConnection.values.allSatisfy { $0 * 10 >= tokens.count }, "\(even.byConnection)")
+        #expect(even.authorizations.count == 1)
+        // The first connection held at one stream, each of its answers a second late: the other
+        // two carry the bulk, and the run does not wait on it (600 pushes there would take 600 s).
+        let held = try run(["hold_first_connection": ["delay_ms": 1000]])
+        #expect(held.byConnection.keys.sorted() == [1, 2, 3], "\(held.byConnection)")
+        #expect((held.byConnection[1] ?? 0) * 5 < tokens.count, "\(held.byConnection)")
+        #expect((held.byConnection[2] ?? 0) * 5 >= tokens.count && (held.byConnection[3] ?? 0) * 5 >= tokens.count, "\(held.byConnection)")
+        #expect(held.authorizations.count == 1)
+    }
+
+    @Test("the push's body is what JSONWriter writes for it, whether it came compact (taken as it is) or not (written again)")
+    func pushBodyIsCompact() throws {
+        let token = APNsTestServer.token(1)
+        for push in [
+            #"{"aps":{"alert":{"title":"New message"},"mutable-content":1},"kindly":{"v":1,"n":[1,2.50,-3e2,true,null]}}"#,
+            #"{ "aps" : {"alert":"a b"}, "x":[ 1 , 2 ] }"#, #"{"aps":{"alert":"caf\u00e9 \"q\" \/"}}"#,
+            #"{"aps":{"alert":"café, {} [] :"}}"#,
+            #"{"a\u0062":1,"aps":{}}"#,
+        ] {
+            for document in [
+                #"{"token":"\#(token)","push":\#(push)}"#, #"{"id":{"k":[1,"}"]},"push":\#(push),"token":"\#(token)"}"#,
+                " {\n\"token\" : \"\(token)\" ,\t\"push\" :  \(push)  , \"collapse_id\":\"c\" } ",
+            ] {
+                let parsed = try Array(document.utf8).withUnsafeBytes { try APNsPush(bytes: $0) }
+                let value = try #require(try JSONReader.parse(Array(document.utf8))["push"])
+                #expect(parsed.body == JSONWriter.compactBytes(value), "\(document)")
+            }
+        }
+    }
+
     @Test("SIGTERM: no more input is read, what was read is answered, exit 0")
     func sigtermDrains() throws {
         let server = try APNsTestServer(script: ["delay_ms": 400])
@@ -570,7 +623,7 @@ struct SendTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: folder) }
         // The "system's" authorities, in this test's mount namespace only: the test server's, as
-        // Debian keeps them (libcurl's bundle and its hashed folder, both /etc/ssl/certs).
+        // Debian keeps them (OpenSSL's default bundle and its hashed folder, both /etc/ssl/certs).
         let system = folder.appendingPathComponent("certs")
         try FileManager.default.createDirectory(at: system, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: server.certificate, toPath: system.appendingPathComponent("test-server.pem").path)

@@ -20,14 +20,17 @@ over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
 - SETTINGS_MAX_CONCURRENT_STREAMS 1 on a new connection, raised after its first request is
   answered (as APNs does once a token is accepted);
 - faults on demand from a script: answers per device token (429, 500, 503, 410, ..., each with a
-  "retry_after" header value if it says so), a GOAWAY
+  "retry_after" header value if it says so), the first connection held at one stream with slow
+  answers ("hold_first_connection"), a GOAWAY
   (declaring the N-th request never processed) or a dropped connection after N requests, a
   delay before each answer; the initial and raised stream limits; the least time between two
   tokens (for tools/bench, whose runs each sign one); the ALPN protocols offered ("alpn": a
   server without h2);
 - a stream past the advertised stream limit refused (RST_STREAM REFUSED_STREAM, RFC 9113
   section 5.1.2), recorded as {"refused": ...};
-- everything received recorded, one JSON line per request, in DIR/received.jsonl; with the
+- everything received recorded, one JSON line per request, in DIR/received.jsonl, with the
+  number of the connection it came on ("connection", counted from 1 in the order they were
+  accepted); with the
   script's "record_received": true also a line {"note": "received", "status": null} as soon as a
   request has arrived, before its answer (for a test of a server that answers late or never).
 
@@ -214,7 +217,7 @@ class RefusingH2Connection(h2.connection.H2Connection):
     SETTINGS_MAX_CONCURRENT_STREAMS: a stream error, REFUSED_STREAM, which the client may send
     again (h2 makes it a connection error, TooManyStreamsError). Servers on Go's net/http2 and on
     nghttp2 refuse the stream so; a client meets it when it opens streams before reading the
-    server's SETTINGS, as libcurl does on a new connection after a reconnect. The stream is
+    server's SETTINGS, as some clients do on a new connection after a reconnect. The stream is
     taken in (its header block decoded, so that HPACK stays in step) and its id put in
     `refused`; the server resets it on its RequestReceived."""
 
@@ -253,6 +256,13 @@ class Connection:
         self.drop_after = script.get("drop_after") if first or script.get("faults_every_connection") else None
         self.delay = script.get("delay_ms", 0) / 1000
         self.max_streams = script.get("max_streams", 100)
+        # "hold_first_connection": {"delay_ms": N}: the first connection stays at one stream (its
+        # limit never raised) and answers each request N ms late, as APNs holds a connection
+        # after refused pushes; the others are served as usual.
+        hold = script.get("hold_first_connection")
+        if hold is not None and first:
+            self.max_streams = 1
+            self.delay = hold.get("delay_ms", 500) / 1000
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         self.h2 = RefusingH2Connection(config=config)
         self.h2.local_settings = h2.settings.Settings(

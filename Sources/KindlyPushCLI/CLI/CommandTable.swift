@@ -12,7 +12,7 @@ internal import KindlyPushCore
 /// ``kindlyPushMain(_:)``, and commands read it in ``CommandEnvironment/table``.
 ///
 /// Why siblings at all: `kindly-push` links neither libsecret, GIO and SQLite, nor hiredis, nor
-/// libcurl, so that a one-shot `decrypt --key-file` starts as fast as a program that prints a
+/// nghttp2, so that a one-shot `decrypt --key-file` starts as fast as a program that prints a
 /// line (tools/bench-startup; docs/architecture.md, "Four binaries").
 package struct CommandTable: Sendable {
     /// How a binary runs one command.
@@ -112,7 +112,7 @@ package struct CommandTable: Sendable {
         return CommandTable(binary: binary.name, services: services, entries: entries, handOffs: handOffs)
     }
 
-    /// `kindly-push`'s: no services; what needs libcurl or libcrypto (`send`, `vapid-keygen`), GIO and SQLite (`notify`,
+    /// `kindly-push`'s: no services; what needs nghttp2 or libcrypto (`send`, `vapid-keygen`), GIO and SQLite (`notify`,
     /// `doctor`), hiredis (`--redis`) or libsecret (the Secret Service keyring) runs in a sibling.
     package static let kindlyPush = CommandTable(
         binary: "kindly-push", services: Services(),
@@ -139,11 +139,11 @@ package struct SiblingBinary: Sendable, Equatable {
     package static let desktop = SiblingBinary(name: "kindly-push-desktop", purpose: "the Secret Service and desktop part")
     /// Redis Streams workers and `redis-status` (hiredis), with the desktop services.
     package static let redis = SiblingBinary(name: "kindly-push-redis", purpose: "the Redis Streams worker")
-    /// `send` (libcurl, libcrypto), as a worker too, and `vapid-keygen` (libcrypto's P-256).
+    /// `send` (nghttp2, OpenSSL, libcrypto), as a worker too, and `vapid-keygen` (libcrypto's P-256).
     ///
-    /// Why a binary of its own (and not `kindly-push-redis`): libcurl maps a dozen libraries
-    /// (nghttp2, OpenSSL, GSSAPI, LDAP, ...) at every start, which neither a one-shot `decrypt`
-    /// nor a seal worker should pay for; only the sender needs them.
+    /// Why a binary of its own (and not `kindly-push-redis`): the HTTP/2 and TLS libraries are
+    /// mapped at every start, which neither a one-shot `decrypt` nor a seal worker should pay
+    /// for; only the sender needs them.
     package static let send = SiblingBinary(name: "kindly-push-send", purpose: "the sender: APNs, Web Push keys")
 
     /// Replaces this process with the sibling from the folder of this executable, with

@@ -2,11 +2,12 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push send`: the backend's last hop. Reads `{"token", "push"}` documents and POSTs
-/// each push to APNs over one HTTP/2 connection, with provider-token authentication
+/// each push to APNs over HTTP/2 (one connection, or a pool of `--connections`), with
+/// provider-token authentication
 /// (docs/running-at-scale.md, "Sending to APNs").
 ///
 /// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-send`, the only binary that links libcurl and libcrypto (``SiblingBinary/send``).
+/// `kindly-push-send`, the only binary that links nghttp2 and libcrypto (``SiblingBinary/send``).
 package struct SendCommand: Command {
     package static let name = "send"
     package static let arguments = ["[<file> ...]"]
@@ -26,8 +27,9 @@ package struct SendCommand: Command {
         repeats, and "app", "collapse_id", "expiration" and "priority", as seal
         --recipients-inline carries them) on standard input (with --jsonl, one per line) and
         POSTs each push to /3/device/TOKEN of api.push.apple.com (or of the server of its app
-        in --config's file) over one HTTP/2 connection, as many at once as the server allows
-        (its SETTINGS_MAX_CONCURRENT_STREAMS; the first request goes alone). Each input gives
+        in --config's file) over one HTTP/2 connection (--connections N: up to N, each push to
+        the least busy one with room), as many at once as the server allows on each (its
+        SETTINGS_MAX_CONCURRENT_STREAMS; the first request of a connection goes alone). Each input gives
         one result, in input order: {"token", "status", "apns_id"}, with "reason" (APNs's own
         word) when APNs refused the push and "unregistered_at" (milliseconds) for 410: drop that
         device. A line that is not such a document, or whose push is over 4096 bytes, is that
@@ -75,6 +77,10 @@ package struct SendCommand: Command {
     package static let expiration = Option<Int>(
         "--expiration", "SECONDS",
         "How long APNs keeps a push for an offline device: apns-expiration is now plus SECONDS (0: deliver once or drop).")
+    package static let connections = Option<Int>(
+        "--connections", "N",
+        "Open up to N HTTP/2 connections to APNs (1 to \(SendOptions.mostConnections), default 1); each push goes to the least busy one with room."
+    )
     package static let jsonl = StreamOptions.jsonl.help("Read one document per line and write one result per line, in input order.")
 
     package static let output = StreamOptions.output.help(
@@ -118,7 +124,9 @@ package struct SendCommand: Command {
         if let configPath {
             if configPath.isEmpty { throw usage("'\(Self.config.name)' takes a path") }
             // Each app's own options are in the file: one place for them, never two that disagree.
-            let oneApp: [any OptionKey] = [Self.authKeyFile, Self.keyID, Self.teamID, Self.topic, Self.sandbox, Self.apnsURL, Self.caFile]
+            let oneApp: [any OptionKey] = [
+                Self.authKeyFile, Self.keyID, Self.teamID, Self.topic, Self.sandbox, Self.apnsURL, Self.caFile, Self.connections,
+            ]
             if let given = oneApp.first(where: { arguments.isGiven($0) }) {
                 throw usage("give either --config or '\(given.name)': the file names each app's key, topic and server")
             }
@@ -146,6 +154,12 @@ package struct SendCommand: Command {
         if options.redis == nil, let address = arguments[Self.metrics] {
             guard stream.isLineMode else { throw usage("'\(Self.metrics.name)' goes with --jsonl or --redis") }
             options.metrics = try RedisOptions.parseMetrics(address, usage)
+        }
+        if arguments.isGiven(Self.connections) {
+            guard let count = arguments[Self.connections], (1...SendOptions.mostConnections).contains(count) else {
+                throw usage("'\(Self.connections.name)' takes a whole number from 1 to \(SendOptions.mostConnections)")
+            }
+            options.connections = count
         }
         if arguments.isGiven(Self.expiration) {
             guard let seconds = arguments[Self.expiration], (0...Self.longestExpiration).contains(seconds) else {
@@ -258,9 +272,13 @@ package struct SendOptions: Sendable {
     package var configPath: String?
     /// `--check`: the configuration is checked and described, and nothing is sent.
     package var isCheck = false
+    /// `--connections N`: HTTP/2 connections to APNs at most.
+    package var connections = 1
+    /// The largest `--connections`.
+    package static let mostConnections = 64
 }
 
-/// What only `kindly-push-send` can do, because it links libcurl and libcrypto: send, and make
+/// What only `kindly-push-send` can do, because it links nghttp2 and libcrypto: send, and make
 /// a VAPID key (P-256).
 package protocol SendServices: Sendable {
     /// Sends every input document and writes the results; the exit status.
