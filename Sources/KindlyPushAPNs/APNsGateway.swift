@@ -33,7 +33,7 @@ package final class APNsGateway {
     /// answered it itself (its line is the next of `ownLines`).
     private var order: [Int?] = []
     private var head = 0
-    private var ownLines: [[UInt8]] = []
+    private var ownLines: [(line: [UInt8], error: CodedError)] = []
     private var ownHead = 0
     /// ``step(waitingFor:timeout:)``'s `poll` set, and where each sender's part ends in it.
     private var descriptors: [pollfd] = []
@@ -107,7 +107,8 @@ package final class APNsGateway {
         }
         guard let index else {
             order.append(nil)
-            ownLines.append(APNsSender.errorLine(id: push.id, token: push.token, CodedError(.usage, unknownApp(push.delivery.app))))
+            let error = CodedError(.usage, unknownApp(push.delivery.app))
+            ownLines.append((APNsSender.errorLine(id: push.id, token: push.token, error), error))
             return
         }
         order.append(index)
@@ -124,18 +125,21 @@ package final class APNsGateway {
 
     /// The result lines answered in input order since the last call.
     package func takeWritable(into output: inout [UInt8]) {
-        while takeOne(into: &output) {}
+        while takeOne(into: &output) != nil {}
     }
 
     /// Appends the result line (and a newline) of the oldest input whose result is not taken
-    /// yet, when it is answered; `false` while it is not.
-    package func takeOne(into output: inout [UInt8]) -> Bool {
-        guard head < order.count else { return false }
+    /// yet, when it is answered, and says what became of it; `nil` while it is not answered.
+    package func takeOne(into output: inout [UInt8]) -> SendOutcome? {
+        guard head < order.count else { return nil }
+        let outcome: SendOutcome
         if let index = order[head] {
-            guard routes[index].sender.takeOne(into: &output) else { return false }
+            guard let taken = routes[index].sender.takeOne(into: &output) else { return nil }
+            outcome = taken
         } else {
-            output += ownLines[ownHead]
+            output += ownLines[ownHead].line
             output.append(0x0A)
+            outcome = .failed(ownLines[ownHead].error)
             ownHead += 1
         }
         head += 1
@@ -147,7 +151,7 @@ package final class APNsGateway {
             ownLines.removeFirst(ownHead)
             ownHead = 0
         }
-        return true
+        return outcome
     }
 
     /// Hands requests over, lets each sender work, and takes the answers; waits up to `timeout`

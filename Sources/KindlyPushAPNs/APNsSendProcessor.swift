@@ -61,7 +61,8 @@ package struct APNsSendProcessor: DocumentProcessor {
             sender.submit(bytes)
         }
         var line: [UInt8] = []
-        while !sender.takeOne(into: &line) {
+        var taken = sender.takeOne(into: &line)
+        while taken == nil {
             // After SIGTERM's drain the push ends as `io`, a transient failure: the entry stays
             // pending (sent again later: at least once).
             sender.endAfterStopDrain()
@@ -70,14 +71,15 @@ package struct APNsSendProcessor: DocumentProcessor {
             // answers (a worker that found Redis gone does not feed it).
             ServiceNotifier.process?.feedWatchdog()
             _ = sender.step(waitingFor: -1, timeout: 200)
+            taken = sender.takeOne(into: &line)
         }
+        guard let outcome = taken else { preconditionFailure("taken above") }
         if line.last == 0x0A { line.removeLast() }
-        try Self.check(line, deadLetters: deadLetters)
+        try Self.check(outcome, deadLetters: deadLetters)
         output += line
-        // A result is a success whatever APNs answered; a line's error object names its code.
-        guard line.firstRange(of: Array(#""error":{"code":"#.utf8)) != nil else { return .success }
-        let message = (try? JSONReader.parse(line))?["error"]?["message"]?.stringValue ?? ""
-        return .errorObject(.badInput, message: message)
+        // A result is a success whatever APNs answered; a refused document is its error object.
+        guard case .failed(let error) = outcome else { return .success }
+        return .errorObject(error.code, message: error.message)
     }
 
     /// What the worker must not commit as the entry's result: a push that reached no server
@@ -86,26 +88,27 @@ package struct APNsSendProcessor: DocumentProcessor {
     /// transient failure (the entry stays pending and is sent again later: at least once); with
     /// dead letters, a permanent refusal (4xx other than 410 and 429) goes to the dead letters
     /// with its original document. A 410 is a result: the backend drops the device.
-    package static func check(_ line: [UInt8], deadLetters: Bool) throws(CodedError) {
-        guard let result = try? JSONReader.parse(line) else { return }
-        if let error = result["error"], error["code"]?.stringValue == ErrorCode.io.rawValue {
-            var failure = CodedError(.io, error["message"]?.stringValue ?? "no answer from APNs")
+    package static func check(_ outcome: SendOutcome, deadLetters: Bool) throws(CodedError) {
+        switch outcome {
+        case .failed(let error):
+            guard error.code == .io else { return }
+            var failure = CodedError(.io, error.message)
             failure.isTransient = true
             throw failure
-        }
-        guard let status = result["status"]?.numberValue?.integerValue(in: 0...999) else { return }
-        let reason = result["reason"]?.stringValue.map { " \($0)" } ?? ""
-        if SendTiming.isRetried(Int(status)) {
-            // An answer for this push: each later round counts toward --max-deliveries.
-            var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
-            failure.isTransient = true
-            failure.countsAsDelivery = true
-            // Its retry-after: the entry is not sent again before that.
-            failure.retryAfter = result["retry_after"]?.numberValue?.integerValue(in: 0...86_400).map { Int($0) * 1000 }
-            throw failure
-        }
-        if deadLetters, (400..<500).contains(status), status != 410 {
-            throw CodedError(.badInput, "APNs refused the push: \(status)\(reason)")
+        case .answered(let status, let reason, let retryAfter):
+            let reason = reason.map { " \($0)" } ?? ""
+            if SendTiming.isRetried(status) {
+                // An answer for this push: each later round counts toward --max-deliveries.
+                var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
+                failure.isTransient = true
+                failure.countsAsDelivery = true
+                // Its retry-after: the entry is not sent again before that.
+                failure.retryAfter = retryAfter
+                throw failure
+            }
+            if deadLetters, (400..<500).contains(status), status != 410 {
+                throw CodedError(.badInput, "APNs refused the push: \(status)\(reason)")
+            }
         }
     }
 

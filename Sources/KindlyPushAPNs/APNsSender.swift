@@ -127,6 +127,24 @@ package struct APNsDestination: Sendable {
     }
 }
 
+/// What became of one push, beside its result line: what a worker or a one-document run decides
+/// from (commit, hold, dead-letter, exit status), so that nothing reads back the line it wrote.
+package enum SendOutcome: Sendable {
+    /// The push service answered: its status, its reason, and for a status tried again its
+    /// `retry-after` in milliseconds (rounded up to whole seconds, as the line says it).
+    case answered(status: Int, reason: String?, retryAfter: Int?)
+    /// No answer (`io`), or the document was refused before anything was sent: the line's error.
+    case failed(CodedError)
+}
+
+/// One provider token for every sender of one team and key (``APNsSender``s of the apps of
+/// `send --config` that share them), used from the sending thread only.
+package final class SharedProviderToken {
+    var token: ProviderToken
+
+    package init(_ token: ProviderToken) { self.token = token }
+}
+
 /// `kindly-push send`: reads documents, sends each push to APNs over a pool of multiplexed
 /// HTTP/2 connections (``APNsDestination/connections``, KindlyPushHTTP2's client on nghttp2
 /// and OpenSSL), and writes one result per input, in input order.
@@ -139,7 +157,12 @@ package struct APNsDestination: Sendable {
 /// results. Every connection carries the one provider token.
 package final class APNsSender {
     package let destination: APNsDestination
-    private var token: ProviderToken
+    /// The provider token, shared with every sender of the same team and key (``SharedProviderToken``).
+    private let tokens: SharedProviderToken
+    private var token: ProviderToken {
+        get { tokens.token }
+        set { tokens.token = newValue }
+    }
     private let client: HTTP2Client
     private let host: String
     /// Ready to go, oldest input first.
@@ -147,7 +170,7 @@ package final class APNsSender {
     /// Waiting for their backoff delay.
     private var delayed: [Transfer] = []
     /// The result line of each input from `firstUnwritten` on; nil while unanswered.
-    private var results: [[UInt8]?] = []
+    private var results: [(line: [UInt8], outcome: SendOutcome)?] = []
     /// Where the results not taken yet start in `results` (the taken ones are dropped in bulk).
     private var head = 0
     private var firstUnwritten = 0
@@ -175,9 +198,16 @@ package final class APNsSender {
     private static let apnsIDHeader = 0
     private static let retryAfterHeader = 1
 
-    package init(destination: APNsDestination, token: ProviderToken) throws(CodedError) {
+    package convenience init(destination: APNsDestination, token: ProviderToken) throws(CodedError) {
+        try self.init(destination: destination, token: SharedProviderToken(token))
+    }
+
+    /// A sender whose provider token is `token`'s, which other senders (apps of the same team
+    /// and key) may share: whichever renews it renews it for all, so APNs sees one token per
+    /// team and key, renewed no more often than it allows.
+    package init(destination: APNsDestination, token: SharedProviderToken) throws(CodedError) {
         self.destination = destination
-        self.token = token
+        self.tokens = token
         client = try Self.client(destination, connections: destination.connections)
         host = client.configuration.authority
         leadingFields.append(":method", "POST")
@@ -251,15 +281,16 @@ package final class APNsSender {
         results.append(nil)
         switch result {
         case .success(let push): ready.append(Transfer(sequence: sequence, push: push))
-        case .failure(let error): complete(sequence, with: Self.errorLine(id: error.id, token: error.token, error.error))
+        case .failure(let error): fail(sequence, id: error.id, token: error.token, error.error)
         }
     }
 
     /// Appends the result line of the oldest push whose result is not taken yet, and a newline,
-    /// when it is answered; `false` (nothing appended) while it is not.
-    package func takeOne(into output: inout [UInt8]) -> Bool {
-        guard head < results.count, let line = results[head] else { return false }
-        output += line
+    /// when it is answered, and says what became of the push; `nil` (nothing appended) while it
+    /// is not answered.
+    package func takeOne(into output: inout [UInt8]) -> SendOutcome? {
+        guard head < results.count, let result = results[head] else { return nil }
+        output += result.line
         output.append(0x0A)
         results[head] = nil
         head += 1
@@ -269,7 +300,7 @@ package final class APNsSender {
             results.removeFirst(head)
             head = 0
         }
-        return true
+        return result.outcome
     }
 
     /// Whether an answered result waits to be taken.
@@ -311,9 +342,7 @@ package final class APNsSender {
             try token.refreshIfDue()
             if token.generation != generation { metrics?.refreshedToken(source) }
         } catch {
-            complete(
-                transfer.sequence,
-                with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, error.description)))
+            fail(transfer.sequence, id: transfer.push.id, token: transfer.push.token, CodedError(.io, error.description))
             return true
         }
         if authorizationGeneration != token.generation {
@@ -373,7 +402,7 @@ package final class APNsSender {
             // No attempt will change the server's protocols: nothing was sent to it.
             let error = CodedError(
                 .io, "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2'), as APNs does: nothing was sent to it")
-            complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
+            fail(transfer.sequence, id: transfer.push.id, token: token, error)
             return
         case .transport(let reason)?:
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
@@ -384,7 +413,7 @@ package final class APNsSender {
                 retryLater(transfer, attempt: transfer.transportAttempts)
             } else {
                 let error = CodedError(.io, "no answer from \(host) after \(transfer.transportAttempts) attempts: \(reason)")
-                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, error))
+                fail(transfer.sequence, id: transfer.push.id, token: token, error)
             }
             return
         case nil:
@@ -417,7 +446,7 @@ package final class APNsSender {
                     return
                 }
             } catch {
-                complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: token, CodedError(.io, error.description)))
+                fail(transfer.sequence, id: transfer.push.id, token: token, CodedError(.io, error.description))
                 return
             }
         }
@@ -430,7 +459,9 @@ package final class APNsSender {
             }
         }
         if status == 200, transfer.push.id == nil, apnsID?.utf8.allSatisfy(Self.isPlainIDByte) ?? true {
-            complete(transfer.sequence, with: Self.deliveredLine(token: token, apnsID: apnsID))
+            complete(
+                transfer.sequence, with: Self.deliveredLine(token: token, apnsID: apnsID),
+                .answered(status: 200, reason: nil, retryAfter: nil))
             return
         }
         var members: [JSONObject.Member] = transfer.push.id.map { [.init(key: "id", value: $0)] } ?? []
@@ -442,10 +473,13 @@ package final class APNsSender {
         if status == 410, let timestamp = body?["timestamp"], case .number = timestamp {
             members.append(.init(key: "unregistered_at", value: timestamp))
         }
-        if SendTiming.isRetried(status), let retryAfter {
-            members.append(.init(key: "retry_after", value: .number(JSONNumber((retryAfter + 999) / 1000))))
-        }
-        complete(transfer.sequence, with: JSONWriter.compactBytes(.object(JSONObject(members))))
+        // The retry-after of a status tried again, in whole seconds rounded up: the line's and the
+        // outcome's alike.
+        let retryAfterSeconds = SendTiming.isRetried(status) ? retryAfter.map { ($0 + 999) / 1000 } : nil
+        if let retryAfterSeconds { members.append(.init(key: "retry_after", value: .number(JSONNumber(retryAfterSeconds)))) }
+        complete(
+            transfer.sequence, with: JSONWriter.compactBytes(.object(JSONObject(members))),
+            .answered(status: status, reason: reason, retryAfter: retryAfterSeconds.map { $0 * 1000 }))
     }
 
     /// A byte of an `apns-id` that JSON writes as it is (APNs's are UUIDs: hex digits and hyphens).
@@ -481,7 +515,7 @@ package final class APNsSender {
         let inFlight = done.compactMap { $0.owner.map { unsafeDowncast($0, to: Transfer.self) } }
         done.removeAll(keepingCapacity: true)
         for transfer in inFlight + ready + delayed {
-            complete(transfer.sequence, with: Self.errorLine(id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason)))
+            fail(transfer.sequence, id: transfer.push.id, token: transfer.push.token, CodedError(.io, reason))
         }
         ready = []
         delayed = []
@@ -505,8 +539,13 @@ package final class APNsSender {
         if let stopDeadline, now >= stopDeadline, !isIdle { abandon(Self.stopReason) }
     }
 
-    private func complete(_ sequence: Int, with line: [UInt8]) {
-        results[head + sequence - firstUnwritten] = line
+    /// Ends a push with `error`: its error line (with its id and token when it has them).
+    private func fail(_ sequence: Int, id: JSONValue?, token: String?, _ error: CodedError) {
+        complete(sequence, with: Self.errorLine(id: id, token: token, error), .failed(error))
+    }
+
+    private func complete(_ sequence: Int, with line: [UInt8], _ outcome: SendOutcome) {
+        results[head + sequence - firstUnwritten] = (line, outcome)
     }
 
     /// The error object of a line: `{"id": ..., "token": ..., "error": {"code", "message"}}`, the

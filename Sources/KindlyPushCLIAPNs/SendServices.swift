@@ -67,13 +67,23 @@ package struct APNsSendServices: SendServices {
             )
         }
         var routes: [APNsGateway.Route] = []
+        // One provider token per team and key, whichever apps use them.
+        var tokens: [String: SharedProviderToken] = [:]
         for app in configuration.apps {
             guard let apns = app.apns else { continue }
             let destination = APNsDestination(
                 serverURL: apns.serverURL, topic: apns.topic, caFile: apns.caFile, expiration: options.expiration,
                 connections: apns.connections, app: app.name)
-            let token = try providerToken(
-                keyFile: apns.keyFile, keyID: apns.keyID, teamID: apns.teamID, clock: clock, option: "app '\(app.name)': key_file")
+            let identity = "\(apns.teamID) \(apns.keyID) \(apns.keyFile)"
+            let token: SharedProviderToken
+            if let shared = tokens[identity] {
+                token = shared
+            } else {
+                token = SharedProviderToken(
+                    try providerToken(
+                        keyFile: apns.keyFile, keyID: apns.keyID, teamID: apns.teamID, clock: clock, option: "app '\(app.name)': key_file"))
+                tokens[identity] = token
+            }
             routes.append(.init(name: app.name, sender: try APNsSender(destination: destination, token: token)))
         }
         let defaultRoute = configuration.app(named: nil).flatMap { app in routes.firstIndex { $0.name == app.name } }
@@ -156,27 +166,19 @@ package struct APNsSendServices: SendServices {
         StopSignals.install()
         input.withUnsafeBytes { sender.submit($0) }
         var output: [UInt8] = []
-        while true {
-            sender.takeWritable(into: &output)
-            if sender.isIdle { break }
+        var outcome = sender.takeOne(into: &output)
+        while outcome == nil {
             _ = sender.step(waitingFor: -1, timeout: 200)
+            outcome = sender.takeOne(into: &output)
         }
-        // The one line: a result, or the io error of a push that found no server.
-        if let error = Self.errorOf(output) {
+        // The one line: a result, or the error of a push that found no server (or named no app).
+        if case .failed(let error)? = outcome {
             target.discard()
             throw error
         }
         var stdout = OutputStream(descriptor: target.descriptor, capacity: output.count)
         stdout.write(output)
         return DocumentRunner.finish(&stdout, target) ?? 0
-    }
-
-    /// The error object of a single document's line, as the error it reports.
-    private static func errorOf(_ line: [UInt8]) -> CodedError? {
-        guard let object = (try? JSONReader.parse(Array(line.dropLast())))?.objectValue, let error = object["error"]?.objectValue,
-            let message = error["message"]?.stringValue
-        else { return nil }
-        return CodedError(error["code"]?.stringValue == "bad_input" ? .badInput : .io, message)
     }
 
     /// `--jsonl`: one result per line, in input order, each written once all before it are.

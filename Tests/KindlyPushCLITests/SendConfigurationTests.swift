@@ -98,6 +98,26 @@ struct SendConfigurationTests {
         }
     }
 
+    @Test("two apps of one team and key share one provider token: every request of either carries the same token")
+    func oneTokenPerTeamAndKey() throws {
+        let server = try APNsTestServer()
+        let path = server.folder.appendingPathComponent("shared.yaml").path
+        let apns = """
+            {team_id: \(APNsTestServer.teamID), key_id: \(APNsTestServer.keyID), key_file: \(server.keyFile), \
+            topic: \(APNsTestServer.topic), url: "\(server.url)", ca_file: \(server.certificate), connections: 2}
+            """
+        try "apps:\n  chat:\n    apns: \(apns)\n  alerts:\n    apns: \(apns)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let input = (0..<40).map { APNsTestServer.line(APNsTestServer.token($0), extra: #","app":"\#($0 % 2 == 0 ? "chat" : "alerts")""#) }
+        let output = try Self.send(server, ["--jsonl", "--config", path], stdin: input.map { $0 + "\n" }.joined())
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(SendTests.lines(output).allSatisfy { $0["status"] as? Int == 200 })
+        let records = try server.records().filter { $0["status"] is Int }
+        #expect(records.count == 40)
+        #expect(Set(records.compactMap { $0["authorization"] as? String }).count == 1)
+        // Each app on connections of its own: more than one connection carried them.
+        #expect(Set(records.compactMap { $0["connection"] as? Int }).count >= 2)
+    }
+
     @Test("the per-push fields: apns-collapse-id, apns-expiration (Unix seconds) and apns-priority from the line, else the defaults")
     func perPushFields() throws {
         let server = try APNsTestServer()

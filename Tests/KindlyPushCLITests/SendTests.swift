@@ -189,9 +189,8 @@ struct SendTests {
         for token in tokens.suffix(3) { #expect(Self.answered(records, token).count == 5, "\(token)") }
         // What a send worker does with such a line: holds the entry, each round a delivery.
         for status in [302, 600, 502] {
-            let line = Array(#"{"token":"aa","status":\#(status),"reason":null}"#.utf8)
             #expect {
-                try APNsSendProcessor.check(line, deadLetters: true)
+                try APNsSendProcessor.check(.answered(status: status, reason: nil, retryAfter: nil), deadLetters: true)
             } throws: { error in
                 guard let error = error as? CodedError else { return false }
                 return error.isTransient && error.countsAsDelivery

@@ -1,6 +1,7 @@
 import Foundation
 import KindlyPush
 import KindlyPushSecretService
+import KindlyPushTesting
 import Testing
 
 /// One rule for where keys live: the command's `--keyring auto` and the library's
@@ -31,7 +32,7 @@ struct AutomaticKeyringTests {
     }
 
     @Test("on a desktop, SecretServiceKeyring.automatic() finds the key a plain keygen stored in the Secret Service", .needsSecretService)
-    func automaticFindsTheCommandsKey() throws {
+    func automaticFindsTheCommandsKey() async throws {
         let folder = try TemporaryFolder()
         var environment = ProcessInfo.processInfo.environment
         environment["HOME"] = folder.path
@@ -47,14 +48,16 @@ struct AutomaticKeyringTests {
         let kid = try #require(KeyID(base64: kidText))
         defer { try? SecretServiceKeyring().delete(kid) }
 
-        KindlyPushDecryption.defaultKeyring = SecretServiceKeyring.automatic(environment: environment)
-        defer { KindlyPushDecryption.defaultKeyring = nil }
-        #expect(KindlyPushDecryption.defaultKeyring is SecretServiceKeyring)
         let sealed = try KindlyPushSealer.seal(Self.payload, for: publicKey)
         let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(sealed)) as? [AnyHashable: Any])
-        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == Self.payload)
-        // The library's default alone (no host setting) is the file keyring: it cannot see the key.
-        KindlyPushDecryption.defaultKeyring = nil
-        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)
+        // The default keyring is the process's: set only inside withDefaultKeyring, one test at a
+        // time (the library's tests set it too, in the same process).
+        await withDefaultKeyring(SecretServiceKeyring.automatic(environment: environment)) {
+            #expect(KindlyPushDecryption.defaultKeyring is SecretServiceKeyring)
+            #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == Self.payload)
+            // The library's default alone (no host setting) is the file keyring: it cannot see the key.
+            KindlyPushDecryption.defaultKeyring = nil
+            #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)
+        }
     }
 }

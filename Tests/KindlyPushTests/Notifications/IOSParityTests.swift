@@ -110,19 +110,20 @@ struct IOSParityTests {
         let key = DeviceKey.generate()
         let push = try TestPushes.sealed(.visible, for: key)
         let userInfo = try #require(try JSONSerialization.jsonObject(with: push.compactData) as? [AnyHashable: Any])
-        KindlyPushDecryption.defaultKeyring = InMemoryKeyring(keys: [key])
-        defer { KindlyPushDecryption.defaultKeyring = nil }
-        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == TestPushes.payload)
-        #expect(KindlyPushDecryption.standard.decrypt(userInfo: push) == TestPushes.payload)
+        // The default keyring is the process's: set only inside withDefaultKeyring, one test at a time.
+        await withDefaultKeyring(InMemoryKeyring(keys: [key])) {
+            #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == TestPushes.payload)
+            #expect(KindlyPushDecryption.standard.decrypt(userInfo: push) == TestPushes.payload)
 
-        let service = NotificationService()
-        #expect(service.deadline == KindlyNotificationService.defaultDeadline)
-        let delivered = Recorder<NotificationContent>()
-        service.didReceive(NotificationContent(userInfo: push)) { delivered.record($0) }
-        await delivered.wait()
-        #expect(delivered.all.map(\.title) == ["Anna"])
+            let service = NotificationService()
+            #expect(service.deadline == KindlyNotificationService.defaultDeadline)
+            let delivered = Recorder<NotificationContent>()
+            service.didReceive(NotificationContent(userInfo: push)) { delivered.record($0) }
+            await delivered.wait()
+            #expect(delivered.all.map(\.title) == ["Anna"])
 
-        KindlyPushDecryption.defaultKeyring = nil
-        #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)  // back to the file keyring, which lacks it
+            KindlyPushDecryption.defaultKeyring = nil
+            #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == nil)  // back to the file keyring, which lacks it
+        }
     }
 }
