@@ -129,7 +129,10 @@ struct SendConfigurationTests {
             APNsTestServer.line(APNsTestServer.token(4), extra: #","priority":7"#),
             APNsTestServer.line(APNsTestServer.token(5), extra: #","expiration":-1"#),
         ].map { $0 + "\n" }.joined()
+        // The run's --expiration counts from when send reads the clock: between these two.
+        let before = Int(Date().timeIntervalSince1970)
         let output = try server.send(["--jsonl", "--expiration", "60"], stdin: input)
+        let after = Int(Date().timeIntervalSince1970) + 1
         let results = SendTests.lines(output)
         try #require(results.count == 5)
         #expect(results[0..<3].allSatisfy { $0["status"] as? Int == 200 })
@@ -143,9 +146,8 @@ struct SendConfigurationTests {
         #expect(headers(1)["apns-expiration"] == "1900000000")
         #expect(headers(1)["apns-priority"] == "5")
         // No expiration of its own: the run's --expiration from now; the default priority.
-        let now = Int(Date().timeIntervalSince1970)
         let expiration = Int(headers(2)["apns-expiration"] ?? "") ?? 0
-        #expect((now + 50...now + 70).contains(expiration))
+        #expect((before + 60...after + 60).contains(expiration))
         #expect(headers(2)["apns-priority"] == "10")
         #expect(headers(2)["apns-collapse-id"] == nil)
         #expect(headers(3)["apns-expiration"] == "0")

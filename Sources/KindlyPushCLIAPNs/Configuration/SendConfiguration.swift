@@ -44,8 +44,6 @@ package struct SendConfiguration: Sendable {
         package var connections: Int
     }
 
-    /// The most connections an app may keep to its server.
-    package static let maximumConnections = 64
     /// The largest configuration file read.
     package static let maximumFileSize = 1 << 20
 
@@ -174,8 +172,8 @@ package struct SendConfiguration: Sendable {
             let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
             var connections = 1
             if let value = member("connections") {
-                guard let count = value.integer, (1...maximumConnections).contains(count) else {
-                    throw fail(value, "\(key).connections", "takes a whole number from 1 to \(maximumConnections)")
+                guard let count = value.integer, (1...SendOptions.mostConnections).contains(count) else {
+                    throw fail(value, "\(key).connections", "takes a whole number from 1 to \(SendOptions.mostConnections)")
                 }
                 connections = count
             }
