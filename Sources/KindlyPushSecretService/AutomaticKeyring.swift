@@ -58,12 +58,19 @@ extension SecretServiceKeyring {
     /// default folder; with no home folder
     /// either, a keyring that holds no keys. Decided once: a Secret Service that starts later is
     /// not used until the host decides again.
-    public static func automatic(environment: [String: String] = ProcessInfo.processInfo.environment) -> any Keyring {
+    ///
+    /// `timeout` is each Secret Service operation's budget (see ``timeout``); the probe that
+    /// decides takes a third of it, and at least ``defaultProbeTimeout`` (the defaults' ratio). A host on a slow or loaded
+    /// machine may give more than the desktop's 1.5 s.
+    public static func automatic(
+        environment: [String: String] = ProcessInfo.processInfo.environment, timeout: Duration = defaultTimeout
+    ) -> any Keyring {
         // The bus of `environment` alone: without one there, no bus (not the process's).
         let busAddress = environment["DBUS_SESSION_BUS_ADDRESS"].flatMap { $0.isEmpty ? nil : $0 }
-        switch busAddress.map({ automaticChoice(busAddress: $0) }) ?? .file {
+        let probeTimeout = max(timeout / 3, defaultProbeTimeout)
+        switch busAddress.map({ automaticChoice(busAddress: $0, timeout: probeTimeout) }) ?? .file {
         case .secretService:
-            return SecretServiceKeyring(collection: collection { environment[$0] }, busAddress: busAddress)
+            return SecretServiceKeyring(collection: collection { environment[$0] }, busAddress: busAddress, timeout: timeout)
         case .file, .undecided:
             guard let folder = try? FileKeyring.defaultFolder(environment: environment) else { return InMemoryKeyring() }
             return FileKeyring(folder: folder)

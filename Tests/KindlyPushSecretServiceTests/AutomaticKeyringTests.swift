@@ -52,7 +52,8 @@ struct AutomaticKeyringTests {
         let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(sealed)) as? [AnyHashable: Any])
         // The default keyring is the process's: set only inside withDefaultKeyring, one test at a
         // time (the library's tests set it too, in the same process).
-        await withDefaultKeyring(SecretServiceKeyring.automatic(environment: environment)) {
+        // Its budget is the command's above: the desktop's 1.5 s can run out on a loaded machine.
+        await withDefaultKeyring(SecretServiceKeyring.automatic(environment: environment, timeout: .seconds(30))) {
             #expect(KindlyPushDecryption.defaultKeyring is SecretServiceKeyring)
             #expect(KindlyPushDecryption.decrypt(userInfo: userInfo) == Self.payload)
             // The library's default alone (no host setting) is the file keyring: it cannot see the key.
