@@ -16,7 +16,7 @@ struct SecretServiceKeyringTests {
 
     @Test("the harness's session bus answers and has a Secret Service", .needsSecretService)
     func sessionBusAnswers() {
-        #expect(SecretServiceKeyring.sessionBusAnswers())
+        #expect(SecretServiceKeyring.sessionBusAnswers(timeout: hangCap))
     }
 
     @Test("stores a key, finds it by kid, lists its public information, and deletes it", .needsSecretService)
