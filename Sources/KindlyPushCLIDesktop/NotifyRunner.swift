@@ -366,8 +366,11 @@ final class NotifySession {
             while presenter.hasOpenBanners {
                 let left = ContinuousClock.now.duration(to: deadline)
                 guard left > .zero else { break }
-                var descriptor = pollfd(fd: notifier.eventDescriptor, events: Int16(POLLIN), revents: 0)
-                _ = poll(&descriptor, 1, DesktopDeadline.milliseconds(left, roundingUp: true))
+                // A failed wait (the notifier's descriptor gone) ends the wait: nothing more can come.
+                guard
+                    (try? FileDescriptor(rawValue: notifier.eventDescriptor).waitUntilReadable(
+                        milliseconds: DesktopDeadline.milliseconds(left, roundingUp: true))) != nil
+                else { break }
                 // One push, one banner: after its click there is nothing left to wait for.
                 guard let opened = handleEvents(), opened == 0 else { break }
             }
@@ -600,13 +603,17 @@ struct FollowedInput: ~Copyable {
         self.source = source
         switch source {
         case .standardInput:
+            try Self.makeStandardInputNonBlocking()
             file = STDIN_FILENO
-            _ = fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK)
         case .path(let path):
             let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard descriptor >= 0 else { throw CodedError(.io, "\(path): cannot open: \(Errno.current)") }
             var status = stat()
-            fstat(descriptor, &status)
+            guard fstat(descriptor, &status) == 0 else {
+                let error = Errno.current
+                close(descriptor)
+                throw CodedError(.io, "\(path): cannot open: \(error)")
+            }
             // A device (/dev/zero, or a link to it) never ends and never
             // waits; only a regular file or a FIFO is followed.
             guard [S_IFIFO, S_IFREG].contains(status.st_mode & S_IFMT) else {
@@ -633,6 +640,15 @@ struct FollowedInput: ~Copyable {
                     }
                 }
             }
+        }
+    }
+
+    /// Standard input's reads return at once when there is nothing to read (the agent polls).
+    private static func makeStandardInputNonBlocking() throws(CodedError) {
+        do throws(Errno) {
+            try FileDescriptor.standardInput.setNonBlocking()
+        } catch {
+            throw CodedError(.io, "standard input: cannot read: \(error)")
         }
     }
 
@@ -782,8 +798,7 @@ struct FollowedInput: ~Copyable {
         if isRegularFile, case .path(let path) = source {
             var now = stat()
             var current = stat()
-            fstat(file, &current)
-            if stat(path, &now) == 0, now.st_ino != current.st_ino || now.st_dev != current.st_dev {
+            if fstat(file, &current) == 0, stat(path, &now) == 0, now.st_ino != current.st_ino || now.st_dev != current.st_dev {
                 // Rotated: the old file was read to its end above; the new one is read from its start,
                 // when it is a regular file (a link to a device put in its place is not read).
                 // It passes the first open's rule too: a file another user put there, or reached

@@ -312,8 +312,11 @@ public final class DesktopNotifier: @unchecked Sendable {
             if !events.isEmpty { return events }
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return [] }
-            var descriptor = pollfd(fd: eventDescriptor, events: Int16(POLLIN), revents: 0)
-            _ = poll(&descriptor, 1, DesktopDeadline.milliseconds(left, roundingUp: true))
+            // A failed wait (the descriptor gone) cannot bring an event: none came.
+            guard
+                (try? FileDescriptor(rawValue: eventDescriptor).waitUntilReadable(
+                    milliseconds: DesktopDeadline.milliseconds(left, roundingUp: true))) != nil
+            else { return [] }
         }
     }
 

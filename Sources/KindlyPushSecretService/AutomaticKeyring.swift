@@ -4,7 +4,7 @@ internal import KindlyPushCore
 
 extension SecretServiceKeyring {
     /// Where keys live by default: the one rule of `kindly-push --keyring auto` (the command's
-    /// default) and of a host's default keyring (``automatic(environment:)``).
+    /// default) and of a host's default keyring (``automatic(environment:timeout:)``).
     public enum AutomaticChoice: Sendable, Hashable {
         /// A session bus is named, answers, and offers the Secret Service: keys live there.
         case secretService
@@ -38,7 +38,7 @@ extension SecretServiceKeyring {
 
     /// The collection `KINDLY_PUSH_SECRET_SERVICE_COLLECTION` names in `environment` (an object
     /// path when it begins with `/`, else an alias), or the default one: where the command and
-    /// ``automatic(environment:)`` keep keys.
+    /// ``automatic(environment:timeout:)`` keep keys.
     public static func collection(environment: (String) -> String?) -> Collection {
         guard let name = environment("KINDLY_PUSH_SECRET_SERVICE_COLLECTION"), !name.isEmpty else { return .default }
         return name.hasPrefix("/") ? .objectPath(name) : .alias(name)

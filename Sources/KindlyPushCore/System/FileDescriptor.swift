@@ -41,6 +41,25 @@ package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
         return FileDescriptor(rawValue: descriptor)
     }
 
+    /// Waits up to `milliseconds` (`-1`: without end) for something to read, an error or a
+    /// hang-up (`poll(2)`): whether one came. A signal ends the wait early (`false`), for the
+    /// caller's loop to look at its deadline and stop flags.
+    package func waitUntilReadable(milliseconds: Int32) throws(Errno) -> Bool {
+        var entry = pollfd(fd: rawValue, events: Int16(POLLIN), revents: 0)
+        do {
+            return try valueOrErrno(retryOnInterrupt: false) { poll(&entry, 1, milliseconds) } > 0
+        } catch {
+            guard error == .interrupted else { throw error }
+            return false
+        }
+    }
+
+    /// Makes reads and writes here return `EAGAIN` instead of waiting (`O_NONBLOCK`).
+    package func setNonBlocking() throws(Errno) {
+        let flags = try valueOrErrno { fcntl(rawValue, F_GETFL) }
+        try nothingOrErrno { fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
+    }
+
     /// One `read(2)` into `buffer`: the number of bytes read, 0 at the end of the input.
     package func read(into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
         try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
