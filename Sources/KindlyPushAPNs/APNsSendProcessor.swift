@@ -95,19 +95,19 @@ package struct APNsSendProcessor: DocumentProcessor {
             var failure = CodedError(.io, error.message)
             failure.isTransient = true
             throw failure
-        case .answered(let status, let reason, let retryAfter):
+        case .answered(let status, let reason, let retryAfter, let platform):
             let reason = reason.map { " \($0)" } ?? ""
-            if SendTiming.isRetried(status) {
+            if platform.isRetried(status) {
                 // An answer for this push: each later round counts toward --max-deliveries.
-                var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
+                var failure = CodedError(.io, "\(platform.service) answered \(status)\(reason) after the retries")
                 failure.isTransient = true
                 failure.countsAsDelivery = true
                 // Its retry-after: the entry is not sent again before that.
                 failure.retryAfter = retryAfter
                 throw failure
             }
-            if deadLetters, (400..<500).contains(status), status != 410 {
-                throw CodedError(.badInput, "APNs refused the push: \(status)\(reason)")
+            if deadLetters, (400..<500).contains(status), !platform.isGone(status) {
+                throw CodedError(.badInput, "\(platform.service) refused the push: \(status)\(reason)")
             }
         }
     }

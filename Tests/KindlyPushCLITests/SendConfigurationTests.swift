@@ -217,7 +217,7 @@ struct SendConfigurationTests {
         let defaultApp = try refused { $0.replacingOccurrences(of: "default_app: chat", with: "default_app: mail") }
         #expect(defaultApp.contains("default_app: 'mail' is not one of the apps"))
         let platform = try refused { $0.replacingOccurrences(of: "  second:\n", with: "  second:\n    fcm: {project: p}\n") }
-        #expect(platform.contains("apps.second.fcm: this send delivers to APNs only"))
+        #expect(platform.contains("apps.second.fcm: this send delivers to APNs and Web Push only"))
         let notYAML = try refused { $0 + "apps: [\n" }
         #expect(notYAML.contains("send.yaml:"))
 
