@@ -96,7 +96,7 @@ struct SendWebPushTests {
             let messages = service.messages(subscribers[index].id)
             try #require(messages.count == 1, "\(sealing)")
             let opened = try subscribers[index].open(messages[0])
-            #expect(opened == Array(pushes[index].utf8), "\(sealing)")
+            #expect(String(decoding: opened, as: UTF8.self) == pushes[index], "\(sealing)")
             // The push is Kindly's, and opens on the device to the message.
             let reader = ["--key-file", keys.keyFile] + (sealing.needsSender ? ["--sender-key", sender.publicKey.base64URL] : [])
             let decrypted = try CLI.run(["decrypt"] + reader, stdin: opened)
@@ -106,7 +106,7 @@ struct SendWebPushTests {
         // An independent implementation (PyPI's http_ece) opens what send encrypted.
         for index in [0, 3] {
             let opened = try Self.openWithHTTPECE(service.messagePath(subscribers[index].id, 1), subscribers[index])
-            #expect(opened == Array(pushes[index].utf8))
+            #expect(String(decoding: opened, as: UTF8.self) == pushes[index])
         }
         // What the service saw: VAPID with the app's key for the endpoint's origin, one aes128gcm record.
         let records = try service.records().filter { $0["verdict"] as? String == "accepted" }
@@ -252,6 +252,12 @@ struct SendWebPushTests {
         let error = refusedResults[1]["error"] as? [String: Any]
         #expect(error?["code"] as? String == "usage")
         #expect((error?["message"] as? String ?? "").contains("app 'chat' of \(onlyAPNs) has no 'webpush' section"))
+        // Without --config, the one app of the options is APNs's: a subscription is refused the same way.
+        let oneApp = try apns.send(["--jsonl"], stdin: lines[1] + "\n")
+        #expect(oneApp.status == 0, "\(oneApp.stderr)")
+        let oneAppError = Self.results(oneApp).first?["error"] as? [String: Any]
+        #expect(oneAppError?["code"] as? String == "usage", "\(oneApp.stdout)")
+        #expect((oneAppError?["message"] as? String ?? "").contains("a webpush line needs send --config"))
     }
 
     @Test("--check describes the webpush section without its secret; its unknown keys and a bad subject are refused with their place")
