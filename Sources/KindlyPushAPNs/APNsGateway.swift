@@ -134,7 +134,7 @@ package final class APNsGateway {
     }
 
     private func noPlatform(_ platform: SendPlatform, app: String?) -> String {
-        let section = platform == .apns ? "apns" : "webpush"
+        let section = platform.section
         guard let configPath, let app else {
             return
                 "a \(section) line needs send --config with an app that has a '\(section)' section; this send has the one APNs app of its options"

@@ -193,13 +193,8 @@ final class APNsLink: PlatformLink {
         request.append(":authority", host)
         request.append(":path", "/")
         request.append("user-agent", "kindly-push/\(KindlyPushRelease.version)")
-        let exchange = HTTP2Exchange(owner: nil, body: [])
-        guard probing.submit(exchange, headers: request) else { return "\(host): the request could not be made" }
-        var ended: [HTTP2Exchange] = []
-        // Bounded: the client ends the request at its time-out, the connection at its own.
-        while ended.isEmpty {
-            _ = probing.wait(alsoWatching: -1, timeout: 200)
-            probing.takeFinished(into: &ended)
+        guard let exchange = PushSender.exchangeAlone(on: probing, request, body: []) else {
+            return "\(host): the request could not be made"
         }
         switch exchange.failure {
         case nil: return nil

@@ -41,10 +41,13 @@ package struct APNsPush: Sendable, Equatable {
         package var isUnreadable = false
         /// A Web Push line's endpoint, when it had a readable one (instead of a token).
         package var endpoint: String?
+        /// An FCM line's registration token, when it had a readable one.
+        package var fcmToken: String?
 
         /// The members naming the device in the line's error object.
         var target: [JSONObject.Member] {
             if let token { return [.init(key: "token", value: .string(token))] }
+            if let fcmToken { return [.init(key: "fcm_token", value: .string(fcmToken))] }
             return endpoint.map { [.init(key: "endpoint", value: .string($0))] } ?? []
         }
     }
@@ -80,9 +83,10 @@ package struct APNsPush: Sendable, Equatable {
         guard isHex, token.utf8.count >= 16, token.utf8.count <= Self.maximumTokenLength, token.utf8.count % 2 == 0 else {
             throw bad("\"token\" is not a device token (an even number of hex digits, 16 to \(Self.maximumTokenLength))")
         }
-        (body, isSilent, delivery) = try Self.checkPush(
-            object, compactPush: compactPush, budget: Self.maximumPayloadSize, service: "APNs's"
-        ) { (text) in bad(text, token: token) }
+        let content = try Self.checkPush(object, compactPush: compactPush, budget: Self.maximumPayloadSize, service: "APNs's") {
+            (text) in bad(text, token: token)
+        }
+        (body, isSilent, delivery) = (content.body, content.isSilent, content.delivery)
         self.token = token
         self.id = id
     }
@@ -93,7 +97,7 @@ package struct APNsPush: Sendable, Equatable {
     /// makes the refusal of a reason.
     static func checkPush(
         _ object: JSONObject, compactPush: [UInt8]?, budget: Int, service: String, bad: (String) -> Refusal
-    ) throws(Refusal) -> (body: [UInt8], isSilent: Bool, delivery: DeliveryFields) {
+    ) throws(Refusal) -> PushContent {
         guard let push = object["push"], let pushObject = push.objectValue else { throw bad("the input has no \"push\" object") }
         if pushObject.hasDuplicateKeys { throw bad("the push has a member name twice") }
         let body = compactPush ?? JSONWriter.compactBytes(push)
@@ -101,7 +105,7 @@ package struct APNsPush: Sendable, Equatable {
         let aps = pushObject["aps"]?.objectValue
         let isSilent = aps?["alert"] == nil && aps?["content-available"] == .number(JSONNumber(1))
         do throws(DeliveryFields.Refusal) {
-            return (body, isSilent, try DeliveryFields(object))
+            return PushContent(body: body, isSilent: isSilent, delivery: try DeliveryFields(object), id: object["id"])
         } catch {
             throw bad(error.message)
         }
@@ -181,9 +185,24 @@ package struct APNsPush: Sendable, Equatable {
     package var priority: Int { delivery.priority ?? (isSilent ? 5 : 10) }
 }
 
+/// What every platform's line carries beside its device, checked (``APNsPush/checkPush(_:compactPush:budget:service:bad:)``).
+package struct PushContent: Sendable {
+    /// The push, compact, as the project's writer writes it: what is sent (or encrypted, or
+    /// carried as a string).
+    package var body: [UInt8]
+    /// `aps` has `content-available` 1 and no `alert`: a silent push (priority 5 by default).
+    package var isSilent: Bool
+    package var delivery: DeliveryFields
+    /// The document's `"id"`, as given.
+    package var id: JSONValue?
+
+    /// The document's priority, else 10 for a visible push and 5 for a silent one.
+    package var priority: Int { delivery.priority ?? (isSilent ? 5 : 10) }
+}
+
 extension OutgoingPush {
     /// Reads one input document's bytes: a push for the platform its shape names (`"token"`:
-    /// APNs, `"subscription"`: Web Push; registration section 9.1).
+    /// APNs, `"fcm_token"`: FCM, `"subscription"`: Web Push; registration section 9.1).
     package init(bytes: UnsafeRawBufferPointer) throws(APNsPush.Refusal) {
         let document: JSONValue
         switch JSONReader.parseInputObject(bytes, what: "input") {
@@ -195,10 +214,9 @@ extension OutgoingPush {
                 self = .webPush(try WebPushPush(object: object, compactPush: APNsPush.compactPush(in: bytes)))
                 return
             }
-            if object["fcm_token"] != nil, object["token"] == nil {
-                throw APNsPush.Refusal(
-                    token: nil, error: CodedError(.usage, "an \"fcm_token\" line is for FCM, which this send does not deliver to yet"),
-                    id: object["id"])
+            if object["fcm_token"] != nil {
+                self = .fcm(try FCMPush(object: object, compactPush: APNsPush.compactPush(in: bytes)))
+                return
             }
         }
         self = .apns(try APNsPush(document: document, compactPush: APNsPush.compactPush(in: bytes)))

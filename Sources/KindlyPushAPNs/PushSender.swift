@@ -79,41 +79,68 @@ package enum SendTiming {
 /// section 9).
 package enum SendPlatform: String, Sendable {
     case apns
+    case fcm
     case webPush = "webpush"
 
     /// The push service, as messages name it.
-    package var service: String { self == .apns ? "APNs" : "the Web Push service" }
-
-    /// The result line's member naming the message: APNs's `apns-id`, Web Push's `Location`.
-    var messageNameKey: String { self == .apns ? "apns_id" : "location" }
-
-    /// Whether an answer is tried again (``SendTiming/serverAttempts``): on APNs 429, 500, 503
-    /// and any status APNs does not answer with (``SendTiming/isRetried(_:)``); on Web Push 429,
-    /// any 5xx, and anything but a 2xx or a 4xx (section 9.4).
-    package func isRetried(_ status: Int) -> Bool {
+    package var service: String {
         switch self {
-        case .apns: SendTiming.isRetried(status)
-        case .webPush: status == 429 || !(200..<500).contains(status)
+        case .apns: "APNs"
+        case .fcm: "FCM"
+        case .webPush: "the Web Push service"
         }
     }
 
-    /// Whether an answer says the push was accepted: APNs's 200, a Web Push service's 2xx (201).
-    package func isDelivered(_ status: Int) -> Bool { self == .apns ? status == 200 : (200..<300).contains(status) }
+    /// The result line's member naming the message: APNs's `apns-id`, FCM's `name`, Web Push's
+    /// `Location`.
+    var messageNameKey: String {
+        switch self {
+        case .apns: "apns_id"
+        case .fcm: "name"
+        case .webPush: "location"
+        }
+    }
 
-    /// Whether an answer says the device or subscription is gone: APNs's 410, Web Push's 404
-    /// and 410.
-    package func isGone(_ status: Int) -> Bool { status == 410 || (self == .webPush && status == 404) }
+    /// Whether an answer is tried again (``SendTiming/serverAttempts``): on APNs 429, 500, 503
+    /// and any status APNs does not answer with (``SendTiming/isRetried(_:)``); on Web Push 429,
+    /// any 5xx, and anything but a 2xx or a 4xx (section 9.4); on FCM the same (section 9.3:
+    /// 429, 500 and 503).
+    package func isRetried(_ status: Int) -> Bool {
+        switch self {
+        case .apns: SendTiming.isRetried(status)
+        case .fcm, .webPush: status == 429 || !(200..<500).contains(status)
+        }
+    }
+
+    /// Whether an answer says the push was accepted: APNs's and FCM's 200, a Web Push service's
+    /// 2xx (201).
+    package func isDelivered(_ status: Int) -> Bool { self == .webPush ? (200..<300).contains(status) : status == 200 }
+
+    /// Whether an answer says the device or subscription is gone: APNs's 410, FCM's 404
+    /// (`UNREGISTERED`), Web Push's 404 and 410.
+    package func isGone(_ status: Int) -> Bool {
+        switch self {
+        case .apns: status == 410
+        case .fcm: status == 404
+        case .webPush: status == 404 || status == 410
+        }
+    }
+
+    /// The section of `send --config`'s app that serves the platform.
+    package var section: String { rawValue }
 }
 
 /// One checked push of any platform: what a line of `send` gives, by its shape (`token` or
 /// `subscription`).
 package enum OutgoingPush: Sendable {
     case apns(APNsPush)
+    case fcm(FCMPush)
     case webPush(WebPushPush)
 
     package var platform: SendPlatform {
         switch self {
         case .apns: .apns
+        case .fcm: .fcm
         case .webPush: .webPush
         }
     }
@@ -122,22 +149,25 @@ package enum OutgoingPush: Sendable {
     package var id: JSONValue? {
         switch self {
         case .apns(let push): push.id
-        case .webPush(let push): push.id
+        case .fcm(let push): push.content.id
+        case .webPush(let push): push.content.id
         }
     }
 
     package var delivery: DeliveryFields {
         switch self {
         case .apns(let push): push.delivery
-        case .webPush(let push): push.delivery
+        case .fcm(let push): push.content.delivery
+        case .webPush(let push): push.content.delivery
         }
     }
 
-    /// The members that name the device in the push's result line: `"token"`, or the
-    /// subscription's `"endpoint"`.
+    /// The members that name the device in the push's result line: `"token"`, `"fcm_token"`, or
+    /// the subscription's `"endpoint"`.
     var target: [JSONObject.Member] {
         switch self {
         case .apns(let push): [.init(key: "token", value: .string(push.token))]
+        case .fcm(let push): [.init(key: "fcm_token", value: .string(push.token))]
         case .webPush(let push): [.init(key: "endpoint", value: .string(push.endpoint))]
         }
     }
@@ -195,6 +225,9 @@ protocol PlatformLink: AnyObject {
     /// Whether the answer calls for sending the push again at once (APNs's
     /// `ExpiredProviderToken`, once, with a renewed token); throws when that fails.
     func sendsAgain(_ transfer: Transfer, status: Int, reason: String?) throws(CodedError) -> Bool
+    /// The message's name in an answer: the first watched header's value (APNs's `apns-id`, Web
+    /// Push's `Location`), or from the body (FCM's `name`).
+    func messageName(header: String?, body: [UInt8]) -> String?
     /// Members the platform adds to an answer's result line (APNs's `unregistered_at`).
     func extraMembers(status: Int, body: [UInt8]) -> [JSONObject.Member]
     /// The result line of a delivered push with no `"id"`, written straight, when the platform
@@ -210,6 +243,8 @@ protocol PlatformLink: AnyObject {
 
 extension PlatformLink {
     var source: SendMetrics.Source { SendMetrics.Source(app: appLabel, platform: platform.rawValue) }
+
+    func messageName(header: String?, body: [UInt8]) -> String? { header }
 }
 
 /// `kindly-push send`'s pipeline for one platform of one app: reads documents, sends each push
@@ -272,6 +307,11 @@ package final class PushSender {
         try self.init(destination: destination, token: SharedProviderToken(token))
     }
 
+    /// An FCM sender of one app (``FCMDestination``).
+    package convenience init(fcm destination: FCMDestination) throws(CodedError) {
+        self.init(link: try FCMLink(destination: destination))
+    }
+
     /// A Web Push sender of one app (``WebPushDestination``).
     package convenience init(webPush destination: WebPushDestination) {
         self.init(link: WebPushLink(destination: destination))
@@ -297,6 +337,20 @@ package final class PushSender {
         } catch {
             throw CodedError(.io, error.description)
         }
+    }
+
+    /// One request on `client`, alone, waited for (bounded: the client ends it at its time-out,
+    /// the connection at its own): APNs's probe, FCM's access token. Nil when the request could
+    /// not be made.
+    static func exchangeAlone(on client: HTTP2Client, _ request: HTTP2Headers, body: [UInt8]) -> HTTP2Exchange? {
+        let exchange = HTTP2Exchange(owner: nil, body: body)
+        guard client.submit(exchange, headers: request) else { return nil }
+        var ended: [HTTP2Exchange] = []
+        while ended.isEmpty {
+            _ = client.wait(alsoWatching: -1, timeout: 200)
+            client.takeFinished(into: &ended)
+        }
+        return exchange
     }
 
     static func now() -> Int { MonotonicClock.milliseconds() }
@@ -459,6 +513,7 @@ package final class PushSender {
                 retryAfterHeader = Array(printable.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed())
             }
         }
+        messageName = link.messageName(header: messageName, body: exchange.body)
         let reason = link.reason(status: status, body: exchange.body)
         metrics?.answered(
             source, status: status, reason: reason, seconds: Double(Self.nanoseconds() - transfer.sentAt) / 1e9,

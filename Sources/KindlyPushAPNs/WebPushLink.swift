@@ -90,12 +90,14 @@ final class WebPushLink: PlatformLink {
         }
         let body: [UInt8]
         do throws(WebPushError) {
-            body = try push.body.withBytes { (plaintext) throws(WebPushError) in try WebPushEncryption.encrypt(plaintext, for: push.keys) }
+            body = try push.content.body.withBytes { (plaintext) throws(WebPushError) in
+                try WebPushEncryption.encrypt(plaintext, for: push.keys)
+            }
         } catch {
             throw CodedError(.badInput, "cannot encrypt the push for the subscription: \(error)")
         }
         let ttl =
-            push.delivery.expiration.map { WebPushHeaders.ttl(expiration: $0, now: now) } ?? destination.expiration
+            push.content.delivery.expiration.map { WebPushHeaders.ttl(expiration: $0, now: now) } ?? destination.expiration
             ?? WebPushHeaders.defaultTTL
         fields.append(":method", "POST")
         fields.append(":scheme", "https")
@@ -103,8 +105,10 @@ final class WebPushLink: PlatformLink {
         fields.append(":path", push.path, changes: true)
         fields.append("authorization", authorization!.value, changes: true)
         fields.append("ttl", decimal: ttl, changes: true)
-        fields.append("urgency", WebPushHeaders.urgency(priority: push.priority))
-        if let collapse = push.delivery.collapseID { fields.append("topic", WebPushHeaders.topic(collapseID: collapse), changes: true) }
+        fields.append("urgency", WebPushHeaders.urgency(priority: push.content.priority))
+        if let collapse = push.content.delivery.collapseID {
+            fields.append("topic", WebPushHeaders.topic(collapseID: collapse), changes: true)
+        }
         fields.append("content-encoding", "aes128gcm")
         fields.append("content-type", "application/octet-stream")
         fields.append("content-length", decimal: body.count)

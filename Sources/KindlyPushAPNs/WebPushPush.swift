@@ -1,4 +1,4 @@
-package import KindlyPushBase
+internal import KindlyPushBase
 internal import KindlyPushCore
 internal import KindlyPushWebPush
 
@@ -20,16 +20,8 @@ package struct WebPushPush: Sendable {
     var path: String
     /// The subscription's `p256dh` and `auth`.
     var keys: WebPushSubscriptionKeys
-    /// The push, compact, as the project's writer writes it: what is encrypted.
-    package var body: [UInt8]
-    /// `aps` has `content-available` 1 and no `alert`: a silent push (priority 5 by default).
-    package var isSilent: Bool
-    package var delivery: DeliveryFields
-    /// The document's `"id"`, as given.
-    package var id: JSONValue?
-
-    /// The document's priority, else 10 for a visible push and 5 for a silent one.
-    package var priority: Int { delivery.priority ?? (isSilent ? 5 : 10) }
+    /// The push (what is encrypted), its delivery fields and its `"id"`.
+    package var content: PushContent
 
     /// Checks one document whose `"subscription"` is there; `compactPush`, when given, is its
     /// `"push"` value's text, already compact (``APNsPush/compactPush(in:)``).
@@ -65,12 +57,11 @@ package struct WebPushPush: Sendable {
         } catch {
             throw bad("the subscription's \(error)", endpoint: endpoint)
         }
-        (body, isSilent, delivery) = try APNsPush.checkPush(
+        content = try APNsPush.checkPush(
             object, compactPush: compactPush, budget: Self.maximumPayloadSize, service: "Web Push's"
         ) { (text) in bad(text, endpoint: endpoint) }
         self.endpoint = endpoint
         self.origin = origin
         self.path = path
-        self.id = id
     }
 }

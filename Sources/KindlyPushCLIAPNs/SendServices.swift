@@ -72,17 +72,29 @@ package struct APNsSendServices: SendServices {
         var tokens: [String: SharedProviderToken] = [:]
         for app in configuration.apps {
             var senders: [PushSender] = []
-            if let webPush = app.webPush {
-                let key: ES256Key
+            /// A key file of the app, read and checked: its error names the app and the key.
+            func keyFile<T>(_ key: String, _ read: () throws(PrivateFileError) -> T) throws(CodedError) -> T {
                 do throws(PrivateFileError) {
-                    key = try VAPIDKeyFile.read(webPush.vapidKeyFile)
+                    return try read()
                 } catch {
-                    throw CodedError(.io, "app '\(app.name)': vapid_key_file: \(error)")
+                    throw CodedError(.io, "app '\(app.name)': \(key): \(error)")
                 }
+            }
+            if let webPush = app.webPush {
+                let key = try keyFile("vapid_key_file") { () throws(PrivateFileError) in try VAPIDKeyFile.read(webPush.vapidKeyFile) }
                 let destination = WebPushDestination(
                     app: app.name, vapidKey: key, subject: webPush.subject, caFile: webPush.caFile, connections: webPush.connections,
                     expiration: options.expiration, clock: clock)
                 senders.append(PushSender(webPush: destination))
+            }
+            if let fcm = app.fcm {
+                let account = try keyFile("service_account_file") { () throws(PrivateFileError) in
+                    try FCMServiceAccount.read(fcm.serviceAccountFile)
+                }
+                let destination = FCMDestination(
+                    app: app.name, account: account, serverURL: fcm.serverURL, caFile: fcm.caFile, connections: fcm.connections,
+                    expiration: options.expiration, clock: clock)
+                senders.append(try PushSender(fcm: destination))
             }
             guard let apns = app.apns else {
                 routes.append(.init(name: app.name, senders: senders))
@@ -156,6 +168,10 @@ package struct APNsSendServices: SendServices {
             if let apns = app.apns {
                 text += "app '\(app.name)': apns \(apns.serverURL), topic \(apns.topic), team \(apns.teamID), key \(apns.keyID) "
                 text += "(\(apns.keyFile): 0600, a P-256 key), \(connections(apns.connections)), \(trusting(apns.caFile))\n"
+            }
+            if let fcm = app.fcm {
+                text += "app '\(app.name)': fcm \(fcm.serverURL), service account \(fcm.serviceAccountFile) (0600, an RSA key), "
+                text += "\(connections(fcm.connections)), \(trusting(fcm.caFile))\n"
             }
             if let webPush = app.webPush {
                 text += "app '\(app.name)': webpush, subject \(webPush.subject), VAPID key \(webPush.vapidKeyFile) (0600, a P-256 key), "

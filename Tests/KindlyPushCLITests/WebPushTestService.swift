@@ -4,25 +4,23 @@ import KindlyPushCore
 import KindlyPushLibcrypto
 import KindlyPushWebPush
 
-/// A private Web Push service for one test (tools/webpush/push_service.py: RFC 8030 with VAPID,
-/// HTTP/2 over TLS on loopback, on PyPI's h2): its own certificate, its script of answers, its
-/// record of every request and the messages it accepted. Stopped on deinit.
-final class WebPushTestService {
+/// A stand-in of tools/ (a Python server on PyPI's h2, HTTP/2 over TLS on loopback) for one
+/// test: its folder with its own certificate, its script, and its record of every request
+/// (received.jsonl). Stopped on deinit.
+final class StandIn {
     let folder: URL
     let process = Process()
     let port: Int
 
-    static var serviceScript: String { CLI.packageRoot.appendingPathComponent("tools/webpush/push_service.py").path }
-
-    /// A service with `script` ("answers" per subscription id: see the service's text).
-    init(script: [String: Any] = [:]) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-webpush-\(UUID().uuidString)")
+    /// `script` (tools/SCRIPT) made its credentials in a fresh folder and started with `answers`.
+    init(_ script: String, name: String, answers: [String: Any]) throws {
+        let path = CLI.packageRoot.appendingPathComponent("tools/\(script)").path
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-standin-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try APNsTestServer.runToEnd(APNsTestServer.python + [Self.serviceScript, "--make-credentials", folder.path])
+        try APNsTestServer.runToEnd(APNsTestServer.python + [path, "--make-credentials", folder.path])
         let scriptURL = folder.appendingPathComponent("script.json")
-        try JSONSerialization.data(withJSONObject: script).write(to: scriptURL)
-        port = try APNsTestServer.launch(
-            process, Self.serviceScript, ["--dir", folder.path, "--script", scriptURL.path], folder: folder, name: "the Web Push service")
+        try JSONSerialization.data(withJSONObject: answers).write(to: scriptURL)
+        port = try APNsTestServer.launch(process, path, ["--dir", folder.path, "--script", scriptURL.path], folder: folder, name: name)
     }
 
     deinit {
@@ -33,6 +31,29 @@ final class WebPushTestService {
 
     var url: String { "https://127.0.0.1:\(port)" }
     var certificate: String { folder.appendingPathComponent("server.crt").path }
+
+    /// Every request the stand-in received, in the order it answered them.
+    func records() throws -> [[String: Any]] {
+        let text = (try? String(contentsOf: folder.appendingPathComponent("received.jsonl"), encoding: .utf8)) ?? ""
+        return try text.split(separator: "\n").map { line in
+            try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+        }
+    }
+}
+
+/// A private Web Push service for one test (tools/webpush/push_service.py: RFC 8030 with VAPID):
+/// its script of answers per subscription, and the messages it accepted.
+final class WebPushTestService {
+    let standIn: StandIn
+
+    /// A service with `script` ("answers" per subscription id: see the service's text).
+    init(script: [String: Any] = [:]) throws {
+        standIn = try StandIn("webpush/push_service.py", name: "the Web Push service", answers: script)
+    }
+
+    var folder: URL { standIn.folder }
+    var url: String { standIn.url }
+    var certificate: String { standIn.certificate }
 
     /// A device's side of one subscription: its P-256 key pair and auth secret (made here, as a
     /// browser or the UnifiedPush connector makes them), and the endpoint the service gave.
@@ -100,10 +121,5 @@ final class WebPushTestService {
     }
 
     /// Every request the service received, in the order it answered them.
-    func records() throws -> [[String: Any]] {
-        let text = (try? String(contentsOf: folder.appendingPathComponent("received.jsonl"), encoding: .utf8)) ?? ""
-        return try text.split(separator: "\n").map { line in
-            try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
-        }
-    }
+    func records() throws -> [[String: Any]] { try standIn.records() }
 }

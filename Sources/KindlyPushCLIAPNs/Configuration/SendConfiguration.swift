@@ -17,6 +17,8 @@ internal import KindlyPushCore
 ///   chat:
 ///     apns: {team_id: TEAM123456, key_id: ABC123DEFG, key_file: /etc/kindly-push/AuthKey_ABC123DEFG.p8,
 ///            topic: ai.kindly.example, url: https://api.push.apple.com, ca_file: /path/ca.pem, connections: 3}
+///     fcm: {service_account_file: /etc/kindly-push/firebase.json, url: https://fcm.googleapis.com, ca_file: /path/ca.pem,
+///           connections: 2}
 ///     webpush: {vapid_key_file: /etc/kindly-push/vapid.json, subject: "mailto:ops@example.com",
 ///               ca_file: /path/ca.pem, connections: 2}
 /// ```
@@ -30,6 +32,7 @@ package struct SendConfiguration: Sendable {
         package var name: String
         package var apns: APNs?
         package var webPush: WebPush?
+        package var fcm: FCM?
         /// Where the app starts in the file (`LINE:COLUMN`).
         package var place: String
     }
@@ -55,6 +58,17 @@ package struct SendConfiguration: Sendable {
         package var subject: String
         package var caFile: String?
         /// HTTP/2 connections to each push service (1 when not given).
+        package var connections: Int
+    }
+
+    /// An app's FCM section (wire-format section 9.3).
+    package struct FCM: Sendable {
+        /// The service account's JSON key file, as Google issues it.
+        package var serviceAccountFile: String
+        /// `https://HOST[:PORT]`; FCM's server when not given.
+        package var serverURL: String
+        package var caFile: String?
+        /// HTTP/2 connections to the server (1 when not given).
         package var connections: Int
     }
 
@@ -145,16 +159,36 @@ package struct SendConfiguration: Sendable {
 
         func app(_ name: String, _ node: YAMLNode, _ key: String) throws(CodedError) -> App {
             let members = try mapping(node, key, known: ["apns", "fcm", "webpush"])
-            var app = App(name: name, apns: nil, webPush: nil, place: node.place)
+            guard !members.isEmpty else { throw fail(node, key, "has no platform section (apns, fcm, webpush)") }
+            var app = App(name: name, apns: nil, webPush: nil, fcm: nil, place: node.place)
             for (platform, section) in members {
                 switch platform {
                 case "apns": app.apns = try apns(section, "\(key).apns")
                 case "webpush": app.webPush = try webPush(section, "\(key).webpush")
-                default: throw fail(section, "\(key).\(platform)", "this send delivers to APNs and Web Push only")
+                default: app.fcm = try fcm(section, "\(key).fcm")
                 }
             }
-            guard app.apns != nil || app.webPush != nil else { throw fail(node, key, "has no platform section (apns, webpush)") }
             return app
+        }
+
+        /// `url`: `https://HOST[:PORT]`, or `fallback` when not given.
+        func serverURL(_ node: YAMLNode?, _ key: String, fallback: String) throws(CodedError) -> String {
+            guard let node else { return fallback }
+            guard let url = SendCommand.serverURL(try text(node, "\(key).url")) else {
+                throw fail(node, "\(key).url", "takes https://HOST[:PORT]: no user or password, path, query or fragment")
+            }
+            return url
+        }
+
+        func fcm(_ node: YAMLNode, _ key: String) throws(CodedError) -> FCM {
+            let members = try mapping(node, key, known: ["service_account_file", "url", "ca_file", "connections"])
+            func member(_ name: String) -> YAMLNode? { members.first { $0.key == name }?.value }
+            guard let fileNode = member("service_account_file") else { throw fail(node, key, "'service_account_file' is missing") }
+            let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
+            return FCM(
+                serviceAccountFile: try text(fileNode, "\(key).service_account_file"),
+                serverURL: try serverURL(member("url"), key, fallback: FCMDestination.productionURL), caFile: caFile,
+                connections: try connections(member("connections"), key))
         }
 
         /// `connections`: 1 to ``SendOptions/mostConnections``, 1 when not given.
@@ -206,13 +240,7 @@ package struct SendConfiguration: Sendable {
             let keyFile = try required("key_file").1
             let (topicNode, topic) = try required("topic")
             guard SendCommand.isTopic(topic) else { throw fail(topicNode, "\(key).topic", "takes a bundle ID") }
-            var serverURL = SendCommand.productionURL
-            if let value = member("url") {
-                guard let url = SendCommand.serverURL(try text(value, "\(key).url")) else {
-                    throw fail(value, "\(key).url", "takes https://HOST[:PORT]: no user or password, path, query or fragment")
-                }
-                serverURL = url
-            }
+            let serverURL = try serverURL(member("url"), key, fallback: SendCommand.productionURL)
             let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
             return APNs(
                 teamID: teamID, keyID: keyID, keyFile: keyFile, topic: topic, serverURL: serverURL, caFile: caFile,
