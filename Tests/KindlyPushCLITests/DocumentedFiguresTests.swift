@@ -104,6 +104,8 @@ struct DocumentedFiguresTests {
             ("docs/running-at-scale.md", "the push (at most \(FCMPush.maximumPayloadSize) bytes)"),
             ("docs/hardening.md", "its push at most \(APNsPush.maximumPayloadSize) bytes compact"),
             ("docs/hardening.md", "a token of 16 to \(APNsPush.maximumTokenLength) hex digits"),
+            ("docs/hardening.md", "an `fcm_token` of 1 to \(FCMPush.maximumTokenSize) printable bytes"),
+            ("docs/hardening.md", "a Web Push `endpoint` of at most \(WebPushPush.maximumEndpointSize) printable bytes"),
             ("docs/hardening.md", "a `collapse_id` of 1 to \(APNsPush.maximumCollapseIDSize) printable bytes"),
             ("docs/hardening.md", "an APNs answer kept up to \(bytes(SendTiming.maximumResponseSize))"),
             ("docs/hardening.md", "at most \(number(SendTiming.readAhead)) lines read ahead"),

@@ -124,11 +124,11 @@ struct SendFCMTests {
         let server = try Self.server(["revoke_after": 2])
         let path = try Self.configuration(server)
         let lines = (0..<8).map { #"{"id":\#($0),"fcm_token":"device-\#($0)","push":\#(Self.push)}"# }
-        // One at a time: the token is revoked after the second push is accepted.
-        var results: [[String: Any]] = []
+        // The server revokes every token issued after it accepts the second push: the pushes
+        // after it meet a revoked token.
         let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
         #expect(output.status == 0, "\(output.stderr)")
-        results = SendTests.lines(output)
+        let results = SendTests.lines(output)
         #expect(results.map { $0["status"] as? Int } == Array(repeating: 200, count: 8), "\(output.stdout)")
         let sends = try Self.sends(server)
         #expect(sends.contains { $0["status"] as? Int == 401 }, "no push met the revoked token")

@@ -6,7 +6,7 @@ import Testing
 /// `send` to Web Push (wire-format section 9.4) through the real binary and a Web Push service
 /// stand-in (tools/webpush/push_service.py, which checks VAPID): the document encrypted for the
 /// subscription (RFC 8291) opens to itself with the subscription's keys, here and in PyPI's
-/// http_ece; the headers of section 9.4; the answers; a stream of APNs and Web Push lines.
+/// http_ece; the headers of section 9.4; the answers; a stream of APNs, FCM and Web Push lines.
 @Suite("kindly-push send to Web Push (RFC 8291, VAPID)", .offThePool)
 struct SendWebPushTests {
     static let plaintext = "Lunch?"
@@ -207,41 +207,49 @@ struct SendWebPushTests {
     }
 
     @Test(
-        "one stream of APNs and Web Push lines: results in input order with their platform; a line for a platform its app lacks is its usage error"
+        "one stream of APNs, FCM and Web Push lines: results in input order with their platform; a line for a platform its app lacks is its usage error"
     )
     func mixedPlatforms() throws {
         let apns = try APNsTestServer(script: ["initial_streams": 100])
-        // Web Push answers slowly: APNs's answers come first, and wait for their turn.
+        // Web Push answers slowly: the others' answers come first, and wait for their turn.
         let service = try WebPushTestService(script: ["delay_ms": 150])
+        let fcm = try SendFCMTests.server()
         let vapid = try Self.vapidKey(in: service.folder)
         let apnsSection = """
                 apns: {team_id: \(APNsTestServer.teamID), key_id: \(APNsTestServer.keyID), key_file: \(apns.keyFile),
                        topic: \(APNsTestServer.topic), url: "\(apns.url)", ca_file: \(apns.certificate)}
             """
-        let path = try Self.configuration(service.folder, apnsSection + "\n" + Self.webPushSection(service, key: vapid.path))
+        let account = fcm.folder.appendingPathComponent("service-account.json").path
+        let fcmSection = "    fcm: {service_account_file: \(account), url: \"\(fcm.url)\", ca_file: \(fcm.certificate)}"
+        let path = try Self.configuration(
+            service.folder, [apnsSection, fcmSection, Self.webPushSection(service, key: vapid.path)].joined(separator: "\n"))
         let onlyAPNs = service.folder.appendingPathComponent("apns-only.yaml").path
         try "apps:\n  chat:\n\(apnsSection)\n".write(toFile: onlyAPNs, atomically: true, encoding: .utf8)
         let subscriber = try service.subscribe("mixed", vapid: vapid.publicKey)
+        let platforms = (0..<45).map { ["apns", "webpush", "fcm"][$0 % 3] }
         var lines: [String] = []
-        for index in 0..<40 {
+        for (index, platform) in platforms.enumerated() {
             let push = #"{"aps":{"alert":{"title":"n\#(index)"}},"kindly":{"v":1}}"#
-            lines.append(
-                index % 2 == 0
-                    ? APNsTestServer.line(APNsTestServer.token(index), push: push, extra: #","id":\#(index)"#)
-                    : subscriber.line(push, extra: #","id":\#(index)"#))
+            switch platform {
+            case "apns": lines.append(APNsTestServer.line(APNsTestServer.token(index), push: push, extra: #","id":\#(index)"#))
+            case "webpush": lines.append(subscriber.line(push, extra: #","id":\#(index)"#))
+            default: lines.append(#"{"id":\#(index),"fcm_token":"device-\#(index)","push":\#(push)}"#)
+            }
         }
         let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
         #expect(output.status == 0, "\(output.stderr)")
         let results = Self.results(output)
-        try #require(results.count == 40, "\(output.stdout)")
-        #expect(results.map { $0["id"] as? Int } == Array(0..<40))
-        #expect(results.map { $0["platform"] as? String } == (0..<40).map { $0 % 2 == 0 ? "apns" : "webpush" })
-        #expect(results.map { $0["status"] as? Int } == (0..<40).map { $0 % 2 == 0 ? 200 : 201 }, "\(output.stdout)")
+        try #require(results.count == 45, "\(output.stdout)")
+        #expect(results.map { $0["id"] as? Int } == Array(0..<45))
+        #expect(results.map { $0["platform"] as? String } == platforms)
+        #expect(results.map { $0["status"] as? Int } == platforms.map { $0 == "webpush" ? 201 : 200 }, "\(output.stdout)")
         #expect(results[0]["token"] as? String == APNsTestServer.token(0))
         #expect(results[1]["endpoint"] as? String == subscriber.endpoint)
-        // Every Web Push message arrived, in the order sent on one connection or not: 20 of them.
-        #expect(service.messages("mixed").count == 20)
-        #expect(try apns.records().filter { $0["status"] as? Int == 200 }.count == 20)
+        #expect(results[2]["fcm_token"] as? String == "device-2")
+        // Every push reached its service: 15 each.
+        #expect(service.messages("mixed").count == 15)
+        #expect(try apns.records().filter { $0["status"] as? Int == 200 }.count == 15)
+        #expect(try SendFCMTests.sends(fcm).filter { $0["status"] as? Int == 200 }.count == 15)
 
         // An app with no webpush section: that line's usage error; the APNs line is sent.
         let refused = try CLI.run(["send", "--jsonl", "--config", onlyAPNs], stdin: lines[0] + "\n" + lines[1] + "\n")
