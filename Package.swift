@@ -62,7 +62,7 @@ let allTestTargets: [Target] = [
         dependencies: [
             "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
             "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs", "KindlyPushCLIAPNs",
-            "KindlyPushTesting", "KindlyPushVectors", "KindlyPushWebPush",
+            "KindlyPushTesting", "KindlyPushVectors", "KindlyPushWebPush", "KindlyPushLibcrypto",
         ]
     ),
 ]
@@ -248,10 +248,11 @@ let package = Package(
             dependencies: ["KindlyPushCore", "CNghttp2", "COpenSSL"],
             swiftSettings: strictSettings
         ),
-        // `send`: pushes to APNs over a pool of HTTP/2 connections, with the ES256 provider token.
+        // `send`: pushes to APNs (the ES256 provider token) and Web Push (RFC 8291, VAPID) over
+        // pools of HTTP/2 connections.
         .target(
             name: "KindlyPushAPNs",
-            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushHTTP2", "KindlyPushLibcrypto", "COpenSSL"],
+            dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushHTTP2", "KindlyPushLibcrypto", "KindlyPushWebPush", "COpenSSL"],
             swiftSettings: strictSettings
         ),
         // The command's glue for `send`: its command table entry, standard input and files to

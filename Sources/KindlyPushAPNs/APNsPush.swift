@@ -39,6 +39,17 @@ package struct APNsPush: Sendable, Equatable {
         package var id: JSONValue?
         /// The document could not be read as a JSON object at all (nothing of it was checked).
         package var isUnreadable = false
+        /// A Web Push line's endpoint, when it had a readable one (instead of a token).
+        package var endpoint: String?
+        /// An FCM line's registration token, when it had a readable one.
+        package var fcmToken: String?
+
+        /// The members naming the device in the line's error object.
+        var target: [JSONObject.Member] {
+            if let token { return [.init(key: "token", value: .string(token))] }
+            if let fcmToken { return [.init(key: "fcm_token", value: .string(fcmToken))] }
+            return endpoint.map { [.init(key: "endpoint", value: .string($0))] } ?? []
+        }
     }
 
     /// Reads one input document's bytes.
@@ -58,7 +69,7 @@ package struct APNsPush: Sendable, Equatable {
 
     /// Checks one input document; `compactPush`, when given, is its `"push"` value's text,
     /// already what JSONWriter writes for it (``compactPush(in:)``).
-    private init(document: JSONValue, compactPush: [UInt8]?) throws(Refusal) {
+    init(document: JSONValue, compactPush: [UInt8]?) throws(Refusal) {
         guard let object = document.objectValue else {
             throw Refusal(token: nil, error: CodedError(.badInput, "the input is not a JSON object"))
         }
@@ -72,23 +83,32 @@ package struct APNsPush: Sendable, Equatable {
         guard isHex, token.utf8.count >= 16, token.utf8.count <= Self.maximumTokenLength, token.utf8.count % 2 == 0 else {
             throw bad("\"token\" is not a device token (an even number of hex digits, 16 to \(Self.maximumTokenLength))")
         }
-        guard let push = object["push"], let pushObject = push.objectValue else {
-            throw bad("the input has no \"push\" object", token: token)
+        let content = try Self.checkPush(object, compactPush: compactPush, budget: Self.maximumPayloadSize, service: "APNs's") {
+            (text) in bad(text, token: token)
         }
-        if pushObject.hasDuplicateKeys { throw bad("the push has a member name twice", token: token) }
-        body = compactPush ?? JSONWriter.compactBytes(push)
-        guard body.count <= Self.maximumPayloadSize else {
-            throw bad("the push is \(body.count) bytes, over APNs's \(Self.maximumPayloadSize)", token: token)
-        }
-        let aps = pushObject["aps"]?.objectValue
-        isSilent = aps?["alert"] == nil && aps?["content-available"] == .number(JSONNumber(1))
-        do throws(DeliveryFields.Refusal) {
-            delivery = try DeliveryFields(object)
-        } catch {
-            throw bad(error.message, token: token)
-        }
+        (body, isSilent, delivery) = (content.body, content.isSilent, content.delivery)
         self.token = token
         self.id = id
+    }
+
+    /// The checks of a line's `"push"` that every platform shares: an object with no member
+    /// twice, at most `budget` bytes compact (`service` names whose budget), whether it is silent
+    /// (`aps` has `content-available` 1 and no `alert`), and the line's delivery fields; `bad`
+    /// makes the refusal of a reason.
+    static func checkPush(
+        _ object: JSONObject, compactPush: [UInt8]?, budget: Int, service: String, bad: (String) -> Refusal
+    ) throws(Refusal) -> PushContent {
+        guard let push = object["push"], let pushObject = push.objectValue else { throw bad("the input has no \"push\" object") }
+        if pushObject.hasDuplicateKeys { throw bad("the push has a member name twice") }
+        let body = compactPush ?? JSONWriter.compactBytes(push)
+        guard body.count <= budget else { throw bad("the push is \(body.count) bytes, over \(service) \(budget)") }
+        let aps = pushObject["aps"]?.objectValue
+        let isSilent = aps?["alert"] == nil && aps?["content-available"] == .number(JSONNumber(1))
+        do throws(DeliveryFields.Refusal) {
+            return PushContent(body: body, isSilent: isSilent, delivery: try DeliveryFields(object), id: object["id"])
+        } catch {
+            throw bad(error.message)
+        }
     }
 
     /// The text of the top-level `"push"` member's value in a document the strict reader took,
@@ -163,4 +183,42 @@ package struct APNsPush: Sendable, Equatable {
     package var pushType: String { isSilent ? "background" : "alert" }
     /// The document's priority, else 10 for a visible push and 5 for a silent one.
     package var priority: Int { delivery.priority ?? (isSilent ? 5 : 10) }
+}
+
+/// What every platform's line carries beside its device, checked (``APNsPush/checkPush(_:compactPush:budget:service:bad:)``).
+package struct PushContent: Sendable {
+    /// The push, compact, as the project's writer writes it: what is sent (or encrypted, or
+    /// carried as a string).
+    package var body: [UInt8]
+    /// `aps` has `content-available` 1 and no `alert`: a silent push (priority 5 by default).
+    package var isSilent: Bool
+    package var delivery: DeliveryFields
+    /// The document's `"id"`, as given.
+    package var id: JSONValue?
+
+    /// The document's priority, else 10 for a visible push and 5 for a silent one.
+    package var priority: Int { delivery.priority ?? (isSilent ? 5 : 10) }
+}
+
+extension OutgoingPush {
+    /// Reads one input document's bytes: a push for the platform its shape names (`"token"`:
+    /// APNs, `"fcm_token"`: FCM, `"subscription"`: Web Push; registration section 9.1).
+    package init(bytes: UnsafeRawBufferPointer) throws(APNsPush.Refusal) {
+        let document: JSONValue
+        switch JSONReader.parseInputObject(bytes, what: "input") {
+        case .success(let value): document = value
+        case .failure(let problem): throw APNsPush.Refusal(token: nil, error: CodedError(problem), isUnreadable: true)
+        }
+        if let object = document.objectValue, !object.hasDuplicateKeys {
+            if object["subscription"] != nil {
+                self = .webPush(try WebPushPush(object: object, compactPush: APNsPush.compactPush(in: bytes)))
+                return
+            }
+            if object["fcm_token"] != nil {
+                self = .fcm(try FCMPush(object: object, compactPush: APNsPush.compactPush(in: bytes)))
+                return
+            }
+        }
+        self = .apns(try APNsPush(document: document, compactPush: APNsPush.compactPush(in: bytes)))
+    }
 }

@@ -44,7 +44,7 @@ package struct APNsSendProcessor: DocumentProcessor {
         }
     }
 
-    /// A first connection to the push service (``APNsSender/probe()``), before the worker says
+    /// A first connection to the push service (``PushSender/probe()``), before the worker says
     /// it is ready.
     package var readinessProbe: (@Sendable () -> String?)? {
         let box = box
@@ -83,11 +83,12 @@ package struct APNsSendProcessor: DocumentProcessor {
     }
 
     /// What the worker must not commit as the entry's result: a push that reached no server
-    /// after the sender's retries (`io`), or that APNs answered 429 or 5xx to after them (or a
-    /// status APNs never answers with: ``SendTiming/isRetried(_:)``), is a
-    /// transient failure (the entry stays pending and is sent again later: at least once); with
-    /// dead letters, a permanent refusal (4xx other than 410 and 429) goes to the dead letters
-    /// with its original document. A 410 is a result: the backend drops the device.
+    /// after the sender's retries (`io`), or that its push service answered a status tried again
+    /// to after them (``SendPlatform/isRetried(_:)``: 429 and 5xx, and on APNs a status APNs never
+    /// answers with), is a transient failure (the entry stays pending and is sent again later: at
+    /// least once); with dead letters, a permanent refusal (4xx other than 429 and the device
+    /// gone) goes to the dead letters with its original document. A device gone (APNs's 410, Web
+    /// Push's 404 and 410) is a result: the backend drops the device.
     package static func check(_ outcome: SendOutcome, deadLetters: Bool) throws(CodedError) {
         switch outcome {
         case .failed(let error):
@@ -95,19 +96,19 @@ package struct APNsSendProcessor: DocumentProcessor {
             var failure = CodedError(.io, error.message)
             failure.isTransient = true
             throw failure
-        case .answered(let status, let reason, let retryAfter):
+        case .answered(let status, let reason, let retryAfter, let platform):
             let reason = reason.map { " \($0)" } ?? ""
-            if SendTiming.isRetried(status) {
+            if platform.isRetried(status) {
                 // An answer for this push: each later round counts toward --max-deliveries.
-                var failure = CodedError(.io, "APNs answered \(status)\(reason) after the retries")
+                var failure = CodedError(.io, "\(platform.service) answered \(status)\(reason) after the retries")
                 failure.isTransient = true
                 failure.countsAsDelivery = true
                 // Its retry-after: the entry is not sent again before that.
                 failure.retryAfter = retryAfter
                 throw failure
             }
-            if deadLetters, (400..<500).contains(status), status != 410 {
-                throw CodedError(.badInput, "APNs refused the push: \(status)\(reason)")
+            if deadLetters, (400..<500).contains(status), !platform.isGone(status) {
+                throw CodedError(.badInput, "\(platform.service) refused the push: \(status)\(reason)")
             }
         }
     }

@@ -52,8 +52,9 @@ package struct APNsSendServices: SendServices {
         }
     }
 
-    /// The senders of the command line's one app, or of each app of the configuration, each with
-    /// its provider token (every key file read and checked before anything is sent).
+    /// The senders of the command line's one app, or of each app of the configuration (APNs with
+    /// its provider token, Web Push with its VAPID key; every key file read and checked before
+    /// anything is sent).
     static func gateway(_ options: SendOptions, _ configuration: SendConfiguration?) throws(CodedError) -> APNsGateway {
         let clock = SendClock(file: options.clockFile)
         guard let configuration else {
@@ -63,14 +64,42 @@ package struct APNsSendServices: SendServices {
             let token = try providerToken(
                 keyFile: options.keyFile, keyID: options.keyID, teamID: options.teamID, clock: clock, option: "--auth-key-file")
             return APNsGateway(
-                routes: [.init(name: nil, sender: try APNsSender(destination: destination, token: token))], defaultRoute: 0, configPath: nil
-            )
+                routes: [.init(name: nil, senders: [try PushSender(destination: destination, token: token)])], defaultRoute: 0,
+                configPath: nil)
         }
         var routes: [APNsGateway.Route] = []
         // One provider token per team and key, whichever apps use them.
         var tokens: [String: SharedProviderToken] = [:]
         for app in configuration.apps {
-            guard let apns = app.apns else { continue }
+            var senders: [PushSender] = []
+            /// A key file of the app, read and checked: its error names the app and the key.
+            func keyFile<T>(_ key: String, _ read: () throws(PrivateFileError) -> T) throws(CodedError) -> T {
+                do throws(PrivateFileError) {
+                    return try read()
+                } catch {
+                    throw CodedError(.io, "app '\(app.name)': \(key): \(error)")
+                }
+            }
+            if let webPush = app.webPush {
+                let key = try keyFile("vapid_key_file") { () throws(PrivateFileError) in try VAPIDKeyFile.read(webPush.vapidKeyFile) }
+                let destination = WebPushDestination(
+                    app: app.name, vapidKey: key, subject: webPush.subject, caFile: webPush.caFile, connections: webPush.connections,
+                    expiration: options.expiration, clock: clock)
+                senders.append(PushSender(webPush: destination))
+            }
+            if let fcm = app.fcm {
+                let account = try keyFile("service_account_file") { () throws(PrivateFileError) in
+                    try FCMServiceAccount.read(fcm.serviceAccountFile)
+                }
+                let destination = FCMDestination(
+                    app: app.name, account: account, serverURL: fcm.serverURL, caFile: fcm.caFile, connections: fcm.connections,
+                    expiration: options.expiration, clock: clock)
+                senders.append(try PushSender(fcm: destination))
+            }
+            guard let apns = app.apns else {
+                routes.append(.init(name: app.name, senders: senders))
+                continue
+            }
             let destination = APNsDestination(
                 serverURL: apns.serverURL, topic: apns.topic, caFile: apns.caFile, expiration: options.expiration,
                 connections: apns.connections, app: app.name)
@@ -84,7 +113,8 @@ package struct APNsSendServices: SendServices {
                         keyFile: apns.keyFile, keyID: apns.keyID, teamID: apns.teamID, clock: clock, option: "app '\(app.name)': key_file"))
                 tokens[identity] = token
             }
-            routes.append(.init(name: app.name, sender: try APNsSender(destination: destination, token: token)))
+            senders.insert(try PushSender(destination: destination, token: token), at: 0)
+            routes.append(.init(name: app.name, senders: senders))
         }
         let defaultRoute = configuration.app(named: nil).flatMap { app in routes.firstIndex { $0.name == app.name } }
         return APNsGateway(routes: routes, defaultRoute: defaultRoute, configPath: configuration.path)
@@ -132,14 +162,23 @@ package struct APNsSendServices: SendServices {
         var text = "\(configuration.path): \(configuration.apps.count) app\(configuration.apps.count == 1 ? "" : "s")"
         if let name = configuration.app(named: nil)?.name { text += ", default '\(name)'" }
         text += "\n"
+        func trusting(_ caFile: String?) -> String { caFile.map { "trusting only \($0)" } ?? "trusting the system's authorities" }
+        func connections(_ count: Int) -> String { "\(count) connection\(count == 1 ? "" : "s")" }
         for app in configuration.apps {
-            guard let apns = app.apns else { continue }
-            text += "app '\(app.name)': apns \(apns.serverURL), topic \(apns.topic), team \(apns.teamID), key \(apns.keyID) "
-            text += "(\(apns.keyFile): 0600, a P-256 key), \(apns.connections) connection\(apns.connections == 1 ? "" : "s"), "
-            text += apns.caFile.map { "trusting only \($0)" } ?? "trusting the system's authorities"
-            text += "\n"
+            if let apns = app.apns {
+                text += "app '\(app.name)': apns \(apns.serverURL), topic \(apns.topic), team \(apns.teamID), key \(apns.keyID) "
+                text += "(\(apns.keyFile): 0600, a P-256 key), \(connections(apns.connections)), \(trusting(apns.caFile))\n"
+            }
+            if let fcm = app.fcm {
+                text += "app '\(app.name)': fcm \(fcm.serverURL), service account \(fcm.serviceAccountFile) (0600, an RSA key), "
+                text += "\(connections(fcm.connections)), \(trusting(fcm.caFile))\n"
+            }
+            if let webPush = app.webPush {
+                text += "app '\(app.name)': webpush, subject \(webPush.subject), VAPID key \(webPush.vapidKeyFile) (0600, a P-256 key), "
+                text += "\(connections(webPush.connections)) per push service, \(trusting(webPush.caFile))\n"
+            }
         }
-        text += "ok: every app's key file was read and its provider token signed\n"
+        text += "ok: every app's key file was read (and its provider token signed)\n"
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
         stdout.write(Array(text.utf8))
         _ = stdout.flush()
@@ -154,7 +193,7 @@ package struct APNsSendServices: SendServices {
         // A bad document is refused before anything is sent, on standard error.
         let refusal = input.withUnsafeBytes { raw -> APNsPush.Refusal? in
             do throws(APNsPush.Refusal) {
-                _ = try APNsPush(bytes: raw)
+                _ = try OutgoingPush(bytes: raw)
                 return nil
             } catch {
                 return error

@@ -64,13 +64,10 @@ package struct ES256Key: Sendable {
 
     /// A compact JWS (RFC 7515) of `claims`, signed with ES256: `B64URL(header) "."
     /// B64URL(claims) "." B64URL(r || s)`, the header `{"alg":"ES256"}` followed by `headerMembers`
-    /// (APNs's `kid`, VAPID's `typ`); JSON written compactly, base64url without padding.
+    /// (APNs's `kid`, VAPID's `typ`; ``JWS/compact(algorithm:headerMembers:claims:sign:)``).
     package func jwt(headerMembers: [JSONObject.Member], claims: JSONValue) throws(LibcryptoError) -> String {
-        let header = JSONValue.object(JSONObject([.init(key: "alg", value: "ES256")] + headerMembers))
-        var input = JSONWriter.compactBytes(header).withUnsafeBytes { Base64.urlEncodedBytes($0) }
-        input.append(UInt8(ascii: "."))
-        input += JSONWriter.compactBytes(claims).withUnsafeBytes { Base64.urlEncodedBytes($0) }
-        let signature = try sign(input)
-        return String(decoding: input, as: UTF8.self) + "." + Base64.urlEncoded(signature)
+        try JWS.compact(algorithm: "ES256", headerMembers: headerMembers, claims: claims) { (input) throws(LibcryptoError) in
+            try sign(input)
+        }
     }
 }

@@ -33,7 +33,7 @@ final class APNsTestServer {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-apns-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try Self.runToEnd(Self.python + [Self.serverScript, "--make-credentials", folder.path])
-        var arguments = [Self.serverScript, "--dir", folder.path]
+        var arguments = ["--dir", folder.path]
         let scriptURL = folder.appendingPathComponent("script.json")
         try JSONSerialization.data(withJSONObject: script).write(to: scriptURL)
         arguments += ["--script", scriptURL.path]
@@ -44,29 +44,7 @@ final class APNsTestServer {
         } else {
             clockFile = nil
         }
-        let python = Self.python
-        process.executableURL = URL(fileURLWithPath: python[0])
-        process.arguments = Array(python.dropFirst()) + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: Self.emptyFile(folder.appendingPathComponent("server.log")))
-        try process.run()
-        let portFile = folder.appendingPathComponent("port").path
-        let deadline = Date().addingTimeInterval(20)
-        var found: Int?
-        while Date() < deadline, process.isRunning {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
-                let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            {
-                found = number
-                break
-            }
-            usleep(20_000)
-        }
-        guard let found else {
-            let log = (try? String(contentsOf: folder.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
-            throw ServerFailure(description: "the APNs test server did not start: \(log)")
-        }
-        port = found
+        port = try Self.launch(process, Self.serverScript, arguments, folder: folder, name: "the APNs test server")
     }
 
     deinit {
@@ -79,12 +57,35 @@ final class APNsTestServer {
         let description: String
     }
 
+    /// Starts `script` (a stand-in of tools/) with `arguments` on the venv's Python in `process`,
+    /// its standard error in FOLDER/server.log, and waits for the port it writes to FOLDER/port.
+    static func launch(_ process: Process, _ script: String, _ arguments: [String], folder: URL, name: String) throws -> Int {
+        let python = Self.python
+        process.executableURL = URL(fileURLWithPath: python[0])
+        process.arguments = Array(python.dropFirst()) + [script] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: Self.emptyFile(folder.appendingPathComponent("server.log")))
+        try process.run()
+        let portFile = folder.appendingPathComponent("port").path
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, process.isRunning {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
+                let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                return number
+            }
+            usleep(20_000)
+        }
+        let log = (try? String(contentsOf: folder.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
+        throw ServerFailure(description: "\(name) did not start: \(log)")
+    }
+
     private static func emptyFile(_ url: URL) throws -> URL {
         guard FileManager.default.createFile(atPath: url.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
         return url
     }
 
-    private static func runToEnd(_ command: [String]) throws {
+    static func runToEnd(_ command: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())

@@ -3,6 +3,7 @@ import KindlyPushAPNs
 import KindlyPushCore
 import KindlyPushDesktop
 import KindlyPushSecretService
+import KindlyPushWebPush
 import Testing
 
 @testable import KindlyPushBase
@@ -98,8 +99,13 @@ struct DocumentedFiguresTests {
             ("docs/running-at-scale.md", "reads at most \(number(SendTiming.readAhead)) lines ahead"),
             ("docs/running-at-scale.md", "The token is renewed after \(ProviderToken.refreshAge / 60) minutes"),
             ("docs/running-at-scale.md", "whose push is over \(APNsPush.maximumPayloadSize) bytes"),
+            ("docs/running-at-scale.md", "(its document, compact; at most \(WebPushPush.maximumPayloadSize) bytes"),
+            ("docs/running-at-scale.md", "`--expiration`; else \(WebPushHeaders.defaultTTL))"),
+            ("docs/running-at-scale.md", "the push (at most \(FCMPush.maximumPayloadSize) bytes)"),
             ("docs/hardening.md", "its push at most \(APNsPush.maximumPayloadSize) bytes compact"),
             ("docs/hardening.md", "a token of 16 to \(APNsPush.maximumTokenLength) hex digits"),
+            ("docs/hardening.md", "an `fcm_token` of 1 to \(FCMPush.maximumTokenSize) printable bytes"),
+            ("docs/hardening.md", "a Web Push `endpoint` of at most \(WebPushPush.maximumEndpointSize) printable bytes"),
             ("docs/hardening.md", "a `collapse_id` of 1 to \(APNsPush.maximumCollapseIDSize) printable bytes"),
             ("docs/hardening.md", "an APNs answer kept up to \(bytes(SendTiming.maximumResponseSize))"),
             ("docs/hardening.md", "at most \(number(SendTiming.readAhead)) lines read ahead"),

@@ -55,8 +55,8 @@ struct HelpAndUsageTests {
                   keys                    List the stored keys, or delete one.
                   seal                    Seal a plaintext message for one device and print the
                                           APNs payload.
-                  send                    Send sealed pushes to APNs over HTTP/2 and print
-                                          APNs's answer to each.
+                  send                    Send sealed pushes to APNs, FCM or Web Push over
+                                          HTTP/2 and print each answer.
                   check                   Tell whether a push is Kindly's and whether it is
                                           marked decrypted.
                   decrypt                 Decrypt a Kindly push and print its payload (or, with

@@ -216,8 +216,8 @@ struct SendConfigurationTests {
         #expect(misspelt.contains("apps.second.apns.tema_id: unknown key"))
         let defaultApp = try refused { $0.replacingOccurrences(of: "default_app: chat", with: "default_app: mail") }
         #expect(defaultApp.contains("default_app: 'mail' is not one of the apps"))
-        let platform = try refused { $0.replacingOccurrences(of: "  second:\n", with: "  second:\n    fcm: {project: p}\n") }
-        #expect(platform.contains("apps.second.fcm: this send delivers to APNs only"))
+        let platform = try refused { $0.replacingOccurrences(of: "  second:\n", with: "  second:\n    hms: {project: p}\n") }
+        #expect(platform.contains("apps.second.hms: unknown key (known: apns, fcm, webpush)"))
         let notYAML = try refused { $0 + "apps: [\n" }
         #expect(notYAML.contains("send.yaml:"))
 

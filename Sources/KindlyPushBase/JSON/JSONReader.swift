@@ -105,6 +105,8 @@ private struct Parser {
     /// The top-level member whose string value is located but never decoded (see `parseObject(_:withSecretMember:)`).
     var secretMember: String?
     var secretRange: Range<Int>?
+    /// The secret string may hold escapes, stepped over and left for the caller to decode.
+    var secretEscapes = false
 
     init(bytes: UnsafeRawBufferPointer) {
         tokenizer = JSONTokenizer(bytes)
@@ -173,7 +175,8 @@ private struct Parser {
         return String(decoding: tokenizer.bytes(token.raw), as: UTF8.self)
     }
 
-    /// Steps over a string without decoding it; it must hold no escape and no control character.
+    /// Steps over a string without decoding it; it must hold no control character, and no escape
+    /// unless `secretEscapes` (then each is stepped over whole, undecoded).
     mutating func skipSecretString() throws(JSONReadError) -> Range<Int> {
         let bytes = UnsafeRawBufferPointer(start: tokenizer.base, count: tokenizer.end)
         guard tokenizer.index < bytes.count else { throw tokenizer.failure(.unexpectedEnd) }
@@ -185,7 +188,9 @@ private struct Parser {
             case UInt8(ascii: "\""):
                 tokenizer.index += 1
                 return start..<(tokenizer.index - 1)
-            case UInt8(ascii: "\\"): throw tokenizer.failure(.invalidEscape)
+            case UInt8(ascii: "\\"):
+                guard secretEscapes, tokenizer.index + 1 < bytes.count else { throw tokenizer.failure(.invalidEscape) }
+                tokenizer.index += 2
             case 0x00..<0x20: throw tokenizer.failure(.controlCharacterInString)
             default: tokenizer.index += 1
             }
@@ -201,13 +206,15 @@ extension JSONReader {
     /// nil without one).
     ///
     /// For key files, whose secret key must stay in wiped buffers. A secret member must be a
-    /// string without escapes (base64 never needs one).
+    /// string without escapes (base64 never needs one), unless `escapes` (a PEM in JSON has
+    /// `\n`): then its raw text keeps them, for the caller to decode into a wiped buffer.
     package static func parseObject(
         _ bytes: UnsafeRawBufferPointer,
-        withSecretMember secretMember: String
+        withSecretMember secretMember: String, escapes: Bool = false
     ) throws(JSONReadError) -> (object: JSONObject, secretRange: Range<Int>?) {
         var parser = Parser(bytes: bytes)
         parser.secretMember = secretMember
+        parser.secretEscapes = escapes
         let value = try parser.parseDocument()
         guard case .object(let object) = value else { throw JSONReadError(kind: .unexpectedByte, offset: 0) }
         return (object, parser.secretRange)

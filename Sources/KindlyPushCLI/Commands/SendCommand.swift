@@ -11,7 +11,7 @@ internal import KindlyPushCore
 package struct SendCommand: Command {
     package static let name = "send"
     package static let arguments = ["[<file> ...]"]
-    package static let abstract = "Send sealed pushes to APNs over HTTP/2 and print APNs's answer to each."
+    package static let abstract = "Send sealed pushes to APNs, FCM or Web Push over HTTP/2 and print each answer."
     package static let examples = [
         Example(
             "Send one push with the team's APNs auth key",
@@ -47,6 +47,19 @@ package struct SendCommand: Command {
         SIGTERM or SIGINT stop the reading; what was read is sent and answered, then send exits.
         The exit status is 0 whenever a result was printed, whatever APNs answered.
 
+        With --config, a line may instead name a Web Push subscription: {"subscription":
+        {"endpoint": URL, "keys": {"p256dh", "auth"}}, "push": {...}}, for an app with a webpush
+        section. Its push (at most 3993 bytes) is encrypted for those keys (RFC 8291,
+        aes128gcm), signed with the app's VAPID key and POSTed to the endpoint with TTL,
+        Urgency and Topic; the result is {"platform": "webpush", "endpoint", "status",
+        "location"}, with "gone": true for 404 and 410: drop that subscription. A line
+        {"fcm_token": T, "push": {...}}, for an app with an fcm section, goes to FCM's HTTP v1
+        API as a data-only message (data.kindly_push: the push, at most 3989 bytes) with the
+        access token of the app's service account (fetched with an RS256 assertion, reused
+        until 5 minutes before it runs out, fetched again once on a 401); the result is
+        {"platform": "fcm", "fcm_token", "status", "name"}, with "gone": true for 404
+        (UNREGISTERED). Every result names its "platform" (apns, fcm or webpush).
+
         With --redis, send is a worker of a Redis Streams consumer group: each entry's "doc" is
         one such document and its result goes to the output stream once (docs/running-at-scale.md);
         an entry taken over from a worker that died is sent again.
@@ -54,7 +67,8 @@ package struct SendCommand: Command {
 
     package static let config = Option<String>(
         "--config", "PATH",
-        "Send for the apps of this YAML file (each its APNs team, key, topic and server; a line's \"app\" picks one) "
+        "Send for the apps of this YAML file (each its APNs team, key, topic and server, its FCM service account, its Web Push VAPID key; "
+            + "a line's \"app\" picks one) "
             + "instead of the one app of the options below.")
     package static let check = Flag("--check", "With --config: check the file and its key files, print what it found and exit.")
     package static let authKeyFile = Option<String>(

@@ -17,6 +17,10 @@ internal import KindlyPushCore
 ///   chat:
 ///     apns: {team_id: TEAM123456, key_id: ABC123DEFG, key_file: /etc/kindly-push/AuthKey_ABC123DEFG.p8,
 ///            topic: ai.kindly.example, url: https://api.push.apple.com, ca_file: /path/ca.pem, connections: 3}
+///     fcm: {service_account_file: /etc/kindly-push/firebase.json, url: https://fcm.googleapis.com, ca_file: /path/ca.pem,
+///           connections: 2}
+///     webpush: {vapid_key_file: /etc/kindly-push/vapid.json, subject: "mailto:ops@example.com",
+///               ca_file: /path/ca.pem, connections: 2}
 /// ```
 ///
 /// Secrets only by path: the file names key files, whose rules are every key file's (regular,
@@ -27,6 +31,8 @@ package struct SendConfiguration: Sendable {
     package struct App: Sendable {
         package var name: String
         package var apns: APNs?
+        package var webPush: WebPush?
+        package var fcm: FCM?
         /// Where the app starts in the file (`LINE:COLUMN`).
         package var place: String
     }
@@ -38,6 +44,28 @@ package struct SendConfiguration: Sendable {
         package var keyFile: String
         package var topic: String
         /// `https://HOST[:PORT]`; APNs's production server when not given.
+        package var serverURL: String
+        package var caFile: String?
+        /// HTTP/2 connections to the server (1 when not given).
+        package var connections: Int
+    }
+
+    /// An app's Web Push section (wire-format section 9.4).
+    package struct WebPush: Sendable {
+        /// The VAPID key file (`kindly-push vapid-keygen --key-file PATH`).
+        package var vapidKeyFile: String
+        /// The VAPID JWT's `sub`: `mailto:…` or `https:…`.
+        package var subject: String
+        package var caFile: String?
+        /// HTTP/2 connections to each push service (1 when not given).
+        package var connections: Int
+    }
+
+    /// An app's FCM section (wire-format section 9.3).
+    package struct FCM: Sendable {
+        /// The service account's JSON key file, as Google issues it.
+        package var serviceAccountFile: String
+        /// `https://HOST[:PORT]`; FCM's server when not given.
         package var serverURL: String
         package var caFile: String?
         /// HTTP/2 connections to the server (1 when not given).
@@ -106,7 +134,7 @@ package struct SendConfiguration: Sendable {
         mutating func configuration(_ root: YAMLNode) throws(CodedError) -> SendConfiguration {
             let members = try mapping(root, "", known: ["default_app", "apps"])
             guard let appsNode = members.first(where: { $0.key == "apps" })?.value else {
-                throw CodedError(.usage, "--config \(path): no 'apps' (each app's name and its apns section)")
+                throw CodedError(.usage, "--config \(path): no 'apps' (each app's name and its apns and webpush sections)")
             }
             let appMembers = try mapping(appsNode, "apps", known: appsNode.mapping?.map(\.key) ?? [])
             guard !appMembers.isEmpty else { throw fail(appsNode, "apps", "names no app") }
@@ -131,15 +159,65 @@ package struct SendConfiguration: Sendable {
 
         func app(_ name: String, _ node: YAMLNode, _ key: String) throws(CodedError) -> App {
             let members = try mapping(node, key, known: ["apns", "fcm", "webpush"])
-            var app = App(name: name, apns: nil, place: node.place)
+            guard !members.isEmpty else { throw fail(node, key, "has no platform section (apns, fcm, webpush)") }
+            var app = App(name: name, apns: nil, webPush: nil, fcm: nil, place: node.place)
             for (platform, section) in members {
                 switch platform {
                 case "apns": app.apns = try apns(section, "\(key).apns")
-                default: throw fail(section, "\(key).\(platform)", "this send delivers to APNs only")
+                case "webpush": app.webPush = try webPush(section, "\(key).webpush")
+                default: app.fcm = try fcm(section, "\(key).fcm")
                 }
             }
-            guard app.apns != nil else { throw fail(node, key, "has no platform section (apns)") }
             return app
+        }
+
+        /// `url`: `https://HOST[:PORT]`, or `fallback` when not given.
+        func serverURL(_ node: YAMLNode?, _ key: String, fallback: String) throws(CodedError) -> String {
+            guard let node else { return fallback }
+            guard let url = SendCommand.serverURL(try text(node, "\(key).url")) else {
+                throw fail(node, "\(key).url", "takes https://HOST[:PORT]: no user or password, path, query or fragment")
+            }
+            return url
+        }
+
+        func fcm(_ node: YAMLNode, _ key: String) throws(CodedError) -> FCM {
+            let members = try mapping(node, key, known: ["service_account_file", "url", "ca_file", "connections"])
+            func member(_ name: String) -> YAMLNode? { members.first { $0.key == name }?.value }
+            guard let fileNode = member("service_account_file") else { throw fail(node, key, "'service_account_file' is missing") }
+            let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
+            return FCM(
+                serviceAccountFile: try text(fileNode, "\(key).service_account_file"),
+                serverURL: try serverURL(member("url"), key, fallback: FCMDestination.productionURL), caFile: caFile,
+                connections: try connections(member("connections"), key))
+        }
+
+        /// `connections`: 1 to ``SendOptions/mostConnections``, 1 when not given.
+        func connections(_ node: YAMLNode?, _ key: String) throws(CodedError) -> Int {
+            guard let node else { return 1 }
+            guard let count = node.integer, (1...SendOptions.mostConnections).contains(count) else {
+                throw fail(node, "\(key).connections", "takes a whole number from 1 to \(SendOptions.mostConnections)")
+            }
+            return count
+        }
+
+        func webPush(_ node: YAMLNode, _ key: String) throws(CodedError) -> WebPush {
+            let members = try mapping(node, key, known: ["vapid_key_file", "subject", "ca_file", "connections"])
+            func member(_ name: String) -> YAMLNode? { members.first { $0.key == name }?.value }
+            func required(_ name: String) throws(CodedError) -> (YAMLNode, String) {
+                guard let value = member(name) else { throw fail(node, key, "'\(name)' is missing") }
+                return (value, try text(value, "\(key).\(name)"))
+            }
+            let keyFile = try required("vapid_key_file").1
+            let (subjectNode, subject) = try required("subject")
+            let isSubject =
+                (subject.hasPrefix("mailto:") || subject.hasPrefix("https://")) && subject.utf8.count > 8
+                && subject.utf8.count <= 256 && subject.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") }
+            guard isSubject else {
+                throw fail(subjectNode, "\(key).subject", "takes a mailto: or https: URL (RFC 8292's contact for the push services)")
+            }
+            let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
+            return WebPush(
+                vapidKeyFile: keyFile, subject: subject, caFile: caFile, connections: try connections(member("connections"), key))
         }
 
         func apns(_ node: YAMLNode, _ key: String) throws(CodedError) -> APNs {
@@ -162,24 +240,11 @@ package struct SendConfiguration: Sendable {
             let keyFile = try required("key_file").1
             let (topicNode, topic) = try required("topic")
             guard SendCommand.isTopic(topic) else { throw fail(topicNode, "\(key).topic", "takes a bundle ID") }
-            var serverURL = SendCommand.productionURL
-            if let value = member("url") {
-                guard let url = SendCommand.serverURL(try text(value, "\(key).url")) else {
-                    throw fail(value, "\(key).url", "takes https://HOST[:PORT]: no user or password, path, query or fragment")
-                }
-                serverURL = url
-            }
+            let serverURL = try serverURL(member("url"), key, fallback: SendCommand.productionURL)
             let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
-            var connections = 1
-            if let value = member("connections") {
-                guard let count = value.integer, (1...SendOptions.mostConnections).contains(count) else {
-                    throw fail(value, "\(key).connections", "takes a whole number from 1 to \(SendOptions.mostConnections)")
-                }
-                connections = count
-            }
             return APNs(
                 teamID: teamID, keyID: keyID, keyFile: keyFile, topic: topic, serverURL: serverURL, caFile: caFile,
-                connections: connections)
+                connections: try connections(member("connections"), key))
         }
     }
 }

@@ -114,3 +114,21 @@ package enum HMACSHA256 {
     /// run time sends them to the heap, an allocation per HMAC.
     package static let stateSize = 208
 }
+
+/// SHA-256 (FIPS 180-4) through libsodium's `crypto_hash_sha256`, for public data (Web Push's
+/// `Topic` of a collapse id too long for the header).
+package enum SHA256Digest {
+    package static let length = 32
+
+    /// The 32-byte digest of `bytes`.
+    package static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        _ = Sodium.ready
+        var out = [UInt8](repeating: 0, count: length)
+        out.withUnsafeMutableBytes { out in
+            _ = crypto_hash_sha256(
+                out.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                UInt64(bytes.count))
+        }
+        return out
+    }
+}

@@ -1,0 +1,300 @@
+import Foundation
+import KindlyPush
+import KindlyPushCore
+import Testing
+
+/// `send` to Web Push (wire-format section 9.4) through the real binary and a Web Push service
+/// stand-in (tools/webpush/push_service.py, which checks VAPID): the document encrypted for the
+/// subscription (RFC 8291) opens to itself with the subscription's keys, here and in PyPI's
+/// http_ece; the headers of section 9.4; the answers; a stream of APNs, FCM and Web Push lines.
+@Suite("kindly-push send to Web Push (RFC 8291, VAPID)", .offThePool)
+struct SendWebPushTests {
+    static let plaintext = "Lunch?"
+
+    /// A VAPID key file made by `vapid-keygen` in `folder`: its path and public key.
+    static func vapidKey(in folder: URL) throws -> (path: String, publicKey: String) {
+        let path = folder.appendingPathComponent("vapid.json").path
+        let output = try CLI.run(["vapid-keygen", "--key-file", path])
+        try #require(output.status == 0, "\(output.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any]
+        return (path, try #require(object?["public_key"] as? String))
+    }
+
+    /// A `send --config` file whose app `chat` has `sections` (YAML lines under it); its path.
+    static func configuration(_ folder: URL, _ sections: String, name: String = "send.yaml") throws -> String {
+        let path = folder.appendingPathComponent(name).path
+        try "default_app: chat\napps:\n  chat:\n\(sections)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The `webpush` section for `service` with the VAPID key file `key`.
+    static func webPushSection(_ service: WebPushTestService, key: String) -> String {
+        "    webpush: {vapid_key_file: \(key), subject: \"mailto:ops@example.com\", ca_file: \(service.certificate)}"
+    }
+
+    /// The result lines of a run, each a JSON object.
+    static func results(_ output: CLI.Output) -> [[String: Any]] { SendTests.lines(output) }
+
+    /// Opens `message` (a file the service kept) with PyPI's http_ece and the subscriber's
+    /// private scalar and auth secret: what it decrypts to.
+    static func openWithHTTPECE(_ path: String, _ subscriber: WebPushTestService.Subscriber) throws -> [UInt8] {
+        let scalar = try subscriber.key.scalar().withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
+        let script = """
+            import sys, http_ece
+            from cryptography.hazmat.primitives.asymmetric import ec
+            key = ec.derive_private_key(int(sys.argv[2], 16), ec.SECP256R1())
+            body = open(sys.argv[1], "rb").read()
+            sys.stdout.buffer.write(http_ece.decrypt(body, private_key=key, auth_secret=bytes.fromhex(sys.argv[3]), version="aes128gcm"))
+            """
+        let process = Process()
+        let python = APNsTestServer.python
+        process.executableURL = URL(fileURLWithPath: python[0])
+        process.arguments =
+            Array(python.dropFirst()) + ["-c", script, path, scalar, subscriber.auth.map { String(format: "%02x", $0) }.joined()]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "http_ece did not open the message")
+        return Array(data)
+    }
+
+    @Test(
+        "each wire version (1, 2, 3 base and auth) sent through --config reaches its subscription; the kept message opens to exactly the push, with our decryption and http_ece's, and that push decrypts"
+    )
+    func everyWireVersion() throws {
+        let service = try WebPushTestService()
+        let vapid = try Self.vapidKey(in: service.folder)
+        let path = try Self.configuration(service.folder, Self.webPushSection(service, key: vapid.path))
+        let keys = try KeyFolder()
+        let sender = SenderKey.generate()
+        let payload = try DecryptedPayload(chatId: "c-1", title: "Anna", body: Self.plaintext, messageId: "m-1", sentAt: 1_764_460_800)
+        var subscribers: [WebPushTestService.Subscriber] = []
+        var pushes: [String] = []
+        var lines: [String] = []
+        for sealing in WireParityTests.Sealing.allCases {
+            let sealed = try KindlyPushSealer.seal(
+                payload, for: keys.key.publicKey, wire: sealing.wire, from: sealing.needsSender ? sender : nil, placeholder: .default)
+            let push = String(decoding: sealed, as: UTF8.self)
+            let subscriber = try service.subscribe("sub-\(subscribers.count)", vapid: vapid.publicKey)
+            subscribers.append(subscriber)
+            pushes.append(push)
+            lines.append(subscriber.line(push, extra: #","id":"\#(sealing.rawValue)""#))
+        }
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = Self.results(output)
+        try #require(results.count == 4, "\(output.stdout)")
+        for (index, sealing) in WireParityTests.Sealing.allCases.enumerated() {
+            let result = results[index]
+            #expect(result["id"] as? String == sealing.rawValue)
+            #expect(result["platform"] as? String == "webpush")
+            #expect(result["status"] as? Int == 201, "\(result)")
+            #expect(result["endpoint"] as? String == subscribers[index].endpoint)
+            #expect((result["location"] as? String ?? "").hasPrefix("\(service.url)/message/"), "\(result)")
+            let messages = service.messages(subscribers[index].id)
+            try #require(messages.count == 1, "\(sealing)")
+            let opened = try subscribers[index].open(messages[0])
+            #expect(String(decoding: opened, as: UTF8.self) == pushes[index], "\(sealing)")
+            // The push is Kindly's, and opens on the device to the message.
+            let reader = ["--key-file", keys.keyFile] + (sealing.needsSender ? ["--sender-key", sender.publicKey.base64URL] : [])
+            let decrypted = try CLI.run(["decrypt"] + reader, stdin: opened)
+            #expect(decrypted.status == 0, "\(sealing): \(decrypted.stderr)")
+            #expect(decrypted.stdout.contains(Self.plaintext), "\(sealing)")
+        }
+        // An independent implementation (PyPI's http_ece) opens what send encrypted.
+        for index in [0, 3] {
+            let opened = try Self.openWithHTTPECE(service.messagePath(subscribers[index].id, 1), subscribers[index])
+            #expect(String(decoding: opened, as: UTF8.self) == pushes[index])
+        }
+        // What the service saw: VAPID with the app's key for the endpoint's origin, one aes128gcm record.
+        let records = try service.records().filter { $0["verdict"] as? String == "accepted" }
+        #expect(records.count == 4)
+        for record in records {
+            let vapidClaims = (record["vapid"] as? [String: Any])?["claims"] as? [String: Any]
+            #expect(vapidClaims?["aud"] as? String == service.url)
+            #expect(vapidClaims?["sub"] as? String == "mailto:ops@example.com")
+            #expect((record["vapid"] as? [String: Any])?["k"] as? String == vapid.publicKey)
+            let ece = record["ece"] as? [String: Any]
+            #expect(ece?["rs"] as? Int == 4096)
+            #expect(ece?["keyid_is_p256_point"] as? Bool == true)
+        }
+    }
+
+    @Test("TTL, Urgency and Topic from the line's expiration, priority and collapse id (wire-format section 9.4), else the defaults")
+    func headers() throws {
+        let service = try WebPushTestService()
+        let vapid = try Self.vapidKey(in: service.folder)
+        let path = try Self.configuration(service.folder, Self.webPushSection(service, key: vapid.path))
+        let visible = #"{"aps":{"alert":{"title":"New message"},"mutable-content":1},"kindly":{"v":1}}"#
+        let silent = #"{"aps":{"content-available":1},"kindly":{"v":1}}"#
+        let long = String(repeating: "chat.", count: 10)
+        var subscribers: [WebPushTestService.Subscriber] = []
+        for index in 0..<4 { subscribers.append(try service.subscribe("h-\(index)", vapid: vapid.publicKey)) }
+        let expiration = Int(Date().timeIntervalSince1970) + 600
+        let lines = [
+            subscribers[0].line(visible, extra: #","collapse_id":"chat-1","expiration":\#(expiration),"priority":5"#),
+            subscribers[1].line(visible),
+            subscribers[2].line(silent, extra: #","collapse_id":"\#(long)","expiration":1"#),
+            subscribers[3].line(silent, extra: #","priority":10"#),
+        ]
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(Self.results(output).map { $0["status"] as? Int } == [201, 201, 201, 201], "\(output.stdout)")
+        func headers(_ index: Int) -> [String: String] {
+            (try? service.pushes("h-\(index)"))?.first?["headers"] as? [String: String] ?? [:]
+        }
+        let ttl = Int(headers(0)["ttl"] ?? "") ?? -1
+        #expect((590...600).contains(ttl), "\(headers(0))")
+        #expect(headers(0)["urgency"] == "normal")
+        #expect(headers(0)["topic"] == "chat-1")
+        #expect(headers(0)["content-encoding"] == "aes128gcm")
+        #expect(headers(1)["ttl"] == "2419200")
+        #expect(headers(1)["urgency"] == "high")
+        #expect(headers(1)["topic"] == nil)
+        // An expiration past: TTL 0. A collapse id that is no topic: its SHA-256, 32 characters.
+        #expect(headers(2)["ttl"] == "0")
+        #expect(headers(2)["urgency"] == "normal")
+        let digest = Array(long.utf8).withUnsafeBytes { SHA256Digest.digest($0) }
+        #expect(headers(2)["topic"] == String(Base64.urlEncoded(digest).prefix(32)))
+        #expect(headers(3)["urgency"] == "high")
+    }
+
+    @Test("404 and 410 say the subscription is gone; 413 and 400 are that push's refusals; nothing is retried")
+    func answers() throws {
+        let script: [String: Any] = [
+            "answers": [
+                "gone": [["status": 410]], "unknown": [["status": 404]], "big": [["status": 413]], "bad": [["status": 400]],
+            ]
+        ]
+        let service = try WebPushTestService(script: script)
+        let vapid = try Self.vapidKey(in: service.folder)
+        let path = try Self.configuration(service.folder, Self.webPushSection(service, key: vapid.path))
+        let push = #"{"aps":{"alert":{"title":"New message"}},"kindly":{"v":1}}"#
+        var lines: [String] = []
+        for id in ["gone", "unknown", "big", "bad"] { lines.append(try service.subscribe(id, vapid: vapid.publicKey).line(push)) }
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = Self.results(output)
+        try #require(results.count == 4, "\(output.stdout)")
+        #expect(results.map { $0["status"] as? Int } == [410, 404, 413, 400])
+        #expect(results.map { $0["gone"] as? Bool } == [true, true, nil, nil])
+        #expect(results[0]["reason"] as? String == "Gone")
+        #expect(results.allSatisfy { $0["platform"] as? String == "webpush" })
+        // Each asked once.
+        #expect(try service.records().filter { $0["verdict"] as? String == "scripted" }.count == 4)
+    }
+
+    @Test("429 with Retry-After: sent again no sooner than it says, then accepted")
+    func retryAfter() throws {
+        let service = try WebPushTestService(script: ["answers": ["busy": [["status": 429, "retry_after": 1], ["status": 503]]]])
+        let vapid = try Self.vapidKey(in: service.folder)
+        let path = try Self.configuration(service.folder, Self.webPushSection(service, key: vapid.path))
+        let subscriber = try service.subscribe("busy", vapid: vapid.publicKey)
+        let started = Date()
+        let output = try CLI.run(
+            ["send", "--jsonl", "--config", path], stdin: subscriber.line(#"{"aps":{"alert":{"title":"Hi"}},"kindly":{"v":1}}"#) + "\n")
+        // The backoff alone would be a few hundred milliseconds: Retry-After's second was waited.
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed >= 1, "the run took \(elapsed) s with a Retry-After: 1")
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = Self.results(output)
+        #expect(results.first?["status"] as? Int == 201, "\(output.stdout)")
+        let records = try service.pushes("busy")
+        #expect(records.map { $0["status"] as? Int } == [429, 503, 201])
+        #expect(service.messages("busy").count == 1)
+    }
+
+    @Test(
+        "one stream of APNs, FCM and Web Push lines: results in input order with their platform; a line for a platform its app lacks is its usage error"
+    )
+    func mixedPlatforms() throws {
+        let apns = try APNsTestServer(script: ["initial_streams": 100])
+        // Web Push answers slowly: the others' answers come first, and wait for their turn.
+        let service = try WebPushTestService(script: ["delay_ms": 150])
+        let fcm = try SendFCMTests.server()
+        let vapid = try Self.vapidKey(in: service.folder)
+        let apnsSection = """
+                apns: {team_id: \(APNsTestServer.teamID), key_id: \(APNsTestServer.keyID), key_file: \(apns.keyFile),
+                       topic: \(APNsTestServer.topic), url: "\(apns.url)", ca_file: \(apns.certificate)}
+            """
+        let account = fcm.folder.appendingPathComponent("service-account.json").path
+        let fcmSection = "    fcm: {service_account_file: \(account), url: \"\(fcm.url)\", ca_file: \(fcm.certificate)}"
+        let path = try Self.configuration(
+            service.folder, [apnsSection, fcmSection, Self.webPushSection(service, key: vapid.path)].joined(separator: "\n"))
+        let onlyAPNs = service.folder.appendingPathComponent("apns-only.yaml").path
+        try "apps:\n  chat:\n\(apnsSection)\n".write(toFile: onlyAPNs, atomically: true, encoding: .utf8)
+        let subscriber = try service.subscribe("mixed", vapid: vapid.publicKey)
+        let platforms = (0..<45).map { ["apns", "webpush", "fcm"][$0 % 3] }
+        var lines: [String] = []
+        for (index, platform) in platforms.enumerated() {
+            let push = #"{"aps":{"alert":{"title":"n\#(index)"}},"kindly":{"v":1}}"#
+            switch platform {
+            case "apns": lines.append(APNsTestServer.line(APNsTestServer.token(index), push: push, extra: #","id":\#(index)"#))
+            case "webpush": lines.append(subscriber.line(push, extra: #","id":\#(index)"#))
+            default: lines.append(#"{"id":\#(index),"fcm_token":"device-\#(index)","push":\#(push)}"#)
+            }
+        }
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = Self.results(output)
+        try #require(results.count == 45, "\(output.stdout)")
+        #expect(results.map { $0["id"] as? Int } == Array(0..<45))
+        #expect(results.map { $0["platform"] as? String } == platforms)
+        #expect(results.map { $0["status"] as? Int } == platforms.map { $0 == "webpush" ? 201 : 200 }, "\(output.stdout)")
+        #expect(results[0]["token"] as? String == APNsTestServer.token(0))
+        #expect(results[1]["endpoint"] as? String == subscriber.endpoint)
+        #expect(results[2]["fcm_token"] as? String == "device-2")
+        // Every push reached its service: 15 each.
+        #expect(service.messages("mixed").count == 15)
+        #expect(try apns.records().filter { $0["status"] as? Int == 200 }.count == 15)
+        #expect(try SendFCMTests.sends(fcm).filter { $0["status"] as? Int == 200 }.count == 15)
+
+        // An app with no webpush section: that line's usage error; the APNs line is sent.
+        let refused = try CLI.run(["send", "--jsonl", "--config", onlyAPNs], stdin: lines[0] + "\n" + lines[1] + "\n")
+        #expect(refused.status == 0, "\(refused.stderr)")
+        let refusedResults = Self.results(refused)
+        try #require(refusedResults.count == 2, "\(refused.stdout)")
+        #expect(refusedResults[0]["status"] as? Int == 200)
+        let error = refusedResults[1]["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "usage")
+        #expect((error?["message"] as? String ?? "").contains("app 'chat' of \(onlyAPNs) has no 'webpush' section"))
+        // Without --config, the one app of the options is APNs's: a subscription is refused the same way.
+        let oneApp = try apns.send(["--jsonl"], stdin: lines[1] + "\n")
+        #expect(oneApp.status == 0, "\(oneApp.stderr)")
+        let oneAppError = Self.results(oneApp).first?["error"] as? [String: Any]
+        #expect(oneAppError?["code"] as? String == "usage", "\(oneApp.stdout)")
+        #expect((oneAppError?["message"] as? String ?? "").contains("a webpush line needs send --config"))
+    }
+
+    @Test("--check describes the webpush section without its secret; its unknown keys and a bad subject are refused with their place")
+    func check() throws {
+        let service = try WebPushTestService()
+        let vapid = try Self.vapidKey(in: service.folder)
+        let path = try Self.configuration(service.folder, Self.webPushSection(service, key: vapid.path))
+        let output = try CLI.run(["send", "--config", path, "--check"])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stdout.contains("app 'chat': webpush, subject mailto:ops@example.com, VAPID key \(vapid.path)"))
+        #expect(output.stdout.contains("1 connection per push service, trusting only \(service.certificate)"))
+        let file = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: vapid.path))) as? [String: Any]
+        let secret = try #require(file?["secret_key"] as? String)
+        #expect(!output.stdout.contains(secret) && !output.stderr.contains(secret))
+
+        let misspelt = try Self.configuration(
+            service.folder, "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:a@b.c\", conections: 2}", name: "misspelt.yaml")
+        let unknown = try CLI.run(["send", "--config", misspelt, "--check"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("misspelt.yaml:4:"), "\(unknown.stderr)")
+        #expect(unknown.stderr.contains("apps.chat.webpush.conections: unknown key"), "\(unknown.stderr)")
+        let subject = try Self.configuration(
+            service.folder, "    webpush: {vapid_key_file: \(vapid.path), subject: ops@example.com}", name: "subject.yaml")
+        let badSubject = try CLI.run(["send", "--config", subject, "--check"])
+        #expect(badSubject.status == 64)
+        #expect(badSubject.stderr.contains("apps.chat.webpush.subject: takes a mailto: or https: URL"), "\(badSubject.stderr)")
+        chmod(vapid.path, 0o644)
+        let open = try CLI.run(["send", "--config", path, "--check"])
+        #expect(open.status != 0)
+        #expect(open.stderr.contains("app 'chat': vapid_key_file:"), "\(open.stderr)")
+    }
+}
