@@ -178,7 +178,9 @@ final class Transfer {
     let sequence: Int
     let push: OutgoingPush
     /// The connection pool it was last handed to (the message of a failure names its server).
-    var client: HTTP2Client?
+    /// Weak: the link owns its pools, and a pool's connections hold their exchanges, whose
+    /// owner this is (a strong reference would make a cycle that outlives the run).
+    weak var client: HTTP2Client?
     /// The provider token the request carried (``ProviderToken/generation``).
     var tokenGeneration = 0
     var serverAttempts = 0
