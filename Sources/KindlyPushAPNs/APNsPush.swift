@@ -11,7 +11,7 @@ internal import KindlyPushCore
 /// mapped to headers as wire-format section 9.2 says).
 package struct APNsPush: Sendable, Equatable {
     /// APNs's limit for a notification's JSON document, in bytes.
-    package static let maximumPayloadSize = 4096
+    package static let maximumPayloadSize = PushPlatform.apnsMaximumPayloadSize
     /// APNs's limit for `apns-collapse-id`, in bytes.
     package static let maximumCollapseIDSize = DeliveryFields.maximumCollapseIDSize
     /// The longest device token taken, in hex digits (APNs's are 64 today; Apple says they may grow).

@@ -114,9 +114,9 @@ package struct FCMDestination: Sendable {
 /// and optionally `"id"` and the delivery fields, mapped as wire-format section 9.3 says.
 package struct FCMPush: Sendable {
     /// The document's budget: FCM's 4000 bytes of data less the key `kindly_push`.
-    package static let maximumPayloadSize = 3989
+    package static let maximumPayloadSize = PushPlatform.fcmMaximumPayloadSize
     /// The longest registration token taken, in bytes.
-    package static let maximumTokenSize = 4096
+    package static let maximumTokenSize = PushPlatform.maximumFCMTokenSize
 
     package var token: String
     /// The push (the value of `data.kindly_push`), its delivery fields and its `"id"`.
@@ -124,9 +124,7 @@ package struct FCMPush: Sendable {
 
     init(object: JSONObject, compactPush: [UInt8]?) throws(APNsPush.Refusal) {
         let id = object["id"]
-        guard let token = object["fcm_token"]?.stringValue, !token.isEmpty, token.utf8.count <= Self.maximumTokenSize,
-            token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
-        else {
+        guard let token = object["fcm_token"]?.stringValue, PushPlatform.isFCMToken(token) else {
             throw APNsPush.Refusal(
                 token: nil, error: CodedError(.badInput, "\"fcm_token\" is not an FCM registration token (printable, 1 to 4096 bytes)"),
                 id: id)

@@ -8,9 +8,9 @@ internal import KindlyPushWebPush
 /// fields (``DeliveryFields``), mapped as wire-format section 9.4 says.
 package struct WebPushPush: Sendable {
     /// The document's budget: an encrypted body of at most 4096 bytes (section 9.4).
-    package static let maximumPayloadSize = WebPushEncryption.maximumPlaintextLength
+    package static let maximumPayloadSize = PushPlatform.webPushMaximumPayloadSize
     /// The longest endpoint taken, in bytes.
-    package static let maximumEndpointSize = 2048
+    package static let maximumEndpointSize = PushPlatform.maximumEndpointSize
 
     /// The subscription's endpoint, as given (`https://`).
     package var endpoint: String
@@ -35,9 +35,7 @@ package struct WebPushPush: Sendable {
         else {
             throw bad("\"subscription\" is not {\"endpoint\": URL, \"keys\": {\"p256dh\", \"auth\"}}")
         }
-        let printable = endpoint.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }
-        guard printable, endpoint.utf8.count <= Self.maximumEndpointSize, endpoint.utf8.starts(with: "https://".utf8),
-            let origin = try? VAPID.origin(of: endpoint)
+        guard PushPlatform.isEndpoint(endpoint), let origin = try? VAPID.origin(of: endpoint)
         else {
             throw bad(
                 "the subscription's \"endpoint\" is not an https:// URL with a host (printable, no fragment, at most \(Self.maximumEndpointSize) bytes)"

@@ -102,6 +102,15 @@ struct DocumentedFiguresTests {
             ("docs/running-at-scale.md", "(its document, compact; at most \(WebPushPush.maximumPayloadSize) bytes"),
             ("docs/running-at-scale.md", "`--expiration`; else \(WebPushHeaders.defaultTTL))"),
             ("docs/running-at-scale.md", "the push (at most \(FCMPush.maximumPayloadSize) bytes)"),
+            (
+                "docs/running-at-scale.md",
+                "(APNs \(APNsPush.maximumPayloadSize) bytes, FCM \(FCMPush.maximumPayloadSize), Web Push \(WebPushPush.maximumPayloadSize);"
+            ),
+            (
+                "docs/command.md",
+                "APNs \(APNsPush.maximumPayloadSize) bytes, FCM \(FCMPush.maximumPayloadSize), Web Push \(WebPushPush.maximumPayloadSize) (sections"
+            ),
+            ("docs/command.md", "(FCM: 1 to \(FCMPush.maximumTokenSize) printable bytes)"),
             ("docs/hardening.md", "its push at most \(APNsPush.maximumPayloadSize) bytes compact"),
             ("docs/hardening.md", "a token of 16 to \(APNsPush.maximumTokenLength) hex digits"),
             ("docs/hardening.md", "an `fcm_token` of 1 to \(FCMPush.maximumTokenSize) printable bytes"),

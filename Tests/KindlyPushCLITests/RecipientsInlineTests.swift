@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushBase
 import KindlyPushCore
 import Testing
 
@@ -86,7 +87,7 @@ struct RecipientsInlineTests {
             ),
             (
                 Self.line(key, good, extra: #","device":"x""#),
-                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\", \"thread_id\", \"app\", \"collapse_id\", \"expiration\", \"priority\""}}"#
+                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", one of \"token\", \"fcm_token\" and \"subscription\", \"mode\", \"placeholder_title\", \"placeholder_body\", \"thread_id\", \"app\", \"collapse_id\", \"expiration\", \"priority\""}}"#
             ),
             (
                 Self.line(key, good, extra: #","plaintext":\#(good)"#),
@@ -222,6 +223,210 @@ struct RecipientsInlineTests {
                 let error = try JSONValue(parsing: line)
                 #expect(error["error"]?["code"] == "bad_input" && error["id"] == 1, "\(name): \(line)")
                 #expect(error["error"]?["message"]?.stringValue?.hasPrefix(message) == true, "\(name): \(line)")
+            }
+        }
+    }
+
+    /// A subscription's JSON as a browser gives it: `{"endpoint", "keys": {"p256dh", "auth"}}`
+    /// with a fresh uncompressed P-256 point's shape (seal checks lengths; send, the curve).
+    static func subscription(_ endpoint: String = "https://push.example/s/1", point: [UInt8]? = nil, auth: [UInt8]? = nil) -> String {
+        let p256dh = point ?? ([4] + (0..<64).map { _ in UInt8.random(in: 0...255) })
+        let secret = auth ?? (0..<16).map { _ in UInt8.random(in: 0...255) }
+        return #"{"endpoint":"\#(endpoint)","keys":{"p256dh":"\#(Base64.urlEncoded(p256dh))","auth":"\#(Base64.urlEncoded(secret))"}}"#
+    }
+
+    /// The push of an output line: from `"push":` to the line's closing brace.
+    static func push(of line: String) throws -> String {
+        let start = try #require(line.range(of: #""push":"#), "no push: \(line)")
+        return String(line[start.upperBound...].dropLast())
+    }
+
+    /// The four ways of sealing, as `seal` is told them: the arguments after `--recipients-inline`
+    /// and the arguments of `decrypt` that open its pushes.
+    static func versions(_ folder: KeyFolder, sender: SenderKey) throws -> [(name: String, seal: [String], decrypt: [String])] {
+        let senderFile = folder.url.appendingPathComponent("sender.json").path
+        try SenderKeyFile.write(sender, to: senderFile)
+        let pin = ["--key-file", folder.keyFile, "--sender-key", sender.publicKey.base64URL]
+        return [
+            ("version 1", [], ["--key-file", folder.keyFile]), ("version 2", ["--sender-key-file", senderFile], pin),
+            ("version 3 mode_base", ["--wire", "3"], ["--key-file", folder.keyFile]),
+            ("version 3 mode_auth", ["--wire", "3", "--sender-key-file", senderFile], pin),
+        ]
+    }
+
+    @Test(
+        "fcm_token and subscription carried to send's shape on both paths, in every wire version; each push held to its platform's budget, --fit cutting to it; a wrong registration refused"
+    )
+    func platforms() throws {
+        let folder = try KeyFolder()
+        let sender = SenderKey.generate()
+        let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
+        let subscription = Self.subscription()
+        let fcm = Self.line(folder.key, plaintext, extra: #","fcm_token":"fcm:AB-c_9","app":"chat","priority":5"#)
+        let webPush = Self.line(folder.key, plaintext, extra: #","subscription":\#(subscription),"collapse_id":"c-1""#)
+        let spaced = [fcm, webPush].map { $0.replacingOccurrences(of: "\":", with: "\": ") }
+        let refused = [
+            (#","fcm_token":7"#, #""fcm_token" is a number, not a string"#),
+            (#","fcm_token":"has space""#, #""fcm_token" is not an FCM registration token (printable, 1 to 4096 bytes)"#),
+            (#","subscription":"https://push.example/s/1""#, #""subscription" is not {"endpoint": URL, "keys": {"p256dh", "auth"}}"#),
+            (
+                #","subscription":\#(Self.subscription("http://push.example/s/1"))"#,
+                #"the subscription's "endpoint" is not an https:// URL with a host (printable, no fragment, at most 2048 bytes)"#
+            ),
+            (#","subscription":{"endpoint":"https://push.example/s/1"}"#, #"the subscription has no "keys" {"p256dh", "auth"} strings"#),
+            (
+                #","subscription":\#(Self.subscription(point: [4] + [UInt8](repeating: 1, count: 32)))"#,
+                #"the subscription's "p256dh" is not the base64url of an uncompressed P-256 point (65 bytes)"#
+            ),
+            (
+                #","subscription":\#(Self.subscription(auth: [UInt8](repeating: 1, count: 15)))"#,
+                #"the subscription's "auth" is not the base64url of 16 bytes"#
+            ),
+            (
+                #","token":"00aa","fcm_token":"f""#,
+                #"a line names one device: "token" (APNs), "fcm_token" (FCM) or "subscription" (Web Push), not 2"#
+            ),
+        ]
+        let input = ([fcm, webPush] + spaced + refused.map { Self.line(folder.key, plaintext, extra: #","id":1"# + $0.0) })
+            .joined(separator: "\n")
+        for version in try Self.versions(folder, sender: sender) {
+            let output = try CLI.run(["seal", "--jsonl", "--recipients-inline"] + version.seal, stdin: input)
+            #expect(output.status == 0, "\(version.name): \(output.stderr)")
+            let lines = Self.lines(output)
+            try #require(lines.count == 4 + refused.count, "\(version.name)")
+            for (index, line) in lines[0..<4].enumerated() {
+                let value = try JSONValue(parsing: line)
+                if index % 2 == 0 {
+                    #expect(value.objectValue?.keys == ["fcm_token", "app", "priority", "push"], "\(version.name)")
+                    #expect(value["fcm_token"] == "fcm:AB-c_9", "\(version.name)")
+                } else {
+                    #expect(value.objectValue?.keys == ["subscription", "collapse_id", "push"], "\(version.name)")
+                    // The subscription as it came, in the writer's compact form, on both paths.
+                    #expect(line.hasPrefix(#"{"subscription":\#(subscription),"#), "\(version.name): \(line)")
+                }
+                let decrypted = try CLI.run(["decrypt"] + version.decrypt, stdin: try Self.push(of: line))
+                #expect(decrypted.stdout == plaintext + "\n", "\(version.name): \(decrypted.stderr)")
+            }
+            for (line, (_, message)) in zip(lines[4...], refused) {
+                let error = try JSONValue(parsing: line)
+                #expect(error["error"]?["code"] == "bad_input" && error["id"] == 1, "\(version.name): \(line)")
+                #expect(error["error"]?["message"]?.stringValue == message, "\(version.name): \(line)")
+            }
+            try budgets(folder, version: version, sender: sender)
+        }
+    }
+
+    /// A message whose push is over FCM's and Web Push's budgets and within APNs's: sealed for
+    /// APNs; refused for the other two, naming their budget; with `--fit`, cut to fit each.
+    func budgets(
+        _ folder: KeyFolder, version: (name: String, seal: [String], decrypt: [String]), sender: SenderKey
+    ) throws {
+        // The body whose push (visible, the default placeholder) is 3994 to 4096 bytes.
+        let sealing = version.seal.contains("3") ? WireVersion.three : version.seal.isEmpty ? .one : .two
+        let from = version.seal.contains("--sender-key-file") ? sender : nil
+        var body = ""
+        for length in stride(from: 2_600, to: 3_100, by: 4) {
+            let payload = try DecryptedPayload(chatId: "c", title: "t", body: String(repeating: "x", count: length))
+            guard
+                let push = try? KindlyPushSealer.seal(payload, for: folder.key.publicKey, wire: sealing, from: from, placeholder: .default)
+            else { break }
+            if push.count > PushPlatform.webPush.maximumPayloadSize {
+                body = String(repeating: "x", count: length)
+                break
+            }
+        }
+        try #require(!body.isEmpty, "\(version.name)")
+        let plaintext = #"{"chat_id":"c","title":"t","body":"\#(body)"}"#
+        let lines = [
+            Self.line(folder.key, plaintext, extra: #","token":"00aa""#),
+            Self.line(folder.key, plaintext, extra: #","fcm_token":"f""#),
+            Self.line(folder.key, plaintext, extra: #","subscription":\#(Self.subscription())"#),
+        ]
+        let inputs = [lines, lines.map { $0.replacingOccurrences(of: "\":", with: "\": ") }]
+        for input in inputs {
+            let output = try CLI.run(["seal", "--jsonl", "--recipients-inline"] + version.seal, stdin: input.joined(separator: "\n"))
+            let results = try Self.lines(output).map { try JSONValue(parsing: $0) }
+            try #require(results.count == 3, "\(version.name)")
+            #expect(results[0]["push"] != nil, "\(version.name)")
+            for (result, platform) in zip(results[1...], [PushPlatform.fcm, .webPush]) {
+                let message = result["error"]?["message"]?.stringValue ?? ""
+                #expect(
+                    message.hasPrefix("the sealed payload would be ")
+                        && message.hasSuffix(" bytes, over \(platform.possessive) limit of \(platform.maximumPayloadSize)"),
+                    "\(version.name): \(message)")
+            }
+            let fitted = try CLI.run(
+                ["seal", "--jsonl", "--fit", "--recipients-inline"] + version.seal, stdin: input.joined(separator: "\n"))
+            let pushes = try Self.lines(fitted).map(Self.push(of:))
+            try #require(pushes.count == 3, "\(version.name): \(fitted.stdout)")
+            for (push, platform) in zip(pushes, [PushPlatform.apns, .fcm, .webPush]) {
+                #expect(push.utf8.count <= platform.maximumPayloadSize, "\(version.name) \(platform)")
+                let opened = try JSONValue(parsing: try CLI.run(["decrypt"] + version.decrypt, stdin: push).stdout)
+                // APNs's push fits whole; the others are cut, and say so.
+                let truncated: JSONValue? = platform == .apns ? nil : true
+                #expect(opened["truncated"] == truncated, "\(version.name) \(platform)")
+                #expect(opened["body"]?.stringValue?.hasSuffix(platform == .apns ? "x" : "x…") == true, "\(version.name) \(platform)")
+            }
+        }
+    }
+
+    @Test(
+        "end to end: seal --recipients-inline for an APNs, an FCM and a Web Push device in every wire version, then send --config: each stand-in keeps a push that opens to the same plaintext"
+    )
+    func sealThenSend() throws {
+        let apns = try APNsTestServer()
+        let service = try WebPushTestService()
+        let fcm = try SendFCMTests.server()
+        let vapid = try SendWebPushTests.vapidKey(in: service.folder)
+        let account = fcm.folder.appendingPathComponent("service-account.json").path
+        let sections = [
+            """
+                apns: {team_id: \(APNsTestServer.teamID), key_id: \(APNsTestServer.keyID), key_file: \(apns.keyFile),
+                       topic: \(APNsTestServer.topic), url: "\(apns.url)", ca_file: \(apns.certificate)}
+            """,
+            "    fcm: {service_account_file: \(account), url: \"\(fcm.url)\", ca_file: \(fcm.certificate)}",
+            SendWebPushTests.webPushSection(service, key: vapid.path),
+        ]
+        let configuration = try SendWebPushTests.configuration(service.folder, sections.joined(separator: "\n"))
+        let folder = try KeyFolder()
+        let sender = SenderKey.generate()
+        let plaintext = #"{"chat_id":"c-1","title":"Anna","body":"Lunch? 🥗","message_id":"m-1"}"#
+        let versions = try Self.versions(folder, sender: sender)
+        var sealed: [String] = []
+        var subscribers: [WebPushTestService.Subscriber] = []
+        for (index, version) in versions.enumerated() {
+            let subscriber = try service.subscribe("v\(index)", vapid: vapid.publicKey)
+            subscribers.append(subscriber)
+            let input = [
+                Self.line(folder.key, plaintext, extra: #","id":"apns-\#(index)","token":"\#(APNsTestServer.token(index))""#),
+                Self.line(folder.key, plaintext, extra: #","id":"fcm-\#(index)","fcm_token":"device-\#(index)""#),
+                Self.line(folder.key, plaintext, extra: #","id":"webpush-\#(index)","subscription":\#(subscriber.json),"app":"chat""#),
+            ]
+            let output = try CLI.run(["seal", "--jsonl", "--recipients-inline"] + version.seal, stdin: input.joined(separator: "\n"))
+            #expect(output.status == 0, "\(version.name): \(output.stderr)")
+            sealed += Self.lines(output)
+        }
+        try #require(sealed.count == 12)
+        let output = try CLI.run(["send", "--jsonl", "--config", configuration], stdin: sealed.map { $0 + "\n" }.joined())
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = SendTests.lines(output)
+        try #require(results.count == 12, "\(output.stdout)")
+        #expect(results.map { $0["platform"] as? String } == Array(repeating: ["apns", "fcm", "webpush"], count: 4).flatMap { $0 })
+        #expect(results.allSatisfy { [200, 201].contains($0["status"] as? Int) }, "\(output.stdout)")
+
+        let records = try apns.records().filter { $0["status"] as? Int == 200 }
+        let sends = try SendFCMTests.sends(fcm).filter { $0["status"] as? Int == 200 }
+        for (index, version) in versions.enumerated() {
+            let apnsPush = try #require(records.first { $0["token"] as? String == APNsTestServer.token(index) }?["payload"] as? String)
+            let fcmRecord = try #require(sends.first { $0["fcm_token"] as? String == "device-\(index)" })
+            let fcmMessage = (fcmRecord["message"] as? [String: Any])?["message"] as? [String: Any]
+            let fcmPush = try #require((fcmMessage?["data"] as? [String: Any])?["kindly_push"] as? String)
+            let messages = service.messages(subscribers[index].id)
+            try #require(messages.count == 1, "\(version.name)")
+            let webPush = String(decoding: try subscribers[index].open(messages[0]), as: UTF8.self)
+            for (platform, push) in [("APNs", apnsPush), ("FCM", fcmPush), ("Web Push", webPush)] {
+                let decrypted = try CLI.run(["decrypt"] + version.decrypt, stdin: push)
+                #expect(decrypted.stdout == plaintext + "\n", "\(version.name) through \(platform): \(decrypted.stderr)")
             }
         }
     }

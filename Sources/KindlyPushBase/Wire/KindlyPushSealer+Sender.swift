@@ -82,14 +82,16 @@ extension KindlyPushSealer {
             try payload(plaintext: plaintext), for: recipient, binding: binding, version: version, mode: mode, placeholder: placeholder)
     }
 
-    /// Every version with a binding computed beforehand: the compact APNs JSON, at most 4096 bytes.
+    /// Every version with a binding computed beforehand: the compact APNs JSON, at most
+    /// `maximumPayloadSize` bytes (the platform's budget: APNs's 4096 unless given).
     package static func seal(
         _ payload: DecryptedPayload,
         for recipient: DevicePublicKey,
         binding: SenderBinding?,
         version: WireVersion? = nil,
         mode: Mode,
-        placeholder: Placeholder
+        placeholder: Placeholder,
+        maximumPayloadSize: Int = WireFormat.maximumPayloadSize
     ) throws(SealingError) -> [UInt8] {
         let version = try resolved(version, sender: binding != nil)
         // The message in clear: zeroed once sealed.
@@ -99,7 +101,7 @@ extension KindlyPushSealer {
             message, for: recipient, sender: binding, version: version, ephemeralSecretKey: SecureBytes.random(count: X25519.keyLength),
             nonce: Sodium.randomBytes(count: version.nonceLength))
         let bytes = JSONWriter.compactBytes(apnsDocument(envelope, mode: mode, placeholder: placeholder))
-        guard bytes.count <= WireFormat.maximumPayloadSize else { throw .payloadTooLarge(size: bytes.count) }
+        guard bytes.count <= maximumPayloadSize else { throw .payloadTooLarge(size: bytes.count) }
         return bytes
     }
 

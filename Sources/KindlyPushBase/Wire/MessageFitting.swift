@@ -75,7 +75,8 @@ extension KindlyPushSealer {
     }
 
     /// Every version (`version` `nil`: version 2 with a binding, 1 without), with a binding
-    /// computed beforehand.
+    /// computed beforehand; `maximumPayloadSize` is the platform's budget (wire-format section
+    /// 9), APNs's 4096 bytes unless given.
     package static func seal(
         _ payload: DecryptedPayload,
         for recipient: DevicePublicKey,
@@ -83,7 +84,8 @@ extension KindlyPushSealer {
         version: WireVersion? = nil,
         mode: Mode,
         placeholder: Placeholder,
-        oversize: Oversize
+        oversize: Oversize,
+        maximumPayloadSize: Int = WireFormat.maximumPayloadSize
     ) throws(SealingError) -> [UInt8] {
         let version = try resolved(version, sender: binding != nil)
         // `truncated`, when present, is a boolean: `DecryptedPayload` checked it when it was made.
@@ -91,9 +93,12 @@ extension KindlyPushSealer {
         if oversize == .truncateBody {
             let templateLength = MessageFitting.templateLength(
                 for: recipient, sender: binding?.publicKey.sid, version: version, mode: mode, placeholder: placeholder)
-            message = try MessageFitting.fit(payload, templateLength: templateLength, version: version)
+            message = try MessageFitting.fit(
+                payload, templateLength: templateLength, version: version, maximumPayloadSize: maximumPayloadSize)
         }
-        return try seal(message, for: recipient, binding: binding, version: version, mode: mode, placeholder: placeholder)
+        return try seal(
+            message, for: recipient, binding: binding, version: version, mode: mode, placeholder: placeholder,
+            maximumPayloadSize: maximumPayloadSize)
     }
 }
 
@@ -133,15 +138,18 @@ package enum MessageFitting {
         Base64.urlEncodedLength(of: X25519.keyLength) + Base64.urlEncodedLength(of: version.nonceLength)
     }
 
-    /// The largest plaintext length (its compact JSON text, in bytes) whose push fits in 4096
-    /// bytes; negative when not even an empty plaintext fits (a huge placeholder).
+    /// The largest plaintext length (its compact JSON text, in bytes) whose push fits in
+    /// `maximumPayloadSize` bytes (APNs's 4096 unless given); negative when not even an empty
+    /// plaintext fits (a huge placeholder).
     ///
     /// With `R` the room left for `ct` after the template, `epk` and `n`, the longest sealed
     /// message is `floor(3R / 4)` bytes (base64url without padding writes `ceil(4x / 3)`
     /// characters for `x` bytes), so the longest padded one is the largest multiple of 64 not
     /// above that minus the tag, and the plaintext has at most one byte less.
-    package static func plaintextBudget(templateLength: Int, version: WireVersion = .one) -> Int {
-        let room = WireFormat.maximumPayloadSize - templateLength - keyAndNonceLength(version)
+    package static func plaintextBudget(
+        templateLength: Int, version: WireVersion = .one, maximumPayloadSize: Int = WireFormat.maximumPayloadSize
+    ) -> Int {
+        let room = maximumPayloadSize - templateLength - keyAndNonceLength(version)
         guard room > 0 else { return -1 }
         let sealedLength = room * 3 / 4
         let paddedLength = (sealedLength - XChaCha20Poly1305.tagLength) / WireFormat.paddingBlockSize * WireFormat.paddingBlockSize
@@ -152,13 +160,16 @@ package enum MessageFitting {
     /// that fits (cut between `Character`s, ended with "…") and `"truncated": true`; else the
     /// minimal plaintext.
     ///
-    /// - Parameter templateLength: ``templateLength(for:mode:placeholder:)`` of the push.
+    /// - Parameters:
+    ///   - templateLength: ``templateLength(for:mode:placeholder:)`` of the push.
+    ///   - maximumPayloadSize: the platform's budget for the push (APNs's 4096 bytes unless given).
     /// - Throws: ``KindlyPushSealer/SealingError/payloadTooLarge(size:)`` with the size of the
     ///   push of the minimal plaintext, when even that does not fit.
     package static func fit(
-        _ payload: DecryptedPayload, templateLength: Int, version: WireVersion = .one
+        _ payload: DecryptedPayload, templateLength: Int, version: WireVersion = .one,
+        maximumPayloadSize: Int = WireFormat.maximumPayloadSize
     ) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
-        let budget = plaintextBudget(templateLength: templateLength, version: version)
+        let budget = plaintextBudget(templateLength: templateLength, version: version, maximumPayloadSize: maximumPayloadSize)
         if JSONWriter.compactBytes(.object(payload.object)).count <= budget { return payload }
 
         // Everything but the body's text: the message with an empty body and the flag, which
@@ -181,7 +192,7 @@ package enum MessageFitting {
                 end = body.index(after: end)
             }
             object[KindlyKey.body] = .string(String(body[..<end]) + ellipsis)
-            return try checked(object, templateLength: templateLength, version: version)
+            return try checked(object, templateLength: templateLength, version: version, maximumPayloadSize: maximumPayloadSize)
         }
 
         var minimal: JSONObject = [KindlyKey.chatID: .string(payload.chatId)]
@@ -189,16 +200,16 @@ package enum MessageFitting {
         minimal[KindlyKey.title] = ""
         minimal[KindlyKey.body] = ""
         minimal[KindlyKey.truncated] = true
-        return try checked(minimal, templateLength: templateLength, version: version)
+        return try checked(minimal, templateLength: templateLength, version: version, maximumPayloadSize: maximumPayloadSize)
     }
 
     /// The payload of `object` after verifying that its push fits.
     private static func checked(
-        _ object: JSONObject, templateLength: Int, version: WireVersion
+        _ object: JSONObject, templateLength: Int, version: WireVersion, maximumPayloadSize: Int
     ) throws(KindlyPushSealer.SealingError) -> DecryptedPayload {
         let size = documentLength(
             templateLength: templateLength, plaintextLength: JSONWriter.compactBytes(.object(object)).count, version: version)
-        guard size <= WireFormat.maximumPayloadSize else { throw .payloadTooLarge(size: size) }
+        guard size <= maximumPayloadSize else { throw .payloadTooLarge(size: size) }
         do {
             return try DecryptedPayload(validating: object)
         } catch {

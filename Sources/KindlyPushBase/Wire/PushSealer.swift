@@ -10,7 +10,7 @@ package import KindlyPushCore
 /// form as it is (it is what the general path writes and seals), another spelling compactly
 /// without a tree, and sealed so; the document around the envelope
 /// fields is cut once from what ``KindlyPushSealer/apnsDocument(_:mode:placeholder:)`` writes,
-/// and the cryptography is ``KindlyBox``'s. A plaintext whose push would be over 4096 bytes goes
+/// and the cryptography is ``KindlyBox``'s. A plaintext whose push would be over its budget goes
 /// to the general path with that payload, which fits it (``KindlyPushSealer/Oversize/truncateBody``)
 /// or says how large it is.
 ///
@@ -26,6 +26,8 @@ package struct PushSealer {
     private let mode: KindlyPushSealer.Mode
     private let placeholder: KindlyPushSealer.Placeholder
     private let oversize: KindlyPushSealer.Oversize
+    /// The platform's budget for the push (wire-format section 9): APNs's 4096 bytes unless given.
+    package let maximumPayloadSize: Int
     /// Why nothing can be sealed for this recipient (a version 2 sender key and a low-order
     /// device key: ``KindlyPushSealer/binding(of:for:)``'s error), or `nil`.
     package let refusal: KindlyPushSealer.SealingError?
@@ -61,7 +63,7 @@ package struct PushSealer {
     package init(
         recipient: DevicePublicKey, sender: SenderBinding? = nil, version: WireVersion? = nil, mode: KindlyPushSealer.Mode = .visible,
         placeholder: KindlyPushSealer.Placeholder = .default, oversize: KindlyPushSealer.Oversize = .refuse,
-        refusal: KindlyPushSealer.SealingError? = nil
+        refusal: KindlyPushSealer.SealingError? = nil, maximumPayloadSize: Int = WireFormat.maximumPayloadSize
     ) {
         let version = version ?? .default(hasSender: sender != nil)
         precondition(version.allows(sender: sender != nil))
@@ -72,6 +74,7 @@ package struct PushSealer {
         self.placeholder = placeholder
         self.oversize = oversize
         self.refusal = refusal
+        self.maximumPayloadSize = maximumPayloadSize
         self.kid = recipient.kid.bytes
         let empty = SealedEnvelope(
             kid: recipient.kid, senderID: sender?.publicKey.sid, ephemeralPublicKey: [], nonce: [], ciphertext: [], version: version)
@@ -158,7 +161,8 @@ package struct PushSealer {
         JSONWriter.write(.object(payload.object), to: &message)
         guard fits(message.count) else {
             output += try KindlyPushSealer.seal(
-                payload, for: recipient, binding: sender, version: version, mode: mode, placeholder: placeholder, oversize: oversize)
+                payload, for: recipient, binding: sender, version: version, mode: mode, placeholder: placeholder, oversize: oversize,
+                maximumPayloadSize: maximumPayloadSize)
             return
         }
         let message = message
@@ -168,10 +172,10 @@ package struct PushSealer {
         if case .failed(let error) = outcome { throw error }
     }
 
-    /// Whether the push of a message of `length` bytes is at most 4096 bytes.
+    /// Whether the push of a message of `length` bytes is within the budget.
     private func fits(_ length: Int) -> Bool {
         MessageFitting.documentLength(templateLength: template.count, plaintextLength: length, version: version)
-            <= WireFormat.maximumPayloadSize
+            <= maximumPayloadSize
     }
 
     /// Seals `message`, the compact text of a valid plaintext whose push fits, and appends the push.

@@ -1,7 +1,8 @@
 internal import KindlyPushCore
 
 // The wire of `kindly-push seal --recipients-inline` (docs/command.md): one document per push,
-// `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, `"token"`, `"mode"`,
+// `{"public_key": B64, "plaintext": {...}}` with optional `"id"`, the device's registration
+// (`"token"`, `"fcm_token"` or `"subscription"`: ``RecipientRegistration``), `"mode"`,
 // `"placeholder_title"`, `"placeholder_body"`, `"thread_id"` and the delivery fields (`"app"`,
 // `"collapse_id"`, `"expiration"`, `"priority"`: ``DeliveryFields``), read by the strict reader
 // (a tree) or, for a compact line, located in its bytes. The command keeps only its options and
@@ -21,6 +22,13 @@ package enum RecipientsInlineMember {
     package static let id = "id"
     /// The device's APNs token, copied to the output for `send` (`{"token", "push"}`).
     package static let token = "token"
+    /// The device's FCM registration token, copied to the output for `send` (`{"fcm_token", "push"}`).
+    package static let fcmToken = "fcm_token"
+    /// The device's Web Push subscription (`{"endpoint", "keys": {"p256dh", "auth"}}`), copied
+    /// to the output for `send` (`{"subscription", "push"}`).
+    package static let subscription = "subscription"
+    /// The members that name the device, one per platform: a line has at most one.
+    package static let registrations = [token, fcmToken, subscription]
     package static let publicKey = "public_key"
     package static let plaintext = "plaintext"
     package static let mode = "mode"
@@ -30,7 +38,8 @@ package enum RecipientsInlineMember {
     package static let threadID = "thread_id"
     /// The longest thread id, in bytes.
     package static let maximumThreadIDSize = 128
-    package static let all = [id, token, publicKey, plaintext, mode, placeholderTitle, placeholderBody, threadID] + DeliveryFields.names
+    package static let all =
+        [id, token, fcmToken, subscription, publicKey, plaintext, mode, placeholderTitle, placeholderBody, threadID] + DeliveryFields.names
 }
 
 /// A line's own push kind and alert, when it gives any.
@@ -76,6 +85,8 @@ package struct RecipientsInlineLine {
     package let alert: LineAlert?
     /// What the output line carries for `send`.
     package let delivery: DeliveryFields
+    /// The platform the line's registration names (APNs without one): whose budget the push has.
+    package let platform: PushPlatform
 
     package init(_ document: JSONValue, mode: KindlyPushSealer.Mode, placeholder: KindlyPushSealer.Placeholder)
         throws(RecipientsInlineError)
@@ -90,8 +101,8 @@ package struct RecipientsInlineLine {
             JSONWriter.writeString(name, to: &quoted)
             throw RecipientsInlineError(
                 "unknown member \(String(decoding: quoted, as: UTF8.self)); a --recipients-inline input has \"public_key\", \"plaintext\" "
-                    + "and optionally \"id\", \"token\", \"mode\", \"placeholder_title\", \"placeholder_body\", \"thread_id\", "
-                    + "\"app\", \"collapse_id\", \"expiration\", \"priority\"")
+                    + "and optionally \"id\", one of \"token\", \"fcm_token\" and \"subscription\", \"mode\", "
+                    + "\"placeholder_title\", \"placeholder_body\", \"thread_id\", \"app\", \"collapse_id\", \"expiration\", \"priority\"")
         }
         func string(_ name: String) throws(RecipientsInlineError) -> String? {
             guard let value = object[name] else { return nil }
@@ -99,6 +110,7 @@ package struct RecipientsInlineLine {
             return text
         }
         _ = try string(RecipientsInlineMember.token)
+        platform = try RecipientRegistration.platform(of: object)
         guard let key = try string(RecipientsInlineMember.publicKey) else {
             throw RecipientsInlineError("\"public_key\" is missing (the device's public key)")
         }
@@ -145,8 +157,14 @@ package struct RecipientsInlineCompactLine {
     package let alert: LineAlert?
     /// The line's `"id"`, when it is a scalar (an array or object goes the strict way).
     package let id: Range<Int>?
-    /// The line's `"token"` string, quotes included.
-    package let token: Range<Int>?
+    /// The line's `"token"` or `"fcm_token"` string, quotes included, or its `"subscription"`
+    /// object (``subscription`` is its text as the writer writes it).
+    package let registration: Range<Int>?
+    /// The platform the registration names (APNs without one).
+    package let platform: PushPlatform
+    /// A Web Push line's subscription, compact as the project's writer writes it (what the
+    /// strict path copies).
+    package let subscription: [UInt8]?
     /// What the output line carries for `send`.
     package let delivery: DeliveryFields
 
@@ -167,7 +185,8 @@ package struct RecipientsInlineCompactLine {
         var title: String?
         var body: String?
         var id: Range<Int>?
-        var token: Range<Int>?
+        var registration: Range<Int>?
+        var platform = PushPlatform.apns
         var threadID: String?
         var app: Range<Int>?
         var collapseID: Range<Int>?
@@ -200,9 +219,23 @@ package struct RecipientsInlineCompactLine {
                 }
                 id = start..<reader.index
             } else if reader.text(name, is: "token") {
+                // One registration (bit 64 for any of the three): two are the strict reader's to refuse.
                 let start = reader.index
                 guard first(64), reader.compactString() != nil else { return nil }
-                token = start..<reader.index
+                registration = start..<reader.index
+            } else if reader.text(name, is: "fcm_token") {
+                let start = reader.index
+                guard first(64), let text = reader.compactString(), let plain = RecipientsInlineCompactLine.plainText(text, in: bytes),
+                    PushPlatform.isFCMToken(plain)
+                else { return nil }
+                registration = start..<reader.index
+                platform = .fcm
+            } else if reader.text(name, is: "subscription") {
+                guard first(64), reader.current == UInt8(ascii: "{") else { return nil }
+                let start = reader.index
+                guard (try? reader.skipValue()) != nil else { return nil }
+                registration = start..<reader.index
+                platform = .webPush
             } else if reader.text(name, is: "mode") {
                 guard first(4), let text = reader.compactString() else { return nil }
                 if reader.text(text, is: "visible") {
@@ -257,7 +290,18 @@ package struct RecipientsInlineCompactLine {
         self.publicKey = publicKey
         self.plaintext = plaintext
         self.id = id
-        self.token = token
+        self.registration = registration
+        self.platform = platform
+        // A subscription is read and checked as the strict reader does, and written as it writes
+        // it (a few hundred bytes; the seal costs far more).
+        if platform == .webPush, let registration {
+            guard let value = try? JSONReader.parse(UnsafeRawBufferPointer(rebasing: bytes[registration])),
+                (try? RecipientRegistration.checkSubscription(value)) != nil
+            else { return nil }
+            subscription = JSONWriter.compactBytes(value)
+        } else {
+            subscription = nil
+        }
     }
 
     /// The text of a string with no escape (already checked as UTF-8); `nil` when it has one.
@@ -265,5 +309,64 @@ package struct RecipientsInlineCompactLine {
         let text = UnsafeRawBufferPointer(rebasing: bytes[range])
         guard !text.contains(UInt8(ascii: "\\")) else { return nil }
         return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// The device a `--recipients-inline` line names, as its registration stores it (wire-format
+/// section 9.1) and as `send` takes it: `"token"` (APNs), `"fcm_token"` (FCM) or
+/// `"subscription"` (Web Push), at most one; none is an APNs push with no device named (the
+/// backend adds it). The member is copied to the output line; the platform sets the push's budget.
+package enum RecipientRegistration {
+    /// The platform `object`'s registration names, after checking its shape as `send` does
+    /// (a subscription's keys by their lengths: `send` checks the point on the curve).
+    package static func platform(of object: JSONObject) throws(RecipientsInlineError) -> PushPlatform {
+        let given = RecipientsInlineMember.registrations.filter { object[$0] != nil }
+        guard given.count <= 1 else {
+            throw RecipientsInlineError(
+                "a line names one device: \"token\" (APNs), \"fcm_token\" (FCM) or \"subscription\" (Web Push), not \(given.count)")
+        }
+        if let value = object[RecipientsInlineMember.fcmToken] {
+            guard case .string(let token) = value else { throw RecipientsInlineError("\"fcm_token\" is \(value.typeName), not a string") }
+            guard PushPlatform.isFCMToken(token) else {
+                throw RecipientsInlineError(
+                    "\"fcm_token\" is not an FCM registration token (printable, 1 to \(PushPlatform.maximumFCMTokenSize) bytes)")
+            }
+            return .fcm
+        }
+        if let value = object[RecipientsInlineMember.subscription] {
+            try checkSubscription(value)
+            return .webPush
+        }
+        return .apns
+    }
+
+    /// Checks a Web Push subscription, the W3C `PushSubscription` JSON: `{"endpoint": URL,
+    /// "keys": {"p256dh": B64URL, "auth": B64URL}}` (other members, such as `expirationTime`,
+    /// are carried along unread).
+    package static func checkSubscription(_ value: JSONValue) throws(RecipientsInlineError) {
+        guard case .object(let subscription) = value, !subscription.hasDuplicateKeys,
+            case .string(let endpoint)? = subscription["endpoint"]
+        else {
+            throw RecipientsInlineError("\"subscription\" is not {\"endpoint\": URL, \"keys\": {\"p256dh\", \"auth\"}}")
+        }
+        guard PushPlatform.isEndpoint(endpoint) else {
+            throw RecipientsInlineError(
+                "the subscription's \"endpoint\" is not an https:// URL with a host (printable, no fragment, at most "
+                    + "\(PushPlatform.maximumEndpointSize) bytes)")
+        }
+        guard case .object(let keys)? = subscription["keys"], !keys.hasDuplicateKeys, case .string(let p256dh)? = keys["p256dh"],
+            case .string(let auth)? = keys["auth"]
+        else {
+            throw RecipientsInlineError("the subscription has no \"keys\" {\"p256dh\", \"auth\"} strings")
+        }
+        // An uncompressed P-256 point, and a 16-byte secret (RFC 8291 section 2).
+        guard let point = try? Base64.decode(p256dh), point.count == 65, point.first == 4 else {
+            throw RecipientsInlineError("the subscription's \"p256dh\" is not the base64url of an uncompressed P-256 point (65 bytes)")
+        }
+        // Decoded into wiped memory: the auth secret is the subscription's secret.
+        let secretLength = auth.withUTF8Bytes { try? Base64.decodeSecret($0).count }
+        guard secretLength == 16 else {
+            throw RecipientsInlineError("the subscription's \"auth\" is not the base64url of 16 bytes")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushBase
 import KindlyPushCore
 import KindlyPushLibcrypto
 import KindlyPushWebPush
@@ -99,6 +100,8 @@ struct WebPushEncryptionTests {
     @Test("the budget is 3993 bytes: such a plaintext makes a 4096-byte body, one more is refused")
     func budget() throws {
         #expect(WebPushEncryption.maximumPlaintextLength == 3993)
+        // What seal --recipients-inline and send hold a Web Push document to is this limit.
+        #expect(PushPlatform.webPush.maximumPayloadSize == WebPushEncryption.maximumPlaintextLength)
         #expect(WebPushEncryption.headerLength == 86)
         let receiver = try P256.PrivateKey.generate()
         let subscription = try WebPushSubscriptionKeys(p256dh: receiver.publicKey, auth: SecureBytes.random(count: 16))

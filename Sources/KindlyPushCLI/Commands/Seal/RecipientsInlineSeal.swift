@@ -62,29 +62,35 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
         -> Completion
     {
         if let line = RecipientsInlineCompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
-            // A line's own "id" and "token", copied as they are (in the writer's form: what the
-            // strict path writes for them).
-            let tags = CorrelationID(
-                id: line.id.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) },
-                token: line.token.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }, delivery: line.delivery)
-            let start = output.count
-            tags.appendPushPrefix(to: &output)
-            let plaintext = UnsafeRawBufferPointer(rebasing: bytes[line.plaintext])
-            let outcome = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
-                Self.sealAndWipe(with: &sealer) { $0.seal(plaintext: plaintext, appendingTo: &output) }
+            // A line's own "id" and registration, copied as they are (in the writer's form: what
+            // the strict path writes for them; a subscription as the writer wrote it).
+            let sealed = try (line.subscription ?? []).withBytes { (subscription) throws(CodedError) -> Completion? in
+                let registration = line.registration.map {
+                    (line.platform, line.subscription == nil ? UnsafeRawBufferPointer(rebasing: bytes[$0]) : subscription)
+                }
+                let tags = CorrelationID(
+                    id: line.id.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }, registration: registration, delivery: line.delivery)
+                let start = output.count
+                tags.appendPushPrefix(to: &output)
+                let plaintext = UnsafeRawBufferPointer(rebasing: bytes[line.plaintext])
+                let outcome = scratch.withValue(for: key, default: sealer(for: key)) { sealer in
+                    Self.sealAndWipe(with: &sealer) { $0.seal(plaintext: plaintext, appendingTo: &output) }
+                }
+                switch outcome {
+                case .sealed:
+                    if tags.isTagged { output.append(UInt8(ascii: "}")) }
+                    return .success
+                case .failed(let error):
+                    output.removeSubrange(start...)
+                    return try failure(CodedError(.badInput, error.description(for: line.platform)), tags: tags, into: &output)
+                case .notJSON, .notObject:
+                    // What the compact reading took for the plaintext is not one JSON object (members
+                    // may follow it): the line is read whole, for the strict reader's message.
+                    output.removeSubrange(start...)
+                    return nil
+                }
             }
-            switch outcome {
-            case .sealed:
-                if tags.isTagged { output.append(UInt8(ascii: "}")) }
-                return .success
-            case .failed(let error):
-                output.removeSubrange(start...)
-                return try failure(CodedError(.badInput, error.description), tags: tags, into: &output)
-            case .notJSON, .notObject:
-                // What the compact reading took for the plaintext is not one JSON object (members
-                // may follow it): the line is read whole, for the strict reader's message.
-                output.removeSubrange(start...)
-            }
+            if let sealed { return sealed }
         }
         let document = try StandardInput.parseObject(bytes)
         return try processWithID(document, scratch: scratch, into: &output)
@@ -94,11 +100,11 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
         try processWithID(document, scratch: LRUCache(capacity: 1), into: &output)
     }
 
-    /// The general path with the line's `"id"`, `"token"` and delivery fields: the push as
-    /// `{"id": ID, "token": TOKEN, "app": …, "collapse_id": …, "expiration": …, "priority": …,
-    /// "push": PUSH}` (each when the line has it), or in line mode the error object with the id
-    /// and token after `"error"`. Without any (or with a member name twice), the output is the
-    /// push or the error alone.
+    /// The general path with the line's `"id"`, registration (`"token"`, `"fcm_token"` or
+    /// `"subscription"`) and delivery fields: the push as `{"id": ID, "token": TOKEN, "app": …,
+    /// "collapse_id": …, "expiration": …, "priority": …, "push": PUSH}` (each when the line has
+    /// it), or in line mode the error object with the id and registration after `"error"`.
+    /// Without any (or with a member name twice), the output is the push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CodedError) -> Completion
     {
@@ -107,16 +113,19 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
             return .success
         }
         let id = object[RecipientsInlineMember.id].map(JSONWriter.compactBytes)
-        let token = object[RecipientsInlineMember.token].map(JSONWriter.compactBytes)
+        // The first registration member (a line with more is refused below, and named by it).
+        let platform = PushPlatform.allCases.first { object[Self.registrationMember($0)] != nil }
+        let registration = platform.flatMap { object[Self.registrationMember($0)] }.map(JSONWriter.compactBytes)
         // A field that breaks its rule fails the line below, where the line is read.
         let delivery = (try? DeliveryFields(object)) ?? DeliveryFields()
-        guard id != nil || token != nil || !delivery.isEmpty else {
+        guard id != nil || registration != nil || !delivery.isEmpty else {
             try process(document, scratch: scratch, into: &output)
             return .success
         }
         return try (id ?? []).withBytes { (idBytes) throws(CodedError) in
-            try (token ?? []).withBytes { (tokenBytes) throws(CodedError) in
-                let tags = CorrelationID(id: id == nil ? nil : idBytes, token: token == nil ? nil : tokenBytes, delivery: delivery)
+            try (registration ?? []).withBytes { (registrationBytes) throws(CodedError) in
+                let tags = CorrelationID(
+                    id: id == nil ? nil : idBytes, registration: platform.map { ($0, registrationBytes) }, delivery: delivery)
                 let start = output.count
                 tags.appendPushPrefix(to: &output)
                 do throws(CodedError) {
@@ -131,7 +140,17 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
         }
     }
 
-    /// A line that fails: in line mode with an `"id"` or a `"token"`, its error object with them
+    /// The input and output member that names a device of `platform` (registration section 9.1,
+    /// as `send` takes it).
+    static func registrationMember(_ platform: PushPlatform) -> String {
+        switch platform {
+        case .apns: RecipientsInlineMember.token
+        case .fcm: RecipientsInlineMember.fcmToken
+        case .webPush: RecipientsInlineMember.subscription
+        }
+    }
+
+    /// A line that fails: in line mode with an `"id"` or a registration, its error object with them
     /// after `"error"` (``Completion/errorObject(_:message:)``); the error itself otherwise.
     private func failure(_ error: CodedError, tags: CorrelationID, into output: inout [UInt8]) throws(CodedError) -> Completion {
         guard tags.isCorrelated, stream.isLineMode else { throw error }
@@ -152,7 +171,7 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
         } catch {
             throw CodedError(.badInput, error.message)
         }
-        let key = RecipientKey(line.recipient, alert: line.alert)
+        let key = RecipientKey(line.recipient, alert: line.alert, platform: line.platform)
         do throws(KindlyPushSealer.SealingError) {
             try scratch.withValue(for: key, default: sealer(for: key)) { (sealer) throws(KindlyPushSealer.SealingError) in
                 try Self.sealAndWipe(with: &sealer) { (sealer) throws(KindlyPushSealer.SealingError) in
@@ -161,7 +180,7 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
                 }
             }
         } catch {
-            throw CodedError(.badInput, error.description)
+            throw CodedError(.badInput, error.description(for: line.platform))
         }
     }
 
@@ -174,36 +193,42 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
         return try body(&sealer)
     }
 
-    /// The sealer for a recipient, kept in the thread's cache: its document template and, for
-    /// version 2, the second shared secret with the sender (computed once per recipient, wiped
-    /// when the entry is evicted). A recipient the sender key cannot seal for (a low-order key)
+    /// The sealer for a recipient, kept in the thread's cache: its document template, its
+    /// platform's budget and, for version 2, the second shared secret with the sender (computed
+    /// once per recipient, wiped when the entry is evicted). A recipient the sender key cannot seal for (a low-order key)
     /// gets a sealer that leaves every line to the general path, which says why.
     private func sealer(for key: RecipientKey) -> PushSealer {
         let mode = key.alert?.mode ?? self.mode
         let placeholder = key.alert?.placeholder ?? self.placeholder
+        let budget = key.platform.maximumPayloadSize
         guard let senderKey else {
-            return PushSealer(recipient: key.publicKey, version: version, mode: mode, placeholder: placeholder, oversize: oversize)
+            return PushSealer(
+                recipient: key.publicKey, version: version, mode: mode, placeholder: placeholder, oversize: oversize,
+                maximumPayloadSize: budget)
         }
         do throws(KindlyPushSealer.SealingError) {
             let binding = try KindlyPushSealer.binding(of: senderKey, for: key.publicKey)
             return PushSealer(
-                recipient: key.publicKey, sender: binding, version: version, mode: mode, placeholder: placeholder, oversize: oversize)
+                recipient: key.publicKey, sender: binding, version: version, mode: mode, placeholder: placeholder, oversize: oversize,
+                maximumPayloadSize: budget)
         } catch {
             return PushSealer(recipient: key.publicKey, mode: mode, placeholder: placeholder, refusal: error)
         }
     }
 }
 
-/// A line's `"id"` and `"token"` (their JSON text), copied into its output line: before
+/// A line's `"id"` and registration (their JSON text), copied into its output line: before
 /// `"push"`, or after `"error"`; and its delivery fields, before `"push"`.
 private struct CorrelationID {
     let id: UnsafeRawBufferPointer?
-    let token: UnsafeRawBufferPointer?
+    /// The platform whose member (`"token"`, `"fcm_token"`, `"subscription"`) names the device,
+    /// and the member's value.
+    let registration: (platform: PushPlatform, value: UnsafeRawBufferPointer)?
     let delivery: DeliveryFields
 
     var isTagged: Bool { isCorrelated || !delivery.isEmpty }
     /// An error line names the input by these.
-    var isCorrelated: Bool { id != nil || token != nil }
+    var isCorrelated: Bool { id != nil || registration != nil }
 
     /// `{"id":ID,"token":TOKEN,"app":…,"push":` (each member when there), or nothing when none is.
     func appendPushPrefix(to output: inout [UInt8]) {
@@ -227,31 +252,35 @@ private struct CorrelationID {
             output += id
             output.append(UInt8(ascii: ","))
         }
-        if let token {
-            output += #""token":"#.utf8
-            output += token
+        if let registration {
+            JSONWriter.writeString(RecipientsInlineSeal.registrationMember(registration.platform), to: &output)
+            output.append(UInt8(ascii: ":"))
+            output += registration.value
             output.append(UInt8(ascii: ","))
         }
     }
 }
 
-/// What a thread's sealers are kept by: the device's public key, and the line's own alert when it
-/// gives one (a sealer's document template holds the alert).
+/// What a thread's sealers are kept by: the device's public key, the line's own alert when it
+/// gives one (a sealer's document template holds the alert) and the platform (whose budget the
+/// sealer holds its pushes to).
 package struct RecipientKey: Hashable, Sendable {
     /// The 32 bytes of the public key.
     package let words: SIMD4<UInt64>
     package let alert: LineAlert?
+    package let platform: PushPlatform
 
-    package init(_ publicKey: UnsafeRawBufferPointer, alert: LineAlert?) {
+    package init(_ publicKey: UnsafeRawBufferPointer, alert: LineAlert?, platform: PushPlatform = .apns) {
         precondition(publicKey.count == 32)
         words = SIMD4(
             publicKey.loadUnaligned(fromByteOffset: 0, as: UInt64.self), publicKey.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
             publicKey.loadUnaligned(fromByteOffset: 16, as: UInt64.self), publicKey.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
         self.alert = alert
+        self.platform = platform
     }
 
-    package init(_ publicKey: DevicePublicKey, alert: LineAlert?) {
-        self = publicKey.rawRepresentation.withUnsafeBytes { RecipientKey($0, alert: alert) }
+    package init(_ publicKey: DevicePublicKey, alert: LineAlert?, platform: PushPlatform = .apns) {
+        self = publicKey.rawRepresentation.withUnsafeBytes { RecipientKey($0, alert: alert, platform: platform) }
     }
 
     package var publicKey: DevicePublicKey {
@@ -269,7 +298,7 @@ extension RecipientsInlineCompactLine {
             guard Base64.quickDecode(UnsafeRawBufferPointer(rebasing: bytes[publicKey]), into: key) == 32,
                 X25519.publicKeyProblem(UnsafeRawBufferPointer(key), smallOrder: false) == nil
             else { return nil }
-            return RecipientKey(UnsafeRawBufferPointer(key), alert: alert)
+            return RecipientKey(UnsafeRawBufferPointer(key), alert: alert, platform: platform)
         }
     }
 }

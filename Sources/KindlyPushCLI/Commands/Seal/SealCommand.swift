@@ -24,10 +24,12 @@ package struct SealCommand: DocumentCommand, DocumentProcessor {
 
         With --recipients-inline each input is {"public_key": B64, "plaintext": {...}} (and
         optionally "mode", "placeholder_title", "placeholder_body", and "thread_id": aps.thread-id
-        of a visible push), sealed for its own device; its "id", "token", "app", "collapse_id",
+        of a visible push), sealed for its own device; its "id", its device ("token" for APNs,
+        "fcm_token" for FCM, "subscription" for Web Push: at most one), "app", "collapse_id",
         "expiration" and "priority" are checked and copied into its output ({"id", "token", ...,
-        "push"}: what 'kindly-push send' reads).
-        With --fit a body too long for APNs is cut to the longest prefix that fits.
+        "push"}: what 'kindly-push send' reads), and its push is held to that platform's budget
+        (APNs 4096 bytes, FCM 3989, Web Push 3993).
+        With --fit a body too long for the budget is cut to the longest prefix that fits.
         """
     package static let sealing = OptionGroup(SealingOptions.options)
     package static let streamOptions = OptionGroup(StreamOptions.options)
