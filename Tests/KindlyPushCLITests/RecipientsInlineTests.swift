@@ -87,7 +87,7 @@ struct RecipientsInlineTests {
             ),
             (
                 Self.line(key, good, extra: #","device":"x""#),
-                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", one of \"token\", \"fcm_token\" and \"subscription\", \"mode\", \"placeholder_title\", \"placeholder_body\", \"thread_id\", \"app\", \"collapse_id\", \"expiration\", \"priority\""}}"#
+                #"{"error":{"code":"bad_input","message":"unknown member \"device\"; a --recipients-inline input has \"public_key\", \"plaintext\" and optionally \"id\", one of \"token\", \"fcm_token\" and \"subscription\", \"platform\", \"mode\", \"placeholder_title\", \"placeholder_body\", \"thread_id\", \"app\", \"collapse_id\", \"expiration\", \"priority\""}}"#
             ),
             (
                 Self.line(key, good, extra: #","plaintext":\#(good)"#),
@@ -313,6 +313,51 @@ struct RecipientsInlineTests {
                 #expect(error["error"]?["message"]?.stringValue == message, "\(version.name): \(line)")
             }
             try budgets(folder, version: version, sender: sender)
+        }
+    }
+
+    @Test(
+        "a registration as wire-format section 9.1 stores it (\"platform\" beside \"token\" or \"subscription\") becomes send's line, in every wire version; a platform that is not one, or without its address, is refused"
+    )
+    func storedRegistrations() throws {
+        let folder = try KeyFolder()
+        let sender = SenderKey.generate()
+        let plaintext = #"{"chat_id":"c","title":"t","body":"b"}"#
+        let subscription = Self.subscription()
+        let stored = [
+            (#","platform":"fcm","token":"fcm:AB-c_9""#, "fcm_token", JSONValue.string("fcm:AB-c_9")),
+            (#","platform":"webpush","subscription":\#(subscription)"#, "subscription", try JSONValue(parsing: subscription)),
+            (#","platform":"apns","token":"00aa""#, "token", JSONValue.string("00aa")),
+        ]
+        let refused = [
+            (#","platform":"hms","token":"x""#, #""platform" is not "apns", "fcm" or "webpush" (wire-format section 9.1)"#),
+            (
+                #","platform":"webpush","token":"x""#,
+                #""platform" is "webpush", whose registration names the device by "subscription", which is missing"#
+            ),
+            (#","platform":"fcm","token":"has space""#, #""token" is not an FCM registration token (printable, 1 to 4096 bytes)"#),
+        ]
+        let input = (stored + refused.map { ($0.0, "", JSONValue.null) }).map {
+            Self.line(folder.key, plaintext, extra: #","id":1"# + $0.0)
+        }
+        .joined(separator: "\n")
+        for version in try Self.versions(folder, sender: sender) {
+            let output = try CLI.run(["seal", "--jsonl", "--recipients-inline"] + version.seal, stdin: input)
+            #expect(output.status == 0, "\(version.name): \(output.stderr)")
+            let lines = Self.lines(output)
+            try #require(lines.count == stored.count + refused.count, "\(version.name)")
+            for (line, (_, member, address)) in zip(lines, stored) {
+                let value = try JSONValue(parsing: line)
+                #expect(value.objectValue?.keys == ["id", member, "push"], "\(version.name): \(line)")
+                #expect(value[member] == address, "\(version.name): \(line)")
+                let decrypted = try CLI.run(["decrypt"] + version.decrypt, stdin: try Self.push(of: line))
+                #expect(decrypted.stdout == plaintext + "\n", "\(version.name): \(decrypted.stderr)")
+            }
+            for (line, (_, message)) in zip(lines[stored.count...], refused) {
+                let error = try JSONValue(parsing: line)
+                #expect(error["error"]?["code"] == "bad_input" && error["id"] == 1, "\(version.name): \(line)")
+                #expect(error["error"]?["message"]?.stringValue == message, "\(version.name): \(line)")
+            }
         }
     }
 

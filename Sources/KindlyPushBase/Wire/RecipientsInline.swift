@@ -29,6 +29,9 @@ package enum RecipientsInlineMember {
     package static let subscription = "subscription"
     /// The members that name the device, one per platform: a line has at most one.
     package static let registrations = [token, fcmToken, subscription]
+    /// The platform a registration names, as section 9.1 stores it (`"apns"`, `"fcm"`,
+    /// `"webpush"`): with `"fcm"`, `"token"` is the FCM registration token.
+    package static let platform = "platform"
     package static let publicKey = "public_key"
     package static let plaintext = "plaintext"
     package static let mode = "mode"
@@ -39,7 +42,8 @@ package enum RecipientsInlineMember {
     /// The longest thread id, in bytes.
     package static let maximumThreadIDSize = 128
     package static let all =
-        [id, token, fcmToken, subscription, publicKey, plaintext, mode, placeholderTitle, placeholderBody, threadID] + DeliveryFields.names
+        [id, token, fcmToken, subscription, platform, publicKey, plaintext, mode, placeholderTitle, placeholderBody, threadID]
+        + DeliveryFields.names
 }
 
 /// A line's own push kind and alert, when it gives any.
@@ -101,7 +105,7 @@ package struct RecipientsInlineLine {
             JSONWriter.writeString(name, to: &quoted)
             throw RecipientsInlineError(
                 "unknown member \(String(decoding: quoted, as: UTF8.self)); a --recipients-inline input has \"public_key\", \"plaintext\" "
-                    + "and optionally \"id\", one of \"token\", \"fcm_token\" and \"subscription\", \"mode\", "
+                    + "and optionally \"id\", one of \"token\", \"fcm_token\" and \"subscription\", \"platform\", \"mode\", "
                     + "\"placeholder_title\", \"placeholder_body\", \"thread_id\", \"app\", \"collapse_id\", \"expiration\", \"priority\"")
         }
         func string(_ name: String) throws(RecipientsInlineError) -> String? {
@@ -236,6 +240,9 @@ package struct RecipientsInlineCompactLine {
                 guard (try? reader.skipValue()) != nil else { return nil }
                 registration = start..<reader.index
                 platform = .webPush
+            } else if reader.text(name, is: "platform") {
+                // A registration as section 9.1 stores it: the strict reader maps it.
+                return nil
             } else if reader.text(name, is: "mode") {
                 guard first(4), let text = reader.compactString() else { return nil }
                 if reader.text(text, is: "visible") {
@@ -320,24 +327,54 @@ package enum RecipientRegistration {
     /// The platform `object`'s registration names, after checking its shape as `send` does
     /// (a subscription's keys by their lengths: `send` checks the point on the curve).
     package static func platform(of object: JSONObject) throws(RecipientsInlineError) -> PushPlatform {
+        try registration(of: object)?.platform ?? .apns
+    }
+
+    /// The device `object` names and its platform, checked as `send` checks it, or `nil` when it
+    /// names none: `"token"` (APNs), `"fcm_token"` (FCM) or `"subscription"` (Web Push), or a
+    /// registration as section 9.1 stores it, `"platform"` beside its address (`"token"` for
+    /// `"apns"` and `"fcm"`, `"subscription"` for `"webpush"`).
+    package static func registration(of object: JSONObject) throws(RecipientsInlineError) -> (platform: PushPlatform, address: JSONValue)? {
         let given = RecipientsInlineMember.registrations.filter { object[$0] != nil }
         guard given.count <= 1 else {
             throw RecipientsInlineError(
                 "a line names one device: \"token\" (APNs), \"fcm_token\" (FCM) or \"subscription\" (Web Push), not \(given.count)")
         }
-        if let value = object[RecipientsInlineMember.fcmToken] {
-            guard case .string(let token) = value else { throw RecipientsInlineError("\"fcm_token\" is \(value.typeName), not a string") }
+        var platform: PushPlatform
+        var address: JSONValue
+        if let declared = object[RecipientsInlineMember.platform] {
+            guard case .string(let name) = declared, let named = PushPlatform(rawValue: name) else {
+                throw RecipientsInlineError("\"platform\" is not \"apns\", \"fcm\" or \"webpush\" (wire-format section 9.1)")
+            }
+            let member = named == .webPush ? RecipientsInlineMember.subscription : RecipientsInlineMember.token
+            guard let value = object[member] else {
+                throw RecipientsInlineError(
+                    "\"platform\" is \"\(name)\", whose registration names the device by \"\(member)\", which is missing")
+            }
+            (platform, address) = (named, value)
+        } else if let value = object[RecipientsInlineMember.fcmToken] {
+            (platform, address) = (.fcm, value)
+        } else if let value = object[RecipientsInlineMember.subscription] {
+            (platform, address) = (.webPush, value)
+        } else if let value = object[RecipientsInlineMember.token] {
+            (platform, address) = (.apns, value)
+        } else {
+            return nil
+        }
+        switch platform {
+        case .fcm:
+            let name = given.first ?? RecipientsInlineMember.fcmToken
+            guard case .string(let token) = address else { throw RecipientsInlineError("\"\(name)\" is \(address.typeName), not a string") }
             guard PushPlatform.isFCMToken(token) else {
                 throw RecipientsInlineError(
-                    "\"fcm_token\" is not an FCM registration token (printable, 1 to \(PushPlatform.maximumFCMTokenSize) bytes)")
+                    "\"\(name)\" is not an FCM registration token (printable, 1 to \(PushPlatform.maximumFCMTokenSize) bytes)")
             }
-            return .fcm
+        case .webPush:
+            try checkSubscription(address)
+        case .apns:
+            break
         }
-        if let value = object[RecipientsInlineMember.subscription] {
-            try checkSubscription(value)
-            return .webPush
-        }
-        return .apns
+        return (platform, address)
     }
 
     /// Checks a Web Push subscription, the W3C `PushSubscription` JSON: `{"endpoint": URL,

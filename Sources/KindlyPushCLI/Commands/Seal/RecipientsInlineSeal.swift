@@ -113,9 +113,15 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
             return .success
         }
         let id = object[RecipientsInlineMember.id].map(JSONWriter.compactBytes)
-        // The first registration member (a line with more is refused below, and named by it).
-        let platform = PushPlatform.allCases.first { object[Self.registrationMember($0)] != nil }
-        let registration = platform.flatMap { object[Self.registrationMember($0)] }.map(JSONWriter.compactBytes)
+        // The device and its platform, written as `send` takes it (a line that names it wrongly is
+        // refused below, where the line is read).
+        let device =
+            (try? RecipientRegistration.registration(of: object))
+            ?? PushPlatform.allCases.lazy.compactMap { (platform) -> (platform: PushPlatform, address: JSONValue)? in
+                object[Self.registrationMember(platform)].map { (platform, $0) }
+            }.first
+        let platform = device?.platform
+        let registration = device.map { JSONWriter.compactBytes($0.address) }
         // A field that breaks its rule fails the line below, where the line is read.
         let delivery = (try? DeliveryFields(object)) ?? DeliveryFields()
         guard id != nil || registration != nil || !delivery.isEmpty else {
