@@ -146,6 +146,10 @@ final class FCMLink: PlatformLink {
     private let path: String
     /// The access token, until when it is used (Unix seconds), and how many were fetched.
     private var accessToken: String?
+    /// The last failed token fetch: its error, and until when (monotonic milliseconds) pushes
+    /// wait instead of asking the token endpoint again (the pause doubles with each failure in
+    /// a row, from ``firstFetchPause`` to ``longestFetchPause``).
+    private var fetchFailure: (error: CodedError, until: Int, pause: Int)?
     private var usedUntil = 0
     private var generation = 0
     var metrics: SendMetrics?
@@ -160,6 +164,10 @@ final class FCMLink: PlatformLink {
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
     /// An access token is fetched again this many seconds before its `expires_in` runs out.
     static let tokenMargin = 300
+    /// Milliseconds between token fetches after one failed: a token endpoint that fails or hangs
+    /// costs one request per pause, not one per push (each push waits, within its attempts).
+    static let firstFetchPause = 1000
+    static let longestFetchPause = 30_000
 
     init(destination: FCMDestination) throws(CodedError) {
         self.destination = destination
@@ -228,7 +236,18 @@ final class FCMLink: PlatformLink {
     func request(_ transfer: Transfer, on client: HTTP2Client, into fields: inout HTTP2Headers) throws(CodedError) -> [UInt8] {
         guard case .fcm(let push) = transfer.push else { preconditionFailure("an FCM sender takes FCM pushes") }
         let now = destination.clock.now()
-        if accessToken == nil || now >= usedUntil { try fetchToken() }
+        if accessToken == nil || now >= usedUntil {
+            let moment = MonotonicClock.milliseconds()
+            if let failure = fetchFailure, moment < failure.until { throw failure.error }
+            do throws(CodedError) {
+                try fetchToken()
+                fetchFailure = nil
+            } catch {
+                let pause = fetchFailure.map { min(Self.longestFetchPause, $0.pause * 2) } ?? Self.firstFetchPause
+                fetchFailure = (error, MonotonicClock.milliseconds() + pause, pause)
+                throw error
+            }
+        }
         var android: [JSONObject.Member] = [.init(key: "priority", value: .string(push.content.priority >= 10 ? "HIGH" : "NORMAL"))]
         let ttl = push.content.delivery.expiration.map { max(0, $0 - now) } ?? destination.expiration
         if let ttl { android.append(.init(key: "ttl", value: .string("\(ttl)s"))) }
@@ -283,6 +302,19 @@ final class FCMLink: PlatformLink {
 
     func deliveredLine(_ push: OutgoingPush, messageName: String?) -> [UInt8]? { nil }
 
-    /// No probe: a request needs a token, and a token a round trip to Google.
-    func probe() -> String? { nil }
+    /// A failed token fetch is the link's for its pause: the push waits for the next fetch.
+    func pause(after error: CodedError) -> Int? {
+        guard let failure = fetchFailure, failure.error.message == error.message else { return nil }
+        return max(0, failure.until - MonotonicClock.milliseconds())
+    }
+
+    /// An access token fetched: the service account's key and its token endpoint work.
+    func probe() -> String? {
+        do throws(CodedError) {
+            try fetchToken()
+            return nil
+        } catch {
+            return error.message
+        }
+    }
 }

@@ -237,6 +237,11 @@ protocol PlatformLink: AnyObject {
     func deliveredLine(_ push: OutgoingPush, messageName: String?) -> [UInt8]?
     /// `nil` when the push service answers a probe, else why not (``PushSender/probe()``).
     func probe() -> String?
+    /// After ``request(_:on:into:)`` threw `error`: in how many milliseconds the link may make
+    /// requests again, when the error is the link's for a while and not the push's (FCM: its
+    /// access token could not be fetched); the push is then tried again as after a lost
+    /// connection. `nil`: the push ends with the error.
+    func pause(after error: CodedError) -> Int?
     /// Unix time in seconds (the test clock, when `send` has one).
     func unixTime() -> Int
     /// What is counted (``SendMetrics``), set by the sender.
@@ -245,6 +250,8 @@ protocol PlatformLink: AnyObject {
 
 extension PlatformLink {
     var source: SendMetrics.Source { SendMetrics.Source(app: appLabel, platform: platform.rawValue) }
+
+    func pause(after error: CodedError) -> Int? { nil }
 
     func messageName(header: String?, body: [UInt8]) -> String? { header }
 }
@@ -449,6 +456,12 @@ package final class PushSender {
             let exchange = HTTP2Exchange(owner: transfer, body: body)
             guard client.submit(exchange, headers: fields) else { return false }
         } catch {
+            // The link's own trouble of the moment: the push waits for it, within its attempts.
+            if let pause = link.pause(after: error), transfer.transportAttempts + 1 < SendTiming.transportAttempts {
+                transfer.transportAttempts += 1
+                retryLater(transfer, attempt: transfer.transportAttempts, notBefore: pause)
+                return true
+            }
             fail(transfer, error)
             return true
         }

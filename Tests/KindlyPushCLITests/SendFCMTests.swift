@@ -135,6 +135,25 @@ struct SendFCMTests {
         #expect(try Self.tokenRequests(server).count == 2)
     }
 
+    @Test(
+        "a token endpoint that fails: one request per pause, not one per push; the pushes wait for the next fetch and are delivered, none failed"
+    )
+    func tokenEndpointFailing() throws {
+        // The first two token requests are answered 500, the third gives a token.
+        let server = try Self.server(["token_answers": [["status": 500], ["status": 500]]])
+        let path = try Self.configuration(server)
+        let lines = (0..<20).map { #"{"id":\#($0),"fcm_token":"device-\#($0)","push":\#(Self.push)}"# }
+        let started = Date()
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(output.status == 0, "\(output.stderr)")
+        let results = SendTests.lines(output)
+        #expect(results.map { $0["status"] as? Int } == Array(repeating: 200, count: 20), "\(output.stdout)")
+        // 500, 500 after the first pause (1 s), the token after the second (2 s).
+        #expect(try Self.tokenRequests(server).map { $0["status"] as? Int } == [500, 500, 200])
+        #expect(elapsed >= 3, "the run took \(elapsed) s with pauses of 1 and 2 s between the fetches")
+    }
+
     @Test("--check describes the fcm section without its key; an unknown key is refused with its place")
     func check() throws {
         let server = try Self.server()
