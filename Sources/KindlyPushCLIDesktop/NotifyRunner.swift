@@ -140,6 +140,8 @@ final class NotifySession {
     let presenter: DesktopPresenter
     /// With `--follow`: `ai.kindly.Push1` on the session bus.
     let service: AgentService?
+    /// With `--follow`: `org.unifiedpush.Connector2` as `ai.kindly.Push` (nil when the bus refused it).
+    let connector: UnifiedPushConnector?
     /// What the handler's `openChat` reaches: the service, once it exists.
     let opened: Locked<AgentService?>
     var notifier: DesktopNotifier?
@@ -194,8 +196,10 @@ final class NotifySession {
             } catch {
                 throw CodedError(.io, error.description)
             }
+            connector = NotifySession.makeConnector(command.environment)
         } else {
             service = nil
+            connector = nil
         }
     }
 
@@ -413,6 +417,7 @@ final class NotifySession {
             if !input.isAtEnd { descriptors.append(pollfd(fd: input.descriptor, events: Int16(POLLIN), revents: 0)) }
             if let notifier { descriptors.append(pollfd(fd: notifier.eventDescriptor, events: Int16(POLLIN), revents: 0)) }
             if let service { descriptors.append(pollfd(fd: service.descriptor, events: Int16(POLLIN), revents: 0)) }
+            if let connector { descriptors.append(pollfd(fd: connector.descriptor, events: Int16(POLLIN), revents: 0)) }
             if signals >= 0 { descriptors.append(pollfd(fd: signals, events: Int16(POLLIN), revents: 0)) }
             var timeout: Int32 = children.isEmpty ? input.pollTimeout : 250
             // Kept pushes are tried again each second.
@@ -437,6 +442,7 @@ final class NotifySession {
             applyHostCalls()
             guard handleEvents() != nil else { break }
             presentKeptIfDue()
+            handleUnifiedPushCalls()
             guard !input.isAtEnd else { continue }
             do throws(CodedError) {
                 try input.readLines(into: &batch)
