@@ -81,7 +81,8 @@ extension NotifySession {
                 keep(bytes, line: 0, because: nil)
             } else {
                 do throws(CodedError) {
-                    try present(.text(bytes.indices), in: bytes, lines: true)
+                    // A message is one whole document, as notify reads one push without --jsonl.
+                    try present(.text(bytes.indices), in: bytes, lines: false)
                 } catch {
                     guard error.code == .io else { throw error }
                     keep(bytes, line: 0, because: error)

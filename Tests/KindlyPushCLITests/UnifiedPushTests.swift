@@ -1,6 +1,7 @@
 import Foundation
 import KindlyPush
 import KindlyPushCore
+import KindlyPushWebPush
 import Testing
 
 /// The device side of UnifiedPush (wire-format section 9.4) through the real binary, against the
@@ -237,6 +238,74 @@ struct UnifiedPushTests {
             kill(agent.process.processIdentifier, SIGTERM)
             #expect(agent.finish() == 0, "\(agent.stderr)")
         }
+    }
+
+    /// Calls the agent's `Message` as a distributor does, with `message`; the call's output.
+    static func deliver(_ message: [UInt8], token: String, id: String) throws -> CLI.Output {
+        let list = message.map { String(format: "0x%02x", $0) }.joined(separator: ", ")
+        return try AgentTests.gdbus(
+            [
+                "call", "--session", "--dest", "ai.kindly.Push", "--object-path", "/org/unifiedpush/Connector", "--method",
+                "org.unifiedpush.Connector2.Message", "{'token': <'\(token)'>, 'message': <@ay [\(list)]>, 'id': <'\(id)'>}",
+            ])
+    }
+
+    @Test(
+        "the parity matrix's UnifiedPush row: every case, each delivered twice as an RFC 8291 Message to the agent, every version and mode as version 1",
+        .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop")
+    )
+    func parityMatrix() async throws {
+        let matrix = try WireParityTests()
+        try FileKeyring(folder: keyring).store(matrix.keys.key, label: "parity")
+        try await DesktopSession.exclusive {
+            let registration = try Self.subscription(try register())
+            let subscriber = try WebPushSubscriptionKeys(p256dh: registration.p256dh, auth: registration.auth)
+            let token = try token()
+            var reference = ""
+            for sealing in WireParityTests.Sealing.allCases {
+                let app = "Parity UnifiedPush \(sealing.rawValue) \(marker)"
+                let store = keys.url.appendingPathComponent("parity-\(sealing.rawValue).sqlite3").path
+                let agent = try RunningCLI(
+                    ["notify", "--follow", "-", "--state", store, "--app-name", app, "--verbose"] + matrix.reader(sealing),
+                    environment: environment)
+                #expect(
+                    agent.waitUntil { (try? AgentTests.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push"]).status) == 0 })
+                var delivered = 0
+                for (index, name) in WireParityTests.cases.enumerated() {
+                    let plaintext = Array(try matrix.input(name, sealing).utf8)
+                    for round in 0..<2 {
+                        let message = try plaintext.withUnsafeBytes { try WebPushEncryption.encrypt($0, for: subscriber) }
+                        let call = try Self.deliver(message, token: token, id: "p-\(index)-\(round)")
+                        #expect(call.status == 0, "\(call.stderr)")
+                        delivered += 1
+                        // One at a time: the outcome's lines come in the order delivered.
+                        #expect(agent.waitUntil(seconds: 30) { Self.handled(agent) >= delivered }, "\(name): \(agent.stderr)")
+                    }
+                }
+                kill(agent.process.processIdentifier, SIGTERM)
+                let status = agent.finish() ?? -1
+                let got = WireParityTests.notifyOutcome(
+                    [CLI.Output(status: status, stdout: agent.stdout, stderr: agent.stderr, stdoutBytes: [], timedOut: false)],
+                    shown: try DesktopSession.shown(app), store: store)
+                if sealing == .one {
+                    #expect(status == 0, "\(agent.stderr)")
+                    #expect(got.contains("kindly-push: bad_input: UnifiedPush message p-5-0: "), "\(got)")
+                    reference = got
+                } else {
+                    #expect(got == reference, "UnifiedPush, \(sealing.rawValue)")
+                }
+            }
+            print("UnifiedPush parity reference:", reference)
+        }
+    }
+
+    /// How many pushes the agent has handled: shown, a duplicate, nothing to show, or an error line.
+    static func handled(_ agent: RunningCLI) -> Int {
+        agent.stderr.split(separator: "\n").filter { line in
+            ["banner shown", "placeholder shown", "already shown", "nothing to show", ": UnifiedPush message "].contains {
+                line.contains($0)
+            }
+        }.count
     }
 }
 
