@@ -183,20 +183,31 @@ struct UnifiedPushTests {
     }
 
     @Test(
-        "end to end, each wire version (1, 2, 3 base, 3 auth): register, send as Web Push, the distributor calls Message, dunst shows the decrypted banners; a push sent twice shows once; a tampered message is dropped with one line and the agent goes on",
+        "end to end, each wire version (1, 2, 3 base, 3 auth): register while the agent runs (it has ai.kindly.Push back after), send as Web Push, the distributor calls Message, dunst shows the decrypted banners; a push sent twice shows once; a tampered message is dropped with one line and the agent goes on",
         .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"),
         arguments: WireParityTests.Sealing.allCases
     )
     func endToEnd(_ sealing: WireParityTests.Sealing) async throws {
         try await DesktopSession.exclusive {
+            // The agent first: register takes ai.kindly.Push from it while it registers, and the
+            // agent has it back once register ended.
+            let agent = try agent(state: keys.url.appendingPathComponent("state.sqlite3").path, sealing)
             let registration = try register()
+            func owner() -> String {
+                let call = try? AgentTests.gdbus(
+                    [
+                        "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                        "org.freedesktop.DBus.GetConnectionUnixProcessID", "ai.kindly.Push",
+                    ])
+                return call?.stdout ?? ""
+            }
+            #expect(agent.waitUntil { owner() == "(uint32 \(agent.process.processIdentifier),)\n" }, "\(owner())")
             let folder = keys.url.appendingPathComponent("send")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let vapid = try SendWebPushTests.vapidKey(in: folder)
             let ca = try #require(Self.variables["KINDLY_PUSH_TEST_WEBPUSH_CA"])
             let config = try SendWebPushTests.configuration(
                 folder, "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(ca)}")
-            let agent = try agent(state: keys.url.appendingPathComponent("state.sqlite3").path, sealing)
             let pushes = try (0..<4).map { try push(sealing, title: "T\(marker)-\($0)", message: "m-\($0)") }
             try send(pushes, to: registration, vapid: vapid, config: config)
             let token = try token()
