@@ -230,17 +230,23 @@ struct UnifiedPushTests {
                     as? String)
             var bytes = [UInt8](try #require(Data(base64Encoded: body)))
             bytes[bytes.count - 5] ^= 0x01
-            let list = bytes.map { String(format: "0x%02x", $0) }.joined(separator: ", ")
-            let call = try AgentTests.gdbus(
-                [
-                    "call", "--session", "--dest", "ai.kindly.Push", "--object-path", "/org/unifiedpush/Connector", "--method",
-                    "org.unifiedpush.Connector2.Message", "{'token': <'\(token)'>, 'message': <@ay [\(list)]>, 'id': <'tampered-1'>}",
-                ])
+            let call = try Self.deliver(bytes, token: token, id: "tampered-1")
             #expect(call.status == 0 && call.stdout.contains("tampered-1"), "\(call.stderr)")
             #expect(
                 agent.waitUntil(seconds: 15) {
                     agent.stderr.contains("kindly-push: authentication_failed: UnifiedPush message tampered-1 dropped")
                 }, "\(agent.stderr)")
+            // Another registration's token: dropped; an empty or oversized message: refused by the call.
+            let stranger = try Self.deliver(bytes, token: "not-this-device", id: "stranger-1")
+            #expect(stranger.status == 0, "\(stranger.stderr)")
+            #expect(
+                agent.waitUntil(seconds: 15) {
+                    agent.stderr.contains("kindly-push: key_unavailable: UnifiedPush message stranger-1 dropped")
+                }, "\(agent.stderr)")
+            for size in [0, 4097] {
+                let refused = try Self.deliver([UInt8](repeating: 7, count: size), token: token, id: "size-\(size)")
+                #expect(refused.status != 0 && refused.stderr.contains("InvalidArgs"), "\(size): \(refused.stderr)")
+            }
             // The agent goes on: the next push shows.
             try send([try push(sealing, title: "T\(marker)-after", message: "m-after")], to: registration, vapid: vapid, config: config)
             #expect(
