@@ -457,13 +457,13 @@ final class NotifySession {
                 do throws(CodedError) {
                     if case .text(let range) = line, !kept.isEmpty, command.follow != nil {
                         // While pushes wait for the server, the new ones wait behind them.
-                        keep(Array(batch.bytes[range]), line: lineNumber, because: nil)
+                        keep(Array(batch.bytes[range]), at: "line \(lineNumber)", because: nil)
                     } else {
                         do throws(CodedError) {
                             try present(line, in: batch.bytes, lines: true)
                         } catch {
                             guard error.code == .io, command.follow != nil, case .text(let range) = line else { throw error }
-                            keep(Array(batch.bytes[range]), line: lineNumber, because: error)
+                            keep(Array(batch.bytes[range]), at: "line \(lineNumber)", because: error)
                         }
                     }
                 } catch {
@@ -512,13 +512,13 @@ final class NotifySession {
 
     /// Keeps a push that could not be shown because the notification server hangs or is gone
     /// (`reason`; `nil`: others wait already), within ``maximumKept`` and ``maximumKeptBytes``.
-    func keep(_ bytes: [UInt8], line: Int, because reason: CodedError?) {
+    func keep(_ bytes: [UInt8], at place: String, because reason: CodedError?) {
         kept.append(bytes)
         keptBytes += bytes.count
         nextTry = ContinuousClock.now.advanced(by: .seconds(1))
         let why = reason.map { ": \($0.message)" } ?? ""
         Diagnostics.line(
-            "kindly-push: io: line \(line) kept\(why): it is shown once the notification server answers (\(kept.count) waiting)")
+            "kindly-push: io: \(place) kept\(why): it is shown once the notification server answers (\(kept.count) waiting)")
         while kept.count > Self.maximumKept || keptBytes > Self.maximumKeptBytes {
             keptBytes -= kept.removeFirst().count
             Diagnostics.line("kindly-push: warning: the oldest kept push is dropped: over \(Self.maximumKept) pushes or 4 MiB wait")

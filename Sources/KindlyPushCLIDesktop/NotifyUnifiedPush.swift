@@ -78,14 +78,14 @@ extension NotifySession {
         applyHostCalls()
         do throws(CodedError) {
             if !kept.isEmpty {
-                keep(bytes, line: 0, because: nil)
+                keep(bytes, at: "UnifiedPush message \(id)", because: nil)
             } else {
                 do throws(CodedError) {
                     // A message is one whole document, as notify reads one push without --jsonl.
                     try present(.text(bytes.indices), in: bytes, lines: false)
                 } catch {
                     guard error.code == .io else { throw error }
-                    keep(bytes, line: 0, because: error)
+                    keep(bytes, at: "UnifiedPush message \(id)", because: error)
                 }
             }
         } catch {
