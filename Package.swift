@@ -209,7 +209,10 @@ let package = Package(
         // The Secret Service keyring, `notify` and `doctor` for the command line.
         .target(
             name: "KindlyPushCLIDesktop",
-            dependencies: ["KindlyPushCLI", "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushDesktop"],
+            dependencies: [
+                "KindlyPushCLI", "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushDesktop", "KindlyPushWebPush",
+                "KindlyPushLibcrypto",
+            ],
             swiftSettings: strictSettings
         ),
         // The Redis Streams worker: the library's line engine over the entries of a consumer

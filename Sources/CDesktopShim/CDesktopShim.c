@@ -375,31 +375,166 @@ void kpd_service_call_clear(KpdServiceCall *call) {
     call->chat_id = NULL;
 }
 
-struct KpdService {
+// A bus object exported on a private connection and answered on a thread of its own (no GLib
+// main loop needed in the caller), its calls queued behind an eventfd: the agent's service and
+// the UnifiedPush connector are each one.
+typedef struct {
     GDBusConnection *connection;
     GMainContext *context;
     GMainLoop *loop;
     GThread *thread;
     guint registration;
     pthread_mutex_t lock;
-    GQueue calls;  // of KpdServiceCall *
+    GQueue calls;  // of the owner's call structs
     int fd;
-};
+    void (*clear)(gpointer call);  // frees what a queued call holds
+} KpdExport;
 
-// Queues `call`, or answers the invocation with LimitsExceeded (and frees the call) when
-// KPD_SERVICE_MAX_QUEUED calls wait already (without a bound, a flood of calls took the agent
-// to 900 MB). TRUE when queued.
-static gboolean service_queue(KpdService *service, KpdServiceCall call, GDBusMethodInvocation *invocation) {
-    pthread_mutex_lock(&service->lock);
-    gboolean room = g_queue_get_length(&service->calls) < KPD_SERVICE_MAX_QUEUED;
-    if (room) queue_push_locked(&service->calls, service->fd, g_memdup2(&call, sizeof call));
-    pthread_mutex_unlock(&service->lock);
+static gpointer run_export(gpointer data) {
+    KpdExport *export = data;
+    g_main_context_push_thread_default(export->context);
+    g_main_loop_run(export->loop);
+    g_main_context_pop_thread_default(export->context);
+    return NULL;
+}
+
+static gboolean quit_loop(gpointer loop) {
+    g_main_loop_quit(loop);
+    return G_SOURCE_REMOVE;
+}
+
+static void export_close(KpdExport *export) {
+    if (export->thread != NULL) {
+        // Quit from inside the loop: a quit made before the thread reached g_main_loop_run
+        // would be lost, and the join would wait for ever.
+        GSource *quit = g_idle_source_new();
+        g_source_set_callback(quit, quit_loop, export->loop, NULL);
+        g_source_attach(quit, export->context);
+        g_source_unref(quit);
+        g_thread_join(export->thread);
+    }
+    if (export->registration != 0) g_dbus_connection_unregister_object(export->connection, export->registration);
+    if (export->connection != NULL) kpd_connection_close(export->connection);
+    // Callbacks still queued on the context (none run once the loop stopped) are dropped with it.
+    if (export->loop != NULL) g_main_loop_unref(export->loop);
+    if (export->context != NULL) g_main_context_unref(export->context);
+    gpointer call;
+    while ((call = g_queue_pop_head(&export->calls)) != NULL) {
+        export->clear(call);
+        g_free(call);
+    }
+    if (export->fd >= 0) close(export->fd);
+    pthread_mutex_destroy(&export->lock);
+}
+
+// Connects to `address`, exports `xml`'s first interface at `path` (its calls go to `vtable`
+// with `data`, on the export's thread) and requests `name` with the bus's `flags`: the
+// RequestName result (1 primary owner, 2 in the queue, 3 exists, 4 owned already), or 0 with
+// `error` set. On 0 the export is closed already.
+static guint32 export_open(KpdExport *export, void (*clear)(gpointer), const char *address, const char *xml,
+                           const char *path, const GDBusInterfaceVTable *vtable, gpointer data, const char *name,
+                           guint32 flags, const char *thread_name, GCancellable *cancellable, GError **error) {
+    memset(export, 0, sizeof *export);
+    export->clear = clear;
+    pthread_mutex_init(&export->lock, NULL);
+    g_queue_init(&export->calls);
+    export->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (export->fd < 0) {
+        int code = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(code), "eventfd: %s", g_strerror(code));
+        export_close(export);
+        return 0;
+    }
+    export->context = g_main_context_new();
+    export->loop = g_main_loop_new(export->context, FALSE);
+    export->connection = kpd_connection_open(address, cancellable, error);
+    GDBusNodeInfo *node = export->connection == NULL ? NULL : g_dbus_node_info_new_for_xml(xml, error);
+    if (node == NULL) {
+        export_close(export);
+        return 0;
+    }
+    // Registered with the export's context as the thread-default one: its calls are dispatched
+    // there, on the export's thread.
+    g_main_context_push_thread_default(export->context);
+    export->registration =
+        g_dbus_connection_register_object(export->connection, path, node->interfaces[0], vtable, data, NULL, error);
+    g_main_context_pop_thread_default(export->context);
+    g_dbus_node_info_unref(node);
+    if (export->registration == 0) {
+        export_close(export);
+        return 0;
+    }
+    export->thread = g_thread_new(thread_name, run_export, export);
+    GVariant *reply = g_dbus_connection_call_sync(
+        export->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+        g_variant_new("(su)", name, flags), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, 2000, cancellable, error);
+    if (reply == NULL) {
+        export_close(export);
+        return 0;
+    }
+    guint32 result = 0;
+    g_variant_get(reply, "(u)", &result);
+    g_variant_unref(reply);
+    return result;
+}
+
+// Queues a copy of the `size` bytes of `call`, or answers the invocation with LimitsExceeded
+// (and clears the call) when KPD_SERVICE_MAX_QUEUED calls wait already (without a bound, a
+// flood of calls took the agent to 900 MB). TRUE when queued.
+static gboolean export_queue(KpdExport *export, gpointer call, gsize size, GDBusMethodInvocation *invocation) {
+    pthread_mutex_lock(&export->lock);
+    gboolean room = g_queue_get_length(&export->calls) < KPD_SERVICE_MAX_QUEUED;
+    if (room) queue_push_locked(&export->calls, export->fd, g_memdup2(call, size));
+    pthread_mutex_unlock(&export->lock);
     if (!room) {
-        kpd_service_call_clear(&call);
+        export->clear(call);
         g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
                                               "%d calls wait for the agent already: try again", KPD_SERVICE_MAX_QUEUED);
     }
     return room;
+}
+
+// Moves the oldest queued call (of `size` bytes) into `out`; FALSE when there is none.
+static gboolean export_take(KpdExport *export, gpointer out, gsize size) {
+    pthread_mutex_lock(&export->lock);
+    gpointer head = queue_pop_locked(&export->calls, export->fd);
+    pthread_mutex_unlock(&export->lock);
+    if (head == NULL) return FALSE;
+    memcpy(out, head, size);
+    g_free(head);
+    return TRUE;
+}
+
+// export_open, then TRUE when the connection owns `name` (or, with `queue_ok`, waits in its
+// queue); otherwise FALSE with `error` set (`*name_taken` when another connection holds it:
+// `taken` says so) and the export closed.
+static gboolean export_own(KpdExport *export, void (*clear)(gpointer), const char *address, const char *xml,
+                           const char *path, const GDBusInterfaceVTable *vtable, gpointer data, const char *name,
+                           guint32 flags, gboolean queue_ok, const char *thread_name, const char *taken,
+                           GCancellable *cancellable, gboolean *name_taken, GError **error) {
+    *name_taken = FALSE;
+    guint32 result =
+        export_open(export, clear, address, xml, path, vtable, data, name, flags, thread_name, cancellable, error);
+    if (result == 0) return FALSE;
+    // 1: primary owner, 4: owned already by this connection, 2: in the queue.
+    if (result == 1 || result == 4 || (queue_ok && result == 2)) return TRUE;
+    *name_taken = TRUE;
+    g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_ADDRESS_IN_USE, "the name %s is taken on the session bus: %s", name,
+                taken);
+    export_close(export);
+    return FALSE;
+}
+
+struct KpdService {
+    KpdExport export;
+};
+
+static void service_call_clear(gpointer call) {
+    kpd_service_call_clear(call);
+}
+
+static gboolean service_queue(KpdService *service, KpdServiceCall call, GDBusMethodInvocation *invocation) {
+    return export_queue(&service->export, &call, sizeof call, invocation);
 }
 
 // Runs on the service's thread. The call is queued before it is answered, so that a host whose
@@ -439,128 +574,39 @@ static void service_method_call(GDBusConnection *connection, const gchar *sender
 
 static const GDBusInterfaceVTable service_vtable = {service_method_call, NULL, NULL, {0}};
 
-static gpointer run_service(gpointer data) {
-    KpdService *service = data;
-    g_main_context_push_thread_default(service->context);
-    g_main_loop_run(service->loop);
-    g_main_context_pop_thread_default(service->context);
-    return NULL;
-}
-
-static gboolean quit_loop(gpointer loop) {
-    g_main_loop_quit(loop);
-    return G_SOURCE_REMOVE;
-}
-
-static void service_release(KpdService *service) {
-    if (service->thread != NULL) {
-        // Quit from inside the loop: a quit made before the thread reached g_main_loop_run
-        // would be lost, and the join would wait for ever.
-        GSource *quit = g_idle_source_new();
-        g_source_set_callback(quit, quit_loop, service->loop, NULL);
-        g_source_attach(quit, service->context);
-        g_source_unref(quit);
-        g_thread_join(service->thread);
-    }
-    if (service->registration != 0) g_dbus_connection_unregister_object(service->connection, service->registration);
-    if (service->connection != NULL) kpd_connection_close(service->connection);
-    // Callbacks still queued on the context (none run once the loop stopped) are dropped with it.
-    g_main_loop_unref(service->loop);
-    g_main_context_unref(service->context);
-    KpdServiceCall *call;
-    while ((call = g_queue_pop_head(&service->calls)) != NULL) {
-        kpd_service_call_clear(call);
-        g_free(call);
-    }
-    close(service->fd);
-    pthread_mutex_destroy(&service->lock);
-    g_free(service);
-}
-
 KpdService *kpd_service_new(const char *address, GCancellable *cancellable, gboolean *name_taken, GError **error) {
-    *name_taken = FALSE;
-    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (fd < 0) {
-        int code = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(code), "eventfd: %s", g_strerror(code));
-        return NULL;
-    }
     KpdService *service = g_new0(KpdService, 1);
-    pthread_mutex_init(&service->lock, NULL);
-    g_queue_init(&service->calls);
-    service->fd = fd;
-    service->context = g_main_context_new();
-    service->loop = g_main_loop_new(service->context, FALSE);
-    service->connection = kpd_connection_open(address, cancellable, error);
-    if (service->connection == NULL) {
-        service_release(service);
-        return NULL;
-    }
-    GDBusNodeInfo *node = g_dbus_node_info_new_for_xml(service_xml, error);
-    if (node == NULL) {
-        service_release(service);
-        return NULL;
-    }
-    // Registered with the service's context as the thread-default one: its calls are dispatched
-    // there, on the service's thread.
-    g_main_context_push_thread_default(service->context);
-    service->registration = g_dbus_connection_register_object(service->connection, service_path,
-                                                              node->interfaces[0], &service_vtable, service, NULL,
-                                                              error);
-    g_main_context_pop_thread_default(service->context);
-    g_dbus_node_info_unref(node);
-    if (service->registration == 0) {
-        service_release(service);
-        return NULL;
-    }
-    service->thread = g_thread_new("kindly-push-agent-bus", run_service, service);
     // DBUS_NAME_FLAG_DO_NOT_QUEUE (4): either this connection owns the name now, or it fails.
-    GVariant *reply = g_dbus_connection_call_sync(
-        service->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
-        g_variant_new("(su)", service_name, 4u), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, 2000, cancellable,
-        error);
-    if (reply == NULL) {
-        service_release(service);
-        return NULL;
-    }
-    guint32 result = 0;
-    g_variant_get(reply, "(u)", &result);
-    g_variant_unref(reply);
-    if (result != 1 && result != 4) {  // 1: primary owner, 4: owned already by this connection
-        *name_taken = TRUE;
-        g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_ADDRESS_IN_USE,
-                    "the name %s is taken on the session bus: another agent runs already", service_name);
-        service_release(service);
+    if (!export_own(&service->export, service_call_clear, address, service_xml, service_path, &service_vtable, service,
+                    service_name, 4u, FALSE, "kindly-push-agent-bus", "another agent runs already", cancellable,
+                    name_taken, error)) {
+        g_free(service);
         return NULL;
     }
     return service;
 }
 
 int kpd_service_fd(KpdService *service) {
-    return service->fd;
+    return service->export.fd;
 }
 
 gboolean kpd_service_take(KpdService *service, KpdServiceCall *call) {
-    pthread_mutex_lock(&service->lock);
-    KpdServiceCall *head = queue_pop_locked(&service->calls, service->fd);
-    pthread_mutex_unlock(&service->lock);
-    if (head == NULL) return FALSE;
-    *call = *head;
-    g_free(head);
-    return TRUE;
+    return export_take(&service->export, call, sizeof *call);
 }
 
 gboolean kpd_service_emit_opened(KpdService *service, const char *chat_id, GError **error) {
-    if (!g_dbus_connection_emit_signal(service->connection, NULL, service_path, service_name, "Opened",
+    GDBusConnection *connection = service->export.connection;
+    if (!g_dbus_connection_emit_signal(connection, NULL, service_path, service_name, "Opened",
                                        g_variant_new("(s)", chat_id), error)) {
         return FALSE;
     }
     // Sent now, not whenever GDBus's worker gets to it: a host that waits for it sees it at once.
-    return g_dbus_connection_flush_sync(service->connection, NULL, error);
+    return g_dbus_connection_flush_sync(connection, NULL, error);
 }
 
 void kpd_service_free(KpdService *service) {
-    service_release(service);
+    export_close(&service->export);
+    g_free(service);
 }
 
 // MARK: Ending cleanly
@@ -592,4 +638,201 @@ int kpd_signal_pipe(void) {
     sigaddset(&wanted, SIGINT);
     pthread_sigmask(SIG_UNBLOCK, &wanted, NULL);
     return ends[0];
+}
+
+// MARK: The UnifiedPush connector (org.unifiedpush.Connector2)
+
+// Each method of Connector2 takes an a{sv} and answers one.
+#define CONNECTOR_METHOD(name)                                                                             \
+    "<method name='" name "'><arg name='args' type='a{sv}' direction='in'/>"                                 \
+    "<arg name='result' type='a{sv}' direction='out'/></method>"
+
+// The interface of UnifiedPush's org.unifiedpush.Connector2.xml (DBUS 0.3.0), on its path; and the
+// distributor's side.
+static const char connector_xml[] = "<node><interface name='org.unifiedpush.Connector2'>" CONNECTOR_METHOD(
+    "Message") CONNECTOR_METHOD("NewEndpoint") CONNECTOR_METHOD("Unregistered") "</interface></node>";
+static const char connector_path[] = "/org/unifiedpush/Connector";
+static const char distributor_path[] = "/org/unifiedpush/Distributor";
+static const char distributor_interface[] = "org.unifiedpush.Distributor2";
+static const char distributor_prefix[] = "org.unifiedpush.Distributor.";
+
+void kpd_connector_call_clear(KpdConnectorCall *call) {
+    g_free(call->token);
+    g_free(call->endpoint);
+    g_free(call->id);
+    if (call->message != NULL) {
+        // A message is encrypted, but what it carries is the device's: no copy lingers.
+        memset(call->message, 0, call->message_length);
+        g_free(call->message);
+    }
+    call->token = call->endpoint = call->id = NULL;
+    call->message = NULL;
+    call->message_length = 0;
+}
+
+struct KpdConnector {
+    KpdExport export;
+};
+
+static void connector_call_clear(gpointer call) {
+    kpd_connector_call_clear(call);
+}
+
+// A string member of an a{sv}, or NULL (not there, or not a string).
+static const char *dictionary_string(GVariant *dictionary, const char *key) {
+    const char *value = NULL;
+    if (!g_variant_lookup(dictionary, key, "&s", &value)) return NULL;
+    return value;
+}
+
+static void connector_method_call(GDBusConnection *connection, const gchar *sender, const gchar *object_path,
+                                  const gchar *interface, const gchar *method, GVariant *parameters,
+                                  GDBusMethodInvocation *invocation, gpointer data) {
+    (void)connection, (void)sender, (void)object_path, (void)interface;
+    KpdConnector *connector = data;
+    GVariant *arguments = g_variant_get_child_value(parameters, 0);
+    KpdConnectorCall call = {0};
+    const char *token = dictionary_string(arguments, "token");
+    GVariant *answer = NULL;
+    if (token == NULL) {
+        g_variant_unref(arguments);
+        g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                              "%s takes a{sv} with \"token\" s", method);
+        return;
+    }
+    if (g_strcmp0(method, "Message") == 0) {
+        const char *id = dictionary_string(arguments, "id");
+        GVariant *message = g_variant_lookup_value(arguments, "message", G_VARIANT_TYPE("ay"));
+        gsize length = message == NULL ? 0 : g_variant_get_size(message);
+        if (id == NULL || message == NULL || length < 1 || length > KPD_CONNECTOR_MAX_MESSAGE) {
+            if (message != NULL) g_variant_unref(message);
+            g_variant_unref(arguments);
+            g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                  "Message takes \"token\" s, \"message\" ay of 1 to %d bytes, \"id\" s",
+                                                  KPD_CONNECTOR_MAX_MESSAGE);
+            return;
+        }
+        call.kind = KPD_CONNECTOR_MESSAGE;
+        call.id = g_strdup(id);
+        call.message = g_memdup2(g_variant_get_data(message), length);
+        call.message_length = length;
+        g_variant_unref(message);
+        GVariantBuilder builder;
+        g_variant_builder_init(&builder, G_VARIANT_TYPE("a{sv}"));
+        g_variant_builder_add(&builder, "{sv}", "id", g_variant_new_string(id));
+        answer = g_variant_new("(a{sv})", &builder);
+    } else if (g_strcmp0(method, "NewEndpoint") == 0) {
+        const char *endpoint = dictionary_string(arguments, "endpoint");
+        if (endpoint == NULL) {
+            g_variant_unref(arguments);
+            g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                  "NewEndpoint takes \"token\" s, \"endpoint\" s");
+            return;
+        }
+        call.kind = KPD_CONNECTOR_NEW_ENDPOINT;
+        call.endpoint = g_strdup(endpoint);
+    } else if (g_strcmp0(method, "Unregistered") == 0) {
+        call.kind = KPD_CONNECTOR_UNREGISTERED;
+    } else {
+        g_variant_unref(arguments);
+        g_dbus_method_invocation_return_error(invocation, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD, "no method %s",
+                                              method);
+        return;
+    }
+    call.token = g_strdup(token);
+    g_variant_unref(arguments);
+    if (!export_queue(&connector->export, &call, sizeof call, invocation)) {
+        if (answer != NULL) g_variant_unref(g_variant_ref_sink(answer));
+        return;
+    }
+    if (answer == NULL) answer = g_variant_new_parsed("(@a{sv} {},)");
+    g_dbus_method_invocation_return_value(invocation, answer);
+}
+
+static const GDBusInterfaceVTable connector_vtable = {connector_method_call, NULL, NULL, {0}};
+
+int kpd_connector_fd(KpdConnector *connector) {
+    return connector->export.fd;
+}
+
+gboolean kpd_connector_take(KpdConnector *connector, KpdConnectorCall *call) {
+    return export_take(&connector->export, call, sizeof *call);
+}
+
+KpdConnector *kpd_connector_new(const char *address, const char *name, gboolean replace, GCancellable *cancellable,
+                                gboolean *name_taken, GError **error) {
+    KpdConnector *connector = g_new0(KpdConnector, 1);
+    // The agent: ALLOW_REPLACEMENT (1), queued while a registration holds the name, and its owner
+    // again once that ends. A registration: REPLACE_EXISTING (2) | DO_NOT_QUEUE (4).
+    if (export_own(&connector->export, connector_call_clear, address, connector_xml, connector_path,
+                    &connector_vtable, connector, name, replace ? 6u : 1u, !replace, "kindly-push-connector",
+                    "its owner does not let it go", cancellable, name_taken, error)) {
+        return connector;
+    }
+    g_free(connector);
+    return NULL;
+}
+
+gchar **kpd_connector_distributors(KpdConnector *connector, gint timeout_ms, GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(connector->export.connection, "org.freedesktop.DBus",
+                                                  "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames", NULL,
+                                                  G_VARIANT_TYPE("(as)"), G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL,
+                                                  error);
+    if (reply == NULL) return NULL;
+    GPtrArray *found = g_ptr_array_new();
+    GVariantIter *names;
+    const char *name;
+    g_variant_get(reply, "(as)", &names);
+    while (g_variant_iter_next(names, "&s", &name)) {
+        if (g_str_has_prefix(name, distributor_prefix) && strlen(name) > strlen(distributor_prefix)) {
+            g_ptr_array_add(found, g_strdup(name));
+        }
+    }
+    g_variant_iter_free(names);
+    g_variant_unref(reply);
+    g_ptr_array_add(found, NULL);
+    return (gchar **)g_ptr_array_free(found, FALSE);
+}
+
+gboolean kpd_connector_register(KpdConnector *connector, const char *distributor, const char *service,
+                                const char *token, const char *description, const char *vapid, gint timeout_ms,
+                                gchar **success, gchar **reason, GError **error) {
+    GVariantBuilder builder;
+    g_variant_builder_init(&builder, G_VARIANT_TYPE("a{sv}"));
+    g_variant_builder_add(&builder, "{sv}", "service", g_variant_new_string(service));
+    g_variant_builder_add(&builder, "{sv}", "token", g_variant_new_string(token));
+    if (description != NULL) g_variant_builder_add(&builder, "{sv}", "description", g_variant_new_string(description));
+    if (vapid != NULL) g_variant_builder_add(&builder, "{sv}", "vapid", g_variant_new_string(vapid));
+    GVariant *reply = g_dbus_connection_call_sync(connector->export.connection, distributor, distributor_path,
+                                                  distributor_interface, "Register", g_variant_new("(a{sv})", &builder),
+                                                  G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL,
+                                                  error);
+    if (reply == NULL) return FALSE;
+    GVariant *answer = g_variant_get_child_value(reply, 0);
+    const char *text = dictionary_string(answer, "success");
+    *success = g_strdup(text != NULL ? text : "");
+    text = dictionary_string(answer, "reason");
+    *reason = text != NULL ? g_strdup(text) : NULL;
+    g_variant_unref(answer);
+    g_variant_unref(reply);
+    return TRUE;
+}
+
+gboolean kpd_connector_unregister(KpdConnector *connector, const char *distributor, const char *token,
+                                  gint timeout_ms, GError **error) {
+    GVariantBuilder builder;
+    g_variant_builder_init(&builder, G_VARIANT_TYPE("a{sv}"));
+    g_variant_builder_add(&builder, "{sv}", "token", g_variant_new_string(token));
+    GVariant *reply = g_dbus_connection_call_sync(connector->export.connection, distributor, distributor_path,
+                                                  distributor_interface, "Unregister",
+                                                  g_variant_new("(a{sv})", &builder), G_VARIANT_TYPE("(a{sv})"),
+                                                  G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL, error);
+    if (reply == NULL) return FALSE;
+    g_variant_unref(reply);
+    return TRUE;
+}
+
+void kpd_connector_free(KpdConnector *connector) {
+    export_close(&connector->export);
+    g_free(connector);
 }

@@ -10,7 +10,10 @@ extension CommandTable {
     /// still run in their siblings (nghttp2, hiredis).
     package static let desktop = kindlyPush.linking(
         .desktop, services: Services(desktop: DesktopServicesImplementation()),
-        running: [.runs(NotifyCommand.self, by: NotifyRunner.self), .runs(DoctorCommand.self, by: DoctorRunner.self)],
+        running: [
+            .runs(NotifyCommand.self, by: NotifyRunner.self), .runs(DoctorCommand.self, by: DoctorRunner.self),
+            .runs(UnifiedPushCommand.self, by: UnifiedPushRunner.self),
+        ],
         handOffs: [.redisWorker])
 }
 

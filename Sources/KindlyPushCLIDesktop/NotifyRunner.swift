@@ -140,6 +140,8 @@ final class NotifySession {
     let presenter: DesktopPresenter
     /// With `--follow`: `ai.kindly.Push1` on the session bus.
     let service: AgentService?
+    /// With `--follow`: `org.unifiedpush.Connector2` as `ai.kindly.Push` (nil when the bus refused it).
+    let connector: UnifiedPushConnector?
     /// What the handler's `openChat` reaches: the service, once it exists.
     let opened: Locked<AgentService?>
     var notifier: DesktopNotifier?
@@ -194,8 +196,10 @@ final class NotifySession {
             } catch {
                 throw CodedError(.io, error.description)
             }
+            connector = NotifySession.makeConnector(command.environment)
         } else {
             service = nil
+            connector = nil
         }
     }
 
@@ -413,6 +417,7 @@ final class NotifySession {
             if !input.isAtEnd { descriptors.append(pollfd(fd: input.descriptor, events: Int16(POLLIN), revents: 0)) }
             if let notifier { descriptors.append(pollfd(fd: notifier.eventDescriptor, events: Int16(POLLIN), revents: 0)) }
             if let service { descriptors.append(pollfd(fd: service.descriptor, events: Int16(POLLIN), revents: 0)) }
+            if let connector { descriptors.append(pollfd(fd: connector.descriptor, events: Int16(POLLIN), revents: 0)) }
             if signals >= 0 { descriptors.append(pollfd(fd: signals, events: Int16(POLLIN), revents: 0)) }
             var timeout: Int32 = children.isEmpty ? input.pollTimeout : 250
             // Kept pushes are tried again each second.
@@ -437,6 +442,7 @@ final class NotifySession {
             applyHostCalls()
             guard handleEvents() != nil else { break }
             presentKeptIfDue()
+            handleUnifiedPushCalls()
             guard !input.isAtEnd else { continue }
             do throws(CodedError) {
                 try input.readLines(into: &batch)
@@ -451,13 +457,13 @@ final class NotifySession {
                 do throws(CodedError) {
                     if case .text(let range) = line, !kept.isEmpty, command.follow != nil {
                         // While pushes wait for the server, the new ones wait behind them.
-                        keep(Array(batch.bytes[range]), line: lineNumber, because: nil)
+                        keep(Array(batch.bytes[range]), at: "line \(lineNumber)", because: nil)
                     } else {
                         do throws(CodedError) {
                             try present(line, in: batch.bytes, lines: true)
                         } catch {
                             guard error.code == .io, command.follow != nil, case .text(let range) = line else { throw error }
-                            keep(Array(batch.bytes[range]), line: lineNumber, because: error)
+                            keep(Array(batch.bytes[range]), at: "line \(lineNumber)", because: error)
                         }
                     }
                 } catch {
@@ -506,13 +512,13 @@ final class NotifySession {
 
     /// Keeps a push that could not be shown because the notification server hangs or is gone
     /// (`reason`; `nil`: others wait already), within ``maximumKept`` and ``maximumKeptBytes``.
-    func keep(_ bytes: [UInt8], line: Int, because reason: CodedError?) {
+    func keep(_ bytes: [UInt8], at place: String, because reason: CodedError?) {
         kept.append(bytes)
         keptBytes += bytes.count
         nextTry = ContinuousClock.now.advanced(by: .seconds(1))
         let why = reason.map { ": \($0.message)" } ?? ""
         Diagnostics.line(
-            "kindly-push: io: line \(line) kept\(why): it is shown once the notification server answers (\(kept.count) waiting)")
+            "kindly-push: io: \(place) kept\(why): it is shown once the notification server answers (\(kept.count) waiting)")
         while kept.count > Self.maximumKept || keptBytes > Self.maximumKeptBytes {
             keptBytes -= kept.removeFirst().count
             Diagnostics.line("kindly-push: warning: the oldest kept push is dropped: over \(Self.maximumKept) pushes or 4 MiB wait")

@@ -65,6 +65,8 @@ struct HelpAndUsageTests {
                                           rules).
                   notify                  Show a push as a desktop notification (freedesktop
                                           Notifications).
+                  unifiedpush             Register this desktop with a UnifiedPush distributor,
+                                          or end it.
                   sender-keygen           Create a sender key in a 0600 sender key file and
                                           print its sid and public key.
                   vapid-keygen            Create a VAPID key for Web Push in a 0600 key file and
@@ -138,7 +140,8 @@ struct HelpAndUsageTests {
     @Test(
         "every subcommand has help with overview, usage and options, on stdout with exit 0",
         arguments: [
-            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "sender-keygen", "vapid-keygen", "senders", "verify", "doctor",
+            "keygen", "keys", "seal", "check", "decrypt", "route", "notify", "unifiedpush", "sender-keygen", "vapid-keygen", "senders",
+            "verify", "doctor",
             "redis-status",
             "dead-letter", "completions",
             "man",

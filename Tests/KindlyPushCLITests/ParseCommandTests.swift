@@ -98,6 +98,7 @@ struct ParseCommandTests {
             (["seal", "--public-key", "x"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
             (["notify"], [:], true),
             (["doctor"], [:], true),
+            (["unifiedpush", "register"], [:], true),
             (["verify", "TestVectors"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
             (["send", "--key-id", "X"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
         ] as [([String], [String: String], Bool)])

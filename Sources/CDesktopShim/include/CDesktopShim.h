@@ -147,6 +147,67 @@ gboolean kpd_service_emit_opened(KpdService *service, const char *chat_id, GErro
 /// Releases the name, unexports the object, closes the connection.
 void kpd_service_free(KpdService *service);
 
+// MARK: The UnifiedPush connector (org.unifiedpush.Connector2, UnifiedPush's DBUS 0.3.0)
+
+/// What a distributor called on the connector.
+typedef enum {
+    KPD_CONNECTOR_MESSAGE = 1,
+    KPD_CONNECTOR_NEW_ENDPOINT = 2,
+    KPD_CONNECTOR_UNREGISTERED = 3,
+} KpdConnectorCallKind;
+
+typedef struct {
+    KpdConnectorCallKind kind;
+    /// Every call's token; NewEndpoint's endpoint; Message's id and bytes (wiped and freed with
+    /// kpd_connector_call_clear). NULL when the call has none.
+    gchar *token;
+    gchar *endpoint;
+    gchar *id;
+    uint8_t *message;
+    gsize message_length;
+} KpdConnectorCall;
+
+void kpd_connector_call_clear(KpdConnectorCall *call);
+
+/// The longest Message the connector takes, in bytes (the spec's 4096); a longer or empty one
+/// is refused with org.freedesktop.DBus.Error.InvalidArgs.
+#define KPD_CONNECTOR_MAX_MESSAGE 4096
+
+/// The object /org/unifiedpush/Connector with interface org.unifiedpush.Connector2, exported on
+/// a private connection to the bus at `address`, which requests `name`: with `replace`, taking
+/// it from an owner that allows it and never queueing (a registration, for as long as it runs);
+/// without, allowing replacement and waiting in the queue meanwhile (the agent, which gets the
+/// name back when the registration ends). Calls are answered on a thread of its own (Message
+/// with {"id": its id}) and queued behind an eventfd, as the service's.
+typedef struct KpdConnector KpdConnector;
+
+KpdConnector *kpd_connector_new(const char *address, const char *name, gboolean replace, GCancellable *cancellable,
+                                gboolean *name_taken, GError **error);
+
+/// An eventfd, readable while calls are queued.
+int kpd_connector_fd(KpdConnector *connector);
+
+/// Takes the oldest queued call into `call`; FALSE when there is none.
+gboolean kpd_connector_take(KpdConnector *connector, KpdConnectorCall *call);
+
+/// The bus names that begin with org.unifiedpush.Distributor. (NULL-terminated, g_strfreev),
+/// or NULL with `error` set.
+gchar **kpd_connector_distributors(KpdConnector *connector, gint timeout_ms, GError **error);
+
+/// Distributor2.Register on `distributor` from this connection, with `service`, `token` and,
+/// when not NULL, `description` and `vapid`: its answer's "success" and "reason" (each g_free;
+/// `reason` NULL when there is none), or FALSE with `error` set.
+gboolean kpd_connector_register(KpdConnector *connector, const char *distributor, const char *service,
+                                const char *token, const char *description, const char *vapid, gint timeout_ms,
+                                gchar **success, gchar **reason, GError **error);
+
+/// Distributor2.Unregister on `distributor` with `token`; FALSE with `error` set.
+gboolean kpd_connector_unregister(KpdConnector *connector, const char *distributor, const char *token,
+                                  gint timeout_ms, GError **error);
+
+/// Releases the name, unexports the object, closes the connection.
+void kpd_connector_free(KpdConnector *connector);
+
 // MARK: Ending cleanly
 
 /// Installs a handler for SIGTERM and SIGINT that only writes the signal's number (one byte) to

@@ -119,6 +119,7 @@ package struct CommandTable: Sendable {
         entries: [
             .runs(KeygenCommand.self), .runs(KeysCommand.self), .runs(SealCommand.self), .handsOff(SendCommand.self, to: .send),
             .runs(CheckCommand.self), .runs(DecryptCommand.self), .runs(RouteCommand.self), .handsOff(NotifyCommand.self, to: .desktop),
+            .handsOff(UnifiedPushCommand.self, to: .desktop),
             .runs(SenderKeygenCommand.self), .handsOff(VAPIDKeygenCommand.self, to: .send), .runs(SendersCommand.self),
             .runs(VerifyCommand.self),
             .handsOff(DoctorCommand.self, to: .desktop), .runs(RedisStatusCommand.self), .runs(DeadLetterCommand.self),

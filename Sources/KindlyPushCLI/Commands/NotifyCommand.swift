@@ -35,6 +35,8 @@ package struct NotifyCommand: DesktopOnlyCommand {
         across rotation and truncation, a FIFO across writers; neither may be one that another
         user owns or can write, nor lie in a folder they can change. SIGTERM or SIGINT end it between
         two pushes with status 0. A second agent on the bus exits 74: the name is taken.
+        The agent also serves org.unifiedpush.Connector2 as ai.kindly.Push and shows each
+        UnifiedPush message as it shows a followed line (see 'kindly-push unifiedpush --help').
         """
     package static let appState = RouteOptions.appState.help("killed, background or foreground (default: background).")
     package static let screen = RouteOptions.screen.taken

@@ -1,0 +1,95 @@
+internal import KindlyPush
+internal import KindlyPushBase
+internal import KindlyPushCLI
+internal import KindlyPushCore
+internal import KindlyPushDesktop
+internal import KindlyPushWebPush
+
+/// The agent's UnifiedPush side (wire-format.md section 9.4): each `Message` a distributor calls
+/// on the connector is decrypted with the device's Web Push keys (RFC 8291) and the Kindly
+/// document in it handled exactly as a followed line; one that does not decrypt is dropped with
+/// one line on standard error, its reason code first.
+extension NotifySession {
+    /// The connector under `ai.kindly.Push`, or `nil` (with one warning) when the bus refused it:
+    /// the agent then goes on with its other input.
+    static func makeConnector(_ environment: CommandEnvironment) -> UnifiedPushConnector? {
+        do throws(UnifiedPushConnector.Failure) {
+            return try UnifiedPushConnector(busAddress: KeyringChoice.busAddress(environment), takingName: false)
+        } catch {
+            Diagnostics.line("kindly-push: warning: no UnifiedPush connector (\(error)); pushes come only from the followed input")
+            return nil
+        }
+    }
+
+    /// Handles what distributors called since the last time.
+    func handleUnifiedPushCalls() {
+        guard let connector else { return }
+        for call in connector.takeCalls() {
+            switch call {
+            case .message(let token, let id, let body):
+                receive(body, token: token, id: id)
+            case .newEndpoint(let token, let endpoint):
+                guard let keys = unifiedPushKeys(), keys.token == token else { continue }
+                Diagnostics.line(
+                    "kindly-push: notify: UnifiedPush endpoint \(endpoint): if it changed, give it to the backend "
+                        + "(kindly-push unifiedpush register prints the registration)")
+            case .unregistered(let token):
+                guard let keys = unifiedPushKeys(), keys.token == token, let path = try? UnifiedPushKeys.path(command.environment)
+                else { continue }
+                UnifiedPushKeys.delete(path)
+                Diagnostics.line("kindly-push: notify: the distributor ended the UnifiedPush registration; its keys are forgotten")
+            }
+        }
+    }
+
+    /// The device's Web Push keys, read afresh (a registration may be newer than the agent).
+    private func unifiedPushKeys() -> UnifiedPushKeys? {
+        guard let path = try? UnifiedPushKeys.path(command.environment) else { return nil }
+        return try? UnifiedPushKeys.read(path)
+    }
+
+    private func drop(_ id: String, _ reason: DecryptionFailure.Reason, _ why: String) {
+        Diagnostics.line("kindly-push: \(reason.code): UnifiedPush message \(id) dropped: \(why)")
+    }
+
+    /// One message: decrypted, then shown as a followed line is.
+    private func receive(_ body: SecureBytes, token: String, id: String) {
+        guard let keys = unifiedPushKeys() else {
+            drop(id, .keyUnavailable, "no UnifiedPush registration here (kindly-push unifiedpush register)")
+            return
+        }
+        guard keys.token == token else {
+            drop(id, .keyUnavailable, "its token is not this device's registration")
+            return
+        }
+        let plaintext: SecureBytes
+        do throws(WebPushError) {
+            plaintext = try keys.decrypt(body)
+        } catch {
+            switch error {
+            case .authentication: drop(id, .authenticationFailed, error.description)
+            case .keys: drop(id, .keyUnavailable, error.description)
+            default: drop(id, .malformed, error.description)
+            }
+            return
+        }
+        var bytes = plaintext.withUnsafeBytes { Array($0) }
+        defer { bytes.wipeCapacity() }
+        applyHostCalls()
+        do throws(CodedError) {
+            if !kept.isEmpty {
+                keep(bytes, at: "UnifiedPush message \(id)", because: nil)
+            } else {
+                do throws(CodedError) {
+                    // A message is one whole document, as notify reads one push without --jsonl.
+                    try present(.text(bytes.indices), in: bytes, lines: false)
+                } catch {
+                    guard error.code == .io else { throw error }
+                    keep(bytes, at: "UnifiedPush message \(id)", because: error)
+                }
+            }
+        } catch {
+            Diagnostics.line(error.reportLine(at: "UnifiedPush message \(id)"))
+        }
+    }
+}
