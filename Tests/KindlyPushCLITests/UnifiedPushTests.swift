@@ -326,6 +326,20 @@ struct UnifiedPushTests {
     }
 }
 
+/// tools/test runs the suite beside a distributor and says so: there the UnifiedPush tests must
+/// run, not be skipped.
+@Suite("UnifiedPush tests where the test command starts a distributor", .offThePool)
+struct UnifiedPushRequiredTests {
+    @Test(
+        "where the test command starts a UnifiedPush distributor, the UnifiedPush tests run rather than being skipped",
+        .enabled(if: UnifiedPushSession.variables["KINDLY_PUSH_TEST_UNIFIEDPUSH_REQUIRED"] == "1"))
+    func distributorIsThere() {
+        #expect(
+            UnifiedPushSession.distributor != nil,
+            "KINDLY_PUSH_TEST_UNIFIEDPUSH_REQUIRED=1 but no distributor: run the suite under tools/with-unifiedpush-distributor")
+    }
+}
+
 /// The run of tools/with-unifiedpush-distributor: its distributor's bus name, its folder.
 enum UnifiedPushSession {
     static let variables = ProcessInfo.processInfo.environment
