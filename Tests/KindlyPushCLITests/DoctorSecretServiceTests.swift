@@ -154,18 +154,22 @@ struct DoctorSecretServiceTests {
 
 /// A message bus of the test's own (dbus-daemon), where any client may own any name; with
 /// `activates`, the bus starts each named service at the first call to its name (D-Bus
-/// activation, as a desktop session's bus starts gnome-keyring), its HOME in the bus's folder.
+/// activation, as a desktop session's bus starts gnome-keyring), its HOME in the bus's folder;
+/// `serviceFiles` are service files as they are shipped, by name.
 final class TestBus {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kindly-bus-\(UUID().uuidString)").path
     let process = Process()
     let address: String
 
-    init(activates services: [String: String] = [:]) throws {
+    init(activates services: [String: String] = [:], serviceFiles: [String: String] = [:]) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.createDirectory(atPath: "\(folder)/services", withIntermediateDirectories: true)
         for (name, command) in services {
             try "[D-BUS Service]\nName=\(name)\nExec=\(command)\n".write(
                 toFile: "\(folder)/services/\(name).service", atomically: true, encoding: .utf8)
+        }
+        for (name, contents) in serviceFiles {
+            try contents.write(toFile: "\(folder)/services/\(name).service", atomically: true, encoding: .utf8)
         }
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -199,18 +203,26 @@ final class TestBus {
 
     /// Whether `name` has an owner on the bus now (the bus's NameHasOwner, through gdbus).
     func hasOwner(_ name: String) throws -> Bool {
+        try callBus("NameHasOwner", name).hasPrefix("(true,)")
+    }
+
+    /// What the bus answers `method` of org.freedesktop.DBus with `arguments`, through gdbus (its
+    /// text, or its error's).
+    func callBus(_ method: String, _ arguments: String...) throws -> String {
         let gdbus = Process()
         gdbus.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
-        gdbus.arguments = [
-            "call", "--address", address, "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
-            "org.freedesktop.DBus.NameHasOwner", name,
-        ]
+        gdbus.arguments =
+            [
+                "call", "--address", address, "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                "org.freedesktop.DBus.\(method)",
+            ] + arguments
         let output = Pipe()
         gdbus.standardOutput = output
+        gdbus.standardError = output
         try gdbus.run()
         let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         gdbus.waitUntilExit()
-        return answer.hasPrefix("(true,)")
+        return answer
     }
 
     deinit {

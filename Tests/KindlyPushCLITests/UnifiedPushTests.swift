@@ -326,6 +326,30 @@ struct UnifiedPushTests {
     }
 }
 
+/// The agent's D-Bus activation files as tools/install ships them (data/dbus/, `@BINDIR@` the
+/// built binary's folder), on a bus of the test's own: dbus-daemon reads only what its format says.
+@Suite("The agent's D-Bus activation files, as shipped", .offThePool)
+struct BusActivationTests {
+    @Test(
+        "each shipped service file (ai.kindly.Push for UnifiedPush's distributor, ai.kindly.Push1 for hosts) starts the agent at the first call to its name, which then owns both names",
+        arguments: ["ai.kindly.Push", "ai.kindly.Push1"])
+    func activates(_ name: String) throws {
+        let shipped = try String(contentsOf: CLI.packageRoot.appendingPathComponent("data/dbus/\(name).service"), encoding: .utf8)
+        let folder = CLI.binary.deletingLastPathComponent().path
+        let bus = try TestBus(serviceFiles: [name: shipped.replacingOccurrences(of: "@BINDIR@", with: folder)])
+        #expect(try !bus.hasOwner(name))
+        let started = try bus.callBus("StartServiceByName", name, "0")
+        #expect(started.hasPrefix("(uint32 1,)"), "\(started)")
+        #expect(try bus.hasOwner("ai.kindly.Push") && bus.hasOwner("ai.kindly.Push1"))
+        // The agent follows its FIFO until a signal: it is stopped here, not left to the bus's end.
+        // Its answer is `(uint32 PID,)`.
+        let answer = try bus.callBus("GetConnectionUnixProcessID", name)
+        if let pid = answer.split(separator: " ").dropFirst().first.flatMap({ Int32($0.prefix(while: \.isNumber)) }) {
+            kill(pid, SIGTERM)
+        }
+    }
+}
+
 /// tools/test runs the suite beside a distributor and says so: there the UnifiedPush tests must
 /// run, not be skipped.
 @Suite("UnifiedPush tests where the test command starts a distributor", .offThePool)
