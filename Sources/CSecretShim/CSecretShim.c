@@ -88,6 +88,21 @@ const SecretSchema *kps_sender_schema(void) {
     return &sender_schema;
 }
 
+static const SecretSchema unifiedpush_schema = {
+    "ai.kindly.push.UnifiedPushRegistration",
+    SECRET_SCHEMA_NONE,
+    {
+        { "token", SECRET_SCHEMA_ATTRIBUTE_STRING },
+        { "distributor", SECRET_SCHEMA_ATTRIBUTE_STRING },
+        { NULL, 0 },
+    },
+};
+
+const SecretSchema *kps_unifiedpush_schema(void) {
+    kps_secret_init();
+    return &unifiedpush_schema;
+}
+
 GHashTable *kps_attributes_new(void) {
     return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 }

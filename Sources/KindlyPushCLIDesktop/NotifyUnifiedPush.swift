@@ -34,18 +34,23 @@ extension NotifySession {
                     "kindly-push: notify: UnifiedPush endpoint \(endpoint): if it changed, give it to the backend "
                         + "(kindly-push unifiedpush register prints the registration)")
             case .unregistered(let token):
-                guard let keys = unifiedPushKeys(), keys.token == token, let path = try? UnifiedPushKeys.path(command.environment)
+                guard let keys = unifiedPushKeys(), keys.token == token,
+                    let store = try? UnifiedPushStore.beside(command.decryption.keyring, environment: command.environment)
                 else { continue }
-                UnifiedPushKeys.delete(path)
-                Diagnostics.line("kindly-push: notify: the distributor ended the UnifiedPush registration; its keys are forgotten")
+                do throws(CodedError) {
+                    try store.delete()
+                    Diagnostics.line("kindly-push: notify: the distributor ended the UnifiedPush registration; its keys are forgotten")
+                } catch {
+                    Diagnostics.line("kindly-push: notify: the distributor ended the UnifiedPush registration; \(error.message)")
+                }
             }
         }
     }
 
     /// The device's Web Push keys, read afresh (a registration may be newer than the agent).
     private func unifiedPushKeys() -> UnifiedPushKeys? {
-        guard let path = try? UnifiedPushKeys.path(command.environment) else { return nil }
-        return try? UnifiedPushKeys.read(path)
+        guard let store = try? UnifiedPushStore.beside(command.decryption.keyring, environment: command.environment) else { return nil }
+        return try? store.read()
     }
 
     private func drop(_ id: String, _ reason: DecryptionFailure.Reason, _ why: String) {

@@ -2,6 +2,7 @@ internal import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushLibcrypto
+internal import KindlyPushSecretService
 internal import KindlyPushWebPush
 
 #if canImport(Glibc)
@@ -10,10 +11,10 @@ internal import KindlyPushWebPush
 
 /// The device's UnifiedPush registration and Web Push keys (wire-format.md section 9.1): a P-256
 /// key pair and a 16-byte auth secret, a second key never derived from the Kindly key, with the
-/// registration's token and distributor. Kept in the file keyring's folder, in
-/// `unifiedpush/registration.json` (0600, in a 0700 folder), as the JSON object `{"token",
-/// "distributor", "p256dh": B64URL, "secret_key": B64URL}` where `secret_key` is the private
-/// scalar (32 bytes) then the auth secret (16 bytes); the secrets never become a `String`.
+/// registration's token and distributor. Kept beside the device's keys (``UnifiedPushStore``)
+/// as the JSON object `{"token", "distributor", "p256dh": B64URL, "secret_key": B64URL}` where
+/// `secret_key` is the private scalar (32 bytes) then the auth secret (16 bytes); the secrets
+/// never become a `String`.
 struct UnifiedPushKeys {
     let token: String
     let distributor: String
@@ -22,11 +23,6 @@ struct UnifiedPushKeys {
 
     /// The uncompressed public key, `p256dh`.
     var p256dh: [UInt8] { privateKey.publicKey }
-
-    /// The file's path for this environment: beside the file keyring's keys.
-    static func path(_ environment: CommandEnvironment) throws(CodedError) -> String {
-        try KeyringChoice.fileFolder(environment) + "/unifiedpush/registration.json"
-    }
 
     /// New keys from OpenSSL's and libsodium's CSPRNGs, with a new token (16 random bytes, base64url).
     static func generate(distributor: String) throws(CodedError) -> UnifiedPushKeys {
@@ -50,7 +46,12 @@ struct UnifiedPushKeys {
             if case .missing = error { return nil }
             throw CodedError(.io, error.description)
         }
-        return try contents.withUnsafeBytes { (bytes) throws(CodedError) in try parse(bytes, path: path) }
+        return try parse(contents, path: path)
+    }
+
+    /// The keys of a registration document; `path` names where it was read, in errors.
+    static func parse(_ contents: SecureBytes, path: String) throws(CodedError) -> UnifiedPushKeys {
+        try contents.withUnsafeBytes { (bytes) throws(CodedError) in try parse(bytes, path: path) }
     }
 
     private static func parse(_ bytes: UnsafeRawBufferPointer, path: String) throws(CodedError) -> UnifiedPushKeys {
@@ -88,6 +89,18 @@ struct UnifiedPushKeys {
 
     /// Writes the keys to `path` (0600, atomically), in place of what is there.
     func write(to path: String) throws(CodedError) {
+        let contents = try document()
+        do throws(PrivateFileError) {
+            try PrivateFile.makePrivateFolder(PrivateFile.folderName(of: path))
+            UnifiedPushKeys.delete(path)
+            try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try PrivateFile.write(bytes, to: path) }
+        } catch {
+            throw CodedError(.io, error.description)
+        }
+    }
+
+    /// The registration document, in wiped memory.
+    func document() throws(CodedError) -> SecureBytes {
         var head: [UInt8] = []
         let object: JSONValue = [
             "token": .string(token), "distributor": .string(distributor), "p256dh": .string(Base64.urlEncoded(p256dh)),
@@ -114,13 +127,7 @@ struct UnifiedPushKeys {
             }
             UnsafeMutableRawBufferPointer(rebasing: out[(head.count + secretLength)...]).copyBytes(from: tail)
         }
-        do throws(PrivateFileError) {
-            try PrivateFile.makePrivateFolder(PrivateFile.folderName(of: path))
-            UnifiedPushKeys.delete(path)
-            try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try PrivateFile.write(bytes, to: path) }
-        } catch {
-            throw CodedError(.io, error.description)
-        }
+        return contents
     }
 
     /// Forgets the keys at `path`: the file is removed.
@@ -133,6 +140,75 @@ struct UnifiedPushKeys {
     func decrypt(_ message: SecureBytes) throws(WebPushError) -> SecureBytes {
         try message.withUnsafeBytes { (bytes) throws(WebPushError) in
             try WebPushEncryption.decrypt(bytes, privateKey: privateKey, auth: auth)
+        }
+    }
+}
+
+/// Where the device's UnifiedPush registration is kept: beside its Kindly key, in the keyring
+/// that holds it. In the Secret Service, one item of its own schema
+/// (`SecretServiceKeyring.storeUnifiedPushRegistration`); otherwise in the file keyring's folder,
+/// `unifiedpush/registration.json` (0600, in a 0700 folder).
+enum UnifiedPushStore {
+    case file(String)
+    case secretService(SecretServiceKeyring)
+
+    /// The store beside `keyring`, the keyring the command's keyring options name.
+    static func beside(_ keyring: any Keyring, environment: CommandEnvironment) throws(CodedError) -> UnifiedPushStore {
+        let holder = (keyring as? CachingKeyring)?.base ?? keyring
+        if let secretService = holder as? SecretServiceKeyring { return .secretService(secretService) }
+        return .file(try KeyringChoice.fileFolder(environment) + "/unifiedpush/registration.json")
+    }
+
+    /// Where it is, for messages.
+    var place: String {
+        switch self {
+        case .file(let path): path
+        case .secretService(let keyring): "the Secret Service (\(keyring.collection))"
+        }
+    }
+
+    /// The keys kept; `nil` when there are none.
+    func read() throws(CodedError) -> UnifiedPushKeys? {
+        switch self {
+        case .file(let path):
+            return try UnifiedPushKeys.read(path)
+        case .secretService(let keyring):
+            let document: SecureBytes?
+            do throws(KeyringError) {
+                document = try keyring.unifiedPushRegistration()
+            } catch {
+                throw CodedError(.io, "cannot read the UnifiedPush registration: \(error)")
+            }
+            return try document.map { (document) throws(CodedError) in try UnifiedPushKeys.parse(document, path: place) }
+        }
+    }
+
+    /// Keeps `keys`, in place of any before them.
+    func write(_ keys: UnifiedPushKeys) throws(CodedError) {
+        switch self {
+        case .file(let path):
+            try keys.write(to: path)
+        case .secretService(let keyring):
+            let document = try keys.document()
+            do throws(KeyringError) {
+                try keyring.storeUnifiedPushRegistration(document, token: keys.token, distributor: keys.distributor)
+            } catch {
+                throw CodedError(.io, "cannot store the UnifiedPush registration: \(error)")
+            }
+        }
+    }
+
+    /// Forgets the keys (none kept: nothing to do).
+    func delete() throws(CodedError) {
+        switch self {
+        case .file(let path):
+            UnifiedPushKeys.delete(path)
+        case .secretService(let keyring):
+            do throws(KeyringError) {
+                try keyring.deleteUnifiedPushRegistration()
+            } catch {
+                throw CodedError(.io, "cannot delete the UnifiedPush registration: \(error)")
+            }
         }
     }
 }

@@ -102,8 +102,8 @@ struct UnifiedPushRunner: Command {
             }
             distributor = only
         }
-        let path = try UnifiedPushKeys.path(environment)
-        let existing = try UnifiedPushKeys.read(path)
+        let store = try UnifiedPushStore.beside(keyring, environment: environment)
+        let existing = try store.read()
         let keys: UnifiedPushKeys
         if let existing {
             keys = UnifiedPushKeys(token: existing.token, distributor: distributor, privateKey: existing.privateKey, auth: existing.auth)
@@ -111,16 +111,16 @@ struct UnifiedPushRunner: Command {
             keys = try UnifiedPushKeys.generate(distributor: distributor)
         }
         // Written before Register: a message may reach the agent as soon as the endpoint exists.
-        try keys.write(to: path)
+        try store.write(keys)
         let refusal: String?
         do throws(UnifiedPushConnector.Failure) {
             refusal = try connector.register(with: distributor, token: keys.token, description: "Kindly")
         } catch {
-            if existing == nil { UnifiedPushKeys.delete(path) }
+            if existing == nil { try? store.delete() }
             throw CodedError(.io, error.description)
         }
         if let refusal {
-            if existing == nil { UnifiedPushKeys.delete(path) }
+            if existing == nil { try? store.delete() }
             throw CodedError(.io, "\(distributor) refused the registration: \(refusal)")
         }
         guard let endpoint = connector.endpoint(for: keys.token, within: Self.endpointWait) else {
@@ -141,9 +141,10 @@ struct UnifiedPushRunner: Command {
     }
 
     private func unregister() throws(CodedError) -> Int32 {
-        let path = try UnifiedPushKeys.path(environment)
-        guard let keys = try UnifiedPushKeys.read(path) else {
-            throw CodedError(.io, "no UnifiedPush registration here (\(path) does not exist)")
+        let store = try UnifiedPushStore.beside(
+            try KeyringChoice.resolve(keyring, environment: environment, for: .lookUp), environment: environment)
+        guard let keys = try store.read() else {
+            throw CodedError(.io, "no UnifiedPush registration here (none in \(store.place))")
         }
         let connector = try Self.connector(takingName: false, environment: environment)
         do throws(UnifiedPushConnector.Failure) {
@@ -151,7 +152,7 @@ struct UnifiedPushRunner: Command {
         } catch {
             throw CodedError(.io, "\(error); the keys are kept")
         }
-        UnifiedPushKeys.delete(path)
+        try store.delete()
         return 0
     }
 }

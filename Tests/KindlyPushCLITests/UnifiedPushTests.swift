@@ -114,6 +114,55 @@ struct UnifiedPushTests {
         #expect(try self.token() != token)
     }
 
+    @Test(
+        "with the device key in the Secret Service, register keeps the Web Push keys there and writes no file; the agent on that keyring opens a Message with them; unregister deletes them",
+        .enabled(if: SecretServiceSession.isRunning, "no Secret Service: run under tools/with-secret-service"),
+        .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop")
+    )
+    func secretServiceKeyring() async throws {
+        var environment = self.environment
+        environment["KINDLY_PUSH_SECRET_SERVICE_COLLECTION"] = try SecretServiceSession.createCollection()
+        let keygen = try CLI.run(["keygen", "--keyring", "secret-service"], environment: environment)
+        try #require(keygen.status == 0, "\(keygen.stderr)")
+        let publicKey = try DevicePublicKey(base64: try #require(try JSONValue(parsing: keygen.stdout)["public_key"]?.stringValue))
+        func register() throws -> (endpoint: String, p256dh: String, auth: String) {
+            let output = try CLI.run(["unifiedpush", "register", "--keyring", "secret-service"], environment: environment)
+            try #require(output.status == 0, "\(output.stderr)")
+            return try Self.subscription(try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any]))
+        }
+        let subscription = try register()
+        #expect(!FileManager.default.fileExists(atPath: registrationFile))
+        // Kept: registering again gives the same keys.
+        #expect(try register() == subscription)
+        // The token the distributor was given (this suite runs one test at a time).
+        let registers = try Self.calls().filter { $0["method"] as? String == "Register" }
+        let token = try #require((registers.last?["args"] as? [String: Any])?["token"] as? String)
+        let app = "UnifiedPush Secret Service \(marker)"
+        let store = keys.url.appendingPathComponent("secret-service.sqlite3").path
+        try await DesktopSession.exclusive {
+            let agent = try RunningCLI(
+                ["notify", "--follow", "-", "--keyring", "secret-service", "--state", store, "--app-name", app, "--verbose"],
+                environment: environment)
+            #expect(agent.waitUntil { (try? AgentTests.gdbus(["wait", "--session", "--timeout", "1", "ai.kindly.Push"]).status) == 0 })
+            let payload = try DecryptedPayload(
+                chatId: "c-1", title: "Kept \(marker)", body: "in the Secret Service", messageId: "m-\(marker)")
+            let push = try KindlyPushSealer.seal(payload, for: publicKey)
+            let subscriber = try WebPushSubscriptionKeys(p256dh: subscription.p256dh, auth: subscription.auth)
+            let message = try push.withUnsafeBytes { try WebPushEncryption.encrypt($0, for: subscriber) }
+            let call = try Self.deliver(message, token: token, id: "ss-1")
+            #expect(call.status == 0, "\(call.stderr)")
+            #expect(agent.waitUntil(seconds: 30) { Self.handled(agent) >= 1 }, "\(agent.stderr)")
+            kill(agent.process.processIdentifier, SIGTERM)
+            _ = agent.finish()
+            #expect(agent.stderr.contains("banner shown"), "\(agent.stderr)")
+            #expect(try DesktopSession.shown(app).map(\.summary) == ["Kept \(marker)"], "\(agent.stderr)")
+        }
+        let unregister = try CLI.run(["unifiedpush", "unregister", "--keyring", "secret-service"], environment: environment)
+        #expect(unregister.status == 0, "\(unregister.stderr)")
+        let second = try CLI.run(["unifiedpush", "unregister", "--keyring", "secret-service"], environment: environment)
+        #expect(second.status == 74 && second.stderr.contains("none in the Secret Service"), "\(second.stderr)")
+    }
+
     @Test("register without a device key, with a distributor that is not there, or with a bad --distributor fails with its code")
     func registerFailures() throws {
         let missing = try CLI.run(

@@ -79,6 +79,8 @@ const SecretSchema *kps_schema(void);
 /// The schema `ai.kindly.push.SenderKey` of pinned sender keys (docs/spec/wire-format.md section 7.1), with
 /// the string attributes `sid`, `label`, `created` and `public_key`.
 const SecretSchema *kps_sender_schema(void);
+/// The schema of the device's UnifiedPush registration (its Web Push keys): ai.kindly.push.UnifiedPushRegistration.
+const SecretSchema *kps_unifiedpush_schema(void);
 
 /// A new attribute table (string keys to string values, both copied).
 GHashTable *kps_attributes_new(void);

@@ -7,8 +7,8 @@ internal import KindlyPushCore
 package struct UnifiedPushCommand: DesktopOnlyCommand {
     package static let discussion = """
         register makes the device's Web Push keys (a P-256 key
-        pair and a 16-byte auth secret; kept beside the file
-        keyring's keys in unifiedpush/registration.json, 0600,
+        pair and a 16-byte auth secret; kept beside the device
+        key, in the Secret Service or the file keyring, 0600,
         never printed), registers ai.kindly.Push with the
         session bus's UnifiedPush distributor (Distributor2),
         waits up to 10 s for its endpoint (NewEndpoint) and
