@@ -97,6 +97,7 @@ package struct APNsSendProcessor: DocumentProcessor {
             failure.isTransient = true
             throw failure
         case .answered(let status, let reason, let retryAfter, let platform):
+            let gone = platform.isGone(status, reason: reason)
             let reason = reason.map { " \($0)" } ?? ""
             if platform.isRetried(status) {
                 // An answer for this push: each later round counts toward --max-deliveries.
@@ -107,7 +108,7 @@ package struct APNsSendProcessor: DocumentProcessor {
                 failure.retryAfter = retryAfter
                 throw failure
             }
-            if deadLetters, (400..<500).contains(status), !platform.isGone(status) {
+            if deadLetters, (400..<500).contains(status), !gone {
                 throw CodedError(.badInput, "\(platform.service) refused the push: \(status)\(reason)")
             }
         }

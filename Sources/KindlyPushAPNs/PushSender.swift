@@ -116,12 +116,13 @@ package enum SendPlatform: String, Sendable {
     /// 2xx (201).
     package func isDelivered(_ status: Int) -> Bool { self == .webPush ? (200..<300).contains(status) : status == 200 }
 
-    /// Whether an answer says the device or subscription is gone: APNs's 410, FCM's 404
-    /// (`UNREGISTERED`), Web Push's 404 and 410.
-    package func isGone(_ status: Int) -> Bool {
+    /// Whether an answer says the device or subscription is gone: APNs's 410, FCM's 404 whose
+    /// `errorCode` is `UNREGISTERED` (another 404, such as a project that does not exist, is
+    /// not the device's), Web Push's 404 and 410.
+    package func isGone(_ status: Int, reason: String?) -> Bool {
         switch self {
         case .apns: status == 410
-        case .fcm: status == 404
+        case .fcm: status == 404 && reason == "UNREGISTERED"
         case .webPush: status == 404 || status == 410
         }
     }
@@ -532,7 +533,7 @@ package final class PushSender {
         let reason = link.reason(status: status, body: exchange.body)
         metrics?.answered(
             source, status: status, reason: reason, seconds: Double(Self.nanoseconds() - transfer.sentAt) / 1e9,
-            gone: platform.isGone(status))
+            gone: platform.isGone(status, reason: reason))
         do throws(CodedError) {
             if try link.sendsAgain(transfer, status: status, reason: reason) {
                 ready.insert(transfer, at: ready.firstIndex { $0.sequence > transfer.sequence } ?? ready.endIndex)
@@ -563,7 +564,7 @@ package final class PushSender {
         if !delivered {
             members.append(.init(key: "reason", value: reason.map { .string($0) } ?? .null))
         }
-        if platform.isGone(status) { members.append(.init(key: "gone", value: .bool(true))) }
+        if platform.isGone(status, reason: reason) { members.append(.init(key: "gone", value: .bool(true))) }
         members += link.extraMembers(status: status, body: exchange.body)
         // The retry-after of a status tried again, in whole seconds rounded up: the line's and the
         // outcome's alike.

@@ -93,25 +93,29 @@ struct SendFCMTests {
         #expect((assertion?["claims"] as? [String: Any])?["scope"] as? String == "https://www.googleapis.com/auth/firebase.messaging")
     }
 
-    @Test("404 UNREGISTERED is gone; 400 and 403 are that push's refusals; 429 with Retry-After is sent again, no sooner, then 200")
+    @Test(
+        "404 UNREGISTERED is gone, a 404 without it is not; 400 and 403 are that push's refusals; 429 with Retry-After is sent again, no sooner, then 200"
+    )
     func answers() throws {
         let script: [String: Any] = [
             "answers": [
                 "gone": [["status": 404]], "bad": [["status": 400]], "other": [["status": 403]],
-                "busy": [["status": 429, "retry_after": 1]],
+                "busy": [["status": 429, "retry_after": 1]], "lost": [["status": 404, "error_code": ""]],
             ]
         ]
         let server = try Self.server(script)
         let path = try Self.configuration(server)
-        let lines = ["gone", "bad", "other", "busy"].map { #"{"fcm_token":"\#($0)","push":\#(Self.push)}"# }
+        let lines = ["gone", "bad", "other", "busy", "lost"].map { #"{"fcm_token":"\#($0)","push":\#(Self.push)}"# }
         let started = Date()
         let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
         let elapsed = Date().timeIntervalSince(started)
         #expect(output.status == 0, "\(output.stderr)")
         let results = SendTests.lines(output)
-        try #require(results.count == 4, "\(output.stdout)")
-        #expect(results.map { $0["status"] as? Int } == [404, 400, 403, 200], "\(output.stdout)")
-        #expect(results.map { $0["gone"] as? Bool } == [true, nil, nil, nil])
+        try #require(results.count == 5, "\(output.stdout)")
+        #expect(results.map { $0["status"] as? Int } == [404, 400, 403, 200, 404], "\(output.stdout)")
+        // Only UNREGISTERED says the device is gone: a backend drops the registration on it.
+        #expect(results.map { $0["gone"] as? Bool } == [true, nil, nil, nil, nil])
+        #expect(results[4]["reason"] as? String == "NOT_FOUND")
         #expect(results[0]["reason"] as? String == "UNREGISTERED")
         #expect(results[1]["reason"] as? String == "INVALID_ARGUMENT")
         #expect(results[2]["reason"] as? String == "SENDER_ID_MISMATCH")
