@@ -101,14 +101,6 @@ struct UnifiedPushKeys {
 
     /// The registration document, in wiped memory.
     func document() throws(CodedError) -> SecureBytes {
-        var head: [UInt8] = []
-        let object: JSONValue = [
-            "token": .string(token), "distributor": .string(distributor), "p256dh": .string(Base64.urlEncoded(p256dh)),
-        ]
-        JSONWriter.write(object, to: &head)
-        head.removeLast()  // the closing brace: the secret member follows
-        head += Array(",\"secret_key\":\"".utf8)
-        let tail = Array("\"}\n".utf8)
         let scalar: SecureBytes
         do throws(LibcryptoError) {
             scalar = try privateKey.scalar()
@@ -119,15 +111,12 @@ struct UnifiedPushKeys {
             scalar.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[..<P256.scalarLength]).copyMemory(from: $0) }
             auth.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[P256.scalarLength...]).copyMemory(from: $0) }
         }
-        let secretLength = Base64.urlEncodedLength(of: secret.count)
-        let contents = SecureBytes(count: head.count + secretLength + tail.count) { out in
-            out.copyBytes(from: head)
-            secret.withUnsafeBytes {
-                Base64.urlEncode($0, into: UnsafeMutableRawBufferPointer(rebasing: out[head.count..<(head.count + secretLength)]))
-            }
-            UnsafeMutableRawBufferPointer(rebasing: out[(head.count + secretLength)...]).copyBytes(from: tail)
-        }
-        return contents
+        return JSONWriter.secretObject(
+            before: [
+                .init(key: "token", value: .string(token)), .init(key: "distributor", value: .string(distributor)),
+                .init(key: "p256dh", value: .string(Base64.urlEncoded(p256dh))),
+            ],
+            secretMember: "secret_key", secret: secret)
     }
 
     /// Forgets the keys at `path`: the file is removed.

@@ -66,17 +66,11 @@ package enum VAPID {
 package enum VAPIDKeyFile {
     /// Writes `key` to a new file at `path` (0600, atomically). An existing file is never replaced.
     package static func write(_ key: ES256Key, to path: String) throws(PrivateFileError) {
-        var head = Array("{\"public_key\":\"".utf8)
-        head += key.publicKey.withUnsafeBytes { Base64.urlEncodedBytes($0) }
-        head += Array("\",\"secret_key\":\"".utf8)
-        let tail = Array("\"}\n".utf8)
-        let secretLength = Base64.urlEncodedLength(of: P256.scalarLength)
-        let contents = SecureBytes(count: head.count + secretLength + tail.count) { out in
-            out.copyBytes(from: head)
-            key.withScalar { scalar in
-                Base64.urlEncode(scalar, into: UnsafeMutableRawBufferPointer(rebasing: out[head.count..<(head.count + secretLength)]))
-            }
-            UnsafeMutableRawBufferPointer(rebasing: out[(head.count + secretLength)...]).copyBytes(from: tail)
+        let publicKey = key.publicKey.withUnsafeBytes { Base64.urlEncoded($0) }
+        let contents = JSONWriter.secretObject(
+            before: [.init(key: "public_key", value: .string(publicKey))], secretMember: "secret_key", secretCount: P256.scalarLength
+        ) { slot in
+            key.withScalar { Base64.urlEncode($0, into: slot) }
         }
         try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try PrivateFile.write(bytes, to: path) }
     }

@@ -104,41 +104,8 @@ enum KeyPairFile {
     /// The text of a key file of `kind`, followed by `extra` members, in a wiped buffer: the
     /// secret is encoded straight into it.
     static func serialize(kind: Kind, id: String, publicKey: String, secret: SecureBytes, extra: [JSONObject.Member]) -> SecureBytes {
-        var head: [UInt8] = []
-        JSONWriter.write(
-            .object(
-                JSONObject([
-                    .init(key: kind.idMember, value: .string(id)),
-                    .init(key: "public_key", value: .string(publicKey)),
-                ])), to: &head)
-        head.removeLast()  // the closing brace: the secret member follows
-        var tail: [UInt8] = []
-        for member in extra {
-            tail.append(UInt8(ascii: ","))
-            JSONWriter.writeString(member.key, to: &tail)
-            tail.append(UInt8(ascii: ":"))
-            JSONWriter.write(member.value, to: &tail)
-        }
-        tail.append(contentsOf: "}\n".utf8)
-        let prefix = Array(",\"secret_key\":\"".utf8)
-        let secretLength = Base64.urlEncodedLength(of: X25519.keyLength)
-        let total = head.count + prefix.count + secretLength + 1 + tail.count
-        return SecureBytes(count: total) { out in
-            var offset = 0
-            func append(_ bytes: [UInt8]) {
-                for byte in bytes {
-                    out[offset] = byte
-                    offset += 1
-                }
-            }
-            append(head)
-            append(prefix)
-            secret.withUnsafeBytes { secret in
-                Base64.urlEncode(secret, into: UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + secretLength)]))
-            }
-            offset += secretLength
-            append([UInt8(ascii: "\"")])
-            append(tail)
-        }
+        JSONWriter.secretObject(
+            before: [.init(key: kind.idMember, value: .string(id)), .init(key: "public_key", value: .string(publicKey))],
+            secretMember: "secret_key", secret: secret, after: extra)
     }
 }

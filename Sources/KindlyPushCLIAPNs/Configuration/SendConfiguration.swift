@@ -1,6 +1,6 @@
 internal import KindlyPushAPNs
 package import KindlyPushBase
-package import KindlyPushCLI
+internal import KindlyPushCLI
 internal import KindlyPushCore
 
 #if canImport(Glibc)

@@ -68,13 +68,16 @@ package enum YAMLDocument {
 
     /// Reads the one document of `text` (an empty text: an empty mapping).
     package static func parse(_ text: [UInt8]) throws(YAMLError) -> YAMLNode {
-        var parser = yaml_parser_t()
-        guard yaml_parser_initialize(&parser) == 1 else { throw YAMLError(line: 1, column: 1, message: "libyaml cannot start") }
-        defer { yaml_parser_delete(&parser) }
+        // libyaml keeps pointers into its parser for as long as it reads: the parser has an address
+        // of its own (an inout `&parser` is valid only for the call it is passed to).
+        let parser = UnsafeMutablePointer<yaml_parser_t>.allocate(capacity: 1)
+        parser.initialize(to: yaml_parser_t())
+        defer { parser.deallocate() }
+        guard yaml_parser_initialize(parser) == 1 else { throw YAMLError(line: 1, column: 1, message: "libyaml cannot start") }
+        defer { yaml_parser_delete(parser) }
         return try text.withUnsafeBufferPointer { (buffer) throws(YAMLError) -> YAMLNode in
-            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
-            let reader = EventReader(parser: &parser)
-            return try reader.document()
+            yaml_parser_set_input_string(parser, buffer.baseAddress, buffer.count)
+            return try EventReader(parser: parser).document()
         }
     }
 
