@@ -106,6 +106,19 @@ package enum LineEngine {
         return outcome
     }
 
+    /// A run of consecutive lines as the engine hands it to a sink (``LineSink``): their output
+    /// lines, each ending in its newline, and what each was.
+    package struct Chunk {
+        package var bytes: [UInt8] = []
+        /// A line of the chunk was a document that went on past its line.
+        package var spread = false
+        /// The outcome of each line, counted (`--summary`).
+        package var outcomes = ResultCounts()
+        /// With the work's `keepsLines`: each line's output in ``bytes``, without its newline,
+        /// and what it was.
+        package var lines: [(range: Range<Int>, outcome: LineOutcome)] = []
+    }
+
     /// What the runner's threads do for a processor: each chunk's output lines into its buffer.
     package struct Work<P: DocumentProcessor>: BatchWork {
         let processor: P
@@ -125,15 +138,7 @@ package enum LineEngine {
             self.lines = lines
         }
 
-        package struct Output {
-            package var bytes: [UInt8] = []
-            /// A line of the chunk was a document that went on past its line.
-            package var spread = false
-            /// The outcome of each line, for `--summary`.
-            package var outcomes = ResultCounts()
-            /// With ``keepsLines``: each line's output in ``bytes``, without its newline, and what it was.
-            package var lines: [(range: Range<Int>, outcome: LineOutcome)] = []
-        }
+        package typealias Output = LineEngine.Chunk
 
         package func makeScratch() -> P.Scratch { processor.makeScratch() }
         package func wipe(_ scratch: inout P.Scratch) { processor.wipe(&scratch) }

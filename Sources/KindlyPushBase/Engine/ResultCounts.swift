@@ -1,7 +1,7 @@
 /// `--summary`: how many output lines each result code had (`ok` for a result, the error's code
 /// for an error object), counted from each line's outcome as the runner makes it.
 package struct ResultCounts: Sendable {
-    private(set) var lines = 0
+    package private(set) var lines = 0
     private var results = 0
     /// The codes met, in the order met; a run meets a few, so a list.
     private var errors: [(code: ErrorCode, count: Int)] = []

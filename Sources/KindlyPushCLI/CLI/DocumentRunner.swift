@@ -89,15 +89,25 @@ package enum DocumentRunner {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: command.processor.inputLimit)
-        var stdout = OutputStream(descriptor: target.descriptor)
-        var tally = Tally(progress: ProgressLine(quiet: command.stream.isQuiet))
+        var source = ReaderSource(LineBatchReader(descriptors: descriptors, maximumLineLength: command.processor.inputLimit))
+        var sink = OutputSink(
+            stdout: OutputStream(descriptor: target.descriptor), tally: Tally(progress: ProgressLine(quiet: command.stream.isQuiet)))
         // Regular files only: their size is known, so the progress line shows the share read.
         let sizes = descriptors.compactMap { FileDescriptor(rawValue: $0).regularFileSize }
-        if sizes.count == descriptors.count { tally.progress.totalBytes = sizes.reduce(0, +) }
-        let readError = runStream(command, reader: &reader, stdout: &stdout, tally: &tally)
+        if sizes.count == descriptors.count { sink.tally.progress.totalBytes = sizes.reduce(0, +) }
+        // With `--jobs N`, N threads take chunks of 16 lines, oldest first, from up to
+        // StreamBatching.batchesInFlight batches, while this thread reads batches ahead and
+        // writes each one as soon as all its chunks are done, in input order. So with `--jobs 1`
+        // one thread processes while this one reads and writes beside it, as the library's
+        // stream with `jobs` 1 does. When the system gives no thread, the runner has none and
+        // this one processes each batch as it takes it: read, process and write.
+        let processing = ThreadedLines(LineEngine.Work(processor: command.processor, counts: true), jobs: command.stream.jobs)
+        let readError = LineEngine.drive(source: &source, processing: processing, sink: &sink)
+        processing.finish()
+        var tally = sink.tally
+        var stdout = sink.stdout
         tally.progress.clear()
-        reader.wipe()
+        source.wipe()
         let writeStatus = finish(&stdout, target, incomplete: readError != nil)
         if readError == nil, let writeStatus { return writeStatus }
         if command.stream.showsSummary {
@@ -134,74 +144,17 @@ package enum DocumentRunner {
         }
     }
 
-    /// Standard input failed: an `io` error, as docs/spec/streams.md says for --jsonl.
-    private static func readFailure(_ error: Errno) -> CodedError {
-        CodedError(.io, "cannot read standard input: \(error)")
-    }
+    /// `--jsonl`'s sink: each chunk's output lines on the output, counted, with the progress line.
+    struct OutputSink: ~Copyable, LineSink {
+        var stdout: OutputStream
+        var tally: Tally
 
-    /// The stream on the library's ``OrderedBatchRunner`` (the engine of the async
-    /// `decryptStream` too): with `--jobs N`, N threads take chunks of 16 lines, oldest first,
-    /// from up to ``StreamBatching/batchesInFlight`` batches, while this thread reads batches
-    /// ahead and writes each one as soon as all its chunks are done, in input order. So with
-    /// `--jobs 1` one thread processes while this one reads and writes beside it, as the
-    /// library's stream with `jobs` 1 does. When the system gives no thread, the runner has
-    /// none and this one processes each batch as it publishes it: read, process and write.
-    private static func runStream<C: DocumentCommand>(
-        _ command: C, reader: inout LineBatchReader, stdout: inout OutputStream, tally: inout Tally
-    ) -> CodedError? {
-        let jobs = command.stream.jobs
-        let runner = OrderedBatchRunner(
-            LineEngine.Work(processor: command.processor, counts: true), jobs: jobs,
-            batchesInFlight: StreamBatching.batchesInFlight,
-            maximumBatchLines: StreamBatching.batchLines, chunkLines: StreamBatching.chunkLines)
-        var readError: CodedError?
-        var ended = false
-        while true {
-            while !ended, let slot = runner.takeFreeSlot() {
-                // A live filter: rather than wait for input with batches in flight, write them
-                // first; with none in flight, flush what was written before waiting.
-                if reader.inputWouldBlock() {
-                    if runner.hasInFlight {
-                        runner.giveBack(slot)
-                        break
-                    }
-                    if !stdout.flush() {
-                        ended = true
-                        runner.giveBack(slot)
-                        break
-                    }
-                }
-                do throws(Errno) {
-                    try reader.nextBatch(
-                        into: &slot.batch, maximumLines: StreamBatching.batchLines, maximumBytes: StreamBatching.batchBytes, live: true)
-                } catch {
-                    // The lines of a batch cut short by the error are not processed.
-                    readError = readFailure(error)
-                    slot.batch.lines.removeAll()
-                }
-                if slot.batch.lines.isEmpty {
-                    ended = true
-                    runner.giveBack(slot)
-                    break
-                }
-                runner.publish(slot)
-            }
-            guard runner.hasInFlight else { break }
-            let oldest = runner.waitForOldest()
-            for chunk in 0..<oldest.chunkCount {
-                stdout.write(oldest[chunk].bytes)
-                tally.written(
-                    lineCount: oldest.lines(ofChunk: chunk).count, outcomes: oldest[chunk].outcomes, spread: oldest[chunk].spread,
-                    bytesRead: reader.bytesRead)
-                if oldest[chunk].bytes.capacity > keptOutputCapacity {
-                    oldest[chunk].bytes.wipeCapacity()
-                    oldest[chunk].bytes = []
-                }
-            }
-            runner.giveBack(oldest)
-            if stdout.failed { ended = true }
+        mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool {
+            stdout.write(chunk.bytes)
+            tally.written(lineCount: chunk.outcomes.lines, outcomes: chunk.outcomes, spread: chunk.spread, bytesRead: bytesRead)
+            return !stdout.failed
         }
-        runner.finish()
-        return readError
+
+        mutating func flush() -> Bool { stdout.flush() }
     }
 }

@@ -200,6 +200,9 @@ package final class OrderedBatchRunner<Work: BatchWork>: @unchecked Sendable {
     /// Whether a batch is published and not yet taken back.
     package var hasInFlight: Bool { !inFlight.isEmpty }
 
+    /// Whether a slot is free to fill (``takeFreeSlot()`` would give one).
+    package var hasFreeSlot: Bool { !free.isEmpty }
+
     /// A free slot to fill, or `nil` when every slot is in flight (take the oldest back first).
     package func takeFreeSlot() -> Slot? { free.popLast() }
 
