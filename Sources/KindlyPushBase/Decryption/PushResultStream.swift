@@ -333,26 +333,21 @@ extension JSONReader {
     }
 }
 
-/// A stream's state: the runner and its threads, the task that reads the documents, the slot
-/// whose results are being given. Used by one iterator, so by one task at a time.
+/// A stream's state: the engine's threaded processing, the task that reads the documents, the
+/// results of the batch being given. Used by one iterator, so by one task at a time.
 final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Sendable where Documents.Element == [UInt8] {
-    typealias Runner = OrderedBatchRunner<LineEngine.Work<DecryptProcessor>>
-
-    private let runner: Runner
+    private let processing: ThreadedLines<DecryptProcessor>
     private let channel: DocumentChannel<Documents.Failure>
     private let reader: Task<Void, Never>
     /// The keyring look-ups of the threads, given up when the stream ends.
     private let abandonment: LookupAbandonment
-    private var current: Runner.Slot?
-    private var chunk = 0
-    private var line = 0
+    /// The results of the batch handed over last, given one by one.
+    private var results = ResultQueue()
     private var done = false
 
     init(_ documents: Documents, work: LineEngine.Work<DecryptProcessor>, jobs: Int, abandonment: LookupAbandonment) {
         self.abandonment = abandonment
-        runner = Runner(
-            work, jobs: jobs, batchesInFlight: StreamBatching.batchesInFlight, maximumBatchLines: StreamBatching.batchLines,
-            chunkLines: StreamBatching.chunkLines)
+        processing = ThreadedLines(work, jobs: jobs, keptOutputCapacity: nil)
         let channel = DocumentChannel<Documents.Failure>(
             maximumDocuments: StreamBatching.batchLines * 2, maximumBytes: StreamBatching.batchBytes * 2)
         self.channel = channel
@@ -379,9 +374,9 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
         channel.close()
         reader.cancel()
         abandonment.abandon()
-        runner.cancel()
-        current = nil
-        runner.finish()
+        processing.cancel()
+        results.removeAll()
+        processing.finish()
     }
 
     /// The next result, on the caller's executor (no hop per result: only a batch's wait suspends).
@@ -392,24 +387,17 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
                 end()
                 return nil
             }
-            if let slot = current {
-                if let result = take(from: slot) { return result }
-                runner.giveBack(slot)
-                current = nil
-            }
+            if let result = results.next() { return result }
             publishWhatArrived()
-            if runner.hasInFlight {
+            if !processing.isIdle {
                 // Cancelled while the threads work (or wait for the keyring): they give up their
                 // look-ups and skip what they have not begun, so the batch comes back at once.
-                let (runner, abandonment) = (self.runner, self.abandonment)
-                current = await withTaskCancellationHandler {
-                    await runner.oldest()
+                let abandonment = self.abandonment
+                _ = await withTaskCancellationHandler {
+                    await processing.deliver(to: &results)
                 } onCancel: {
                     abandonment.abandon()
-                    runner.cancel()
                 }
-                chunk = 0
-                line = 0
                 // Keep the threads busy while this batch's results are given.
                 publishWhatArrived()
                 continue
@@ -435,27 +423,46 @@ final class PushStreamEngine<Documents: AsyncSequence & Sendable>: @unchecked Se
 
     /// Fills free slots with the documents that have arrived, without waiting for more.
     private func publishWhatArrived() {
-        while let slot = runner.takeFreeSlot() {
-            channel.take(into: &slot.batch, maximumLines: StreamBatching.batchLines, maximumBytes: StreamBatching.batchBytes)
-            guard !slot.batch.lines.isEmpty else {
-                runner.giveBack(slot)
-                return
+        let channel = self.channel
+        while processing.hasRoom {
+            var taken = false
+            processing.take { batch in
+                channel.take(into: &batch, maximumLines: StreamBatching.batchLines, maximumBytes: StreamBatching.batchBytes)
+                taken = !batch.lines.isEmpty
             }
-            runner.publish(slot)
+            guard taken else { return }
         }
     }
 
-    private func take(from slot: Runner.Slot) -> PushStreamResult? {
-        while chunk < slot.chunkCount {
-            if line < slot[chunk].lines.count {
-                let (range, outcome) = slot[chunk].lines[line]
-                line += 1
-                return PushStreamResult(outcome: PushStreamResult.Outcome(outcome), json: Array(slot[chunk].bytes[range]))
+    /// The stream's sink: each line's result of a batch, given one by one.
+    struct ResultQueue: LineSink {
+        private var results: [PushStreamResult] = []
+        private var head = 0
+
+        mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool {
+            for (range, outcome) in chunk.lines {
+                results.append(PushStreamResult(outcome: PushStreamResult.Outcome(outcome), json: Array(chunk.bytes[range])))
             }
-            chunk += 1
-            line = 0
+            return true
         }
-        return nil
+
+        mutating func flush() -> Bool { true }
+
+        /// The next result taken, or nil when every one was given (the storage is kept).
+        mutating func next() -> PushStreamResult? {
+            guard head < results.count else {
+                results.removeAll(keepingCapacity: true)
+                head = 0
+                return nil
+            }
+            head += 1
+            return results[head - 1]
+        }
+
+        mutating func removeAll() {
+            results.removeAll()
+            head = 0
+        }
     }
 }
 

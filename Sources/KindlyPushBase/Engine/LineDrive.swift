@@ -63,8 +63,8 @@ package protocol LineProcessing: AnyObject {
     var isIdle: Bool { get }
     /// The most lines, and about the most bytes, it takes in one batch.
     var batchLimits: (lines: Int, bytes: Int) { get }
-    /// Gives `fill` an empty batch, then takes the lines it put there.
-    func take(_ fill: (inout LineBatchReader.Batch) throws(CodedError) -> Void) throws(CodedError)
+    /// Gives `fill` an empty batch, then takes the lines it put there (none when it throws).
+    func take<Failure: Error>(_ fill: (inout LineBatchReader.Batch) throws(Failure) -> Void) throws(Failure)
     /// Hands the sink what is finished, in input order; the threaded processing waits for its
     /// oldest batch. `false` when the sink said it can take no more. `bytesRead` is passed on
     /// (``LineSink/accept(_:bytesRead:)``).
@@ -205,9 +205,9 @@ package final class ThreadedLines<P: DocumentProcessor>: LineProcessing {
     package var hasRoom: Bool { runner.hasFreeSlot }
     package var isIdle: Bool { !runner.hasInFlight }
 
-    package func take(_ fill: (inout LineBatchReader.Batch) throws(CodedError) -> Void) throws(CodedError) {
+    package func take<Failure: Error>(_ fill: (inout LineBatchReader.Batch) throws(Failure) -> Void) throws(Failure) {
         guard let slot = runner.takeFreeSlot() else { return }
-        do throws(CodedError) {
+        do throws(Failure) {
             try fill(&slot.batch)
         } catch {
             runner.giveBack(slot)
@@ -239,6 +239,27 @@ package final class ThreadedLines<P: DocumentProcessor>: LineProcessing {
     }
 
     package func wait(input: Int32?, timeout: Int) {}
+
+    /// ``deliver(to:bytesRead:)`` for an async front end (the library's stream): the task is
+    /// suspended, no thread blocked, until the oldest batch is complete; a cancelled task's
+    /// wait ends as soon as the threads finish the chunks they hold (``cancel()``).
+    package func deliver<Sink: LineSink & ~Copyable>(to sink: inout Sink, bytesRead: Int = 0) async -> Bool {
+        guard runner.hasInFlight else { return true }
+        let runner = self.runner
+        let oldest = await withTaskCancellationHandler {
+            await runner.oldest()
+        } onCancel: {
+            runner.cancel()
+        }
+        var open = true
+        for chunk in 0..<oldest.chunkCount where open { open = sink.accept(oldest[chunk], bytesRead: bytesRead) }
+        runner.giveBack(oldest)
+        return open
+    }
+
+    /// From any thread: what is in flight and not begun is skipped, for a run that ends without
+    /// using it.
+    package func cancel() { runner.cancel() }
 
     /// Stops the threads and zeroes the buffers; nothing may be taken after.
     package func finish() { runner.finish() }
