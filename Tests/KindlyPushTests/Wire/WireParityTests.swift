@@ -1,4 +1,5 @@
 import KindlyPush
+import KindlyPushBase
 import KindlyPushCore
 import Testing
 
@@ -74,6 +75,11 @@ struct LibraryWireParityTests {
             let line = (try? JSONValue(parsing: String(decoding: result.json, as: UTF8.self)))?["error"]?["code"]?.stringValue
             row.append("jsonLines: \(line ?? String(decoding: result.json, as: UTF8.self))")
         }
+        // A front end of the engine's own (the worked example of docs/architecture.md).
+        for (code, line) in acknowledge([bytes, bytes], decryption: decryption, jobs: 2) {
+            let shown = code == "ok" ? line : code
+            row.append("queue: \(shown)")
+        }
         for context in [
             RouteContext(appState: .killed), RouteContext(appState: .background, hasExtension: true),
             RouteContext(appState: .foreground, screen: .other),
@@ -92,10 +98,10 @@ struct LibraryWireParityTests {
         return row
     }
 
-    @Test("decryptResult, decryptStream (documents, JSON lines), route and the handler agree with version 1", arguments: cases)
+    @Test("decryptResult, decryptStream (documents, JSON lines), a queue on the engine, route and the handler agree with version 1", arguments: cases)
     func parity(_ name: String) async throws {
         let reference = try await row(name, .one)
-        #expect(reference.count == 9)
+        #expect(reference.count == 11)
         for sealing in Sealing.allCases.dropFirst() {
             #expect(try await row(name, sealing) == reference, "\(name), \(sealing.rawValue)")
         }
