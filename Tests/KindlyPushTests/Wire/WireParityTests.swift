@@ -98,7 +98,9 @@ struct LibraryWireParityTests {
         return row
     }
 
-    @Test("decryptResult, decryptStream (documents, JSON lines), a queue on the engine, route and the handler agree with version 1", arguments: cases)
+    @Test(
+        "decryptResult, decryptStream (documents, JSON lines), a queue on the engine, route and the handler agree with version 1",
+        arguments: cases)
     func parity(_ name: String) async throws {
         let reference = try await row(name, .one)
         #expect(reference.count == 11)
