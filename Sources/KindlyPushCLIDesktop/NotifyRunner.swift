@@ -10,7 +10,7 @@ internal import KindlyPushDesktop
 
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
 /// service), handles taps, and shows a push delivered twice once.
-struct NotifyRunner: Command {
+struct NotifyRunner: RunnableCommand {
     static let name = NotifyCommand.name
     static let abstract = NotifyCommand.abstract
     static let discussion = NotifyCommand.discussion

@@ -6,7 +6,9 @@ internal import KindlyPushDesktop
 /// `kindly-push unifiedpush register|unregister`: the desktop's UnifiedPush registration
 /// (wire-format.md sections 9.1 and 9.4), made from the connector's own bus name, which it
 /// takes from the agent for as long as it runs.
-struct UnifiedPushRunner: Command {
+struct UnifiedPushRunner: CommandImplementation {
+    typealias Declaration = UnifiedPushCommand
+
     /// What the command line asked.
     enum Action {
         case register(distributor: String?)
@@ -19,11 +21,6 @@ struct UnifiedPushRunner: Command {
 
     /// How long register waits for the distributor's `NewEndpoint`.
     static let endpointWait = Duration.seconds(10)
-    static let name = UnifiedPushCommand.name
-    static let abstract = UnifiedPushCommand.abstract
-    static let discussion = UnifiedPushCommand.discussion
-    static let arguments = UnifiedPushCommand.arguments
-    static let options = UnifiedPushCommand.options
 
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         let words = arguments.positionals

@@ -107,6 +107,21 @@ package struct CodedError: Error, Sendable {
     package var jsonObject: JSONValue {
         ["error": ["code": .string(code.rawValue), "message": .string(message)]]
     }
+
+    /// The one writer of a line's error object (without its newline): `{LEADING…, "error":
+    /// {"code", "message"}, TRAILING…}`. `leading`: the members a result names its push by
+    /// first (`send`'s `"id"` and device); `trailing` appends members already written as
+    /// text, each preceded by its comma (`seal --recipients-inline`'s `"id"` and registration).
+    package func appendErrorObject(
+        to output: inout [UInt8], leading: [JSONObject.Member] = [], trailing: ((inout [UInt8]) -> Void)? = nil
+    ) {
+        let error = JSONObject.Member(key: "error", value: ["code": .string(code.rawValue), "message": .string(message)])
+        JSONWriter.write(.object(JSONObject(leading + [error])), to: &output)
+        guard let trailing else { return }
+        output.removeLast()
+        trailing(&output)
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 /// How a command that succeeded ended: `check` exits 1 for a push that is not Kindly's.

@@ -100,7 +100,7 @@ package enum LineEngine {
             outcome.retryAfter = error.retryAfter
             outcome.message = error.message
             outcome.failure = error.decryptionFailure
-            JSONWriter.write(error.jsonObject, to: &output)
+            error.appendErrorObject(to: &output)
         }
         output.append(0x0A)
         return outcome

@@ -1,7 +1,9 @@
 package import KindlyPushBase
 internal import KindlyPushCore
 
-/// What every command declares: its name, its help, its options, and how it runs.
+/// What every command declares: its name, its help and its options, which help, usage,
+/// completions and the man page derive from, and which binary its run needs. A declaration
+/// alone runs nowhere (`notify`'s, in `kindly-push`): a ``RunnableCommand`` runs.
 package protocol Command: Sendable {
     static var name: String { get }
     static var abstract: String { get }
@@ -13,17 +15,40 @@ package protocol Command: Sendable {
     /// How the command is used, for its help's EXAMPLES and the man page's: at least one.
     static var examples: [Example] { get }
 
+    /// Whether this run needs `kindly-push-desktop` (libsecret, GIO, SQLite).
+    static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool
+}
+
+/// A command that runs: made from its parsed arguments, then run.
+package protocol RunnableCommand: Command {
     init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError)
 
     /// The command that runs for these arguments: `Self` unless an option selects another way of
     /// doing the job (`seal --recipients-inline`).
-    static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any Command
-
-    /// Whether this run needs `kindly-push-desktop` (libsecret, GIO, SQLite).
-    static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool
+    static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any RunnableCommand
 
     /// Runs the command and returns the exit status.
     func run() -> Int32
+}
+
+/// What runs a command declared by another type (`Declaration`): `notify`'s and `doctor`'s
+/// implementations in `kindly-push-desktop`, `seal --recipients-inline`. Its name, help and
+/// options are the declaration's, not copies.
+package protocol CommandImplementation: RunnableCommand {
+    associatedtype Declaration: Command
+}
+
+extension CommandImplementation {
+    package static var name: String { Declaration.name }
+    package static var abstract: String { Declaration.abstract }
+    package static var discussion: String { Declaration.discussion }
+    package static var options: [OptionSpec] { Declaration.options }
+    package static var arguments: [String] { Declaration.arguments }
+    package static var examples: [Example] { Declaration.examples }
+
+    package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool {
+        Declaration.needsDesktop(arguments, environment: environment)
+    }
 }
 
 /// One use of a command: what it does, and the shell command line that does it.
@@ -73,9 +98,6 @@ extension Command {
         synopsisParts.map { $0.joined(separator: " ") }
     }
 
-    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any Command {
-        try Self(arguments, environment: environment)
-    }
 
     /// A command that takes `--keyring` needs the desktop services when the keyring it names is
     /// the Secret Service (``KeyringChoice/needsSecretService(_:environment:)``).
@@ -84,12 +106,21 @@ extension Command {
     }
 }
 
+extension RunnableCommand {
+    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any RunnableCommand {
+        try Self(arguments, environment: environment)
+    }
+}
+
 /// A command that turns one push (or plaintext) document into one output document:
 /// `seal`, `check`, `decrypt`, `route`: its ``DocumentProcessor`` (the library's, for decrypt),
 /// and the options that say where its documents come from. The same processor serves
 /// single-document mode, every line of `--jsonl` on any number of threads, and every entry of a
 /// `--redis` worker.
-package protocol DocumentCommand: Command {
+package protocol DocumentCommand: Sendable {
+    /// The command's name, for a worker's start line and metrics.
+    static var name: String { get }
+
     associatedtype Processor: DocumentProcessor
     /// What turns each document into its output.
     var processor: Processor { get }

@@ -19,7 +19,7 @@ package struct CommandTable: Sendable {
     package enum Runner: Sendable {
         /// Made here by this type's ``Command/make(_:environment:)``: the command itself, or the
         /// implementation a binary links (`notify` in `kindly-push-desktop`).
-        case here(any Command.Type)
+        case here(any RunnableCommand.Type)
         /// Run by this sibling, with the same arguments: this binary does not link what it needs.
         case sibling(SiblingBinary)
     }
@@ -30,10 +30,10 @@ package struct CommandTable: Sendable {
         package let runner: Runner
 
         /// `command`, run here.
-        package static func runs(_ command: any Command.Type) -> Entry { Entry(command: command, runner: .here(command)) }
+        package static func runs(_ command: any RunnableCommand.Type) -> Entry { Entry(command: command, runner: .here(command)) }
 
         /// `command`'s declaration, run here by `implementation` (of the same name).
-        package static func runs(_ command: any Command.Type, by implementation: any Command.Type) -> Entry {
+        package static func runs(_ command: any Command.Type, by implementation: any RunnableCommand.Type) -> Entry {
             Entry(command: command, runner: .here(implementation))
         }
 

@@ -18,17 +18,11 @@ package protocol DesktopServices: Sendable {
 
 /// A command that only `kindly-push-desktop` runs (`notify`, `doctor`): declared in this
 /// library, so that help, completions and the man page know it; `kindly-push-desktop`'s table
-/// runs its implementation, every other table hands it to that binary.
+/// runs its implementation (a ``CommandImplementation``), every other table hands it to that
+/// binary. The declaration itself never runs.
 package protocol DesktopOnlyCommand: Command {}
 
 extension DesktopOnlyCommand {
-    /// Never called: no table runs the declaration itself.
-    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
-        throw CodedError(.io, "'\(Self.name)' runs in \(SiblingBinary.desktop.name)")
-    }
-
     /// Always: every table but `kindly-push-desktop`'s (and `kindly-push-redis`'s) hands it there.
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { true }
-
-    package func run() -> Int32 { ErrorCode.io.exitStatus }
 }

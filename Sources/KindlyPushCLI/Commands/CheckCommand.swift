@@ -2,7 +2,7 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push check`: is this push Kindly's, and was it decrypted already?
-package struct CheckCommand: DocumentCommand, DocumentProcessor {
+package struct CheckCommand: RunnableCommand, DocumentCommand, DocumentProcessor {
     package static let name = "check"
     package static let abstract = "Tell whether a push is Kindly's and whether it is marked decrypted."
     package static let examples = [

@@ -1,7 +1,7 @@
 package import KindlyPushBase
 
 /// `kindly-push completions bash|zsh|fish`: prints a completion script for the shell.
-package struct CompletionsCommand: Command {
+package struct CompletionsCommand: RunnableCommand {
     package static let name = "completions"
     package static let abstract = "Print a shell completion script (bash, zsh or fish)."
     package static let examples = [

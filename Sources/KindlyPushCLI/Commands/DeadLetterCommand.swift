@@ -3,7 +3,7 @@ internal import KindlyPushCore
 
 /// `kindly-push dead-letter replay --redis URL --from DEAD --to INPUT (--id ID … | --code CODE |
 /// --all)`: moves a workers' dead letters back to their input stream, each exactly once.
-package struct DeadLetterCommand: Command {
+package struct DeadLetterCommand: RunnableCommand {
     package static let name = "dead-letter"
     package static let abstract = "Move a Redis Streams workers' dead letters back to their input stream, each exactly once."
     package static let examples = [

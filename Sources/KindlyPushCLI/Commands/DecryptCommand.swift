@@ -3,7 +3,7 @@ internal import KindlyPushCore
 
 /// `kindly-push decrypt`: the device side. Prints the decrypted payload, or with `--apply`
 /// the whole APNs document rewritten for display.
-package struct DecryptCommand: DocumentCommand {
+package struct DecryptCommand: RunnableCommand, DocumentCommand {
     package static let name = "decrypt"
     package static let abstract = "Decrypt a Kindly push and print its payload (or, with --apply, the rewritten push)."
     package static let examples = [

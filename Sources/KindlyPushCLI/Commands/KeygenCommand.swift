@@ -6,7 +6,7 @@ internal import KindlyPushCore
 #endif
 
 /// `kindly-push keygen`: creates a device key, stores it, prints the registration JSON.
-package struct KeygenCommand: Command {
+package struct KeygenCommand: RunnableCommand {
     package static let name = "keygen"
     package static let abstract = "Create a device key, store it, and print its registration JSON."
     package static let examples = [

@@ -2,7 +2,7 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push keys list` / `kindly-push keys delete KID`.
-package struct KeysCommand: Command {
+package struct KeysCommand: RunnableCommand {
     package static let name = "keys"
     package static let arguments = ["list", "delete <kid>"]
     package static let abstract = "List the stored keys, or delete one."

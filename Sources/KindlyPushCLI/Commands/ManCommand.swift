@@ -1,7 +1,7 @@
 package import KindlyPushBase
 
 /// `kindly-push man`: prints the roff man page.
-package struct ManCommand: Command {
+package struct ManCommand: RunnableCommand {
     package static let name = "man"
     package static let abstract = "Print the man page (roff; view it with `kindly-push man | man -l -`)."
     package static let examples = [

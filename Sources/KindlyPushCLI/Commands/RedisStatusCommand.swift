@@ -4,7 +4,7 @@ internal import KindlyPushCore
 /// `kindly-push redis-status --redis URL --from STREAM --group GROUP`: a consumer group's backlog
 /// as an operator reads it: the stream's length, the group's lag and pending
 /// entries, each consumer's pending entries and idle time, the dead-letter stream's length.
-package struct RedisStatusCommand: Command {
+package struct RedisStatusCommand: RunnableCommand {
     package static let name = "redis-status"
     package static let abstract = "Show a Redis Streams worker group's backlog: lag, pending entries per consumer, dead letters."
     package static let examples = [

@@ -2,7 +2,7 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push route`: the display decision of docs/spec/display-rules.md for a push.
-package struct RouteCommand: DocumentCommand, DocumentProcessor {
+package struct RouteCommand: RunnableCommand, DocumentCommand, DocumentProcessor {
     package static let name = "route"
     package static let abstract = "Print who presents what for a push (the display rules)."
     package static let examples = [

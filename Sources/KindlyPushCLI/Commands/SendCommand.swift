@@ -8,7 +8,7 @@ internal import KindlyPushCore
 ///
 /// Declared here, so that help, completions and the man page know it; it runs in
 /// `kindly-push-send`, the only binary that links nghttp2 and libcrypto (``SiblingBinary/send``).
-package struct SendCommand: Command {
+package struct SendCommand: RunnableCommand {
     package static let name = "send"
     package static let arguments = ["[<file> ...]"]
     package static let abstract = "Send sealed pushes to APNs, FCM or Web Push over HTTP/2 and print each answer."

@@ -2,7 +2,7 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push sender-keygen --key-file PATH`: the backend's sender key (docs/spec/wire-format.md section 7.1).
-package struct SenderKeygenCommand: Command {
+package struct SenderKeygenCommand: RunnableCommand {
     package static let name = "sender-keygen"
     package static let abstract = "Create a sender key in a 0600 sender key file and print its sid and public key."
     package static let examples = [

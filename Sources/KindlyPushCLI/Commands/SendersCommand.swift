@@ -2,7 +2,7 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push senders add|list|delete`: the sender keys the device pins (docs/spec/wire-format.md section 7.1).
-package struct SendersCommand: Command {
+package struct SendersCommand: RunnableCommand {
     package static let name = "senders"
     package static let abstract = "Pin a sender key in the keyring, list the pinned keys, or remove one."
     package static let examples = [

@@ -6,7 +6,7 @@ internal import KindlyPushCore
 ///
 /// Declared here, so that help, completions and the man page know it; it runs in
 /// `kindly-push-send`, the binary that links libcrypto (P-256), as `send` does.
-package struct VAPIDKeygenCommand: Command {
+package struct VAPIDKeygenCommand: RunnableCommand {
     package static let name = "vapid-keygen"
     package static let abstract = "Create a VAPID key for Web Push in a 0600 key file and print its public key."
     package static let examples = [

@@ -7,7 +7,7 @@ internal import KindlyPushVectors
 #endif
 
 /// `kindly-push verify PATH...`: runs test-vector files.
-package struct VerifyCommand: Command {
+package struct VerifyCommand: RunnableCommand {
     package static let name = "verify"
     package static let arguments = ["<path> ..."]
     package static let abstract = "Run test-vector files and report each failure."

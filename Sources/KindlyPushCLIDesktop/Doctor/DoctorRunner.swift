@@ -12,11 +12,8 @@ internal import KindlyPushCore
 ///
 /// It never prints a secret (it reads names, modes, owners, versions and public key
 /// information), never prompts, and spends at most the keyring's budget (1.5 s) on the bus.
-struct DoctorRunner: Command {
-    static let name = DoctorCommand.name
-    static let abstract = DoctorCommand.abstract
-    static let discussion = DoctorCommand.discussion
-    static let options = DoctorCommand.options
+struct DoctorRunner: CommandImplementation {
+    typealias Declaration = DoctorCommand
 
     /// The checks, in the order they print. Each is independent of the others' printing; they
     /// share what they find through the context (the bus is probed once).

@@ -3,7 +3,7 @@ package import KindlyPushCore
 
 extension SealCommand {
     /// `seal --recipients-inline` seals each input for the device it names.
-    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any Command {
+    package static func make(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) -> any RunnableCommand {
         if arguments[SealingOptions.recipientsInline] { return try RecipientsInlineSeal(arguments, environment: environment) }
         return try SealCommand(arguments, environment: environment)
     }
@@ -20,12 +20,9 @@ extension SealCommand {
 /// A compact line takes the fast path (``RecipientsInlineCompactLine`` finds the fields, the recipient's sealer seals
 /// the plaintext text as it is); anything else is read with the strict reader, and its plaintext
 /// is written compactly and sealed by the same sealer, or the general path says why not.
-package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
-    package static let name = SealCommand.name
-    package static let abstract = SealCommand.abstract
-    package static let arguments = SealCommand.arguments
-    package static let discussion = SealCommand.discussion
-    package static let options = SealCommand.options
+package struct RecipientsInlineSeal: CommandImplementation, DocumentCommand, DocumentProcessor {
+    package typealias Declaration = SealCommand
+
 
     /// Recipients whose sealers one thread keeps.
     package static let cacheCapacity = 1024
@@ -160,10 +157,7 @@ package struct RecipientsInlineSeal: DocumentCommand, DocumentProcessor {
     /// after `"error"` (``Completion/errorObject(_:message:)``); the error itself otherwise.
     private func failure(_ error: CodedError, tags: CorrelationID, into output: inout [UInt8]) throws(CodedError) -> Completion {
         guard tags.isCorrelated, stream.isLineMode else { throw error }
-        JSONWriter.write(error.jsonObject, to: &output)
-        output.removeLast()
-        tags.appendErrorMembers(to: &output)
-        output.append(UInt8(ascii: "}"))
+        error.appendErrorObject(to: &output) { tags.appendErrorMembers(to: &$0) }
         return .errorObject(error.code, message: error.message)
     }
 

@@ -2,7 +2,7 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// `kindly-push seal`: the backend side. Reads a plaintext object, prints a sealed APNs payload.
-package struct SealCommand: DocumentCommand, DocumentProcessor {
+package struct SealCommand: RunnableCommand, DocumentCommand, DocumentProcessor {
     package static let name = "seal"
     package static let abstract = "Seal a plaintext message for one device and print the APNs payload."
     package static let examples = [
