@@ -98,7 +98,6 @@ extension Command {
         synopsisParts.map { $0.joined(separator: " ") }
     }
 
-
     /// A command that takes `--keyring` needs the desktop services when the keyring it names is
     /// the Secret Service (``KeyringChoice/needsSecretService(_:environment:)``).
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool {

@@ -23,7 +23,6 @@ extension SealCommand {
 package struct RecipientsInlineSeal: CommandImplementation, DocumentCommand, DocumentProcessor {
     package typealias Declaration = SealCommand
 
-
     /// Recipients whose sealers one thread keeps.
     package static let cacheCapacity = 1024
 
