@@ -103,8 +103,13 @@ package final class UnifiedPushConnector: @unchecked Sendable {
             for case .newEndpoint(token, let endpoint) in takeCalls() { return endpoint }
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return nil }
-            var descriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            _ = poll(&descriptor, 1, DesktopDeadline.milliseconds(left, roundingUp: true))
+            // A wait that fails (the bus's descriptor gone) ends it: nothing more can come.
+            do throws(Errno) {
+                _ = try FileDescriptor(rawValue: descriptor).waitUntilReadable(
+                    milliseconds: DesktopDeadline.milliseconds(left, roundingUp: true))
+            } catch {
+                return nil
+            }
         }
     }
 

@@ -397,7 +397,8 @@ package enum PrivateFile {
             }
             try checkParent(of: path)
             try system(path, "mkdir", allowing: [EEXIST]) { mkdir(path, 0o700) }
-            _ = chmod(path, 0o700)
+            // mkdir's mode is cut by the umask: the folder is made exactly 0700.
+            try system(path, "chmod") { chmod(path, 0o700) }
             // The new folder's own entry must reach the disk too, or a crash could lose the
             // folder with the first key in it.
             syncFolder(parent)
