@@ -429,7 +429,7 @@ final class NotifySession {
         defer { reapChildren(atEnd: true) }
         purgeIfDue()
         signals = command.follow == nil ? -1 : AgentService.signalPipe()
-        defer { if signals >= 0 { close(signals) } }
+        defer { if signals >= 0 { closeDescriptor(signals) } }
         if command.follow == nil || command.follow == .standardInput { StandardInput.noteIfTerminal(lineMode: true) }
         var input: FollowedInput
         do throws(CodedError) {
@@ -707,18 +707,18 @@ struct FollowedInput: ~Copyable, LineSource {
             do throws(Errno) {
                 try nothingOrErrno { fstat(descriptor, &status) }
             } catch {
-                close(descriptor)
+                closeDescriptor(descriptor)
                 throw CodedError(.io, "\(path): cannot open: \(error)")
             }
             // A device (/dev/zero, or a link to it) never ends and never
             // waits; only a regular file or a FIFO is followed.
             guard [S_IFIFO, S_IFREG].contains(status.st_mode & S_IFMT) else {
-                close(descriptor)
+                closeDescriptor(descriptor)
                 throw CodedError(
                     .usage, "\(path) is neither a regular file nor a FIFO: --follow reads only those (or - for standard input)")
             }
             if let problem = Self.writableByOthers(path) {
-                close(descriptor)
+                closeDescriptor(descriptor)
                 throw CodedError(.io, problem)
             }
             file = descriptor
@@ -731,7 +731,7 @@ struct FollowedInput: ~Copyable, LineSource {
                 if watch >= 0 {
                     let mask = UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
                     if inotify_add_watch(watch, folder, mask) < 0 {
-                        close(watch)
+                        closeDescriptor(watch)
                         watch = -1
                     }
                 }
@@ -824,9 +824,9 @@ struct FollowedInput: ~Copyable, LineSource {
     }
 
     deinit {
-        if file != STDIN_FILENO { close(file) }
-        if fifoWriter >= 0 { close(fifoWriter) }
-        if watch >= 0 { close(watch) }
+        if file != STDIN_FILENO { closeDescriptor(file) }
+        if fifoWriter >= 0 { closeDescriptor(fifoWriter) }
+        if watch >= 0 { closeDescriptor(watch) }
     }
 
     /// `standard input`, `the FIFO PATH`, `the file PATH` (`from byte N` when it goes on where
@@ -927,9 +927,9 @@ struct FollowedInput: ~Copyable, LineSource {
                 if fresh >= 0,
                     fstat(fresh, &freshStatus) != 0 || freshStatus.st_mode & S_IFMT != S_IFREG || Self.writableByOthers(path) != nil
                 {
-                    close(fresh)
+                    closeDescriptor(fresh)
                 } else if fresh >= 0 {
-                    close(file)
+                    closeDescriptor(file)
                     file = fresh
                     offset = 0
                     unread = try !drain(into: &lines, budget: budget)
@@ -977,5 +977,16 @@ struct FollowedInput: ~Copyable, LineSource {
                 while splitter.takeLine(from: bytes, start: &start, into: &lines) {}
             }
         }
+    }
+}
+
+/// Closes `descriptor`, which Linux releases whatever close(2) answers: what it could report (an
+/// earlier write's failure) concerns none of notify's, which are only read from (the FIFO's
+/// writer end is held open, never written).
+private func closeDescriptor(_ descriptor: Int32) {
+    do throws(Errno) {
+        try nothingOrErrno(retryOnInterrupt: false) { close(descriptor) }
+    } catch {
+        // Released all the same: nothing to do.
     }
 }
