@@ -288,12 +288,14 @@ extension LineEngine {
 /// end's (`wait`): what else the run listens to while no line comes (taps, a host's calls, a
 /// signal) is handled there.
 package final class DecidedLines<P: DecisionProcessor>: LineProcessing {
+    /// What decides each line, when the sink asks.
     let processor: P
     package let batchLimits: (lines: Int, bytes: Int)
     /// The lines read last, until the sink took them; zeroed as the next are read and at the end.
     var batch = LineBatchReader.Batch()
     /// Whether ``batch`` holds lines the sink has not taken yet.
     var holdsLines = false
+    /// The front end's wait (``wait(input:timeout:)``).
     let waiting: (_ input: Int32?, _ timeout: Int) -> Void
 
     /// `wait`: waits until `input` (when given) is readable or something else the run listens to
