@@ -14,13 +14,22 @@ enum ChildProcess {
     /// (where glibc can close them, 2.34 and later). Does not wait.
     static func spawnShell(_ command: String, environment: CommandEnvironment) -> Result<pid_t, SpawnError> {
         var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
-        // Nothing else of notify's: no descriptor it inherited or opened (the bus, the store)
-        // stays open in a program that may run for long after it.
-        _ = addCloseFrom?(&actions, STDERR_FILENO + 1)
+        let initialized = posix_spawn_file_actions_init(&actions)
+        guard initialized == 0 else { return .failure(SpawnError(code: initialized)) }
+        defer {
+            // It only frees what the actions hold: glibc's never fails.
+            let destroyed = posix_spawn_file_actions_destroy(&actions)
+            assert(destroyed == 0)
+        }
+        // Each action's error (the library's memory ran out) is the spawn's.
+        let added = [
+            posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0),
+            posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0),
+            // Nothing else of notify's: no descriptor it inherited or opened (the bus, the store)
+            // stays open in a program that may run for long after it.
+            addCloseFrom?(&actions, STDERR_FILENO + 1) ?? 0,
+        ]
+        if let failed = added.first(where: { $0 != 0 }) { return .failure(SpawnError(code: failed)) }
         let arguments: [UnsafeMutablePointer<CChar>?] = ["sh", "-c", command].map { (text: String) in strdup(text) }
         let variables: [UnsafeMutablePointer<CChar>?] = environment.map { (name, value) in strdup("\(name)=\(value)") }
         defer {

@@ -154,6 +154,17 @@ final class NotifySession {
     var kept: [[UInt8]] = []
     var keptBytes = 0
     var nextTry = ContinuousClock.now
+    /// With `--follow`: the pipe a SIGTERM or SIGINT writes a byte to; -1 otherwise.
+    var signals: Int32 = -1
+    /// The key of a followed FILE's position in the store (``followedFileKey()``).
+    var followKey: String?
+    /// The number of the last line read, for its error line.
+    var lineNumber = 0
+    /// Set when the run ends before its input does: a signal, standard output failed, or the
+    /// wait failed (``waitFailure``).
+    var stopping = false
+    /// Why the wait failed, reported at the end as the input's failure.
+    var waitFailure: CodedError?
 
     init(command: NotifyRunner) throws(CodedError) {
         self.command = command
@@ -163,7 +174,11 @@ final class NotifySession {
         // chat in the running host: the Opened signal says which.
         handler = KindlyNotificationHandler(
             decryption: command.decryption, hasExtension: true, logger: .standardError(minimum: .warning),
-            openChat: { chat in _ = opened.withLock { $0 }?.emitOpened(chat) })
+            openChat: { chat in
+                if opened.withLock({ $0 })?.emitOpened(chat) == false, command.verbose {
+                    Diagnostics.line("kindly-push: notify: the Opened signal could not be sent")
+                }
+            })
         handler.setAppState(command.context.appState, chatOnScreen: command.context.screen == .chat ? command.context.chatOnScreen : nil)
         if command.context.screen == .chat, command.context.chatOnScreen == nil { handler.screen = .chat }
         if case .answer(let answer) = command.context.delegate, answer == .suppress {
@@ -217,6 +232,16 @@ final class NotifySession {
         presenter.purge(before: now - command.retention)
     }
 
+    /// Connects to the notification server up front, so that clicks are heard from the first
+    /// banner on; a server that is not there yet is tried again for each push.
+    func connectIfAbsent() {
+        do throws(CodedError) {
+            notifier = try connectedNotifier()
+        } catch {
+            // Not there yet: each push tries again (and says why when it fails then).
+        }
+    }
+
     /// The bus connection, made now when there is none.
     func connectedNotifier() throws(CodedError) -> DesktopNotifier {
         if let notifier { return notifier }
@@ -233,7 +258,12 @@ final class NotifySession {
     /// line engine (``NotifyDecision``), then what it decided on the bus and in the store. Throws
     /// the line's error (`bad_input`; `not_kindly` without --passthrough) or `io` (no server).
     func present(_ line: LineBatchReader.Line, in bytes: [UInt8], lines: Bool) throws(CodedError) {
-        let plan = try LineEngine.decide(line, in: bytes, processor: NotifyDecision(presenter: presenter), lines: lines).get()
+        try show(LineEngine.decide(line, in: bytes, processor: NotifyDecision(presenter: presenter), lines: lines).get())
+    }
+
+    /// Acts on what the line engine decided for one push: posts it on the bus and records it in
+    /// the store, or says what became of it. Throws `io` when the server does not answer.
+    func show(_ plan: DesktopPresenter.Plan) throws(CodedError) {
         if let outcome = plan.outcomeWithoutNotifier {
             report(outcome, plan: plan)
             return
@@ -319,7 +349,9 @@ final class NotifySession {
     /// `--on-open` with `KINDLY_CHAT_ID` (unset without a chat), or the event line on standard
     /// output when neither `--on-open` nor the service is there. False when standard output failed.
     func open(_ chat: String?, signal: Bool) -> Bool {
-        if signal, let service { service.emitOpened(chat) }
+        if signal, let service, !service.emitOpened(chat), self.command.verbose {
+            Diagnostics.line("kindly-push: notify: the Opened signal could not be sent")
+        }
         guard let command = command.onOpen else {
             guard service == nil else { return true }
             let line: JSONValue = chat.map { ["event": "opened", "chat_id": .string($0)] } ?? ["event": "opened"]
@@ -347,7 +379,11 @@ final class NotifySession {
         guard atEnd else { return }
         let deadline = ContinuousClock.now.advanced(by: Self.childrenGracePeriod)
         while !children.isEmpty, ContinuousClock.now < deadline {
-            usleep(10_000)
+            do throws(Errno) {
+                try nothingOrErrno { usleep(10_000) }
+            } catch {
+                // Only an interval out of range fails, which 10 ms is not: the children are looked at again.
+            }
             children.removeAll { ChildProcess.reap($0) }
         }
     }
@@ -385,12 +421,15 @@ final class NotifySession {
     /// `--jsonl` and `--follow`: each line is shown as soon as it arrives, taps and the host's
     /// calls are handled meanwhile, for as long as the input is open (a followed FILE or FIFO:
     /// until a signal), and `--wait` after it ends. SIGTERM and SIGINT end the run between two
-    /// pushes, with status 0: the push being shown is finished and recorded first.
+    /// pushes, with status 0: the push being shown is finished and recorded first. The lines run
+    /// on the line engine: the input is a ``FollowedInput``, each line is decided by
+    /// ``NotifyDecision`` and acted on by ``Sink`` (``handle(_:lastRead:)``), and while no line
+    /// comes the engine waits in ``waitForEvents(input:timeout:)``.
     func runLines() -> Int32 {
         defer { reapChildren(atEnd: true) }
         purgeIfDue()
-        let signals = command.follow == nil ? -1 : AgentService.signalPipe()
-        defer { if signals >= 0 { close(signals) } }
+        signals = command.follow == nil ? -1 : AgentService.signalPipe()
+        defer { if signals >= 0 { closeDescriptor(signals) } }
         if command.follow == nil || command.follow == .standardInput { StandardInput.noteIfTerminal(lineMode: true) }
         var input: FollowedInput
         do throws(CodedError) {
@@ -399,95 +438,17 @@ final class NotifySession {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        let followKey = followedFileKey()
+        followKey = followedFileKey()
         if let followKey, let saved = try? positions?.followPosition(of: followKey) { input.resume(from: saved) }
         if command.follow != nil { announce(input.description) }
-        var readFailure: CodedError?
-        var lineNumber = 0
-        // The lines read at a time, in one arena (zeroed as the next are read, and at the end).
-        var batch = LineBatchReader.Batch()
-        defer { batch.bytes.wipeCapacity() }
-        var waitDeadline: ContinuousClock.Instant?
-        var stopping = false
-        // Connect up front, so that clicks are heard from the first banner on; a server that is
-        // not there yet is tried again for each push.
-        _ = try? connectedNotifier()
-        while !stopping {
-            var descriptors: [pollfd] = []
-            if !input.isAtEnd { descriptors.append(pollfd(fd: input.descriptor, events: Int16(POLLIN), revents: 0)) }
-            if let notifier { descriptors.append(pollfd(fd: notifier.eventDescriptor, events: Int16(POLLIN), revents: 0)) }
-            if let service { descriptors.append(pollfd(fd: service.descriptor, events: Int16(POLLIN), revents: 0)) }
-            if let connector { descriptors.append(pollfd(fd: connector.descriptor, events: Int16(POLLIN), revents: 0)) }
-            if signals >= 0 { descriptors.append(pollfd(fd: signals, events: Int16(POLLIN), revents: 0)) }
-            var timeout: Int32 = children.isEmpty ? input.pollTimeout : 250
-            // Kept pushes are tried again each second.
-            if !kept.isEmpty { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }
-            if input.isAtEnd {
-                guard let waitDeadline, presenter.hasOpenBanners, notifier != nil else { break }
-                let left = ContinuousClock.now.duration(to: waitDeadline)
-                guard left > .zero else { break }
-                timeout = DesktopDeadline.milliseconds(left, roundingUp: true)
-            }
-            do throws(Errno) {
-                try nothingOrErrno(retryOnInterrupt: false) { poll(&descriptors, nfds_t(descriptors.count), timeout) }
-            } catch {
-                // Not retried: a signal (EINTR) goes on to the signal check below.
-                if error != .interrupted {
-                    readFailure = CodedError(.io, "cannot wait for the input: \(error)")
-                    break
-                }
-            }
-            if signals >= 0, NotifySession.signalled(signals) { break }
-            reapChildren()
-            applyHostCalls()
-            guard handleEvents() != nil else { break }
-            presentKeptIfDue()
-            handleUnifiedPushCalls()
-            guard !input.isAtEnd else { continue }
-            do throws(CodedError) {
-                try input.readLines(into: &batch)
-            } catch {
-                readFailure = error
-                break
-            }
-            for line in batch.lines {
-                lineNumber += 1
-                purgeIfDue()
-                applyHostCalls()
-                do throws(CodedError) {
-                    if case .text(let range) = line, !kept.isEmpty, command.follow != nil {
-                        // While pushes wait for the server, the new ones wait behind them.
-                        keep(Array(batch.bytes[range]), at: "line \(lineNumber)", because: nil)
-                    } else {
-                        do throws(CodedError) {
-                            try present(line, in: batch.bytes, lines: true)
-                        } catch {
-                            guard error.code == .io, command.follow != nil, case .text(let range) = line else { throw error }
-                            keep(Array(batch.bytes[range]), at: "line \(lineNumber)", because: error)
-                        }
-                    }
-                } catch {
-                    Diagnostics.line(error.reportLine(at: "line \(lineNumber)"))
-                }
-                // A signal is taken between two pushes: the one shown is finished and recorded.
-                if signals >= 0, NotifySession.signalled(signals) {
-                    stopping = true
-                    break
-                }
-            }
-            // Every line read so far was handled: a restart goes on after them (not while some
-            // wait for the server: a restart reads those again).
-            if !stopping, !batch.lines.isEmpty, kept.isEmpty, let followKey, let position = input.position {
-                do throws(DeduplicationError) {
-                    try positions?.recordFollowPosition(position, of: followKey, at: NotifySession.now())
-                } catch {
-                    NotifySession.warnAboutStore(error)
-                }
-            }
-            if input.isAtEnd {
-                waitDeadline = command.wait.map { ContinuousClock.now.advanced(by: $0) }
-            }
+        connectIfAbsent()
+        let processing = DecidedLines(NotifyDecision(presenter: presenter), batchBytes: FollowedInput.readBudget) { input, timeout in
+            self.waitForEvents(input: input, timeout: timeout)
         }
+        var sink = Sink(session: self, lastRead: input.lastRead)
+        var failure = LineEngine.drive(source: &input, processing: processing, sink: &sink)
+        if failure == nil, !stopping, input.isAtEnd, let wait = command.wait { waitForTaps(wait) }
+        failure = failure ?? waitFailure
         if !kept.isEmpty {
             let again = followKey == nil ? "they are lost" : "a restart on the same FILE reads them again"
             Diagnostics.line(
@@ -496,11 +457,123 @@ final class NotifySession {
         }
         let status = Terminal.finish(&stdout)
         guard status == 0 else { return status }
-        if let readFailure {
-            Diagnostics.report(readFailure)
-            return readFailure.code.exitStatus
+        if let failure {
+            Diagnostics.report(failure)
+            return failure.code.exitStatus
         }
         return 0
+    }
+
+    /// `notify`'s sink on the line engine: each line, in input order, to ``handle(_:lastRead:)``;
+    /// the run ends (``flush()`` says no more) once the session is ``stopping``.
+    struct Sink: LineSink {
+        let session: NotifySession
+        /// Where the lines the input handed on so far end (a followed FILE's position).
+        let lastRead: FollowedInput.LastRead
+
+        /// notify's lines are decided, never written as output lines: none come here.
+        mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool { false }
+
+        mutating func accept<P: DecisionProcessor>(decided line: LineEngine.DecidedLine<P>) -> Bool {
+            guard let line = line as? LineEngine.DecidedLine<NotifyDecision> else { return false }
+            return session.handle(line, lastRead: lastRead)
+        }
+
+        mutating func flush() -> Bool { !session.stopping }
+
+        /// Now, once the session is stopping: the engine asks ``flush()`` at once and ends.
+        var flushDeadline: Int? { session.stopping ? MonotonicClock.milliseconds() : nil }
+    }
+
+    /// One line of `--jsonl` or `--follow`, after the host's calls that came before it: shown
+    /// (decided now, in the state they set), kept while the notification server is away (with
+    /// `--follow`), or its error line. `false` when a signal came meanwhile: the run ends after
+    /// this push. After the last line of a read, with nothing kept, a followed FILE's position
+    /// is recorded: a restart goes on after these lines (not while some wait for the server: a
+    /// restart reads those again).
+    func handle(_ line: LineEngine.DecidedLine<NotifyDecision>, lastRead: FollowedInput.LastRead) -> Bool {
+        guard !stopping else { return false }
+        lineNumber += 1
+        purgeIfDue()
+        applyHostCalls()
+        do throws(CodedError) {
+            if let text = line.text, !kept.isEmpty, command.follow != nil {
+                // While pushes wait for the server, the new ones wait behind them.
+                keep(Array(text), at: "line \(lineNumber)", because: nil)
+            } else {
+                do throws(CodedError) {
+                    try show(line.decision().get())
+                } catch {
+                    guard error.code == .io, command.follow != nil, let text = line.text else { throw error }
+                    keep(Array(text), at: "line \(lineNumber)", because: error)
+                }
+            }
+        } catch {
+            Diagnostics.line(error.reportLine(at: "line \(lineNumber)"))
+        }
+        // A signal is taken between two pushes: the one shown is finished and recorded.
+        if signals >= 0, NotifySession.signalled(signals) {
+            stopping = true
+            return false
+        }
+        if line.isLast, kept.isEmpty, let followKey, let position = lastRead.position {
+            do throws(DeduplicationError) {
+                try positions?.recordFollowPosition(position, of: followKey, at: NotifySession.now())
+            } catch {
+                NotifySession.warnAboutStore(error)
+            }
+        }
+        return true
+    }
+
+    /// The run's wait while no line comes (the line engine's, through ``DecidedLines``) and
+    /// after the input's end: until `input` (`nil`: none; -1: a FILE that nothing reports on,
+    /// looked at again within ``FollowedInput/rereadInterval``), the notification server's
+    /// events, a host's call, a distributor's call or a signal, for at most `timeout`
+    /// milliseconds. Then, in this order: a signal ends the run; ended `--on-open` children are
+    /// reaped; the host's calls are applied; taps are handled; kept pushes are tried again
+    /// (once a second); the distributors' calls are handled.
+    func waitForEvents(input: Int32?, timeout: Int) {
+        var descriptors: [pollfd] = []
+        if let input { descriptors.append(pollfd(fd: input, events: Int16(POLLIN), revents: 0)) }
+        if let notifier { descriptors.append(pollfd(fd: notifier.eventDescriptor, events: Int16(POLLIN), revents: 0)) }
+        if let service { descriptors.append(pollfd(fd: service.descriptor, events: Int16(POLLIN), revents: 0)) }
+        if let connector { descriptors.append(pollfd(fd: connector.descriptor, events: Int16(POLLIN), revents: 0)) }
+        if signals >= 0 { descriptors.append(pollfd(fd: signals, events: Int16(POLLIN), revents: 0)) }
+        let milliseconds = input == -1 ? min(timeout, FollowedInput.rereadInterval) : timeout
+        do throws(Errno) {
+            try nothingOrErrno(retryOnInterrupt: false) { poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: milliseconds)) }
+        } catch {
+            // Not retried: a signal (EINTR) goes on to the signal check below.
+            if error != .interrupted {
+                waitFailure = CodedError(.io, "cannot wait for the input: \(error)")
+                stopping = true
+                return
+            }
+        }
+        if signals >= 0, NotifySession.signalled(signals) {
+            stopping = true
+            return
+        }
+        reapChildren()
+        applyHostCalls()
+        guard handleEvents() != nil else {
+            stopping = true
+            return
+        }
+        presentKeptIfDue()
+        handleUnifiedPushCalls()
+    }
+
+    /// `--wait` after the input's end: taps (and the host's and distributors' calls) are
+    /// handled while banners are open, for at most `wait`.
+    func waitForTaps(_ wait: Duration) {
+        let deadline = ContinuousClock.now.advanced(by: wait)
+        while !stopping, presenter.hasOpenBanners, notifier != nil {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { break }
+            waitForEvents(input: nil, timeout: Int(DesktopDeadline.milliseconds(left, roundingUp: true)))
+        }
     }
 
     // MARK: Pushes kept while the server does not answer
@@ -577,18 +650,21 @@ final class NotifySession {
         }
     }
 
-    /// Whether SIGTERM or SIGINT arrived (a byte waits in the signal pipe).
+    /// Whether SIGTERM or SIGINT arrived (a byte waits in the signal pipe, which never blocks).
     static func signalled(_ descriptor: Int32) -> Bool {
         var byte: UInt8 = 0
-        return read(descriptor, &byte, 1) == 1
+        let pipe = FileDescriptor(rawValue: descriptor)
+        let count = try? withUnsafeMutableBytes(of: &byte) { (raw) throws(Errno) in try pipe.read(into: raw) }
+        return count == 1
     }
 }
 
 /// The input of `--jsonl` and `--follow`: standard input, a FIFO, or a FILE followed as
 /// `tail -F` follows it (appended lines as they are written, across rotation and truncation),
 /// split into lines. A line is handed on only once its newline arrived, except at the real end
-/// of standard input (a FIFO or a FILE has none while followed).
-struct FollowedInput: ~Copyable {
+/// of standard input (a FIFO or a FILE has none while followed). The line engine's source: it
+/// never waits; the engine waits on its ``readiness``.
+struct FollowedInput: ~Copyable, LineSource {
     enum Source: Sendable, Equatable {
         case standardInput
         case path(String)
@@ -604,6 +680,15 @@ struct FollowedInput: ~Copyable {
     private var offset: Int64 = 0
     private var splitter = LineSplitter(maximumLineLength: StandardInput.maximumDocumentSize)
     private(set) var isAtEnd = false
+    /// Where the lines handed on so far end, as of the last read that handed some on.
+    let lastRead = LastRead()
+
+    /// A followed FILE's ``FollowedInput/position`` as of its last read that handed lines on,
+    /// shared with the sink, which records it once it handled those lines.
+    final class LastRead {
+        /// `nil` for standard input and a FIFO, or while an oversized line is being skipped.
+        var position: SQLiteDeduplicator.FollowPosition?
+    }
 
     init(_ source: Source, follows: Bool) throws(CodedError) {
         self.source = source
@@ -612,23 +697,28 @@ struct FollowedInput: ~Copyable {
             try Self.makeStandardInputNonBlocking()
             file = STDIN_FILENO
         case .path(let path):
-            let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CodedError(.io, "\(path): cannot open: \(Errno.current)") }
+            let descriptor: Int32
             var status = stat()
-            guard fstat(descriptor, &status) == 0 else {
-                let error = Errno.current
-                close(descriptor)
+            do throws(Errno) {
+                descriptor = try valueOrErrno { open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
+            } catch {
+                throw CodedError(.io, "\(path): cannot open: \(error)")
+            }
+            do throws(Errno) {
+                try nothingOrErrno { fstat(descriptor, &status) }
+            } catch {
+                closeDescriptor(descriptor)
                 throw CodedError(.io, "\(path): cannot open: \(error)")
             }
             // A device (/dev/zero, or a link to it) never ends and never
             // waits; only a regular file or a FIFO is followed.
             guard [S_IFIFO, S_IFREG].contains(status.st_mode & S_IFMT) else {
-                close(descriptor)
+                closeDescriptor(descriptor)
                 throw CodedError(
                     .usage, "\(path) is neither a regular file nor a FIFO: --follow reads only those (or - for standard input)")
             }
             if let problem = Self.writableByOthers(path) {
-                close(descriptor)
+                closeDescriptor(descriptor)
                 throw CodedError(.io, problem)
             }
             file = descriptor
@@ -641,7 +731,7 @@ struct FollowedInput: ~Copyable {
                 if watch >= 0 {
                     let mask = UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
                     if inotify_add_watch(watch, folder, mask) < 0 {
-                        close(watch)
+                        closeDescriptor(watch)
                         watch = -1
                     }
                 }
@@ -658,8 +748,12 @@ struct FollowedInput: ~Copyable {
         }
     }
 
-    /// The bytes one ``readLines(into:)`` reads at most (1 MiB) before the caller looks at signals.
+    /// The bytes one ``next(into:maximumLines:maximumBytes:)`` reads at most (1 MiB): notify's
+    /// batch, after which the engine's wait looks at signals and taps.
     static let readBudget = 1 << 20
+
+    /// How often a FILE that inotify cannot watch is read again, in milliseconds.
+    static let rereadInterval = 50
 
     /// Why `path` may not be followed, or `nil`: another user can write it,
     /// or a folder on its way, by OpenSSH's rule for its own files (`secure_permissions`): the
@@ -730,9 +824,9 @@ struct FollowedInput: ~Copyable {
     }
 
     deinit {
-        if file != STDIN_FILENO { close(file) }
-        if fifoWriter >= 0 { close(fifoWriter) }
-        if watch >= 0 { close(watch) }
+        if file != STDIN_FILENO { closeDescriptor(file) }
+        if fifoWriter >= 0 { closeDescriptor(fifoWriter) }
+        if watch >= 0 { closeDescriptor(watch) }
     }
 
     /// `standard input`, `the FIFO PATH`, `the file PATH` (`from byte N` when it goes on where
@@ -770,34 +864,53 @@ struct FollowedInput: ~Copyable {
         resumedAt = position.offset
     }
 
-    /// What to poll: the inotify descriptor for a FILE (a regular file is always readable), the
-    /// input itself otherwise.
-    var descriptor: Int32 { isRegularFile ? (watch >= 0 ? watch : -1) : file }
+    /// What the engine waits on: the input itself for standard input and a FIFO; for a FILE,
+    /// the FILE itself (always readable) while what it holds is still to be read (before its
+    /// first read, and after a read that stopped at the budget), else the inotify descriptor,
+    /// or -1 when there is none (the wait then looks again within ``rereadInterval``).
+    var readiness: Int32? {
+        guard isRegularFile else { return file }
+        return unread ? file : watch
+    }
+
+    /// Whether nothing is there to read now (nothing says a FILE without inotify grew).
+    mutating func wouldBlock() -> Bool {
+        guard let descriptor = readiness, descriptor >= 0 else { return true }
+        do throws(Errno) {
+            return try !FileDescriptor(rawValue: descriptor).waitUntilReadable(milliseconds: 0)
+        } catch {
+            // The read says what failed.
+            return false
+        }
+    }
+
+    /// The whole lines that arrived (``readLines(into:budget:)``), at most `maximumBytes` read;
+    /// `false` at the real end of standard input. Never waits.
+    mutating func next(into batch: inout LineBatchReader.Batch, maximumLines: Int, maximumBytes: Int) throws(CodedError) -> Bool {
+        try readLines(into: &batch, budget: maximumBytes)
+        if !batch.lines.isEmpty { lastRead.position = position }
+        return !isAtEnd
+    }
 
     /// Whether what a FILE held before any inotify event is still to be read.
     private var unread = true
 
-    /// How long a poll may wait: not at all before a FILE's first read (its lines are there
-    /// already, and no event will say so); a FILE without inotify is read again every 50 ms.
-    var pollTimeout: Int32 {
-        guard isRegularFile else { return -1 }
-        return unread ? 0 : watch < 0 ? 50 : -1
-    }
-
     /// The whole lines that arrived, oldest first, into `lines` (its bytes zeroed and cleared
     /// first): the line engine reads each from there. Never blocks.
-    mutating func readLines(into lines: inout LineBatchReader.Batch) throws(CodedError) {
+    private mutating func readLines(into lines: inout LineBatchReader.Batch, budget: Int) throws(CodedError) {
         lines.bytes.wipeCapacity()
         lines.bytes.removeAll(keepingCapacity: true)
         lines.lines.removeAll(keepingCapacity: true)
         unread = false
         if watch >= 0 {
             var events = [UInt8](repeating: 0, count: 4096)
-            while events.withUnsafeMutableBytes({ read(watch, $0.baseAddress, $0.count) }) > 0 {}
+            let inotify = FileDescriptor(rawValue: watch)
+            // The events only say that something changed: read until none is left.
+            while (try? events.withUnsafeMutableBytes { (raw) throws(Errno) in try inotify.read(into: raw) }) ?? 0 > 0 {}
         }
-        // At most a read budget at a time, so that the caller looks at signals between reads;
+        // At most a read budget at a time, so that the engine looks at signals between reads;
         // a FILE with more to read is read again without waiting.
-        guard try drain(into: &lines) else {
+        guard try drain(into: &lines, budget: budget) else {
             unread = isRegularFile
             return
         }
@@ -814,29 +927,32 @@ struct FollowedInput: ~Copyable {
                 if fresh >= 0,
                     fstat(fresh, &freshStatus) != 0 || freshStatus.st_mode & S_IFMT != S_IFREG || Self.writableByOthers(path) != nil
                 {
-                    close(fresh)
+                    closeDescriptor(fresh)
                 } else if fresh >= 0 {
-                    close(file)
+                    closeDescriptor(file)
                     file = fresh
                     offset = 0
-                    unread = try !drain(into: &lines)
+                    unread = try !drain(into: &lines, budget: budget)
                 }
             } else if Int64(current.st_size) < offset {
                 // Truncated (copytruncate): read it again from the start.
-                lseek(file, 0, SEEK_SET)
+                do throws(Errno) {
+                    try nothingOrErrno { lseek(file, 0, SEEK_SET) }
+                } catch {
+                    throw CodedError(.io, "cannot read the input: \(error)")
+                }
                 offset = 0
                 splitter.discardPartialLine()
-                unread = try !drain(into: &lines)
+                unread = try !drain(into: &lines, budget: budget)
             }
         }
     }
 
-    /// Reads what is there, up to ``readBudget`` bytes: `false` when the budget ran out first.
-    @discardableResult
-    private mutating func drain(into lines: inout LineBatchReader.Batch) throws(CodedError) -> Bool {
+    /// Reads what is there, up to `budget` bytes: `false` when the budget ran out first.
+    private mutating func drain(into lines: inout LineBatchReader.Batch, budget: Int) throws(CodedError) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         let input = FileDescriptor(rawValue: file)
-        var budget = Self.readBudget
+        var budget = budget
         while true {
             guard budget > 0 else { return false }
             budget -= chunk.count
@@ -861,5 +977,16 @@ struct FollowedInput: ~Copyable {
                 while splitter.takeLine(from: bytes, start: &start, into: &lines) {}
             }
         }
+    }
+}
+
+/// Closes `descriptor`, which Linux releases whatever close(2) answers: what it could report (an
+/// earlier write's failure) concerns none of notify's, which are only read from (the FIFO's
+/// writer end is held open, never written).
+private func closeDescriptor(_ descriptor: Int32) {
+    do throws(Errno) {
+        try nothingOrErrno(retryOnInterrupt: false) { close(descriptor) }
+    } catch {
+        // Released all the same: nothing to do.
     }
 }

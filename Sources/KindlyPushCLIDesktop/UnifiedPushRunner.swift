@@ -113,11 +113,11 @@ struct UnifiedPushRunner: CommandImplementation {
         do throws(UnifiedPushConnector.Failure) {
             refusal = try connector.register(with: distributor, token: keys.token, description: "Kindly")
         } catch {
-            if existing == nil { try? store.delete() }
+            if existing == nil { Self.forgetNewKeys(store) }
             throw CodedError(.io, error.description)
         }
         if let refusal {
-            if existing == nil { try? store.delete() }
+            if existing == nil { Self.forgetNewKeys(store) }
             throw CodedError(.io, "\(distributor) refused the registration: \(refusal)")
         }
         guard let endpoint = connector.endpoint(for: keys.token, within: Self.endpointWait) else {
@@ -135,6 +135,16 @@ struct UnifiedPushRunner: CommandImplementation {
             "sdk_version": .string(Registration.sdkVersion),
         ]
         return Terminal.printLine(registration)
+    }
+
+    /// Forgets the keys a registration that failed had just written, so that none is left that
+    /// no distributor knows; one warning when they cannot be (the registration's error follows).
+    private static func forgetNewKeys(_ store: UnifiedPushStore) {
+        do throws(CodedError) {
+            try store.delete()
+        } catch {
+            Diagnostics.line("kindly-push: warning: \(error.message)")
+        }
     }
 
     private func unregister() throws(CodedError) -> Int32 {

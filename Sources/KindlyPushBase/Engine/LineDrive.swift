@@ -45,10 +45,20 @@ package protocol LineSink: ~Copyable {
     /// When the sink wants to be asked again (``flush()``) even though nothing finished: the
     /// monotonic millisecond by which it must write what it gathers; `nil`: no such time.
     var flushDeadline: Int? { get }
+
+    /// Acts on one line of a ``DecisionProcessor``'s run (``DecidedLines``), in input order: the
+    /// sink asks for the line's decision (``LineEngine/DecidedLine/decision()``) when it acts on
+    /// it, so that the decision is made in the state the sink's own events set just before, and a
+    /// line the sink holds back (`notify`'s, behind pushes that wait for the server) is not
+    /// decided yet. `false` as for ``accept(_:bytesRead:)``. The default takes no decisions: a
+    /// sink of output lines answers `false`.
+    mutating func accept<P: DecisionProcessor>(decided line: LineEngine.DecidedLine<P>) -> Bool
 }
 
 extension LineSink where Self: ~Copyable {
     package var flushDeadline: Int? { nil }
+
+    package mutating func accept<P: DecisionProcessor>(decided line: LineEngine.DecidedLine<P>) -> Bool { false }
 }
 
 /// How the lines between a source and a sink are processed: on the ordered runner's threads
@@ -263,4 +273,90 @@ package final class ThreadedLines<P: DocumentProcessor>: LineProcessing {
 
     /// Stops the threads and zeroes the buffers; nothing may be taken after.
     package func finish() { runner.finish() }
+}
+
+extension LineEngine {
+    /// One line of a ``DecisionProcessor``'s run as its sink gets it (``LineSink/accept(decided:)``):
+    /// the line in its batch's bytes, and its decision, made when the sink asks for it.
+    package struct DecidedLine<P: DecisionProcessor> {
+        /// The line, in ``bytes``.
+        package let line: LineBatchReader.Line
+        /// The bytes of the line's batch.
+        package let bytes: [UInt8]
+        /// The processor that decides it.
+        package let processor: P
+        /// Whether it is the last line of what the source read at once: once the sink took it,
+        /// every line read so far was handed over.
+        package let isLast: Bool
+
+        /// The line's decision, or the error that is its outcome (``LineEngine/decide(_:in:processor:lines:)``).
+        package func decision() -> Result<P.Decision, CodedError> {
+            LineEngine.decide(line, in: bytes, processor: processor)
+        }
+
+        /// The line's own bytes (`nil` for a line over the limit, whose bytes were not kept).
+        package var text: ArraySlice<UInt8>? {
+            guard case .text(let range) = line else { return nil }
+            return bytes[range]
+        }
+    }
+}
+
+/// A ``DecisionProcessor``'s lines as a ``LineProcessing`` on this thread: what the source read at
+/// once is one batch, each of whose lines goes to the sink in input order
+/// (``LineSink/accept(decided:)``), which has it decided as it acts on it; `notify`'s, whose sink
+/// is the notification server and the state store, both this thread's. Its wait is the front
+/// end's (`wait`): what else the run listens to while no line comes (taps, a host's calls, a
+/// signal) is handled there.
+package final class DecidedLines<P: DecisionProcessor>: LineProcessing {
+    /// What decides each line, when the sink asks.
+    let processor: P
+    package let batchLimits: (lines: Int, bytes: Int)
+    /// The lines read last, until the sink took them; zeroed as the next are read and at the end.
+    var batch = LineBatchReader.Batch()
+    /// Whether ``batch`` holds lines the sink has not taken yet.
+    var holdsLines = false
+    /// The front end's wait (``wait(input:timeout:)``).
+    let waiting: (_ input: Int32?, _ timeout: Int) -> Void
+
+    /// `wait`: waits until `input` (when given) is readable or something else the run listens to
+    /// happened, for at most `timeout` milliseconds, and handles what happened.
+    package init(
+        _ processor: P, batchLines: Int = StreamBatching.batchLines, batchBytes: Int = StreamBatching.batchBytes,
+        wait: @escaping (_ input: Int32?, _ timeout: Int) -> Void
+    ) {
+        self.processor = processor
+        batchLimits = (batchLines, batchBytes)
+        waiting = wait
+    }
+
+    deinit { batch.bytes.wipeCapacity() }
+
+    package var hasRoom: Bool { !holdsLines }
+    package var isIdle: Bool { !holdsLines }
+
+    package func take(_ fill: (inout LineBatchReader.Batch) throws(CodedError) -> Void) throws(CodedError) {
+        do throws(CodedError) {
+            try fill(&batch)
+        } catch {
+            // As on the ordered runner: the lines of a read that failed are not processed.
+            batch.lines.removeAll(keepingCapacity: true)
+            throw error
+        }
+        holdsLines = !batch.lines.isEmpty
+    }
+
+    /// Hands the sink each line of the batch; when it takes no more, the rest are let go.
+    package func deliver<Sink: LineSink & ~Copyable>(to sink: inout Sink, bytesRead: Int) -> Bool {
+        guard holdsLines else { return true }
+        holdsLines = false
+        let last = batch.lines.count - 1
+        for (index, line) in batch.lines.enumerated() {
+            let decided = LineEngine.DecidedLine(line: line, bytes: batch.bytes, processor: processor, isLast: index == last)
+            guard sink.accept(decided: decided) else { return false }
+        }
+        return true
+    }
+
+    package func wait(input: Int32?, timeout: Int) { waiting(input, timeout) }
 }
