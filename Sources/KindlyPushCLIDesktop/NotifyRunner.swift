@@ -10,12 +10,8 @@ internal import KindlyPushDesktop
 
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
 /// service), handles taps, and shows a push delivered twice once.
-struct NotifyRunner: RunnableCommand {
-    static let name = NotifyCommand.name
-    static let abstract = NotifyCommand.abstract
-    static let discussion = NotifyCommand.discussion
-    static let options = NotifyCommand.options
-    static let arguments = NotifyCommand.arguments
+struct NotifyRunner: CommandImplementation {
+    typealias Declaration = NotifyCommand
 
     let context: RouteContext
     let decryption: KindlyPushDecryption
@@ -533,14 +529,19 @@ final class NotifySession {
     /// milliseconds. Then, in this order: a signal ends the run; ended `--on-open` children are
     /// reaped; the host's calls are applied; taps are handled; kept pushes are tried again
     /// (once a second); the distributors' calls are handled.
-    func waitForEvents(input: Int32?, timeout: Int) {
+    func waitForEvents(input: Int32?, timeout: Int?) {
         var descriptors: [pollfd] = []
         if let input { descriptors.append(pollfd(fd: input, events: Int16(POLLIN), revents: 0)) }
         if let notifier { descriptors.append(pollfd(fd: notifier.eventDescriptor, events: Int16(POLLIN), revents: 0)) }
         if let service { descriptors.append(pollfd(fd: service.descriptor, events: Int16(POLLIN), revents: 0)) }
         if let connector { descriptors.append(pollfd(fd: connector.descriptor, events: Int16(POLLIN), revents: 0)) }
         if signals >= 0 { descriptors.append(pollfd(fd: signals, events: Int16(POLLIN), revents: 0)) }
-        let milliseconds = input == -1 ? min(timeout, FollowedInput.rereadInterval) : timeout
+        // No time set: as long as nothing happens (-1); a FILE without inotify is read again
+        // soon, `--on-open` children are reaped within 250 ms, kept pushes tried each second.
+        var milliseconds = timeout ?? -1
+        for cap in [input == -1 ? FollowedInput.rereadInterval : nil, children.isEmpty ? nil : 250, kept.isEmpty ? nil : 1000] {
+            if let cap { milliseconds = milliseconds < 0 ? cap : min(milliseconds, cap) }
+        }
         do throws(Errno) {
             try nothingOrErrno(retryOnInterrupt: false) { poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: milliseconds)) }
         } catch {

@@ -80,9 +80,10 @@ package protocol LineProcessing: AnyObject {
     /// (``LineSink/accept(_:bytesRead:)``).
     func deliver<Sink: LineSink & ~Copyable>(to sink: inout Sink, bytesRead: Int) -> Bool
     /// Waits until something may be finished or `input` is readable (`nil`: no input to wait
-    /// for), for at most `timeout` milliseconds; the threaded processing's
+    /// for), for at most `timeout` milliseconds (`nil`: the sink sets no time; a processing
+    /// that must look at something of its own, a stop signal, caps the wait itself); the threaded processing's
     /// ``deliver(to:bytesRead:)`` waits instead, and this returns at once.
-    func wait(input: Int32?, timeout: Int)
+    func wait(input: Int32?, timeout: Int?)
 }
 
 extension LineEngine {
@@ -126,14 +127,14 @@ extension LineEngine {
             }
             if !processing.deliver(to: &sink, bytesRead: source.bytesRead) { ended = true }
             if ended, processing.isIdle { break }
-            var timeout = LineEngine.longestWait
+            var timeout: Int?
             if let deadline = sink.flushDeadline {
                 let left = deadline - MonotonicClock.milliseconds()
                 if left <= 0 {
                     if !sink.flush() { ended = true }
                     continue
                 }
-                timeout = min(timeout, left)
+                timeout = left
             }
             let input = !ended && processing.hasRoom ? source.readiness : nil
             // Nothing in flight and no input to wait on: the source is asked again.
@@ -142,10 +143,6 @@ extension LineEngine {
         }
         return readError
     }
-
-    /// The longest single wait of ``drive(source:processing:sink:)``'s processing, in
-    /// milliseconds: a stop signal or a time-out is seen within it.
-    package static let longestWait = 200
 }
 
 /// A ``LineSource`` over a ``LineBatchReader``: standard input and `--jsonl`'s files. Live: a
@@ -248,7 +245,7 @@ package final class ThreadedLines<P: DocumentProcessor>: LineProcessing {
         return open
     }
 
-    package func wait(input: Int32?, timeout: Int) {}
+    package func wait(input: Int32?, timeout: Int?) {}
 
     /// ``deliver(to:bytesRead:)`` for an async front end (the library's stream): the task is
     /// suspended, no thread blocked, until the oldest batch is complete; a cancelled task's
@@ -317,13 +314,13 @@ package final class DecidedLines<P: DecisionProcessor>: LineProcessing {
     /// Whether ``batch`` holds lines the sink has not taken yet.
     var holdsLines = false
     /// The front end's wait (``wait(input:timeout:)``).
-    let waiting: (_ input: Int32?, _ timeout: Int) -> Void
+    let waiting: (_ input: Int32?, _ timeout: Int?) -> Void
 
     /// `wait`: waits until `input` (when given) is readable or something else the run listens to
     /// happened, for at most `timeout` milliseconds, and handles what happened.
     package init(
         _ processor: P, batchLines: Int = StreamBatching.batchLines, batchBytes: Int = StreamBatching.batchBytes,
-        wait: @escaping (_ input: Int32?, _ timeout: Int) -> Void
+        wait: @escaping (_ input: Int32?, _ timeout: Int?) -> Void
     ) {
         self.processor = processor
         batchLimits = (batchLines, batchBytes)
@@ -335,8 +332,8 @@ package final class DecidedLines<P: DecisionProcessor>: LineProcessing {
     package var hasRoom: Bool { !holdsLines }
     package var isIdle: Bool { !holdsLines }
 
-    package func take(_ fill: (inout LineBatchReader.Batch) throws(CodedError) -> Void) throws(CodedError) {
-        do throws(CodedError) {
+    package func take<Failure: Error>(_ fill: (inout LineBatchReader.Batch) throws(Failure) -> Void) throws(Failure) {
+        do throws(Failure) {
             try fill(&batch)
         } catch {
             // As on the ordered runner: the lines of a read that failed are not processed.
@@ -358,5 +355,5 @@ package final class DecidedLines<P: DecisionProcessor>: LineProcessing {
         return true
     }
 
-    package func wait(input: Int32?, timeout: Int) { waiting(input, timeout) }
+    package func wait(input: Int32?, timeout: Int?) { waiting(input, timeout) }
 }
