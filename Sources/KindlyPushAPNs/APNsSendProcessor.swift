@@ -51,17 +51,21 @@ package struct APNsSendProcessor: DocumentProcessor {
         return { box.sender.probe() }
     }
 
-    /// Takes one document's result line (or its error object), without a newline: the document
-    /// was handed over by ``begin(_:)``, or is sent now.
-    package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    /// Takes one document's result line (or its error object): the document was handed over by
+    /// ``begin(_:)``, or is sent now. Its bytes go to the gateway as they are, read once there
+    /// (the engine reads no JSON of its own for it, so every entry given to ``begin(_:)`` is
+    /// taken here); the line's fate is its typed ``SendOutcome``.
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout Void, into output: inout [UInt8]) throws(CodedError)
+        -> Completion
+    {
         let sender = box.sender
         if box.begun > 0 {
             box.begun -= 1
         } else {
             sender.submit(bytes)
         }
-        var line: [UInt8] = []
-        var taken = sender.takeOne(into: &line)
+        // On a throw below, the engine takes back what was appended.
+        var taken = sender.takeOne(into: &output)
         while taken == nil {
             // After SIGTERM's drain the push ends as `io`, a transient failure: the entry stays
             // pending (sent again later: at least once).
@@ -71,12 +75,15 @@ package struct APNsSendProcessor: DocumentProcessor {
             // answers (a worker that found Redis gone does not feed it).
             ServiceNotifier.process?.feedWatchdog()
             _ = sender.step(waitingFor: -1, timeout: 200)
-            taken = sender.takeOne(into: &line)
+            taken = sender.takeOne(into: &output)
         }
         guard let outcome = taken else { preconditionFailure("taken above") }
-        if line.last == 0x0A { line.removeLast() }
+        // The line's newline (``APNsGateway/takeOne(into:)`` ends each line with one): the
+        // engine ends the line itself.
+        output.removeLast()
+        // A JSON document its line cuts short: the engine's to say, with its advice.
+        if case .failed(let error) = outcome, error.endsInsideDocument { throw error }
         try Self.check(outcome, deadLetters: deadLetters)
-        output += line
         // A result is a success whatever APNs answered; a refused document is its error object.
         guard case .failed(let error) = outcome else { return .success }
         return .errorObject(error.code, message: error.message)
@@ -114,7 +121,12 @@ package struct APNsSendProcessor: DocumentProcessor {
         }
     }
 
+    /// A document already read (the engine hands the worker's entries to
+    /// ``process(bytes:scratch:into:)`` instead): its compact text, sent as an entry's bytes are.
     package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
-        try JSONWriter.compactBytes(document).withBytes { (bytes) throws(CodedError) in try process(bytes: bytes, into: &output) }
+        try JSONWriter.compactBytes(document).withBytes { (bytes) throws(CodedError) in
+            var scratch: Void = ()
+            return try process(bytes: bytes, scratch: &scratch, into: &output)
+        }
     }
 }

@@ -203,20 +203,19 @@ package struct APNsSendServices: SendServices {
         // The results file exists before anything is sent: a killed run's is never overwritten.
         let target = try OutputTarget(journalFor: options.outputPath)
         StopSignals.install()
-        input.withUnsafeBytes { sender.submit($0) }
-        var output: [UInt8] = []
-        var outcome = sender.takeOne(into: &output)
-        while outcome == nil {
-            _ = sender.step(waitingFor: -1, timeout: 200)
-            outcome = sender.takeOne(into: &output)
-        }
+        // Answered whatever comes: a stop signal does not end the push in flight.
+        let processing = GatewayLines(sender, endsAfterStopDrain: false, keepsLines: true)
+        var source = DocumentSource(document: input)
+        var sink = ResultLine()
+        if let error = LineEngine.drive(source: &source, processing: processing, sink: &sink) { throw error }
+        guard let outcome = sink.outcome else { preconditionFailure("the drive ends once the document is answered") }
         // The one line: a result, or the error of a push that found no server (or named no app).
-        if case .failed(let error)? = outcome {
+        if let code = outcome.error {
             target.discard()
-            throw error
+            throw CodedError(code, outcome.message)
         }
-        var stdout = OutputStream(descriptor: target.descriptor, capacity: output.count)
-        stdout.write(output)
+        var stdout = OutputStream(descriptor: target.descriptor, capacity: sink.bytes.count)
+        stdout.write(sink.bytes)
         return DocumentRunner.finish(&stdout, target) ?? 0
     }
 
@@ -233,50 +232,16 @@ package struct APNsSendServices: SendServices {
         }
         defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
         StopSignals.install()
-        var reader = LineBatchReader(descriptors: descriptors, maximumLineLength: StandardInput.maximumDocumentSize)
-        var stdout = OutputStream(descriptor: target.descriptor)
-        var batch = LineBatchReader.Batch()
-        var output: [UInt8] = []
-        /// When the results in `output` began to gather (monotonic milliseconds).
-        var gatheredSince: Int?
-        var readError: CodedError?
-        var inputEnded = false
-        while true {
-            if StopSignals.requested { inputEnded = true }
-            sender.endAfterStopDrain()
-            // Read what there is while there is room: never wait for input with answers to write.
-            while !inputEnded, sender.hasRoom, !reader.inputWouldBlock() {
-                do throws(Errno) {
-                    try reader.nextBatch(into: &batch, maximumLines: 256, maximumReads: 1, live: true)
-                } catch {
-                    readError = CodedError(.io, "cannot read standard input: \(error)")
-                    inputEnded = true
-                    break
-                }
-                for line in batch.lines { sender.submit(line, in: batch.bytes) }
-                if reader.isAtEnd { inputEnded = true }
-                if batch.lines.isEmpty { break }
-            }
-            sender.takeWritable(into: &output)
-            // Results answered one at a time are gathered for up to SendTiming.resultGathering
-            // ms and written at once; all of them once nothing is left to answer.
-            let now = MonotonicClock.milliseconds()
-            if !output.isEmpty, gatheredSince == nil { gatheredSince = now }
-            if let since = gatheredSince,
-                now - since >= SendTiming.resultGathering || output.count >= 1 << 16 || StopSignals.requested || sender.isIdle
-            {
-                stdout.write(output)
-                output.removeAll(keepingCapacity: true)
-                gatheredSince = nil
-                if !stdout.flush() { break }
-            }
-            if inputEnded, sender.isIdle { break }
-            let waitsForInput = !inputEnded && sender.hasRoom && descriptors.contains(STDIN_FILENO)
-            var timeout = sender.hasWork ? 200 : (waitsForInput ? 200 : 0)
-            if let since = gatheredSince { timeout = min(timeout, max(0, since + SendTiming.resultGathering - now)) }
-            _ = sender.step(waitingFor: waitsForInput ? STDIN_FILENO : -1, timeout: timeout)
-        }
-        reader.wipe()
+        // Read once per batch, so that answers are written between reads; standard input is
+        // waited for in the gateway's `poll`, beside its connections.
+        let reader = ReaderSource(
+            LineBatchReader(descriptors: descriptors, maximumLineLength: StandardInput.maximumDocumentSize), maximumReads: 1,
+            readiness: descriptors.contains(STDIN_FILENO) ? STDIN_FILENO : nil)
+        var source = SendLineSource(reader: reader)
+        var sink = ResultSink(stdout: OutputStream(descriptor: target.descriptor))
+        let readError = LineEngine.drive(source: &source, processing: GatewayLines(sender), sink: &sink)
+        source.reader.wipe()
+        var stdout = sink.stdout
         let writeStatus = DocumentRunner.finish(&stdout, target, incomplete: readError != nil)
         if readError == nil, let writeStatus { return writeStatus }
         if let readError {
@@ -285,4 +250,103 @@ package struct APNsSendServices: SendServices {
         }
         return 0
     }
+}
+
+/// `send --jsonl`'s input: standard input and files (``ReaderSource``), never waited for in
+/// `read`: with nothing to read yet it hands over no lines, and the gateway waits for the input
+/// in its `poll` (``GatewayLines/wait(input:timeout:)``), serving its connections meanwhile. A
+/// stop signal (SIGTERM, SIGINT) ends the input: what was read is still answered.
+struct SendLineSource: ~Copyable, LineSource {
+    /// The inputs, read once per batch, with standard input's readiness when it is one of them.
+    var reader: ReaderSource
+    /// What ``wouldBlock()`` found last, for the ``next(into:maximumLines:maximumBytes:)`` that
+    /// follows it (input that came since is read by the next one): one `poll` for both.
+    var blocked: Bool?
+
+    mutating func wouldBlock() -> Bool {
+        let blocks = !StopSignals.requested && reader.wouldBlock()
+        blocked = blocks
+        return blocks
+    }
+
+    mutating func next(into batch: inout LineBatchReader.Batch, maximumLines: Int, maximumBytes: Int) throws(CodedError) -> Bool {
+        let blocks = blocked ?? reader.wouldBlock()
+        blocked = nil
+        guard !StopSignals.requested, !blocks else {
+            batch.lines.removeAll(keepingCapacity: true)
+            return !StopSignals.requested
+        }
+        return try reader.next(into: &batch, maximumLines: maximumLines, maximumBytes: maximumBytes)
+    }
+
+    var readiness: Int32? { reader.readiness }
+}
+
+/// `send --jsonl`'s output: the result lines, in input order. Results answered one at a time are
+/// gathered for up to ``SendTiming/resultGathering`` milliseconds (``flushDeadline``), or up to
+/// 64 KiB, and written at once; ``GatewayLines`` has them written as soon as nothing is left to
+/// answer or a stop signal came.
+struct ResultSink: ~Copyable, LineSink {
+    /// Standard output or `--output`'s file.
+    var stdout: OutputStream
+    /// When the results not written yet began to gather (monotonic milliseconds); `nil`: none wait.
+    var gatheredSince: Int?
+    /// The bytes of the results not written yet.
+    var gathered = 0
+    /// No write has failed: once one has, nothing more is taken.
+    var open = true
+
+    mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool {
+        guard open else { return false }
+        guard !chunk.bytes.isEmpty else { return true }
+        stdout.write(chunk.bytes)
+        gathered += chunk.bytes.count
+        if gatheredSince == nil { gatheredSince = MonotonicClock.milliseconds() }
+        return gathered >= 1 << 16 ? flush() : true
+    }
+
+    mutating func flush() -> Bool {
+        guard open, gatheredSince != nil else { return open }
+        gatheredSince = nil
+        gathered = 0
+        open = stdout.flush()
+        return open
+    }
+
+    var flushDeadline: Int? { gatheredSince.map { $0 + SendTiming.resultGathering } }
+}
+
+/// The one document of a single `send` as a source: one line, its whole text, then the end.
+struct DocumentSource: ~Copyable, LineSource {
+    /// The document until it is handed over.
+    var document: [UInt8]?
+
+    mutating func wouldBlock() -> Bool { false }
+
+    mutating func next(into batch: inout LineBatchReader.Batch, maximumLines: Int, maximumBytes: Int) throws(CodedError) -> Bool {
+        batch.lines.removeAll(keepingCapacity: true)
+        if let document = document.take() {
+            batch.bytes = document
+            batch.lines.append(.text(0..<batch.bytes.count))
+        }
+        return false
+    }
+}
+
+/// A single `send`'s output: its one result line (with its newline) and what became of the push.
+struct ResultLine: ~Copyable, LineSink {
+    /// The result line, newline included.
+    var bytes: [UInt8] = []
+    /// What became of the push; `nil` until it is answered.
+    var outcome: LineEngine.LineOutcome?
+
+    mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool {
+        if let line = chunk.lines.first {
+            bytes = chunk.bytes
+            outcome = line.outcome
+        }
+        return true
+    }
+
+    mutating func flush() -> Bool { true }
 }

@@ -15,8 +15,7 @@ struct SendWorkerCommand: DocumentCommand {
     init(gateway: APNsGateway, deadLetters: Bool) {
         processor = APNsSendProcessor(gateway: gateway, deadLetters: deadLetters, metrics: gateway.senders.first?.metrics)
         // One entry at a time: the sender is one HTTP/2 connection, used from this thread only.
-        stream = try! StreamOptions(
-            ParsedArguments.parse(["--jsonl", "--jobs", "1"], specs: StreamOptions.options, command: Self.name), command: Self.name)
+        stream = StreamOptions(isLineMode: true, jobs: 1, services: CommandTable.kindlyPush.services)
     }
 
     /// Never called: `send` makes this command itself (``APNsSendServices``).

@@ -468,6 +468,40 @@ struct SendTests {
         #expect(run.process.isRunning, "\(run.stderr)")
     }
 
+    @Test(
+        "a send worker: an entry that is no JSON gets its error object, and each entry after it its own result",
+        .enabled(if: WireParityTests.redis != nil, "needs tools/with-redis"))
+    func workerUnreadableEntry() throws {
+        let redis = try #require(WireParityTests.redis)
+        let server = try APNsTestServer()
+        let stream = "unreadable:\(UUID().uuidString.prefix(8))"
+        let redisCLI = { (arguments: [String]) throws -> String in try RedisReadScriptTests.redisCLI(arguments) }
+        let entries = [
+            APNsTestServer.line(APNsTestServer.token(1)), "not json", APNsTestServer.line(APNsTestServer.token(2)),
+            #"{"token": "ab"#, APNsTestServer.line(APNsTestServer.token(3)), APNsTestServer.line(APNsTestServer.token(4)),
+        ]
+        for entry in entries { _ = try redisCLI(["XADD", stream + ":in", "*", "doc", entry]) }
+        let run = try RunningCLI(
+            server.sendArguments([
+                "--redis", "redis://127.0.0.1:\(redis.port)", "--from", stream + ":in", "--group", "g", "--to", stream + ":out",
+            ]), environment: server.environment.merging(["KINDLY_PUSH_REDIS_PASSWORD": redis.password]) { $1 })
+        defer { kill(run.process.processIdentifier, SIGTERM) }
+        #expect(run.waitUntil { (try? redisCLI(["XLEN", stream + ":out"]))?.hasPrefix("\(entries.count)") == true }, "\(run.stderr)")
+        let results = try redisCLI(["XRANGE", stream + ":out", "-", "+"]).split(separator: "\n").filter { $0.hasPrefix("{") }
+            .map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+        try #require(results.count == entries.count, "\(results)")
+        let expected: [String?] = [
+            APNsTestServer.token(1), nil, APNsTestServer.token(2), nil, APNsTestServer.token(3), APNsTestServer.token(4),
+        ]
+        for (result, token) in zip(results, expected) {
+            if let token {
+                #expect(result["token"] as? String == token && result["status"] as? Int == 200, "\(result)")
+            } else {
+                #expect((result["error"] as? [String: Any])?["code"] as? String == "bad_input", "\(result)")
+            }
+        }
+    }
+
     @Test("no server: each line's error is io after the retries; one document exits 74")
     func noServer() throws {
         let server = try APNsTestServer()

@@ -27,6 +27,9 @@ package enum LineEngine {
         package var message = ""
         /// The push's failure, when the error is one.
         package var failure: DecryptionFailure?
+
+        /// A result: no error (a processing outside this module, `send`'s, fills in a failure).
+        package init() {}
     }
 
     /// The one per-line step under every front end: `body` on the line's bytes, and every way a
@@ -117,6 +120,9 @@ package enum LineEngine {
         /// With the work's `keepsLines`: each line's output in ``bytes``, without its newline,
         /// and what it was.
         package var lines: [(range: Range<Int>, outcome: LineOutcome)] = []
+
+        /// An empty chunk (a processing outside this module, `send`'s, fills one and reuses it).
+        package init() {}
     }
 
     /// What the runner's threads do for a processor: each chunk's output lines into its buffer.

@@ -228,6 +228,22 @@ package struct StreamOptions: Sendable {
         }
         jobs = count
     }
+
+    /// The options as they are, not parsed from arguments: a run its command sets up itself
+    /// (`send --redis`'s worker, one entry at a time: `isLineMode` and `jobs` 1).
+    package init(
+        isLineMode: Bool, jobs: Int, inputs: [String] = [], outputPath: String? = nil, isQuiet: Bool = false, showsSummary: Bool = false,
+        redis: RedisOptions? = nil, services: CommandTable.Services
+    ) {
+        self.isLineMode = isLineMode
+        self.jobs = jobs
+        self.inputs = inputs
+        self.outputPath = outputPath
+        self.isQuiet = isQuiet
+        self.showsSummary = showsSummary
+        self.redis = redis
+        self.services = services
+    }
 }
 
 extension CodedError {
