@@ -35,7 +35,7 @@ package final class GatewayLines: LineProcessing {
 
     package var isIdle: Bool { abandoned || gateway.isIdle }
 
-    package func take(_ fill: (inout LineBatchReader.Batch) throws(CodedError) -> Void) throws(CodedError) {
+    package func take<Failure: Error>(_ fill: (inout LineBatchReader.Batch) throws(Failure) -> Void) throws(Failure) {
         batch.bytes.removeAll(keepingCapacity: true)
         batch.lines.removeAll(keepingCapacity: true)
         try fill(&batch)
@@ -69,13 +69,17 @@ package final class GatewayLines: LineProcessing {
         return open
     }
 
-    /// Lets every sender work: waits up to `timeout` milliseconds for an answer or for `input`
-    /// when a sender has something to wait for or there is input to wait on, else only takes
-    /// what is there.
-    package func wait(input: Int32?, timeout: Int) {
+    /// Lets every sender work: waits up to `timeout` milliseconds (at most
+    /// ``longestWait``: a stop signal is seen within it) for an answer or for `input` when a
+    /// sender has something to wait for or there is input to wait on, else only takes what is
+    /// there.
+    package func wait(input: Int32?, timeout: Int?) {
         let waits = input != nil || gateway.hasWork
-        _ = gateway.step(waitingFor: input ?? -1, timeout: waits ? timeout : 0)
+        _ = gateway.step(waitingFor: input ?? -1, timeout: waits ? min(timeout ?? Self.longestWait, Self.longestWait) : 0)
     }
+
+    /// The longest wait in one step, in milliseconds.
+    static let longestWait = 200
 
     /// What a push's ``SendOutcome`` is as a line's: an answer of the push service is a result
     /// whatever its status; no answer, or a document refused before anything was sent, is the
