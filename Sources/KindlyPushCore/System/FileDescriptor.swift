@@ -31,11 +31,11 @@ package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
         do {
             try nothingOrErrno { fstat(descriptor, &status) }
         } catch {
-            close(descriptor)
+            FileDescriptor(rawValue: descriptor).close()
             throw error
         }
         guard status.st_mode & S_IFMT != S_IFDIR else {
-            close(descriptor)
+            FileDescriptor(rawValue: descriptor).close()
             throw Errno(rawValue: EISDIR)
         }
         return FileDescriptor(rawValue: descriptor)
@@ -51,6 +51,17 @@ package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
         } catch {
             guard error == .interrupted else { throw error }
             return false
+        }
+    }
+
+    /// Closes the descriptor, which Linux releases whatever close(2) answers (it is not tried
+    /// again after `EINTR`): what close could report is an earlier write's failure, which a
+    /// descriptor only read from has none of, and a writer checks its writes itself.
+    package func close() {
+        do throws(Errno) {
+            try nothingOrErrno(retryOnInterrupt: false) { Glibc.close(rawValue) }
+        } catch {
+            // Released all the same: nothing to do.
         }
     }
 
