@@ -56,7 +56,7 @@ package struct APNsSendProcessor: DocumentProcessor {
     /// (the engine reads no JSON of its own for it, so every entry given to ``begin(_:)`` is
     /// taken here); the line's fate is its typed ``SendOutcome``.
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout Void, into output: inout [UInt8]) throws(CodedError)
-        -> Completion
+        -> LineEngine.LineOutcome
     {
         let sender = box.sender
         if box.begun > 0 {
@@ -123,7 +123,7 @@ package struct APNsSendProcessor: DocumentProcessor {
 
     /// A document already read (the engine hands the worker's entries to
     /// ``process(bytes:scratch:into:)`` instead): its compact text, sent as an entry's bytes are.
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome {
         try JSONWriter.compactBytes(document).withBytes { (bytes) throws(CodedError) in
             var scratch: Void = ()
             return try process(bytes: bytes, scratch: &scratch, into: &output)

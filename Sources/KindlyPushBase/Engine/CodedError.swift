@@ -123,21 +123,3 @@ package struct CodedError: Error, Sendable {
         output.append(UInt8(ascii: "}"))
     }
 }
-
-/// How a command that succeeded ended: `check` exits 1 for a push that is not Kindly's.
-package enum Completion: Sendable, Equatable {
-    case success
-    case notKindly
-    /// The output is the line's error object, which the command wrote itself (`seal
-    /// --recipients-inline` puts the line's `"id"` in it): `--summary` counts its code, a
-    /// worker's dead letter carries its message.
-    case errorObject(ErrorCode, message: String)
-
-    package var exitStatus: Int32 {
-        switch self {
-        case .success: return 0
-        case .notKindly: return ErrorCode.decryption(.notKindly).exitStatus
-        case .errorObject(let code, _): return code.exitStatus
-        }
-    }
-}

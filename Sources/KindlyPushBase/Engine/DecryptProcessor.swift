@@ -21,7 +21,7 @@ package struct DecryptProcessor: DocumentProcessor {
     /// The fast path for the payload, which decides every document with the strict reader's
     /// errors (not for `applies`, which rewrites the whole document: one tree, read once).
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushDecryptor, into output: inout [UInt8]) throws(CodedError)
-        -> Completion
+        -> LineEngine.LineOutcome
     {
         guard !applies else { return try process(bytes: bytes, into: &output) }
         let outcome = scratch.decrypt(bytes, appendingTo: &output)
@@ -30,7 +30,7 @@ package struct DecryptProcessor: DocumentProcessor {
         return .success
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome {
         switch decryption.decryptResult(userInfo: document) {
         case .success(let payload):
             if applies {

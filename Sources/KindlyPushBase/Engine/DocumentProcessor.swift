@@ -4,7 +4,7 @@
 /// alike, on any number of threads; a processor knows nothing of where its documents come from.
 package protocol DocumentProcessor: Sendable {
     /// Appends the output document for `document` (an object) to `output`.
-    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion
+    func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome
 
     /// The largest input document (or line) this run reads; the 64 KiB of docs/spec/streams.md unless the
     /// processor says otherwise (`seal --fit`).
@@ -21,7 +21,8 @@ package protocol DocumentProcessor: Sendable {
     /// Reads and processes one input document's bytes. The default reads the document with the
     /// strict reader and calls ``process(_:into:)``; a processor may take a faster path that
     /// gives the same output for every input.
-    func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CodedError) -> Completion
+    func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CodedError)
+        -> LineEngine.LineOutcome
 
     /// The keyring the processor looks device keys up in, for a worker's start line and its
     /// refusal to start with no key at all; `nil` (the default) for one that reads none.
@@ -49,14 +50,15 @@ package protocol DocumentProcessor: Sendable {
 
 extension DocumentProcessor {
     /// Reads and processes one input document's bytes with the strict reader.
-    package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    package func process(bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome {
         switch JSONReader.parseInputObject(bytes, what: "input") {
         case .success(let document): return try process(document, into: &output)
         case .failure(let problem): throw CodedError(problem)
         }
     }
 
-    package func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CodedError) -> Completion
+    package func process(bytes: UnsafeRawBufferPointer, scratch: inout Scratch, into output: inout [UInt8]) throws(CodedError)
+        -> LineEngine.LineOutcome
     {
         try process(bytes: bytes, into: &output)
     }

@@ -11,10 +11,15 @@ package enum LineEngine {
         bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes >> 10) KiB"
     }
 
-    /// What became of one input line.
+    /// What became of one input line: the one outcome a processor gives (returned with its
+    /// output document, or made by the engine from the ``CodedError`` it threw) and every sink
+    /// decides from: the command's exit status and `--summary`, the stream's element, the
+    /// worker's commit, hold or dead letter, `send`'s metrics. Nothing reads back the line.
     package struct LineOutcome: Sendable {
         /// The code of its error object; nil for a result.
         package var error: ErrorCode?
+        /// A result for a push that is not Kindly's (`check`'s, which exits 1 for it).
+        package var isNotKindly = false
         /// The line was a JSON document cut by its newline (``PushStreamResult/spreadDocumentAdvice``).
         package var spread = false
         /// The error may go away if asked again later (``CodedError/isTransient``).
@@ -30,6 +35,42 @@ package enum LineEngine {
 
         /// A result: no error (a processing outside this module, `send`'s, fills in a failure).
         package init() {}
+
+        /// The outcome of a line that failed with `error`: its error object.
+        package init(_ error: CodedError) {
+            self.error = error.code
+            isTransient = error.isTransient
+            countsAsDelivery = error.countsAsDelivery
+            retryAfter = error.retryAfter
+            message = error.message
+            failure = error.decryptionFailure
+        }
+
+        /// The output is the processor's document.
+        package static let success = LineOutcome()
+
+        /// The output is the document of a push that is not Kindly's, not an error object.
+        package static let notKindly: LineOutcome = {
+            var outcome = LineOutcome()
+            outcome.isNotKindly = true
+            return outcome
+        }()
+
+        /// The output is the line's error object, which the processor wrote itself (`seal
+        /// --recipients-inline` and `send` put the line's `"id"` in it): `--summary` counts its
+        /// code, a worker's dead letter carries its message.
+        package static func errorObject(_ code: ErrorCode, message: String) -> LineOutcome {
+            var outcome = LineOutcome()
+            outcome.error = code
+            outcome.message = message
+            return outcome
+        }
+
+        /// A one-document run's exit status.
+        package var exitStatus: Int32 {
+            if let error { return error.exitStatus }
+            return isNotKindly ? ErrorCode.decryption(.notKindly).exitStatus : 0
+        }
     }
 
     /// The one per-line step under every front end: `body` on the line's bytes, and every way a
@@ -89,20 +130,12 @@ package enum LineEngine {
             try processor.process(bytes: raw, scratch: &scratch, into: &output)
         }
         switch result {
-        case .success(let completion):
-            if case .errorObject(let code, let message) = completion {
-                outcome.error = code
-                outcome.message = message
-            }
+        case .success(let processed):
+            outcome = processed
         case .failure(let error):
             output.removeSubrange(start...)
+            outcome = LineOutcome(error)
             outcome.spread = lines && error.endsInsideDocument
-            outcome.error = error.code
-            outcome.isTransient = error.isTransient
-            outcome.countsAsDelivery = error.countsAsDelivery
-            outcome.retryAfter = error.retryAfter
-            outcome.message = error.message
-            outcome.failure = error.decryptionFailure
             error.appendErrorObject(to: &output)
         }
         output.append(0x0A)

@@ -26,7 +26,7 @@ package enum DocumentRunner {
             input.wipeCapacity()
             output.wipeCapacity()
         }
-        let completion: Completion
+        let completion: LineEngine.LineOutcome
         do throws(CodedError) {
             let descriptor = try InputFiles.open(command.stream.inputs, lineMode: false)[0]
             defer { if descriptor != STDIN_FILENO { close(descriptor) } }

@@ -22,7 +22,7 @@ package struct CheckCommand: RunnableCommand, DocumentCommand, DocumentProcessor
         stream = try StreamOptions(arguments, command: Self.name)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome {
         let isKindly = KindlyPushDecryption.isKindlyNotification(document)
         let result: JSONValue = [
             "kindly": .bool(isKindly),

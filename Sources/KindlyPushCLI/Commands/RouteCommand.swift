@@ -62,7 +62,7 @@ package struct RouteCommand: RunnableCommand, DocumentCommand, DocumentProcessor
         decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome {
         let decision = KindlyPushRouter.route(userInfo: document, context: context, decryption: decryption)
         JSONWriter.write(decision.json, to: &output)
         return .success

@@ -56,7 +56,9 @@ package enum PlaintextSealing {
 
     /// What `seal` makes of a sealer's outcome: a push, or `bad_input` with the general path's
     /// message (`input`: the text the sealer read; a text that is no JSON object is "the input").
-    package static func completion(_ outcome: PushSealer.Outcome, input: UnsafeRawBufferPointer) throws(CodedError) -> Completion {
+    package static func completion(_ outcome: PushSealer.Outcome, input: UnsafeRawBufferPointer) throws(CodedError)
+        -> LineEngine.LineOutcome
+    {
         switch outcome {
         case .sealed: return .success
         case .failed(let error): throw CodedError(.badInput, error.description)

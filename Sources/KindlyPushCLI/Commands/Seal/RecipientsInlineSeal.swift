@@ -55,12 +55,12 @@ package struct RecipientsInlineSeal: CommandImplementation, DocumentCommand, Doc
 
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
         throws(CodedError)
-        -> Completion
+        -> LineEngine.LineOutcome
     {
         if let line = RecipientsInlineCompactLine(bytes, mode: mode, placeholder: placeholder), let key = line.recipientKey(in: bytes) {
             // A line's own "id" and registration, copied as they are (in the writer's form: what
             // the strict path writes for them; a subscription as the writer wrote it).
-            let sealed = try (line.subscription ?? []).withBytes { (subscription) throws(CodedError) -> Completion? in
+            let sealed = try (line.subscription ?? []).withBytes { (subscription) throws(CodedError) -> LineEngine.LineOutcome? in
                 let registration = line.registration.map {
                     (line.platform, line.subscription == nil ? UnsafeRawBufferPointer(rebasing: bytes[$0]) : subscription)
                 }
@@ -92,7 +92,7 @@ package struct RecipientsInlineSeal: CommandImplementation, DocumentCommand, Doc
         return try processWithID(document, scratch: scratch, into: &output)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome {
         try processWithID(document, scratch: LRUCache(capacity: 1), into: &output)
     }
 
@@ -102,7 +102,7 @@ package struct RecipientsInlineSeal: CommandImplementation, DocumentCommand, Doc
     /// it), or in line mode the error object with the id and registration after `"error"`.
     /// Without any (or with a member name twice), the output is the push or the error alone.
     private func processWithID(_ document: JSONValue, scratch: LRUCache<RecipientKey, PushSealer>, into output: inout [UInt8])
-        throws(CodedError) -> Completion
+        throws(CodedError) -> LineEngine.LineOutcome
     {
         guard case .object(let object) = document, !object.hasDuplicateKeys else {
             try process(document, scratch: scratch, into: &output)
@@ -153,8 +153,9 @@ package struct RecipientsInlineSeal: CommandImplementation, DocumentCommand, Doc
     }
 
     /// A line that fails: in line mode with an `"id"` or a registration, its error object with them
-    /// after `"error"` (``Completion/errorObject(_:message:)``); the error itself otherwise.
-    private func failure(_ error: CodedError, tags: CorrelationID, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    /// after `"error"` (``LineEngine/LineOutcome/errorObject(_:message:)``); the error itself otherwise.
+    private func failure(_ error: CodedError, tags: CorrelationID, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome
+    {
         guard tags.isCorrelated, stream.isLineMode else { throw error }
         error.appendErrorObject(to: &output) { tags.appendErrorMembers(to: &$0) }
         return .errorObject(error.code, message: error.message)

@@ -99,12 +99,12 @@ package struct SealCommand: RunnableCommand, DocumentCommand, DocumentProcessor 
 
     /// The sealer decides every input, reading it once (``PushSealer``).
     package func process(bytes: UnsafeRawBufferPointer, scratch: inout PushSealer, into output: inout [UInt8]) throws(CodedError)
-        -> Completion
+        -> LineEngine.LineOutcome
     {
         try PlaintextSealing.completion(scratch.seal(plaintext: bytes, appendingTo: &output), input: bytes)
     }
 
-    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> Completion {
+    package func process(_ document: JSONValue, into output: inout [UInt8]) throws(CodedError) -> LineEngine.LineOutcome {
         // The recipient first, then section 4, as the fast path decides.
         var sealer = makeScratch()
         defer { sealer.wipe() }
