@@ -93,12 +93,35 @@ package final class RedisWorker<P: DocumentProcessor> {
     private var scriptHash: [UInt8] = []
     private var readHash: [UInt8] = []
     /// `--jobs N`: the entries of a batch are processed on N threads (none for 1: this one), in
-    /// chunks, and their lines taken back in order.
-    private let runner: OrderedBatchRunner<LineEngine.Work<P>>
-    private var lines: [UInt8] = []
-    /// The batch on the runner's threads (``startPreparing(_:)``), not yet taken back: its slot,
-    /// and whether it was published (a batch of problems only is not).
-    private var inFlight: (pending: PendingCommit, slot: OrderedBatchRunner<LineEngine.Work<P>>.Slot, published: Bool)?
+    /// chunks, and their lines handed to the commit (``RedisCommit``) in order; one batch in flight.
+    let processing: ThreadedLines<P>
+    /// The batch handed to the engine (``hand(_:into:on:)``) whose lines are being gathered for
+    /// its commit (``gather(_:)``), and how many of its lines are still to come.
+    var handed: PendingCommit?
+    var linesLeft = 0
+    /// The next of ``handed``'s entries to answer, what became of those answered, and their
+    /// output lines (``Result/output(_:_:)``'s ranges are in it).
+    var nextEntry = 0
+    var results: [Result] = []
+    var lines: [UInt8] = []
+    /// The commit sent and not yet answered (the steady state: its answer is read after the next
+    /// batch's processing, with the read sent ahead).
+    var awaiting: PendingCommit?
+    /// A read sent ahead of the batch being processed, its reply not yet received.
+    var readingAhead = false
+    /// The entries that read brought: the engine's next batch.
+    var readAhead: PendingCommit?
+    /// Batches read and not known to be committed (the connection broke): committed again after
+    /// reconnecting, with the output lines they were given (``PendingCommit``); entries already
+    /// acknowledged are not written twice.
+    var unconfirmed: [PendingCommit] = []
+    /// After commits sent again with `--min-replicas`: their replicas are waited for (``awaitReplicas(on:)``).
+    var replicasToAwait = false
+    /// The lost connection the commit met (``complete(_:)``): reconnected before the next batch.
+    var lost: RedisConnectionLost?
+    /// When the worker last had work, for `--exit-when-idle`, and the next wait when a read finds nothing.
+    var idleSince = 0
+    var idlePoll = RedisTiming.firstIdlePoll
     private var claimCursor = Array("0-0".utf8)
     private var nextClaim = 0
     /// Entries whose processing failed for a reason that may go away (a locked or unreachable
@@ -143,14 +166,14 @@ package final class RedisWorker<P: DocumentProcessor> {
             options.minReplicas > 0
             ? [Array("WAIT".utf8), Array(String(options.minReplicas).utf8), Array(String(options.replicaTimeout).utf8)] : []
         blockMilliseconds = max(10, min(1000, options.claimIdle, options.exitWhenIdle ?? 1000))
-        runner = OrderedBatchRunner(
+        processing = ThreadedLines(
             LineEngine.Work(processor: processor, keepsLines: true), jobs: jobs == 1 ? 0 : jobs, batchesInFlight: 1,
-            maximumBatchLines: options.batch,
-            chunkLines: max(1, min(StreamBatching.chunkLines, (options.batch + jobs - 1) / jobs)))
+            batchLines: options.batch, chunkLines: max(1, min(StreamBatching.chunkLines, (options.batch + jobs - 1) / jobs)),
+            wipesEachBatch: true)
     }
 
     deinit {
-        runner.finish()
+        processing.finish()
         lines.wipeCapacity()
     }
 
@@ -507,20 +530,50 @@ package final class RedisWorker<P: DocumentProcessor> {
 
     // MARK: The loop
 
+    /// The engine's loop over the group's entries (``RedisEntries``), processed on
+    /// ``processing``'s threads, each batch committed (``RedisCommit``).
     private func loop() throws(Fatal) {
-        var idleSince = Self.now()
-        var idlePoll = RedisTiming.firstIdlePoll
-        // Batches read and not known to be committed (the connection broke): committed again
-        // after reconnecting, with the output lines they were given (``PendingCommit``);
-        // entries already acknowledged are not written twice.
-        var unconfirmed: [PendingCommit] = []
+        idleSince = Self.now()
+        var source = RedisEntries(worker: self)
+        var sink = RedisCommit(worker: self)
+        if let error = LineEngine.drive(source: &source, processing: processing, sink: &sink) { throw Fatal(error: error) }
+    }
+
+    /// The engine's next batch (``RedisEntries``): the entries read ahead in the steady state;
+    /// else, once the last commit is answered, the held entries due again, entries to take
+    /// over or new ones, waiting while there are none. Before it, a lost connection is mended
+    /// and the batches it left unconfirmed committed again. `false` (nothing pending in hand)
+    /// on SIGTERM or `--exit-when-idle`; throws when the worker stops unable to reach Redis.
+    func nextBatch(into batch: inout LineBatchReader.Batch) throws(Fatal) -> Bool {
         while true {
             do throws(RedisConnectionLost) {
+                if let lost {
+                    self.lost = nil
+                    throw lost
+                }
                 guard let connection else { throw RedisConnectionLost(reason: "not connected") }
                 heartbeat()
-                for pending in unconfirmed { try commit(pending, on: connection) }
-                if !unconfirmed.isEmpty, options.minReplicas > 0 { try awaitReplicas(on: connection) }
-                unconfirmed = []
+                while let pending = unconfirmed.first {
+                    try commit(pending, on: connection)
+                    unconfirmed.removeFirst()
+                }
+                if replicasToAwait {
+                    try awaitReplicas(on: connection)
+                    replicasToAwait = false
+                }
+                if let pending = readAhead {
+                    readAhead = nil
+                    if hand(pending, into: &batch, on: connection) { return true }
+                    continue
+                }
+                if let pending = awaiting {
+                    let answer = try receiveCommit(on: connection)
+                    try confirm(answer.reply, replicas: answer.replicas, of: pending, on: connection)
+                    awaiting = nil
+                    idleSince = Self.now()
+                    if pending.retryRound { finishRetryRound() }
+                    continue
+                }
                 if StopSignals.requested {
                     tellStopping()
                     let left =
@@ -528,12 +581,13 @@ package final class RedisWorker<P: DocumentProcessor> {
                         ? "nothing stays pending"
                         : "\(held.count) entries stay pending (held after a failure that may pass: another worker takes them over)"
                     note("stopping (\(StopSignals.name)): the batch in hand is committed, \(left)")
-                    return
+                    return false
                 }
                 if metrics != nil, Self.now() >= nextGroupFigures { try readGroupFigures(on: connection) }
                 if !held.isEmpty, Self.now() >= heldRetryAt {
-                    try retryHeld(on: connection)
+                    let round = try retryHeld(on: connection)
                     idleSince = Self.now()
+                    if let round, hand(round, into: &batch, on: connection) { return true }
                     continue
                 }
                 if held.count >= options.batch {
@@ -544,16 +598,16 @@ package final class RedisWorker<P: DocumentProcessor> {
                 if entries.isEmpty { entries = try read(on: connection) }
                 if entries.isEmpty {
                     if held.isEmpty, let limit = options.exitWhenIdle, Self.now() - idleSince >= limit, try nothingPending(on: connection) {
-                        return
+                        return false
                     }
                     Self.sleep(milliseconds: held.isEmpty ? idlePoll : min(idlePoll, max(0, heldRetryAt - Self.now())))
                     idlePoll = min(idlePoll * 2, RedisTiming.longestIdlePoll)
                     continue
                 }
                 idlePoll = RedisTiming.firstIdlePoll
-                try stream(from: entries, on: connection, unconfirmed: &unconfirmed)
-                idleSince = Self.now()
+                if hand(PendingCommit(entries), into: &batch, on: connection) { return true }
             } catch {
+                keepUnconfirmed()
                 try reconnect(after: error)
                 idleSince = Self.now()
             }
@@ -609,7 +663,7 @@ package final class RedisWorker<P: DocumentProcessor> {
     }
 
     /// The entries held for a transient failure, once their backoff (0.1 s doubling to 5 s) is
-    /// over. For an entry whose failure was its own (APNs's 429 or 5xx for that push) each round
+    /// over, as a round for the engine (``finishRetryRound()`` once it is committed). For an entry whose failure was its own (APNs's 429 or 5xx for that push) each round
     /// is a delivery; a failure of the worker's (an unreachable server, a locked keyring) is
     /// waited out without counting. An entry delivered more than --max-deliveries times is
     /// answered with that error (to the dead letters, with --dead-letter) and the last failure's
@@ -617,9 +671,9 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// JUSTID`, which also resets their idle time, so a worker that takes them over after this
     /// one died sees the count) and processed again. Those that now succeed or fail for good are
     /// committed; those that fail again are held again.
-    private func retryHeld(on connection: RedisConnection) throws(RedisConnectionLost) {
+    private func retryHeld(on connection: RedisConnection) throws(RedisConnectionLost) -> PendingCommit? {
         heldDelay = min(heldDelay * 2, RedisTiming.longestRetryDelay)
-        guard !StopSignals.requested else { return }
+        guard !StopSignals.requested else { return nil }
         // An entry whose answer said retry-after waits for it (the others go on); it is claimed
         // again all the same, its count unchanged, so that its idle time never lets another
         // worker take it over meanwhile.
@@ -650,7 +704,14 @@ package final class RedisWorker<P: DocumentProcessor> {
             return entry
         }
         held = held.filter { $0.notBefore > started && ours.contains($0.id) }
-        if !entries.isEmpty { try commit(PendingCommit(entries), on: connection) }
+        if !entries.isEmpty { return PendingCommit(entries, retryRound: true) }
+        finishRetryRound()
+        return nil
+    }
+
+    /// Once a round of held entries is committed (or had none due): the next round scheduled,
+    /// and the end of the holding noted when none is left.
+    func finishRetryRound() {
         // The backoff counts from the round's end: a round (a push's own retries) may take longer.
         scheduleHeld()
         if held.isEmpty {
@@ -679,44 +740,42 @@ package final class RedisWorker<P: DocumentProcessor> {
         )
     }
 
-    /// The steady state, pipelined as hiredis allows: while the worker turns batch i into
-    /// output lines, the server reads batch i + 1 (the read script, sent before) and runs the
-    /// commit of batch i - 1 (sent after the previous batch). Returns when a read finds nothing
-    /// new, when a take-over scan is due, when entries are held for a transient failure, or on
-    /// SIGTERM, with every batch committed.
-    private func stream(from first: [Entry], on connection: RedisConnection, unconfirmed: inout [PendingCommit]) throws(RedisConnectionLost)
-    {
-        var current = PendingCommit(first)
-        var committing: PendingCommit?
-        // A batch left on the runner's threads by a lost connection is taken back (its lines
-        // kept for the commit after reconnecting): nothing is processed twice.
-        defer { if let inFlight { prepare(inFlight.pending) } }
-        while true {
-            heartbeat()
-            // With --jobs N the batch is processed on the runner's threads while this one reads
-            // the next batch and confirms the last commit.
-            startPreparing(current)
-            unconfirmed = [current] + (committing.map { [$0] } ?? [])
-            let prefetches = !StopSignals.requested && Self.now() < nextClaim && held.isEmpty
-            if prefetches { try connection.send(readCommand(claiming: false)) }
-            // Both replies are read before either is acted on: a NOSCRIPT answer sends commands.
-            let committed = committing == nil ? nil : try receiveCommit(on: connection)
-            let next = prefetches ? try readEntries(try connection.receive(), on: connection) : []
-            if let committing, let committed { try confirm(committed.reply, replicas: committed.replicas, of: committing, on: connection) }
-            committing = nil
-            prepare(current)
-            let following = next.isEmpty ? nil : PendingCommit(next)
-            unconfirmed = [current] + (following.map { [$0] } ?? [])
-            try sendCommit(current, on: connection)
-            guard let following else {
-                let answer = try receiveCommit(on: connection)
-                try confirm(answer.reply, replicas: answer.replicas, of: current, on: connection)
-                unconfirmed = []
-                return
+    /// Hands `pending`'s documents to the engine as its next batch, and in the steady state
+    /// sends the read of the batch after it: pipelined as hiredis allows, while the engine
+    /// turns batch i into output lines (on ``processing``'s threads with `--jobs N`), the server
+    /// reads batch i + 1 and runs the commit of batch i - 1 (sent after that batch). Nothing is
+    /// read ahead when a take-over scan is due, when entries are held for a transient failure,
+    /// for a round of held entries, or on SIGTERM. `false`: none of the entries is processed
+    /// (each one's problem is its answer), and the batch went to its commit at once.
+    func hand(_ pending: PendingCommit, into batch: inout LineBatchReader.Batch, on connection: RedisConnection) -> Bool {
+        pending.started = Self.nanoseconds()
+        handed = pending
+        nextEntry = 0
+        results.removeAll(keepingCapacity: true)
+        lines.removeAll(keepingCapacity: true)
+        batch.bytes.removeAll(keepingCapacity: true)
+        batch.lines.removeAll(keepingCapacity: true)
+        for entry in pending.entries where entry.problem == nil {
+            if let document = entry.document, document.count <= processor.inputLimit {
+                let start = batch.bytes.count
+                batch.bytes += document
+                batch.lines.append(.text(start..<batch.bytes.count))
+            } else {
+                batch.lines.append(.oversized)
             }
-            committing = current
-            current = following
         }
+        linesLeft = batch.lines.count
+        if !pending.retryRound, !StopSignals.requested, Self.now() < nextClaim, held.isEmpty {
+            do throws(RedisConnectionLost) {
+                try connection.send(readCommand(claiming: false))
+                readingAhead = true
+            } catch {
+                lost = error
+            }
+        }
+        guard batch.lines.isEmpty else { return true }
+        complete(pending)
+        return false
     }
 
     /// Entries of any consumer pending longer than `--claim-idle`, taken over by the read script
@@ -872,78 +931,93 @@ package final class RedisWorker<P: DocumentProcessor> {
         case transient(String, countsAsDelivery: Bool, retryAfter: Int?)
     }
 
-    /// Hands `pending`'s documents to the runner as one batch: with `--jobs N` its chunks are
-    /// processed on N threads while this one goes on (reads the next batch, confirms the last
-    /// commit); with `--jobs 1` they are processed here and now. ``process(_:)`` takes the lines.
-    private func startProcessing(_ pending: PendingCommit) {
-        precondition(inFlight == nil, "the worker's one batch is in flight")
-        guard let slot = runner.takeFreeSlot() else { preconditionFailure("the worker's one batch is in flight") }
-        slot.batch.bytes.removeAll(keepingCapacity: true)
-        slot.batch.lines.removeAll(keepingCapacity: true)
-        for entry in pending.entries where entry.problem == nil {
-            if let document = entry.document, document.count <= processor.inputLimit {
-                let start = slot.batch.bytes.count
-                slot.batch.bytes += document
-                slot.batch.lines.append(.text(start..<slot.batch.bytes.count))
-            } else {
-                slot.batch.lines.append(.oversized)
+    /// Takes the output lines of one chunk of ``handed``'s batch (``RedisCommit``): each is its
+    /// entry's answer, after those of the entries before it that were not processed; once the
+    /// batch's last line is in, the batch goes to its commit (``complete(_:)``).
+    func gather(_ chunk: borrowing LineEngine.Chunk) {
+        guard let pending = handed else { return }
+        for (range, outcome) in chunk.lines {
+            gatherProblems(of: pending)
+            nextEntry += 1
+            linesLeft -= 1
+            if outcome.isTransient {
+                results.append(.transient(outcome.message, countsAsDelivery: outcome.countsAsDelivery, retryAfter: outcome.retryAfter))
+                continue
             }
-        }
-        let published = !slot.batch.lines.isEmpty
-        if published { runner.publish(slot) }
-        inFlight = (pending, slot, published)
-    }
-
-    /// The output line of each of `pending`'s entries, as `--jsonl` prints it (without its
-    /// newline), into ``lines``, in the entries' order: the batch ``startProcessing(_:)`` handed
-    /// over (started now if it was not), taken back complete.
-    private func process(_ pending: PendingCommit) -> [Result] {
-        if inFlight?.pending !== pending { startProcessing(pending) }
-        let (_, slot, published) = inFlight!
-        inFlight = nil
-        let entries = pending.entries
-        lines.removeAll(keepingCapacity: true)
-        let processed = published ? runner.waitForOldest() : slot
-        var results: [Result] = []
-        results.reserveCapacity(entries.count)
-        var line = 0
-        for entry in entries {
             let start = lines.count
-            var failure: (code: ErrorCode, message: String)?
-            if let problem = entry.problem {
-                failure = (problem.code, problem.message)
-                JSONWriter.write(problem.jsonObject, to: &lines)
-            } else {
-                let chunk = line / processed.chunkLines
-                let (range, outcome) = processed[chunk].lines[line - chunk * processed.chunkLines]
-                line += 1
-                if outcome.isTransient {
-                    results.append(.transient(outcome.message, countsAsDelivery: outcome.countsAsDelivery, retryAfter: outcome.retryAfter))
-                    continue
-                }
-                lines += processed[chunk].bytes[range]
-                if let code = outcome.error { failure = (code, outcome.message) }
-            }
-            if let failure, options.deadLetter != nil {
-                lines.removeSubrange(start...)
-                results.append(.dead(failure.code, failure.message))
-            } else {
-                results.append(.output(start..<lines.count, failure?.code))
-            }
+            lines += chunk.bytes[range]
+            answer(from: start, failure: outcome.error.map { ($0, outcome.message) })
         }
-        // The plaintexts and documents of the batch are zeroed as soon as they are copied.
-        for chunk in 0..<processed.chunkCount { processed[chunk].bytes.wipeCapacity() }
-        processed.batch.bytes.wipeCapacity()
-        runner.giveBack(processed)
-        return results
+        if linesLeft == 0 { complete(pending) }
     }
 
-    /// The `EVALSHA` of the commit script for `entries`, processed: group and consumer, then
-    /// per entry id, kind, output line or code, message, deliveries. Entries that failed for a
-    /// transient reason are held (``hold(_:reason:)``), not committed.
+    /// Answers the entries of `pending` from ``nextEntry`` on that are not processed (their
+    /// problem is their answer), up to the next one that is.
+    private func gatherProblems(of pending: PendingCommit) {
+        let entries = pending.entries
+        while nextEntry < entries.count, let problem = entries[nextEntry].problem {
+            let start = lines.count
+            JSONWriter.write(problem.jsonObject, to: &lines)
+            answer(from: start, failure: (problem.code, problem.message))
+            nextEntry += 1
+        }
+    }
+
+    /// The result of the entry whose output line ``lines`` holds from `start`: that line, or a
+    /// dead letter for a failure with `--dead-letter` (the line dropped).
+    private func answer(from start: Int, failure: (code: ErrorCode, message: String)?) {
+        if let failure, options.deadLetter != nil {
+            lines.removeSubrange(start...)
+            results.append(.dead(failure.code, failure.message))
+        } else {
+            results.append(.output(start..<lines.count, failure?.code))
+        }
+    }
+
+    /// `pending`, processed and gathered: its commit's arguments made, then (both replies read
+    /// before either is acted on: a `NOSCRIPT` answer sends commands) the last commit's answer
+    /// and the entries read ahead, and its commit sent; its answer is read with the next
+    /// batch's, or before the worker does anything else (``nextBatch(into:)``). A lost
+    /// connection is kept for ``nextBatch(into:)``, with the batches it leaves unconfirmed.
+    func complete(_ pending: PendingCommit) {
+        gatherProblems(of: pending)
+        handed = nil
+        do throws(RedisConnectionLost) {
+            guard lost == nil, let connection else { throw lost ?? RedisConnectionLost(reason: "not connected") }
+            let committed = awaiting == nil ? nil : try receiveCommit(on: connection)
+            let next = readingAhead ? try readEntries(try connection.receive(), on: connection) : []
+            readingAhead = false
+            if let awaiting, let committed { try confirm(committed.reply, replicas: committed.replicas, of: awaiting, on: connection) }
+            awaiting = nil
+            if !next.isEmpty { readAhead = PendingCommit(next) }
+            pending.arguments = commitArguments(pending)
+            try sendCommit(pending, on: connection)
+            awaiting = pending
+        } catch {
+            // Its lines are kept for the commit after reconnecting: nothing is processed twice.
+            if pending.arguments == nil { pending.arguments = commitArguments(pending) }
+            lost = error
+            keepUnconfirmed(pending)
+        }
+    }
+
+    /// After a lost connection: `pending` (processed) and the commit whose answer was awaited are
+    /// committed again after reconnecting, in that order. A round of held entries is not: its
+    /// entries stay pending, and are held or taken over again.
+    func keepUnconfirmed(_ pending: PendingCommit? = nil) {
+        let kept = [pending, awaiting].compactMap { $0 }.filter { !$0.retryRound }
+        unconfirmed += kept
+        if !kept.isEmpty, options.minReplicas > 0 { replicasToAwait = true }
+        awaiting = nil
+        readingAhead = false
+    }
+
+    /// The `EVALSHA` of the commit script for `pending`'s entries, gathered (``results``,
+    /// ``lines``): group and consumer, then per entry id, kind, output line or code, message,
+    /// deliveries. Entries that failed for a transient reason are held (``hold(_:reason:)``),
+    /// not committed.
     private func commitArguments(_ pending: PendingCommit) -> [[UInt8]] {
         let started = pending.started ?? Self.nanoseconds()
-        let results = process(pending)
         let entries = pending.entries
         var arguments: [[UInt8]] = [Array("EVALSHA".utf8), scriptHash, Array("3".utf8), input, output, deadLetter, group, consumer]
         arguments.reserveCapacity(8 + 5 * entries.count)
@@ -968,6 +1042,7 @@ package final class RedisWorker<P: DocumentProcessor> {
                 reason = message
             }
         }
+        results.removeAll(keepingCapacity: true)
         if !transient.isEmpty { hold(transient, reason: reason) }
         metrics?.observe(seconds: Double(Self.nanoseconds() - started) / 1e9)
         // The lines are in the arguments now (``PendingCommit`` wipes them): none is left here.
@@ -982,12 +1057,17 @@ package final class RedisWorker<P: DocumentProcessor> {
     /// worker lets the batch go.
     final class PendingCommit {
         let entries: [Entry]
+        /// A round of held entries (``RedisWorker/retryHeld(on:)``).
+        let retryRound: Bool
         /// `nil` until processed; the first two are `EVALSHA` and the script's hash.
         var arguments: [[UInt8]]?
         /// When its processing started, for the metrics' batch time.
         var started: Int?
 
-        init(_ entries: [Entry]) { self.entries = entries }
+        init(_ entries: [Entry], retryRound: Bool = false) {
+            self.entries = entries
+            self.retryRound = retryRound
+        }
 
         deinit { wipe() }
 
@@ -995,34 +1075,19 @@ package final class RedisWorker<P: DocumentProcessor> {
         func wipe() {
             guard let count = arguments?.count else { return }
             // In place: a copy of the array would copy each line before zeroing it.
-            for index in (0..<count).dropFirst(7) { arguments![index].wipeCapacity() }
+            for index in (0..<count).dropFirst(7) { arguments?[index].wipeCapacity() }
             arguments = nil
         }
     }
 
-    /// Starts processing `pending`'s entries (``startProcessing(_:)``), unless that was done.
-    private func startPreparing(_ pending: PendingCommit) {
-        guard pending.arguments == nil, inFlight?.pending !== pending else { return }
-        pending.started = Self.nanoseconds()
-        startProcessing(pending)
-    }
-
-    /// Processes `pending`'s entries, or takes back what ``startPreparing(_:)`` began, unless
-    /// that was done: its commit's arguments.
-    private func prepare(_ pending: PendingCommit) {
-        // Another batch on the threads is taken back first, its lines kept: one slot, one batch.
-        if let other = inFlight?.pending, other !== pending { prepare(other) }
-        if pending.arguments == nil { pending.arguments = commitArguments(pending) }
-    }
-
     /// The script call of `pending` (processed), with the script's current hash.
     private func arguments(of pending: PendingCommit) -> [[UInt8]] {
-        prepare(pending)
-        pending.arguments![1] = scriptHash
-        return pending.arguments!
+        precondition(pending.arguments != nil, "a batch is committed once processed")
+        pending.arguments?[1] = scriptHash
+        return pending.arguments ?? []
     }
 
-    /// Commits `pending` (processed first unless it was) with the script, waiting for the answer.
+    /// Commits `pending` (processed) with the script, waiting for the answer.
     private func commit(_ pending: PendingCommit, on connection: RedisConnection) throws(RedisConnectionLost) {
         try sendCommit(pending, on: connection)
         let answer = try receiveCommit(on: connection)
