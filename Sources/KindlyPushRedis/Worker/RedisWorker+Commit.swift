@@ -61,11 +61,12 @@ extension RedisWorker {
         }
     }
 
-    /// `pending`, processed and gathered: its commit's arguments made, then (both replies read
-    /// before either is acted on: a `NOSCRIPT` answer sends commands) the last commit's answer
-    /// and the entries read ahead, and its commit sent; its answer is read with the next
-    /// batch's, or before the worker does anything else (``nextBatch(into:)``). A lost
-    /// connection is kept for ``nextBatch(into:)``, with the batches it leaves unconfirmed.
+    /// `pending`, processed and gathered, goes to its commit: first the last commit's answer and
+    /// the entries read ahead (both replies read before either is acted on: a `NOSCRIPT` answer
+    /// sends commands), then its commit's arguments made and its commit sent; that answer is
+    /// read with the next batch's, or before the worker does anything else
+    /// (``nextBatch(into:)``). A lost connection is kept for ``nextBatch(into:)``, with the
+    /// batches it leaves unconfirmed (their arguments made: nothing is processed twice).
     func complete(_ pending: PendingCommit) {
         gatherProblems(of: pending)
         handed = nil
@@ -81,7 +82,6 @@ extension RedisWorker {
             try sendCommit(pending, on: connection)
             awaiting = pending
         } catch {
-            // Its lines are kept for the commit after reconnecting: nothing is processed twice.
             if pending.arguments == nil { pending.arguments = commitArguments(pending) }
             lost = error
             keepUnconfirmed(pending)
