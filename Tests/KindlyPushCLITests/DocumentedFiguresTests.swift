@@ -139,24 +139,3 @@ struct DocumentedFiguresTests {
         #expect(flat.contains(phrase), "\(file) should say \"\(phrase)\"")
     }
 }
-
-/// The worked example of docs/architecture.md is the code the library's parity matrix runs.
-@Suite("the documentation's worked front end is the tested one", .offThePool)
-struct DocumentedFrontEndTests {
-    @Test("every line of architecture.md's front end is in QueueFrontEnd.swift, in order")
-    func sameCode() throws {
-        let doc = try String(contentsOf: CLI.packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
-        let section = try #require(doc.components(separatedBy: "## Adding a front end").dropFirst().first)
-        let block = try #require(section.components(separatedBy: "```swift\n").dropFirst().first?.components(separatedBy: "```").first)
-        let code = try String(
-            contentsOf: CLI.packageRoot.appendingPathComponent("Tests/KindlyPushTests/Engine/QueueFrontEnd.swift"), encoding: .utf8)
-        let lines = code.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        var next = 0
-        for line in block.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) where !line.isEmpty {
-            let found = lines[next...].firstIndex(of: line)
-            #expect(found != nil, "not in QueueFrontEnd.swift after line \(next): \(line)")
-            next = (found ?? next) + 1
-        }
-        #expect(block.split(separator: "\n").count < 100)
-    }
-}
