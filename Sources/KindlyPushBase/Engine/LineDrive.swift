@@ -21,11 +21,18 @@ package protocol LineSource: ~Copyable {
 
     /// How many bytes of input were read so far, for a progress line; 0 when it has no meaning.
     var bytesRead: Int { get }
+
+    /// Called while the processing works on lines it took, before the engine waits for them: a
+    /// source that asked for its next lines ahead takes the answer here, beside the processing's
+    /// threads instead of after them (a Redis worker: the entries it read ahead and the answer
+    /// of its last commit). The default does nothing.
+    mutating func whileProcessing()
 }
 
 extension LineSource where Self: ~Copyable {
     package var readiness: Int32? { nil }
     package var bytesRead: Int { 0 }
+    package mutating func whileProcessing() {}
 }
 
 /// Where each line's outcome goes, in input order: the command's output, the worker's commit
@@ -125,6 +132,7 @@ extension LineEngine {
                 // Nothing came (a live source read what there was): let the processing move.
                 if processing.isIdle { break }
             }
+            if !processing.isIdle { source.whileProcessing() }
             if !processing.deliver(to: &sink, bytesRead: source.bytesRead) { ended = true }
             if ended, processing.isIdle { break }
             var timeout: Int?

@@ -12,6 +12,10 @@ struct RedisEntries<P: DocumentProcessor>: LineSource {
     /// Never: the worker waits on its own (a read answers at once, a wait lasts at most 100 ms).
     mutating func wouldBlock() -> Bool { false }
 
+    /// While the batch is processed (on `--jobs N` threads): the answers of the read ahead and
+    /// of the last commit (``RedisWorker/receiveAhead()``).
+    mutating func whileProcessing() { worker.receiveAhead() }
+
     /// The worker's next batch; its limits are `--batch`'s, which the read script applies.
     mutating func next(into batch: inout LineBatchReader.Batch, maximumLines: Int, maximumBytes: Int) throws(CodedError) -> Bool {
         do throws(RedisWorker<P>.Fatal) {

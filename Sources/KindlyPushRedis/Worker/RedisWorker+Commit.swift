@@ -72,12 +72,7 @@ extension RedisWorker {
         handed = nil
         do throws(RedisConnectionLost) {
             guard lost == nil, let connection else { throw lost ?? RedisConnectionLost(reason: "not connected") }
-            let committed = awaiting == nil ? nil : try receiveCommit(on: connection)
-            let next = readingAhead ? try readEntries(try connection.receive(), on: connection) : []
-            readingAhead = false
-            if let awaiting, let committed { try confirm(committed.reply, replicas: committed.replicas, of: awaiting, on: connection) }
-            awaiting = nil
-            if !next.isEmpty { readAhead = PendingCommit(next) }
+            try receiveAhead(on: connection)
             pending.arguments = commitArguments(pending)
             try sendCommit(pending, on: connection)
             awaiting = pending
@@ -86,6 +81,30 @@ extension RedisWorker {
             lost = error
             keepUnconfirmed(pending)
         }
+    }
+
+    /// The last commit's answer and the entries read ahead, when they are awaited: both replies
+    /// read before either is acted on (a `NOSCRIPT` answer sends commands). The engine has it
+    /// done while a batch is processed (``RedisEntries/whileProcessing()``), so that with
+    /// `--jobs N` the replies are parsed beside the threads; ``complete(_:)`` does it otherwise.
+    /// A lost connection is kept for ``complete(_:)`` and ``nextBatch(into:)``.
+    func receiveAhead() {
+        guard lost == nil, let connection else { return }
+        do throws(RedisConnectionLost) {
+            try receiveAhead(on: connection)
+        } catch {
+            lost = error
+        }
+    }
+
+    private func receiveAhead(on connection: RedisConnection) throws(RedisConnectionLost) {
+        guard awaiting != nil || readingAhead else { return }
+        let committed = awaiting == nil ? nil : try receiveCommit(on: connection)
+        let next = readingAhead ? try readEntries(try connection.receive(), on: connection) : []
+        readingAhead = false
+        if let awaiting, let committed { try confirm(committed.reply, replicas: committed.replicas, of: awaiting, on: connection) }
+        awaiting = nil
+        if !next.isEmpty { readAhead = PendingCommit(next) }
     }
 
     /// After a lost connection: `pending` (processed) and the commit whose answer was awaited are
