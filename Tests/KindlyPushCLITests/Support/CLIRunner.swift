@@ -5,8 +5,9 @@ import KindlyPushCore
 /// Runs the built `kindly-push` binary, as swift-argument-parser's example tests do: real
 /// process, real standard streams, exact output and exit status.
 enum CLI {
+    /// The package's folder: this file is Tests/KindlyPushCLITests/Support/CLIRunner.swift.
     static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// `$KINDLY_PUSH_BINARY` (set by tools/test), else the debug build.
     static let binary: URL = {

@@ -1,1 +1,0 @@
-../KindlyPushTests/Support/OffThePool.swift

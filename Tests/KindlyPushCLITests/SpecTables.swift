@@ -1,1 +1,0 @@
-../KindlyPushTests/Rules/SpecTables.swift

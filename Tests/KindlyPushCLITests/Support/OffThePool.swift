@@ -1,0 +1,1 @@
+../../KindlyPushTests/Support/OffThePool.swift

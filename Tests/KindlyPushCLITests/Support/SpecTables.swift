@@ -1,0 +1,1 @@
+../../KindlyPushTests/Rules/SpecTables.swift
