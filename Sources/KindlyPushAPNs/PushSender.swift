@@ -623,10 +623,9 @@ package final class PushSender {
     /// The error object of a line: `{"id": ..., TARGET..., "error": {"code", "message"}}`, the
     /// id and the members naming the device when the line had them.
     static func errorLine(id: JSONValue? = nil, target: [JSONObject.Member], _ error: CodedError) -> [UInt8] {
-        var members: [JSONObject.Member] = id.map { [.init(key: "id", value: $0)] } ?? []
-        members += target
-        if case .object(let object) = error.jsonObject { members += object.members }
-        return JSONWriter.compactBytes(.object(JSONObject(members)))
+        var line: [UInt8] = []
+        error.appendErrorObject(to: &line, leading: (id.map { [.init(key: "id", value: $0)] } ?? []) + target)
+        return line
     }
 
     /// Whether something is left to send or answer.

@@ -103,11 +103,6 @@ package struct CodedError: Error, Sendable {
     /// (`notify`'s lines).
     package func reportLine(at place: String) -> String { "kindly-push: \(code.rawValue): \(place): \(message)" }
 
-    /// The error object of a `--jsonl` output line.
-    package var jsonObject: JSONValue {
-        ["error": ["code": .string(code.rawValue), "message": .string(message)]]
-    }
-
     /// The one writer of a line's error object (without its newline): `{LEADING…, "error":
     /// {"code", "message"}, TRAILING…}`. `leading`: the members a result names its push by
     /// first (`send`'s `"id"` and device); `trailing` appends members already written as

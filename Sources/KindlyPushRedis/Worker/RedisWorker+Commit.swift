@@ -44,7 +44,7 @@ extension RedisWorker {
         let entries = pending.entries
         while nextEntry < entries.count, let problem = entries[nextEntry].problem {
             let start = lines.count
-            JSONWriter.write(problem.jsonObject, to: &lines)
+            problem.appendErrorObject(to: &lines)
             answer(from: start, failure: (problem.code, problem.message))
             nextEntry += 1
         }
