@@ -22,7 +22,7 @@ package struct SendClock: Sendable {
     private static func read(_ path: String) -> Int? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
+        defer { FileDescriptor(rawValue: descriptor).close() }
         var buffer = [UInt8](repeating: 0, count: 32)
         let count = Glibc.read(descriptor, &buffer, buffer.count)
         guard count > 0 else { return nil }

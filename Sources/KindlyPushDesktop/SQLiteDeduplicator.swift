@@ -121,7 +121,7 @@ public final class SQLiteDeduplicator: Deduplicator {
     }
 
     deinit {
-        close(lock)
+        FileDescriptor(rawValue: lock).close()
     }
 
     /// The store's digest of `bytes` in `domain`.
@@ -280,7 +280,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             }
             let written = fresh.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             let synced = fsync(descriptor) == 0
-            close(descriptor)
+            FileDescriptor(rawValue: descriptor).close()
             defer { unlink(temporary) }
             guard written == 32, synced else { throw DeduplicationError("\(temporary): cannot write the store's secret") }
             do throws(Errno) {
@@ -304,7 +304,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             if error == .noSuchFileOrDirectory { return nil }
             throw DeduplicationError("\(path): cannot open the store's secret: \(error)")
         }
-        defer { close(descriptor) }
+        defer { FileDescriptor(rawValue: descriptor).close() }
         var status = stat()
         guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             throw DeduplicationError("\(path): the store's secret is not a regular file")
@@ -342,7 +342,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             if error.rawValue == ELOOP { throw DeduplicationError("\(path): not a regular file") }
             throw DeduplicationError("\(path): cannot open: \(error)")
         }
-        defer { close(descriptor) }
+        defer { FileDescriptor(rawValue: descriptor).close() }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             throw DeduplicationError("\(path): cannot stat: \(Errno.current)")

@@ -140,7 +140,7 @@ final class HTTPEndpoint: @unchecked Sendable {
         }
         guard bound == 0, Glibc.listen(descriptor, 128) == 0 else {
             let reason = Errno.current
-            close(descriptor)
+            FileDescriptor(rawValue: descriptor).close()
             throw CodedError(.io, "\(option): cannot listen on \(host):\(port): \(reason)")
         }
         return descriptor

@@ -36,13 +36,13 @@ final class RedisTLSStream {
         do throws(RedisConnectionLost) {
             (made, session) = try Self.handshake(socket, host: host, tls: tls, place: place)
         } catch {
-            close(socket)
+            FileDescriptor(rawValue: socket).close()
             throw error
         }
         guard let created = redisReaderCreate() else {
             SSL_free(session)
             SSL_CTX_free(made)
-            close(socket)
+            FileDescriptor(rawValue: socket).close()
             throw RedisConnectionLost(reason: "out of memory")
         }
         descriptor = socket
@@ -104,7 +104,7 @@ final class RedisTLSStream {
         SSL_shutdown(ssl)
         SSL_free(ssl)
         SSL_CTX_free(context)
-        close(descriptor)
+        FileDescriptor(rawValue: descriptor).close()
         redisReaderFree(reader)
         output.wipeCapacity()
     }

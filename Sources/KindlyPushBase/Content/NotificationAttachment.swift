@@ -56,7 +56,7 @@ public struct NotificationAttachment: Sendable, Equatable {
         guard let type = Self.types[Self.fileExtension(of: name)] else { throw .unsupportedType(path) }
         do {
             let descriptor = try FileDescriptor.openForReading(path)
-            close(descriptor.rawValue)
+            descriptor.close()
         } catch {
             throw .unreadable(path, reason: error.description)
         }

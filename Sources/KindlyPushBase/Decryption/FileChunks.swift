@@ -200,8 +200,8 @@ final class FileChunkReader: @unchecked Sendable {
 
     deinit {
         closeFile()
-        close(waker.reading)
-        close(waker.writing)
+        FileDescriptor(rawValue: waker.reading).close()
+        FileDescriptor(rawValue: waker.writing).close()
     }
 
     /// How errors name the file.
@@ -276,7 +276,7 @@ final class FileChunkReader: @unchecked Sendable {
 
     /// Closes the file if it is this reader's; forgets it either way.
     private func closeFile() {
-        if owned, descriptor >= 0 { close(descriptor) }
+        if owned, descriptor >= 0 { FileDescriptor(rawValue: descriptor).close() }
         descriptor = -1
         closed = true
     }

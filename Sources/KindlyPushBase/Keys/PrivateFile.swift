@@ -167,7 +167,7 @@ package enum PrivateFile {
             if error.rawValue == ELOOP { throw .notRegularFile(path: path) }
             throw .system(path: path, operation: "open", errno: error.rawValue)
         }
-        defer { close(descriptor) }
+        defer { FileDescriptor(rawValue: descriptor).close() }
         var status = stat()
         try system(path, "stat") { fstat(descriptor, &status) }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile(path: path) }
@@ -214,7 +214,7 @@ package enum PrivateFile {
         let folder = folderName(of: path)
         _ = removeLeftovers(in: folder, where: isWriteLeftover)
         if usesNamelessFiles, let descriptor = openNameless(in: folder) {
-            defer { close(descriptor) }
+            defer { FileDescriptor(rawValue: descriptor).close() }
             try fill(descriptor, with: contents, path: path)
             // linkat fails when the target exists, so an existing key is never replaced.
             do throws(Errno) {
@@ -331,7 +331,7 @@ package enum PrivateFile {
             if status.st_mode & S_IFMT == S_IFREG {
                 let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
                 guard descriptor >= 0 else { continue }
-                defer { close(descriptor) }
+                defer { FileDescriptor(rawValue: descriptor).close() }
                 guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
             }
             if unlink(path) == 0 { removed.append(path) }
@@ -438,6 +438,6 @@ package enum PrivateFile {
         let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         _ = fsync(descriptor)
-        close(descriptor)
+        FileDescriptor(rawValue: descriptor).close()
     }
 }

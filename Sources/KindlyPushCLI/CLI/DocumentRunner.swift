@@ -29,7 +29,7 @@ package enum DocumentRunner {
         let completion: LineEngine.LineOutcome
         do throws(CodedError) {
             let descriptor = try InputFiles.open(command.stream.inputs, lineMode: false)[0]
-            defer { if descriptor != STDIN_FILENO { close(descriptor) } }
+            defer { if descriptor != STDIN_FILENO { FileDescriptor(rawValue: descriptor).close() } }
             input = try StandardInput.readDocument(descriptor: descriptor, limit: processor.inputLimit)
             completion = try input.withUnsafeBytes { raw in
                 Result { () throws(CodedError) in try processor.process(bytes: raw, scratch: &scratch, into: &output) }
@@ -81,7 +81,7 @@ package enum DocumentRunner {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
+        defer { for descriptor in descriptors where descriptor != STDIN_FILENO { FileDescriptor(rawValue: descriptor).close() } }
         let target: OutputTarget
         do throws(CodedError) {
             target = try OutputTarget(path: command.stream.outputPath)

@@ -26,7 +26,7 @@ package enum InputFiles {
             do throws(Errno) {
                 descriptors.append(try FileDescriptor.openForReading(path).rawValue)
             } catch {
-                for opened in descriptors where opened != STDIN_FILENO { close(opened) }
+                for opened in descriptors where opened != STDIN_FILENO { FileDescriptor(rawValue: opened).close() }
                 throw CodedError(
                     .io, error.rawValue == EISDIR ? "cannot read '\(path)': it is a folder" : "cannot open '\(path)': \(error)")
             }
@@ -156,7 +156,7 @@ package struct OutputTarget: ~Copyable {
     package consuming func commit() -> CodedError? {
         if let journal, let path {
             // A journal's lines are on disk already: the rename says the run ended.
-            defer { close(descriptor) }
+            defer { FileDescriptor(rawValue: descriptor).close() }
             guard fsync(descriptor) == 0, rename(journal, path) == 0 else {
                 return CodedError(.io, "cannot put '\(journal)' in place of '\(path)': \(Errno.current) (the lines are in '\(journal)')")
             }
@@ -164,11 +164,11 @@ package struct OutputTarget: ~Copyable {
             return nil
         }
         guard let path else {
-            if descriptor != STDOUT_FILENO { close(descriptor) }
+            if descriptor != STDOUT_FILENO { FileDescriptor(rawValue: descriptor).close() }
             return nil
         }
         defer {
-            if let temporary { temporary.close() } else { close(descriptor) }
+            if let temporary { temporary.close() } else { FileDescriptor(rawValue: descriptor).close() }
         }
         func failure() -> CodedError {
             let error = Errno.current
@@ -210,7 +210,7 @@ package struct OutputTarget: ~Copyable {
     package consuming func discard() {
         if let journal {
             unlink(journal)
-            close(descriptor)
+            FileDescriptor(rawValue: descriptor).close()
             return
         }
         abandon()
@@ -227,7 +227,7 @@ package struct OutputTarget: ~Copyable {
             unlink(temporary.path)
             temporary.close()
         } else if descriptor != STDOUT_FILENO {
-            close(descriptor)
+            FileDescriptor(rawValue: descriptor).close()
         }
     }
 }

@@ -119,7 +119,7 @@ package struct VerifyCommand: RunnableCommand {
             let error = Errno.current
             throw CodedError(.io, "\(path): \(error)")
         }
-        defer { close(descriptor) }
+        defer { FileDescriptor(rawValue: descriptor).close() }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let error = Errno.current

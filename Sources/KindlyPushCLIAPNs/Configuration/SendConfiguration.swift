@@ -92,7 +92,7 @@ package struct SendConfiguration: Sendable {
         let text: [UInt8]
         do throws(Errno) {
             let descriptor = try FileDescriptor.openForReading(path)
-            defer { close(descriptor.rawValue) }
+            defer { descriptor.close() }
             text = try descriptor.readAll(upTo: maximumFileSize + 1, expectedSize: descriptor.regularFileSize ?? 0)
         } catch {
             throw CodedError(.usage, "--config \(path): \(error)")

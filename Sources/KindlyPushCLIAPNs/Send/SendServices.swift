@@ -188,7 +188,7 @@ package struct APNsSendServices: SendServices {
     /// error on standard error.
     private func runSingle(_ sender: APNsGateway, _ options: SendOptions) throws(CodedError) -> Int32 {
         let descriptor = try InputFiles.open(options.inputs, lineMode: false)[0]
-        defer { if descriptor != STDIN_FILENO { close(descriptor) } }
+        defer { if descriptor != STDIN_FILENO { FileDescriptor(rawValue: descriptor).close() } }
         let input = try StandardInput.readDocument(descriptor: descriptor)
         // A bad document is refused before anything is sent, on standard error.
         let refusal = input.withUnsafeBytes { raw -> APNsPush.Refusal? in
@@ -230,7 +230,7 @@ package struct APNsSendServices: SendServices {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        defer { for descriptor in descriptors where descriptor != STDIN_FILENO { close(descriptor) } }
+        defer { for descriptor in descriptors where descriptor != STDIN_FILENO { FileDescriptor(rawValue: descriptor).close() } }
         StopSignals.install()
         // Read once per batch, so that answers are written between reads; standard input is
         // waited for in the gateway's `poll`, beside its connections.

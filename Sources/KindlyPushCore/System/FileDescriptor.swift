@@ -55,8 +55,9 @@ package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
     }
 
     /// Closes the descriptor, which Linux releases whatever close(2) answers (it is not tried
-    /// again after `EINTR`): what close could report is an earlier write's failure, which a
-    /// descriptor only read from has none of, and a writer checks its writes itself.
+    /// again after `EINTR`). What close could report is an earlier write's failure: a
+    /// descriptor only read from (or a socket) has none, and the project's writers learn theirs
+    /// from `fsync` before they close, or are dropping what they wrote.
     package func close() {
         do throws(Errno) {
             try nothingOrErrno(retryOnInterrupt: false) { Glibc.close(rawValue) }
