@@ -433,11 +433,14 @@ package enum PrivateFile {
         return String(decoding: path.utf8[..<slash], as: UTF8.self)
     }
 
-    /// Makes a rename or link durable: the folder entry is flushed too.
+    /// Makes a rename or link durable: the folder entry is flushed too. Best effort, by
+    /// design: it runs after the rename or link took effect, so a failure here (a folder that
+    /// cannot be opened or flushed) cannot undo it, and reporting the write as failed would
+    /// make a caller believe the file is not there when it is.
     package static func syncFolder(_ folder: String) {
-        let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        _ = fsync(descriptor)
-        FileDescriptor(rawValue: descriptor).close()
+        guard let descriptor = try? valueOrErrno({ open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) else { return }
+        defer { FileDescriptor(rawValue: descriptor).close() }
+        // Its failure is the best effort's: nothing to undo (see above).
+        try? nothingOrErrno { fsync(descriptor) }
     }
 }
