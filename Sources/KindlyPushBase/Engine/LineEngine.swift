@@ -46,15 +46,16 @@ package enum LineEngine {
             failure = error.decryptionFailure
         }
 
-        /// The output is the processor's document.
-        package static let success = LineOutcome()
+        /// The output is the processor's document. (Computed, as every line's step returns
+        /// it: a stored static would be a lazy global, checked on each line.)
+        package static var success: LineOutcome { LineOutcome() }
 
         /// The output is the document of a push that is not Kindly's, not an error object.
-        package static let notKindly: LineOutcome = {
+        package static var notKindly: LineOutcome {
             var outcome = LineOutcome()
             outcome.isNotKindly = true
             return outcome
-        }()
+        }
 
         /// The output is the line's error object, which the processor wrote itself (`seal
         /// --recipients-inline` and `send` put the line's `"id"` in it): `--summary` counts its
