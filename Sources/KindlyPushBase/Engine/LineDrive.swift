@@ -53,19 +53,10 @@ package protocol LineSink: ~Copyable {
     /// monotonic millisecond by which it must write what it gathers; `nil`: no such time.
     var flushDeadline: Int? { get }
 
-    /// Acts on one line of a ``DecisionProcessor``'s run (``DecidedLines``), in input order: the
-    /// sink asks for the line's decision (``LineEngine/DecidedLine/decision()``) when it acts on
-    /// it, so that the decision is made in the state the sink's own events set just before, and a
-    /// line the sink holds back (`notify`'s, behind pushes that wait for the server) is not
-    /// decided yet. `false` as for ``accept(_:bytesRead:)``. The default takes no decisions: a
-    /// sink of output lines answers `false`.
-    mutating func accept<P: DecisionProcessor>(decided line: LineEngine.DecidedLine<P>) -> Bool
 }
 
 extension LineSink where Self: ~Copyable {
     package var flushDeadline: Int? { nil }
-
-    package mutating func accept<P: DecisionProcessor>(decided line: LineEngine.DecidedLine<P>) -> Bool { false }
 }
 
 /// How the lines between a source and a sink are processed: on the ordered runner's threads
@@ -281,7 +272,7 @@ package final class ThreadedLines<P: DocumentProcessor>: LineProcessing {
 }
 
 extension LineEngine {
-    /// One line of a ``DecisionProcessor``'s run as its sink gets it (``LineSink/accept(decided:)``):
+    /// One line of a ``DecisionProcessor``'s run as its front end acts on it (``DecidedLines``):
     /// the line in its batch's bytes, and its decision, made when the sink asks for it.
     package struct DecidedLine<P: DecisionProcessor> {
         /// The line, in ``bytes``.
@@ -308,30 +299,37 @@ extension LineEngine {
 }
 
 /// A ``DecisionProcessor``'s lines as a ``LineProcessing`` on this thread: what the source read at
-/// once is one batch, each of whose lines goes to the sink in input order
-/// (``LineSink/accept(decided:)``), which has it decided as it acts on it; `notify`'s, whose sink
-/// is the notification server and the state store, both this thread's. Its wait is the front
-/// end's (`wait`): what else the run listens to while no line comes (taps, a host's calls, a
-/// signal) is handled there.
+/// once is one batch, each of whose lines goes, in input order, to the front end's `act`, which
+/// has it decided as it acts on it (``LineEngine/DecidedLine/decision()``): a decision is acted
+/// on, not written, so no output line reaches the sink, whose ``LineSink/flush()`` and
+/// ``LineSink/flushDeadline`` still say when the run ends. `notify`'s: `act` shows on the
+/// notification server and records in the state store, both this thread's. Its wait is the
+/// front end's (`wait`): what else the run listens to while no line comes (taps, a host's calls,
+/// a signal) is handled there.
 package final class DecidedLines<P: DecisionProcessor>: LineProcessing {
-    /// What decides each line, when the sink asks.
+    /// What decides each line, when `act` asks.
     let processor: P
     package let batchLimits: (lines: Int, bytes: Int)
-    /// The lines read last, until the sink took them; zeroed as the next are read and at the end.
+    /// The lines read last, until they were acted on; zeroed as the next are read and at the end.
     var batch = LineBatchReader.Batch()
-    /// Whether ``batch`` holds lines the sink has not taken yet.
+    /// Whether ``batch`` holds lines not acted on yet.
     var holdsLines = false
+    /// The front end's action on each line (``deliver(to:bytesRead:)``).
+    let acting: (LineEngine.DecidedLine<P>) -> Bool
     /// The front end's wait (``wait(input:timeout:)``).
     let waiting: (_ input: Int32?, _ timeout: Int?) -> Void
 
-    /// `wait`: waits until `input` (when given) is readable or something else the run listens to
-    /// happened, for at most `timeout` milliseconds, and handles what happened.
+    /// `act`: acts on one line, in input order; `false` when the run takes no more (the rest of
+    /// the read is let go). `wait`: waits until `input` (when given) is readable or something
+    /// else the run listens to happened, for at most `timeout` milliseconds, and handles what
+    /// happened.
     package init(
         _ processor: P, batchLines: Int = StreamBatching.batchLines, batchBytes: Int = StreamBatching.batchBytes,
-        wait: @escaping (_ input: Int32?, _ timeout: Int?) -> Void
+        act: @escaping (LineEngine.DecidedLine<P>) -> Bool, wait: @escaping (_ input: Int32?, _ timeout: Int?) -> Void
     ) {
         self.processor = processor
         batchLimits = (batchLines, batchBytes)
+        acting = act
         waiting = wait
     }
 
@@ -351,14 +349,14 @@ package final class DecidedLines<P: DecisionProcessor>: LineProcessing {
         holdsLines = !batch.lines.isEmpty
     }
 
-    /// Hands the sink each line of the batch; when it takes no more, the rest are let go.
+    /// Has each line of the batch acted on; once `act` takes no more, the rest are let go.
     package func deliver<Sink: LineSink & ~Copyable>(to sink: inout Sink, bytesRead: Int) -> Bool {
         guard holdsLines else { return true }
         holdsLines = false
         let last = batch.lines.count - 1
         for (index, line) in batch.lines.enumerated() {
             let decided = LineEngine.DecidedLine(line: line, bytes: batch.bytes, processor: processor, isLast: index == last)
-            guard sink.accept(decided: decided) else { return false }
+            guard acting(decided) else { return false }
         }
         return true
     }

@@ -320,10 +320,12 @@ final class NotifySession {
         if let followKey, let saved = try? positions?.followPosition(of: followKey) { input.resume(from: saved) }
         if command.follow != nil { announce(input.description) }
         connectIfAbsent()
-        let processing = DecidedLines(NotifyDecision(presenter: presenter), batchBytes: FollowedInput.readBudget) { input, timeout in
-            self.waitForEvents(input: input, timeout: timeout)
-        }
-        var sink = Sink(session: self, lastRead: input.lastRead)
+        let lastRead = input.lastRead
+        let processing = DecidedLines(
+            NotifyDecision(presenter: presenter), batchBytes: FollowedInput.readBudget,
+            act: { line in self.handle(line, lastRead: lastRead) },
+            wait: { input, timeout in self.waitForEvents(input: input, timeout: timeout) })
+        var sink = Sink(session: self)
         var failure = LineEngine.drive(source: &input, processing: processing, sink: &sink)
         if failure == nil, !stopping, input.isAtEnd, let wait = command.wait { waitForTaps(wait) }
         failure = failure ?? waitFailure
@@ -342,20 +344,14 @@ final class NotifySession {
         return 0
     }
 
-    /// `notify`'s sink on the line engine: each line, in input order, to ``handle(_:lastRead:)``;
-    /// the run ends (``flush()`` says no more) once the session is ``stopping``.
+    /// `notify`'s sink on the line engine: no output line comes (each line is acted on by
+    /// ``handle(_:lastRead:)``, ``DecidedLines``' action); the run ends (``flush()`` says no more)
+    /// once the session is ``stopping``.
     struct Sink: LineSink {
         let session: NotifySession
-        /// Where the lines the input handed on so far end (a followed FILE's position).
-        let lastRead: FollowedInput.LastRead
 
         /// notify's lines are decided, never written as output lines: none come here.
         mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool { false }
-
-        mutating func accept<P: DecisionProcessor>(decided line: LineEngine.DecidedLine<P>) -> Bool {
-            guard let line = line as? LineEngine.DecidedLine<NotifyDecision> else { return false }
-            return session.handle(line, lastRead: lastRead)
-        }
 
         mutating func flush() -> Bool { !session.stopping }
 

@@ -35,16 +35,20 @@ struct DecidedLinesTests {
         }
     }
 
-    /// What the sink saw: each line's decision (or error code) and whether it ended its read; it
-    /// takes `limit` lines at most, and holds back (does not decide) the lines `held` names.
-    struct Recorder: LineSink {
+    /// What the front end's action saw: each line's decision (or error code) and whether it
+    /// ended its read; it takes `limit` lines at most, and holds back (does not decide) the lines
+    /// `held` names.
+    final class Recorder {
         var seen: [String] = []
         var limit = Int.max
         var held: Set<String> = []
 
-        mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool { false }
+        init(limit: Int = .max, held: Set<String> = []) {
+            self.limit = limit
+            self.held = held
+        }
 
-        mutating func accept<P: DecisionProcessor>(decided line: LineEngine.DecidedLine<P>) -> Bool {
+        func act(_ line: LineEngine.DecidedLine<NameDecision>) -> Bool {
             guard seen.count < limit else { return false }
             let text = line.text.map { String(decoding: $0, as: UTF8.self) } ?? ""
             let mark = line.isLast ? " (last)" : ""
@@ -58,50 +62,60 @@ struct DecidedLinesTests {
             }
             return true
         }
+    }
 
+    /// A sink that no output line reaches and that never ends the run.
+    struct NoOutput: LineSink {
+        var chunks = 0
+        mutating func accept(_ chunk: borrowing LineEngine.Chunk, bytesRead: Int) -> Bool {
+            chunks += 1
+            return false
+        }
         mutating func flush() -> Bool { true }
     }
 
-    /// Drives `batches` into `sink`: how often the source was read, what the processing waited
-    /// on (its front end's wait), and the read error.
-    func run(_ batches: [[String]], readiness: Int32? = nil, sink: inout Recorder) -> (reads: Int, waits: [Int32?], error: CodedError?) {
+    /// Drives `batches` through `recorder`'s action: how often the source was read, what the
+    /// processing waited on (its front end's wait), and the read error.
+    func run(_ batches: [[String]], readiness: Int32? = nil, recorder: Recorder) -> (reads: Int, waits: [Int32?], error: CodedError?) {
         var source = Batches(batches: batches, readiness: readiness)
+        var sink = NoOutput()
         var waits: [Int32?] = []
-        let processing = DecidedLines(NameDecision()) { input, _ in waits.append(input) }
+        let processing = DecidedLines(NameDecision(), act: recorder.act, wait: { input, _ in waits.append(input) })
         let error = LineEngine.drive(source: &source, processing: processing, sink: &sink)
+        #expect(sink.chunks == 0)
         return (source.reads, waits, error)
     }
 
-    @Test("each line reaches the sink in input order, decided or as its error, the last of each read marked")
+    @Test("each line reaches the front end's action in input order, decided or as its error, the last of each read marked")
     func inOrder() {
-        var sink = Recorder()
-        let run = run([[#"{"name":"a"}"#, "x"], [#"{"name":"b"}"#]], sink: &sink)
-        #expect(sink.seen == ["a", "bad_input (last)", "b (last)"])
+        let recorder = Recorder()
+        let run = run([[#"{"name":"a"}"#, "x"], [#"{"name":"b"}"#]], recorder: recorder)
+        #expect(recorder.seen == ["a", "bad_input (last)", "b (last)"])
         #expect(run.error == nil)
         #expect(run.reads == 3)
     }
 
-    @Test("a line the sink holds back is not decided")
+    @Test("a line the action holds back is not decided")
     func heldBack() {
-        var sink = Recorder(held: ["x"])
-        let run = run([[#"{"name":"a"}"#, "x"]], sink: &sink)
-        #expect(sink.seen == ["a", "held x (last)"])
+        let recorder = Recorder(held: ["x"])
+        let run = run([[#"{"name":"a"}"#, "x"]], recorder: recorder)
+        #expect(recorder.seen == ["a", "held x (last)"])
         #expect(run.error == nil)
     }
 
-    @Test("between reads (one that brought nothing, one whose lines the sink took) the front end waits, on the source's readiness")
+    @Test("between reads (one that brought nothing, one whose lines were acted on) the front end waits, on the source's readiness")
     func waitsOnReadiness() {
-        var sink = Recorder()
-        let run = run([[], [#"{"name":"a"}"#]], readiness: 7, sink: &sink)
-        #expect(sink.seen == ["a (last)"])
+        let recorder = Recorder()
+        let run = run([[], [#"{"name":"a"}"#]], readiness: 7, recorder: recorder)
+        #expect(recorder.seen == ["a (last)"])
         #expect(run.waits == [7, 7])
     }
 
-    @Test("once the sink takes no more, the rest of the read is let go and nothing more is read")
+    @Test("once the action takes no more, the rest of the read is let go and nothing more is read")
     func sinkStops() {
-        var sink = Recorder(limit: 1)
-        let run = run([[#"{"name":"a"}"#, #"{"name":"b"}"#], [#"{"name":"c"}"#]], sink: &sink)
-        #expect(sink.seen == ["a"])
+        let recorder = Recorder(limit: 1)
+        let run = run([[#"{"name":"a"}"#, #"{"name":"b"}"#], [#"{"name":"c"}"#]], recorder: recorder)
+        #expect(recorder.seen == ["a"])
         #expect(run.reads == 1)
     }
 }
