@@ -2,9 +2,6 @@ internal import KindlyPushAPNs
 internal import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
-internal import KindlyPushLibcrypto
-internal import KindlyPushRedis
-internal import KindlyPushWebPush
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,3 @@
-internal import KindlyPush
 internal import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore

@@ -1,7 +1,5 @@
-internal import KindlyPush
 internal import KindlyPushBase
 internal import KindlyPushCLI
-internal import KindlyPushCore
 internal import KindlyPushDesktop
 
 #if canImport(Glibc)
