@@ -34,8 +34,7 @@ package struct APNsSendServices: SendServices {
             let configuration = try options.configPath.map { (path) throws(CodedError) in try SendConfiguration.load(path) }
             let gateway = try Self.gateway(options, configuration)
             if options.isCheck, let configuration {
-                Self.describe(configuration)
-                return 0
+                return Self.describe(configuration)
             }
             if options.redis?.metrics != nil || options.metrics != nil {
                 let metrics = SendMetrics()
@@ -157,8 +156,9 @@ package struct APNsSendServices: SendServices {
     }
 
     /// `send --config FILE --check`: what the file says, app by app, with no secret (key files
-    /// by path, read and checked already).
-    static func describe(_ configuration: SendConfiguration) {
+    /// by path, read and checked already); the status of writing it (`io` when standard output
+    /// fails, as every command's).
+    static func describe(_ configuration: SendConfiguration) -> Int32 {
         var text = "\(configuration.path): \(configuration.apps.count) app\(configuration.apps.count == 1 ? "" : "s")"
         if let name = configuration.app(named: nil)?.name { text += ", default '\(name)'" }
         text += "\n"
@@ -181,7 +181,7 @@ package struct APNsSendServices: SendServices {
         text += "ok: every app's key file was read (and its provider token signed)\n"
         var stdout = OutputStream(descriptor: STDOUT_FILENO)
         stdout.write(Array(text.utf8))
-        _ = stdout.flush()
+        return Terminal.finish(&stdout)
     }
 
     /// One document: its result on standard output (exit 0 whatever APNs answered), or its

@@ -172,6 +172,16 @@ struct SendConfigurationTests {
         #expect(try server.records().isEmpty)
     }
 
+    @Test("--check whose description cannot be written (standard output full) is an io error, not a success")
+    func checkOutputFails() throws {
+        let server = try APNsTestServer()
+        let path = try Self.configuration(server)
+        let output = try CLI.run(
+            ["send", "--config", path, "--check"], stdin: [], environment: server.environment, standardOutputPath: "/dev/full")
+        #expect(output.status == ErrorCode.io.exitStatus)
+        #expect(output.stderr.hasPrefix("kindly-push: io: cannot write standard output"))
+    }
+
     @Test("--check on the shipped example (data/config/send.yaml), its key files put where it names them")
     func shippedExample() throws {
         let server = try APNsTestServer()
