@@ -228,7 +228,12 @@ package final class ThreadedLines<P: DocumentProcessor>: LineProcessing {
 
     package func deliver<Sink: LineSink & ~Copyable>(to sink: inout Sink, bytesRead: Int) -> Bool {
         guard runner.hasInFlight else { return true }
-        let oldest = runner.waitForOldest()
+        return handOver(runner.waitForOldest(), to: &sink, bytesRead: bytesRead)
+    }
+
+    /// Hands the sink each chunk of `oldest`, a complete batch, then gives its slot back (its
+    /// buffers wiped or let go as the run asks). `false` once the sink took no more.
+    private func handOver<Sink: LineSink & ~Copyable>(_ oldest: Runner.Slot, to sink: inout Sink, bytesRead: Int) -> Bool {
         var open = true
         for chunk in 0..<oldest.chunkCount {
             if open { open = sink.accept(oldest[chunk], bytesRead: bytesRead) }
@@ -257,10 +262,7 @@ package final class ThreadedLines<P: DocumentProcessor>: LineProcessing {
         } onCancel: {
             runner.cancel()
         }
-        var open = true
-        for chunk in 0..<oldest.chunkCount where open { open = sink.accept(oldest[chunk], bytesRead: bytesRead) }
-        runner.giveBack(oldest)
-        return open
+        return handOver(oldest, to: &sink, bytesRead: bytesRead)
     }
 
     /// From any thread: what is in flight and not begun is skipped, for a run that ends without
