@@ -85,14 +85,7 @@ package final class GatewayLines: LineProcessing {
     /// whatever its status; no answer, or a document refused before anything was sent, is the
     /// line's error.
     static func lineOutcome(_ outcome: SendOutcome) -> LineEngine.LineOutcome {
-        var line = LineEngine.LineOutcome()
-        if case .failed(let error) = outcome {
-            line.error = error.code
-            line.message = error.message
-            line.isTransient = error.isTransient
-            line.countsAsDelivery = error.countsAsDelivery
-            line.retryAfter = error.retryAfter
-        }
-        return line
+        guard case .failed(let error) = outcome else { return .success }
+        return LineEngine.LineOutcome(error)
     }
 }
