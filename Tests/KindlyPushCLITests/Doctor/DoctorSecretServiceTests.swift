@@ -206,6 +206,17 @@ final class TestBus {
         try callBus("NameHasOwner", name).hasPrefix("(true,)")
     }
 
+    /// Whether every one of `names` has an owner within `seconds`. A service that takes more than
+    /// one name takes them one at a time: the bus answers an activation at the first it asked for.
+    func ownersAppear(_ names: [String], seconds: Double = 15) throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        repeat {
+            if try names.allSatisfy(hasOwner) { return true }
+            usleep(20_000)
+        } while Date() < deadline
+        return false
+    }
+
     /// What the bus answers `method` of org.freedesktop.DBus with `arguments`, through gdbus (its
     /// text, or its error's).
     func callBus(_ method: String, _ arguments: String...) throws -> String {

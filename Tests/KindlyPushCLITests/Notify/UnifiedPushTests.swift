@@ -389,7 +389,8 @@ struct BusActivationTests {
         #expect(try !bus.hasOwner(name))
         let started = try bus.callBus("StartServiceByName", name, "0")
         #expect(started.hasPrefix("(uint32 1,)"), "\(started)")
-        #expect(try bus.hasOwner("ai.kindly.Push") && bus.hasOwner("ai.kindly.Push1"))
+        #expect(try bus.hasOwner(name))
+        #expect(try bus.ownersAppear(["ai.kindly.Push", "ai.kindly.Push1"]))
         // The agent follows its FIFO until a signal: it is stopped here, not left to the bus's end.
         // Its answer is `(uint32 PID,)`.
         let answer = try bus.callBus("GetConnectionUnixProcessID", name)
