@@ -671,4 +671,33 @@ struct AgentTests {
         }
     }
 
+    /// How often the thread `tid` of `pid` gave up the CPU so far (its voluntary and involuntary
+    /// context switches): a thread that sleeps in poll with no deadline adds none.
+    static func contextSwitches(_ pid: pid_t, thread tid: pid_t) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8)
+        return status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }
+            .compactMap { Int($0.split(separator: "\t").last ?? "") }.reduce(0, +)
+    }
+
+    @Test(
+        "an idle agent sleeps: with nothing to read, nothing kept and the bus quiet, its main thread does not wake",
+        arguments: ["-", "FILE"])
+    func idleAgentSleeps(_ input: String) throws {
+        let file = keys.url.appendingPathComponent("idle.jsonl").path
+        if input == "FILE" {
+            #expect(FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600]))
+        }
+        let run = try agent(file: input == "FILE" ? file : nil)
+        let pid = run.process.processIdentifier
+        // Its start line is the last thing it says before its loop; then a moment to settle.
+        #expect(run.waitUntil { run.stderr.contains("notify agent: follows") }, "\(run.stderr)")
+        usleep(500_000)
+        let before = try Self.contextSwitches(pid, thread: pid)
+        // A loop that woke every 200 ms, as a capped wait would, switches 10 times here.
+        sleep(2)
+        let woke = try Self.contextSwitches(pid, thread: pid) - before
+        #expect(woke <= 2, "the main thread switched \(woke) times in 2 s: \(Self.unusual(run))")
+        kill(pid, SIGTERM)
+        #expect(run.finish() == 0, "\(run.stderr)")
+    }
 }
