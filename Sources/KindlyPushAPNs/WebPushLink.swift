@@ -17,13 +17,20 @@ package struct WebPushDestination: Sendable {
     package var caFile: String?
     /// HTTP/2 connections to each push service's origin at most.
     package var connections: Int
+    /// The origins pushes may go to (``WebPushOrigins``); nil: any. A subscription names its
+    /// push service, so whoever writes the input chooses where `send` connects.
+    package var allowedOrigins: WebPushOrigins?
+    /// Push services (origins) with connections open at once at most: at a new one, the one
+    /// unused longest with nothing in flight is closed.
+    package var maximumPushServices: Int
     /// `TTL` for a push that gives no expiration of its own (`--expiration`); nil: 28 days.
     package var expiration: Int?
     /// The Unix clock (the test clock, when given).
     package var clock: SendClock
 
     package init(
-        app: String, vapidKey: ES256Key, subject: String, caFile: String? = nil, connections: Int = 1, expiration: Int? = nil,
+        app: String, vapidKey: ES256Key, subject: String, caFile: String? = nil, connections: Int = 1,
+        allowedOrigins: WebPushOrigins? = nil, maximumPushServices: Int = WebPushOrigins.defaultMaximum, expiration: Int? = nil,
         clock: SendClock
     ) {
         self.app = app
@@ -31,20 +38,69 @@ package struct WebPushDestination: Sendable {
         self.subject = subject
         self.caFile = caFile
         self.connections = connections
+        self.allowedOrigins = allowedOrigins
+        self.maximumPushServices = maximumPushServices
         self.expiration = expiration
         self.clock = clock
     }
 }
 
+/// The origins an app's Web Push pushes may go to (`webpush.allowed_origins` of `send
+/// --config`): each `https://HOST[:PORT]`, or `https://*.DOMAIN[:PORT]` for every host under
+/// DOMAIN (one label or more), as Sygnal's `allowed_endpoints` does for its hosts.
+package struct WebPushOrigins: Sendable {
+    /// Push services with connections open at once, when the app does not say.
+    package static let defaultMaximum = 64
+    /// The most an app may set: each open push service holds its connections' sockets.
+    package static let mostPushServices = 1024
+
+    /// The origins, normalized as ``VAPID/origin(of:)`` writes them (lower case, no default port).
+    package let patterns: [String]
+
+    /// `patterns`, each checked and normalized; nil when one is not an origin or a wildcard one.
+    package init?(_ patterns: [String]) {
+        var normalized: [String] = []
+        for pattern in patterns {
+            var authority = pattern.utf8.dropFirst("https://".utf8.count)
+            if authority.last == UInt8(ascii: "/") { authority = authority.dropLast() }
+            let host = authority.starts(with: "*.".utf8) ? authority.dropFirst(2) : authority
+            guard pattern.utf8.starts(with: "https://".utf8), !host.isEmpty, !host.contains(where: { "*/?#@".utf8.contains($0) }),
+                let origin = try? VAPID.origin(of: pattern)
+            else { return nil }
+            normalized.append(origin)
+        }
+        self.patterns = normalized
+    }
+
+    /// Whether `origin` (``VAPID/origin(of:)``'s) is one of the patterns' or under a wildcard one.
+    package func allows(_ origin: String) -> Bool {
+        patterns.contains { pattern in
+            guard pattern.utf8.starts(with: "https://*.".utf8) else { return origin == pattern }
+            let suffix = pattern.utf8.dropFirst("https://*".utf8.count)
+            let authority = origin.utf8.dropFirst("https://".utf8.count)
+            guard origin.utf8.starts(with: "https://".utf8), authority.count > suffix.count else { return false }
+            let head = authority.prefix(authority.count - suffix.count)
+            return authority.suffix(suffix.count).elementsEqual(suffix) && !head.contains(UInt8(ascii: ":"))
+                && !head.contains(UInt8(ascii: "["))
+        }
+    }
+
+}
+
 /// Web Push's part of ``PushSender`` (wire-format section 9.4): a pool of connections per push
-/// service's origin, opened at its first push and kept; each push's document encrypted (RFC
-/// 8291, `aes128gcm`) for its subscription's keys, with a VAPID header per origin (RFC 8292)
-/// and `TTL`, `Urgency` and `Topic`; 404 and 410 say the subscription is gone.
+/// service's origin, opened at its first push and kept (at most the app's
+/// ``WebPushDestination/maximumPushServices``, the one unused longest closed for a new one);
+/// each push's document encrypted (RFC 8291, `aes128gcm`) for its subscription's keys, with a
+/// VAPID header per origin (RFC 8292) and `TTL`, `Urgency` and `Topic`; 404 and 410 say the
+/// subscription is gone. An origin the app does not allow is that push's `bad_input`, and no
+/// connection is made.
 final class WebPushLink: PlatformLink {
     let destination: WebPushDestination
-    /// The pools, by origin, and in the order they were opened.
-    private var pools: [String: HTTP2Client] = [:]
+    /// The pools, by origin, with when each was last given a push (``uses``).
+    private var pools: [String: (client: HTTP2Client, lastUse: Int)] = [:]
     private(set) var clients: [HTTP2Client] = []
+    /// A count of the pushes given a pool, which orders the pools by their last use.
+    private var uses = 0
     /// Each origin's `authorization` value and when it was signed (Unix seconds).
     private var authorizations: [String: (value: String, signedAt: Int)] = [:]
     var metrics: SendMetrics?
@@ -65,12 +121,41 @@ final class WebPushLink: PlatformLink {
 
     func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client {
         guard case .webPush(let push) = push else { preconditionFailure("a Web Push sender takes Web Push pushes") }
-        if let client = pools[push.origin] { return client }
+        uses += 1
+        if let pool = pools[push.origin] {
+            pools[push.origin]?.lastUse = uses
+            return pool.client
+        }
+        if let allowed = destination.allowedOrigins, !allowed.allows(push.origin) {
+            throw CodedError(
+                .badInput,
+                "the subscription's push service \(push.origin) is not among app '\(destination.app)'s webpush.allowed_origins: not sent")
+        }
+        if pools.count >= destination.maximumPushServices {
+            // The pool unused longest with nothing in flight makes room; none: the push waits.
+            guard let (origin, _) = pools.filter({ $0.value.client.inFlight == 0 }).min(by: { $0.value.lastUse < $1.value.lastUse })
+            else { throw Self.busy(destination.maximumPushServices) }
+            let closed = pools.removeValue(forKey: origin)?.client
+            clients.removeAll { $0 === closed }
+            authorizations[origin] = nil
+        }
         let client = try PushSender.client(
             serverURL: push.origin, caFile: destination.caFile, connections: destination.connections, watched: Self.watchedHeaders)
-        pools[push.origin] = client
+        pools[push.origin] = (client, uses)
         clients.append(client)
         return client
+    }
+
+    /// The error of a push to a new push service while `maximum` are open, each with requests
+    /// in flight.
+    static func busy(_ maximum: Int) -> CodedError {
+        CodedError(.io, "\(maximum) push services (webpush.max_push_services) have requests in flight: the push waits for one to finish")
+    }
+
+    /// A push to a new push service while every open one is busy waits a moment, within its
+    /// attempts.
+    func pause(after error: CodedError) -> Int? {
+        error.message == Self.busy(destination.maximumPushServices).message ? SendTiming.firstRetryDelay : nil
     }
 
     /// The request: the document encrypted for the subscription, and the headers of section 9.4.

@@ -1,4 +1,4 @@
-internal import KindlyPushAPNs
+package import KindlyPushAPNs
 package import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore
@@ -20,7 +20,8 @@ internal import KindlyPushCore
 ///     fcm: {service_account_file: /etc/kindly-push/firebase.json, url: https://fcm.googleapis.com, ca_file: /path/ca.pem,
 ///           connections: 2}
 ///     webpush: {vapid_key_file: /etc/kindly-push/vapid.json, subject: "mailto:ops@example.com",
-///               ca_file: /path/ca.pem, connections: 2}
+///               ca_file: /path/ca.pem, connections: 2, max_push_services: 64,
+///               allowed_origins: ["https://fcm.googleapis.com", "https://*.push.services.mozilla.com"]}
 /// ```
 ///
 /// Secrets only by path: the file names key files, whose rules are every key file's (regular,
@@ -59,6 +60,10 @@ package struct SendConfiguration: Sendable {
         package var caFile: String?
         /// HTTP/2 connections to each push service (1 when not given).
         package var connections: Int
+        /// The push services' origins pushes may go to; nil (not given): any.
+        package var allowedOrigins: WebPushOrigins?
+        /// Push services with connections open at once at most.
+        package var maximumPushServices: Int
     }
 
     /// An app's FCM section (wire-format section 9.3).
@@ -201,7 +206,8 @@ package struct SendConfiguration: Sendable {
         }
 
         func webPush(_ node: YAMLNode, _ key: String) throws(CodedError) -> WebPush {
-            let members = try mapping(node, key, known: ["vapid_key_file", "subject", "ca_file", "connections"])
+            let members = try mapping(
+                node, key, known: ["vapid_key_file", "subject", "ca_file", "connections", "allowed_origins", "max_push_services"])
             func member(_ name: String) -> YAMLNode? { members.first { $0.key == name }?.value }
             func required(_ name: String) throws(CodedError) -> (YAMLNode, String) {
                 guard let value = member(name) else { throw fail(node, key, "'\(name)' is missing") }
@@ -216,8 +222,28 @@ package struct SendConfiguration: Sendable {
                 throw fail(subjectNode, "\(key).subject", "takes a mailto: or https: URL (RFC 8292's contact for the push services)")
             }
             let caFile = try member("ca_file").map { (value) throws(CodedError) in try text(value, "\(key).ca_file") }
+            var allowedOrigins: WebPushOrigins?
+            if let list = member("allowed_origins") {
+                let origins = "takes a list of origins, each https://HOST[:PORT] or https://*.DOMAIN[:PORT]"
+                guard case .sequence(let items) = list.value, !items.isEmpty else { throw fail(list, "\(key).allowed_origins", origins) }
+                var patterns: [String] = []
+                for item in items {
+                    guard let text = item.scalar else { throw fail(item, "\(key).allowed_origins", origins) }
+                    patterns.append(text)
+                }
+                guard let checked = WebPushOrigins(patterns) else { throw fail(list, "\(key).allowed_origins", origins) }
+                allowedOrigins = checked
+            }
+            var maximumPushServices = WebPushOrigins.defaultMaximum
+            if let node = member("max_push_services") {
+                guard let count = node.integer, (1...WebPushOrigins.mostPushServices).contains(count) else {
+                    throw fail(node, "\(key).max_push_services", "takes a whole number from 1 to \(WebPushOrigins.mostPushServices)")
+                }
+                maximumPushServices = count
+            }
             return WebPush(
-                vapidKeyFile: keyFile, subject: subject, caFile: caFile, connections: try connections(member("connections"), key))
+                vapidKeyFile: keyFile, subject: subject, caFile: caFile, connections: try connections(member("connections"), key),
+                allowedOrigins: allowedOrigins, maximumPushServices: maximumPushServices)
         }
 
         func apns(_ node: YAMLNode, _ key: String) throws(CodedError) -> APNs {

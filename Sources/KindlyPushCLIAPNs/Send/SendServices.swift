@@ -83,6 +83,7 @@ package struct APNsSendServices: SendServices {
                 let key = try keyFile("vapid_key_file") { () throws(PrivateFileError) in try VAPIDKeyFile.read(webPush.vapidKeyFile) }
                 let destination = WebPushDestination(
                     app: app.name, vapidKey: key, subject: webPush.subject, caFile: webPush.caFile, connections: webPush.connections,
+                    allowedOrigins: webPush.allowedOrigins, maximumPushServices: webPush.maximumPushServices,
                     expiration: options.expiration, clock: clock)
                 senders.append(PushSender(webPush: destination))
             }
@@ -175,7 +176,10 @@ package struct APNsSendServices: SendServices {
             }
             if let webPush = app.webPush {
                 text += "app '\(app.name)': webpush, subject \(webPush.subject), VAPID key \(webPush.vapidKeyFile) (0600, a P-256 key), "
-                text += "\(connections(webPush.connections)) per push service, \(trusting(webPush.caFile))\n"
+                text += "\(connections(webPush.connections)) per push service, \(trusting(webPush.caFile)); "
+                text += "at most \(webPush.maximumPushServices) push services at once, "
+                text += webPush.allowedOrigins.map { "only \($0.patterns.joined(separator: ", "))" } ?? "any origin"
+                text += "\n"
             }
         }
         text += "ok: every app's key file was read (and its provider token signed)\n"

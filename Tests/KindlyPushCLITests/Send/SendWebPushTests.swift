@@ -1,5 +1,6 @@
 import Foundation
 import KindlyPush
+import KindlyPushAPNs
 import KindlyPushCore
 import Testing
 
@@ -268,7 +269,9 @@ struct SendWebPushTests {
         #expect((oneAppError?["message"] as? String ?? "").contains("a webpush line needs send --config"))
     }
 
-    @Test("--check describes the webpush section without its secret; its unknown keys and a bad subject are refused with their place")
+    @Test(
+        "--check describes the webpush section without its secret; its unknown keys, a bad subject, origin or limit are refused with their place"
+    )
     func check() throws {
         let service = try WebPushTestService()
         let vapid = try Self.vapidKey(in: service.folder)
@@ -292,9 +295,128 @@ struct SendWebPushTests {
         let badSubject = try CLI.run(["send", "--config", subject, "--check"])
         #expect(badSubject.status == 64)
         #expect(badSubject.stderr.contains("apps.chat.webpush.subject: takes a mailto: or https: URL"), "\(badSubject.stderr)")
+        for (member, words) in [
+            ("allowed_origins: [\"https://push.example.net/push\"]", "allowed_origins: takes a list of origins"),
+            ("allowed_origins: []", "allowed_origins: takes a list of origins"),
+            ("max_push_services: 0", "max_push_services: takes a whole number from 1 to 1024"),
+        ] {
+            let file = try Self.configuration(
+                service.folder, "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:a@b.c\", \(member)}", name: "limits.yaml")
+            let refused = try CLI.run(["send", "--config", file, "--check"])
+            #expect(refused.status == 64 && refused.stderr.contains("limits.yaml:4:"), "\(member): \(refused.stderr)")
+            #expect(refused.stderr.contains("apps.chat.webpush.\(words)"), "\(refused.stderr)")
+        }
         chmod(vapid.path, 0o644)
         let open = try CLI.run(["send", "--config", path, "--check"])
         #expect(open.status != 0)
         #expect(open.stderr.contains("app 'chat': vapid_key_file:"), "\(open.stderr)")
+    }
+
+    /// Two push services, a VAPID key in the first one's folder, and one CA file there that
+    /// trusts both.
+    static func twoServices() throws -> (WebPushTestService, WebPushTestService, vapid: (path: String, publicKey: String), ca: String) {
+        let services = (try WebPushTestService(), try WebPushTestService())
+        let path = services.0.folder.appendingPathComponent("authorities.pem").path
+        let bundle = try [services.0, services.1].map { try String(contentsOfFile: $0.certificate, encoding: .utf8) }.joined()
+        try bundle.write(toFile: path, atomically: true, encoding: .utf8)
+        return (services.0, services.1, try vapidKey(in: services.0.folder), path)
+    }
+
+    /// A push with no alert of its own to encrypt.
+    static let push = #"{"aps":{"alert":{"title":"New message"}},"kindly":{"v":1}}"#
+
+    @Test(
+        "allowed origin patterns: exact origins normalized as VAPID's aud, wildcards for the hosts under a domain on its port; anything else refused"
+    )
+    func originPatterns() throws {
+        let origins = try #require(WebPushOrigins(["https://*.push.example.net", "https://Push.Example.org:443/"]))
+        #expect(origins.patterns == ["https://*.push.example.net", "https://push.example.org"])
+        let allowed = ["https://a.push.example.net", "https://a.b.push.example.net", "https://push.example.org"]
+        let refused = [
+            "https://push.example.net", "https://a.push.example.net:8443", "https://evilpush.example.net", "https://push.example.org:8443",
+            "https://example.org", "https://a.push.example.org",
+        ]
+        #expect(allowed.allSatisfy(origins.allows))
+        #expect(!refused.contains(where: origins.allows))
+        for pattern in [
+            "http://push.example.net", "https://push.example.net/push", "https://a*.example.net", "https://*", "https://*.",
+            "https://u@x.net",
+        ] {
+            #expect(WebPushOrigins([pattern]) == nil, "\(pattern)")
+        }
+    }
+
+    @Test(
+        "webpush.allowed_origins: a subscription at a push service not allowed is that line's bad_input and nothing reaches the service; an allowed one is sent"
+    )
+    func allowedOrigins() throws {
+        let (allowed, other, vapid, ca) = try Self.twoServices()
+        let section = """
+                webpush: {vapid_key_file: \(vapid.path), subject: "mailto:ops@example.com", ca_file: \(ca),
+                          allowed_origins: ["https://*.push.example.net", "\(allowed.url)/"]}
+            """
+        let path = try Self.configuration(allowed.folder, section)
+        let push = Self.push
+        let lines = [
+            try other.subscribe("elsewhere", vapid: vapid.publicKey).line(push, extra: #","id":"r-1""#),
+            try allowed.subscribe("here", vapid: vapid.publicKey).line(push, extra: #","id":"r-2""#),
+        ]
+        let check = try CLI.run(["send", "--config", path, "--check"])
+        #expect(
+            check.stdout.contains("at most 64 push services at once, only https://*.push.example.net, \(allowed.url)\n"), "\(check.stdout)")
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
+        let results = Self.results(output)
+        try #require(results.count == 2, "\(output.stdout) \(output.stderr)")
+        let error = results[0]["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "bad_input", "\(results[0])")
+        #expect(
+            error?["message"] as? String
+                == "the subscription's push service \(other.url) is not among app 'chat's webpush.allowed_origins: not sent")
+        #expect(results[1]["status"] as? Int == 201, "\(results[1])")
+        #expect(try other.pushes("elsewhere").isEmpty)
+        #expect(try allowed.pushes("here").count == 1)
+    }
+
+    @Test(
+        "webpush.max_push_services: at a new push service the one unused longest is closed once its requests are answered; every push is sent, in input order"
+    )
+    func pushServiceLimit() throws {
+        let (first, second, vapid, authorities) = try Self.twoServices()
+        let push = Self.push
+        /// The results of one run, and how many connections each service saw for its pushes (to
+        /// subscriptions `prefix`-*).
+        func run(_ limit: String, _ prefix: String) throws -> (results: [[String: Any]], connections: [Int]) {
+            let path = try Self.configuration(
+                first.folder,
+                "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(authorities)\(limit)}",
+                name: "\(prefix).yaml")
+            let lines = try [(first, "a"), (second, "b"), (first, "c")].map { service, name in
+                try service.subscribe("\(prefix)-\(name)", vapid: vapid.publicKey).line(push, extra: #","id":"\#(name)""#)
+            }
+            // One line at a time, each after the last one's result: the pools in use are known.
+            let sender = try RunningCLI(["send", "--jsonl", "--config", path], environment: [:])
+            for (index, line) in lines.enumerated() {
+                sender.write(line + "\n")
+                #expect(sender.waitUntil { sender.stdout.split(separator: "\n").count > index }, "\(sender.stderr)")
+            }
+            sender.closeInput()
+            #expect(sender.finish() == 0, "\(sender.stderr)")
+            let output = CLI.Output(status: 0, stdout: sender.stdout, stderr: sender.stderr, stdoutBytes: [], timedOut: false)
+            let connections = try [first, second].map { service in
+                let pushes = try service.records().filter {
+                    ($0["subscription"] as? String ?? "").hasPrefix("\(prefix)-") && ($0["path"] as? String ?? "").hasPrefix("/push/")
+                }
+                return Set(pushes.map { "\($0["connection"] ?? "")" }).count
+            }
+            return (Self.results(output), connections)
+        }
+        let limited = try run(", max_push_services: 1", "limited")
+        #expect(limited.results.map { $0["id"] as? String } == ["a", "b", "c"])
+        #expect(limited.results.allSatisfy { $0["status"] as? Int == 201 }, "\(limited.results)")
+        // The first service's pool was closed for the second's, and opened again.
+        #expect(limited.connections == [2, 1])
+        let open = try run("", "open")
+        #expect(open.results.allSatisfy { $0["status"] as? Int == 201 }, "\(open.results)")
+        #expect(open.connections == [1, 1])
     }
 }
