@@ -682,22 +682,25 @@ struct AgentTests {
     @Test(
         "an idle agent sleeps: with nothing to read, nothing kept and the bus quiet, its main thread does not wake",
         arguments: ["-", "FILE"])
-    func idleAgentSleeps(_ input: String) throws {
-        let file = keys.url.appendingPathComponent("idle.jsonl").path
-        if input == "FILE" {
-            #expect(FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600]))
+    func idleAgentSleeps(_ input: String) async throws {
+        // Alone on the bus: every agent owns the same names.
+        try await DesktopSession.exclusive {
+            let file = keys.url.appendingPathComponent("idle.jsonl").path
+            if input == "FILE" {
+                #expect(FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600]))
+            }
+            let run = try agent(file: input == "FILE" ? file : nil)
+            let pid = run.process.processIdentifier
+            // Its start line is the last thing it says before its loop; then a moment to settle.
+            #expect(run.waitUntil { run.stderr.contains("notify agent: follows") }, "\(run.stderr)")
+            try await Task.sleep(for: .milliseconds(500))
+            let before = try Self.contextSwitches(pid, thread: pid)
+            // A loop that woke every 200 ms, as a capped wait would, switches 10 times here.
+            try await Task.sleep(for: .seconds(2))
+            let woke = try Self.contextSwitches(pid, thread: pid) - before
+            #expect(woke <= 2, "the main thread switched \(woke) times in 2 s: \(Self.unusual(run))")
+            kill(pid, SIGTERM)
+            #expect(run.finish() == 0, "\(run.stderr)")
         }
-        let run = try agent(file: input == "FILE" ? file : nil)
-        let pid = run.process.processIdentifier
-        // Its start line is the last thing it says before its loop; then a moment to settle.
-        #expect(run.waitUntil { run.stderr.contains("notify agent: follows") }, "\(run.stderr)")
-        usleep(500_000)
-        let before = try Self.contextSwitches(pid, thread: pid)
-        // A loop that woke every 200 ms, as a capped wait would, switches 10 times here.
-        sleep(2)
-        let woke = try Self.contextSwitches(pid, thread: pid) - before
-        #expect(woke <= 2, "the main thread switched \(woke) times in 2 s: \(Self.unusual(run))")
-        kill(pid, SIGTERM)
-        #expect(run.finish() == 0, "\(run.stderr)")
     }
 }
