@@ -61,7 +61,7 @@ let allTestTargets: [Target] = [
         // The documented-figures test reads the constants of every layer the command has.
         dependencies: [
             "KindlyPush", "KindlyPushBase", "KindlyPushCore", "KindlyPushCLI", "KindlyPushCLIDesktop", "KindlyPushDesktop",
-            "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushAPNs", "KindlyPushCLIAPNs",
+            "KindlyPushSecretService", "KindlyPushRedis", "KindlyPushCLIRedis", "KindlyPushSend", "KindlyPushCLISend",
             "KindlyPushTesting", "KindlyPushVectors", "KindlyPushWebPush", "KindlyPushLibcrypto",
         ]
     ),
@@ -120,7 +120,7 @@ let package = Package(
         // OpenSSL (Debian libssl-dev): TLS for `rediss://` (Debian's hiredis 0.14 has none, so the
         // workers run hiredis's protocol reader over an OpenSSL connection), and libcrypto for
         // what libsodium lacks (KindlyPushLibcrypto). Only KindlyPushRedis, KindlyPushLibcrypto
-        // and KindlyPushAPNs link it.
+        // and KindlyPushSend link it.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // libmicrohttpd (Debian libmicrohttpd-dev), the HTTP server of what the workers serve
         // (`--metrics`), behind a C layer of its own: microhttpd.h includes the socket headers,
@@ -128,7 +128,7 @@ let package = Package(
         // whole-module build. Only KindlyPushRedis links it.
         .target(name: "CHTTPServer", linkerSettings: [.linkedLibrary("microhttpd")]),
         // libyaml (Debian libyaml-dev), for `send --config`'s file; its header is on the
-        // compiler's default path. Only KindlyPushCLIAPNs links it.
+        // compiler's default path. Only KindlyPushCLISend links it.
         .systemLibrary(name: "CYAML", providers: [.apt(["libyaml-dev"])]),
         // nghttp2 (Debian libnghttp2-dev, the library of nghttp2's h2load and nghttpd): HTTP/2's
         // framing, HPACK and streams for `send`, over OpenSSL's TLS; its header is on the
@@ -251,20 +251,20 @@ let package = Package(
             dependencies: ["KindlyPushCore", "CNghttp2", "COpenSSL"],
             swiftSettings: strictSettings
         ),
-        // `send`: pushes to APNs (the ES256 provider token) and Web Push (RFC 8291, VAPID) over
-        // pools of HTTP/2 connections.
+        // `send`: the gateway that pushes to APNs (the ES256 provider token), FCM (OAuth 2.0 with
+        // the service account) and Web Push (RFC 8291, VAPID) over pools of HTTP/2 connections.
         .target(
-            name: "KindlyPushAPNs",
+            name: "KindlyPushSend",
             dependencies: ["KindlyPushBase", "KindlyPushCore", "KindlyPushHTTP2", "KindlyPushLibcrypto", "KindlyPushWebPush", "COpenSSL"],
             swiftSettings: strictSettings
         ),
         // The command's glue for `send`: its command table entry, standard input and files to
         // the sender, and `send --redis` on the library's worker.
         .target(
-            name: "KindlyPushCLIAPNs",
+            name: "KindlyPushCLISend",
             // CYAML: `send --config`'s file.
             dependencies: [
-                "KindlyPushCLI", "KindlyPushAPNs", "KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto", "KindlyPushRedis",
+                "KindlyPushCLI", "KindlyPushSend", "KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto", "KindlyPushRedis",
                 "KindlyPushWebPush", "CYAML",
             ],
             swiftSettings: strictSettings
@@ -288,7 +288,7 @@ let package = Package(
         .executableTarget(
             name: "kindly-push-send",
             // KindlyPushCLIRedis: `send --redis`, a send worker of a consumer group.
-            dependencies: ["KindlyPushCLI", "KindlyPushCLIAPNs", "KindlyPushCLIRedis"],
+            dependencies: ["KindlyPushCLI", "KindlyPushCLISend", "KindlyPushCLIRedis"],
             swiftSettings: strictSettings
         ),
         // The in-process latency loop of tools/bench; not a product, not installed.

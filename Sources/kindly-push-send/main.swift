@@ -1,6 +1,6 @@
 internal import KindlyPushCLI
-internal import KindlyPushCLIAPNs
 internal import KindlyPushCLIRedis
+internal import KindlyPushCLISend
 
 // `kindly-push-send`: the commands of `kindly-push` with `send`, the only one that needs nghttp2
 // and libcrypto (APNs over HTTP/2, the ES256 provider token). `kindly-push send` runs it; it can

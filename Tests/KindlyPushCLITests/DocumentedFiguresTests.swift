@@ -1,8 +1,8 @@
 import Foundation
-import KindlyPushAPNs
 import KindlyPushCore
 import KindlyPushDesktop
 import KindlyPushSecretService
+import KindlyPushSend
 import KindlyPushWebPush
 import Testing
 

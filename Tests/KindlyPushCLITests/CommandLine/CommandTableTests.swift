@@ -1,9 +1,9 @@
 import Foundation
 import KindlyPushBase
 import KindlyPushCLI
-import KindlyPushCLIAPNs
 import KindlyPushCLIDesktop
 import KindlyPushCLIRedis
+import KindlyPushCLISend
 import Testing
 
 /// Each binary's command table: every binary lists every command, in the

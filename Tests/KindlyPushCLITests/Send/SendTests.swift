@@ -1,8 +1,8 @@
 import Foundation
 import KindlyPush
-import KindlyPushAPNs
 import KindlyPushBase
 import KindlyPushCLI
+import KindlyPushSend
 import Testing
 
 /// `kindly-push send` against the APNs test server (tools/apns/apns_test_server.py), each test
@@ -190,7 +190,7 @@ struct SendTests {
         // What a send worker does with such a line: holds the entry, each round a delivery.
         for status in [302, 600, 502] {
             #expect {
-                try APNsSendProcessor.check(.answered(status: status, reason: nil, retryAfter: nil), deadLetters: true)
+                try PushSendProcessor.check(.answered(status: status, reason: nil, retryAfter: nil), deadLetters: true)
             } throws: { error in
                 guard let error = error as? CodedError else { return false }
                 return error.isTransient && error.countsAsDelivery

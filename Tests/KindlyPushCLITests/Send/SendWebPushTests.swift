@@ -1,7 +1,7 @@
 import Foundation
 import KindlyPush
-import KindlyPushAPNs
 import KindlyPushCore
+import KindlyPushSend
 import Testing
 
 /// `send` to Web Push (wire-format section 9.4) through the real binary and a Web Push service

@@ -1,7 +1,7 @@
-package import KindlyPushAPNs
 package import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore
+package import KindlyPushSend
 
 #if canImport(Glibc)
     import Glibc

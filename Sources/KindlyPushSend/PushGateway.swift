@@ -12,7 +12,7 @@ internal import KindlyPushHTTP2
 /// default app) of the platform its shape names (`"token"`, `"subscription"`), and the results
 /// come out in input order whichever app or platform answered first. One thread drives every
 /// sender with one `poll`.
-package final class APNsGateway {
+package final class PushGateway {
     /// An app and its senders, one per platform.
     package struct Route {
         /// The app's name in `--config`; `nil` for the one app of the command line.

@@ -1,9 +1,9 @@
-internal import KindlyPushAPNs
 internal import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushLibcrypto
 internal import KindlyPushRedis
+internal import KindlyPushSend
 internal import KindlyPushWebPush
 
 #if canImport(Glibc)
@@ -16,14 +16,14 @@ extension CommandTable {
     /// run in `kindly-push-desktop`.
     package static func send(workers: any RedisServices) -> CommandTable {
         kindlyPush.linking(
-            .send, services: Services(redis: workers, send: APNsSendServices(workers: workers)),
+            .send, services: Services(redis: workers, send: PushSendServices(workers: workers)),
             running: [.runs(SendCommand.self), .runs(VAPIDKeygenCommand.self)],
             handOffs: [.desktopKeyring])
     }
 }
 
 /// The services of `kindly-push-send`: `send` on nghttp2, OpenSSL and libcrypto, `vapid-keygen` on libcrypto.
-package struct APNsSendServices: SendServices {
+package struct PushSendServices: SendServices {
     /// What runs `send --redis` as a worker.
     let workers: any RedisServices
 
@@ -54,7 +54,7 @@ package struct APNsSendServices: SendServices {
     /// The senders of the command line's one app, or of each app of the configuration (APNs with
     /// its provider token, Web Push with its VAPID key; every key file read and checked before
     /// anything is sent).
-    static func gateway(_ options: SendOptions, _ configuration: SendConfiguration?) throws(CodedError) -> APNsGateway {
+    static func gateway(_ options: SendOptions, _ configuration: SendConfiguration?) throws(CodedError) -> PushGateway {
         let clock = SendClock(file: options.clockFile)
         guard let configuration else {
             let destination = APNsDestination(
@@ -62,11 +62,11 @@ package struct APNsSendServices: SendServices {
                 connections: options.connections)
             let token = try providerToken(
                 keyFile: options.keyFile, keyID: options.keyID, teamID: options.teamID, clock: clock, option: "--auth-key-file")
-            return APNsGateway(
+            return PushGateway(
                 routes: [.init(name: nil, senders: [try PushSender(destination: destination, token: token)])], defaultRoute: 0,
                 configPath: nil)
         }
-        var routes: [APNsGateway.Route] = []
+        var routes: [PushGateway.Route] = []
         // One provider token per team and key, whichever apps use them.
         var tokens: [String: SharedProviderToken] = [:]
         for app in configuration.apps {
@@ -117,7 +117,7 @@ package struct APNsSendServices: SendServices {
             routes.append(.init(name: app.name, senders: senders))
         }
         let defaultRoute = configuration.app(named: nil).flatMap { app in routes.firstIndex { $0.name == app.name } }
-        return APNsGateway(routes: routes, defaultRoute: defaultRoute, configPath: configuration.path)
+        return PushGateway(routes: routes, defaultRoute: defaultRoute, configPath: configuration.path)
     }
 
     package func vapidKeygen(keyFile: String) -> Int32 {
@@ -190,7 +190,7 @@ package struct APNsSendServices: SendServices {
 
     /// One document: its result on standard output (exit 0 whatever APNs answered), or its
     /// error on standard error.
-    private func runSingle(_ sender: APNsGateway, _ options: SendOptions) throws(CodedError) -> Int32 {
+    private func runSingle(_ sender: PushGateway, _ options: SendOptions) throws(CodedError) -> Int32 {
         let descriptor = try InputFiles.open(options.inputs, lineMode: false)[0]
         defer { if descriptor != STDIN_FILENO { FileDescriptor(rawValue: descriptor).close() } }
         let input = try StandardInput.readDocument(descriptor: descriptor)
@@ -224,7 +224,7 @@ package struct APNsSendServices: SendServices {
     }
 
     /// `--jsonl`: one result per line, in input order, each written once all before it are.
-    private func runLines(_ sender: APNsGateway, _ options: SendOptions) -> Int32 {
+    private func runLines(_ sender: PushGateway, _ options: SendOptions) -> Int32 {
         let descriptors: [Int32]
         let target: OutputTarget
         do throws(CodedError) {

@@ -8,9 +8,9 @@ package import KindlyPushCore
 /// (``LineEngine/drive(source:processing:sink:)``), each with its own source and sink.
 package final class GatewayLines: LineProcessing {
     /// The gateway, used from the driving thread only.
-    package let gateway: APNsGateway
+    package let gateway: PushGateway
     /// After SIGTERM, what is in flight ends once ``SendTiming/stopDrain`` is over
-    /// (``APNsGateway/endAfterStopDrain()``): `--jsonl`'s; the one document of a single run is
+    /// (``PushGateway/endAfterStopDrain()``): `--jsonl`'s; the one document of a single run is
     /// waited for whatever comes.
     let endsAfterStopDrain: Bool
     /// Each line's ``LineEngine/LineOutcome`` in ``LineEngine/Chunk/lines`` too, not only counted.
@@ -22,7 +22,7 @@ package final class GatewayLines: LineProcessing {
     /// The sink can take no more: what is still in flight is left unanswered, and the drive ends.
     private var abandoned = false
 
-    package init(_ gateway: APNsGateway, endsAfterStopDrain: Bool = true, keepsLines: Bool = false) {
+    package init(_ gateway: PushGateway, endsAfterStopDrain: Bool = true, keepsLines: Bool = false) {
         self.gateway = gateway
         self.endsAfterStopDrain = endsAfterStopDrain
         self.keepsLines = keepsLines

@@ -10,13 +10,13 @@ internal import KindlyPushCore
 /// `send --jsonl`; each entry's result is then taken in order, and the batch is committed once
 /// all are answered. An entry taken over after a worker died is sent again: at least once, as
 /// `send --jsonl` after a dropped connection.
-package struct APNsSendProcessor: DocumentProcessor {
+package struct PushSendProcessor: DocumentProcessor {
     /// The gateway, used from the worker's one thread only, and how many documents handed over
     /// by ``begin(_:)`` are still to be taken by ``process(bytes:into:)``.
     final class Box: @unchecked Sendable {
-        let sender: APNsGateway
+        let sender: PushGateway
         var begun = 0
-        init(_ sender: APNsGateway) { self.sender = sender }
+        init(_ sender: PushGateway) { self.sender = sender }
     }
 
     package static var beginsChunks: Bool { true }
@@ -34,7 +34,7 @@ package struct APNsSendProcessor: DocumentProcessor {
     /// `--metrics`: the sender's answers by status, on the worker's page.
     package let metricsText: (@Sendable () -> String)?
 
-    package init(gateway: APNsGateway, deadLetters: Bool, metrics: SendMetrics? = nil) {
+    package init(gateway: PushGateway, deadLetters: Bool, metrics: SendMetrics? = nil) {
         box = Box(gateway)
         self.deadLetters = deadLetters
         if let metrics {
@@ -78,7 +78,7 @@ package struct APNsSendProcessor: DocumentProcessor {
             taken = sender.takeOne(into: &output)
         }
         guard let outcome = taken else { preconditionFailure("taken above") }
-        // The line's newline (``APNsGateway/takeOne(into:)`` ends each line with one): the
+        // The line's newline (``PushGateway/takeOne(into:)`` ends each line with one): the
         // engine ends the line itself.
         output.removeLast()
         // A JSON document its line cuts short: the engine's to say, with its advice.

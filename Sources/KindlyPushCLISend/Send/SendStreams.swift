@@ -1,7 +1,7 @@
-internal import KindlyPushAPNs
 internal import KindlyPushBase
 package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushSend
 
 #if canImport(Glibc)
     import Glibc
