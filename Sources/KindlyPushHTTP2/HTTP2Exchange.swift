@@ -38,7 +38,7 @@ package final class HTTP2Exchange {
     /// The answer ended (END_STREAM) and the stream is done.
     var ended = false
     /// Answered or failed: the client is done with it.
-    var finished = false
+    package internal(set) var finished = false
 
     /// A request whose body is `body` (empty: none), kept with `owner`.
     package init(owner: AnyObject?, body: [UInt8]) {

@@ -139,7 +139,9 @@ package struct FCMPush: Sendable {
 /// FCM's part of ``PushSender`` (wire-format section 9.3): one pool of connections to the HTTP v1
 /// API, `POST /v1/projects/PROJECT_ID/messages:send` with a data-only message and the OAuth 2.0
 /// access token of the service account (the JWT bearer grant, RFC 7523), used until 5 minutes
-/// before it runs out and fetched again once on a 401; 404 says the device is gone.
+/// before it runs out and fetched again once on a 401; 404 says the device is gone. A token is
+/// fetched on a connection of its own beside the pushes' (``clients``), in the sender's one
+/// `poll`: while it comes, the FCM pushes wait and every other platform goes on.
 final class FCMLink: PlatformLink {
     let destination: FCMDestination
     private let client: HTTP2Client
@@ -156,7 +158,10 @@ final class FCMLink: PlatformLink {
 
     var platform: SendPlatform { .fcm }
     var appLabel: String { destination.app }
-    var clients: [HTTP2Client] { [client] }
+    var clients: [HTTP2Client] { tokenFetch.map { [client, $0.client] } ?? [client] }
+    /// The token request in flight: its client (one connection to the `token_uri`), its
+    /// exchange, and when it was made (Unix seconds: the token's lifetime counts from then).
+    private var tokenFetch: (client: HTTP2Client, exchange: HTTP2Exchange, madeAt: Int)?
 
     /// The answer headers read: none names the message (its body does), then `retry-after`.
     static let watchedHeaders = ["x-kindly-none", "retry-after"]
@@ -181,11 +186,53 @@ final class FCMLink: PlatformLink {
 
     func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client { client }
 
-    /// A fresh access token from the service account's `token_uri` (one request, waited for: once
-    /// an hour), or why not.
+    /// A fresh access token from the service account's `token_uri`, waited for (the probe, before
+    /// a worker says it is ready), or why not.
     private func fetchToken() throws(CodedError) {
-        let account = destination.account
         let now = destination.clock.now()
+        let request = try tokenRequest(now: now)
+        let answered = PushSender.exchangeAlone(on: request.client, request.headers, body: request.body)
+        request.client.closeAll("done")
+        guard let exchange = answered else { throw CodedError(.io, "\(destination.account.tokenURI): the request could not be made") }
+        try takeToken(from: exchange, requestedAt: now)
+    }
+
+    /// Whether the access token is there and not due; else its fetch is made (not waited for)
+    /// or, once answered, taken. Throws the last fetch's failure while its pause lasts.
+    func readyToRequest() throws(CodedError) -> Bool {
+        if accessToken != nil, destination.clock.now() < usedUntil { return true }
+        do throws(CodedError) {
+            if let fetch = tokenFetch {
+                guard fetch.exchange.finished else { return false }
+                tokenFetch = nil
+                fetch.client.closeAll("done")
+                try takeToken(from: fetch.exchange, requestedAt: fetch.madeAt)
+                fetchFailure = nil
+                return true
+            }
+            if let failure = fetchFailure, MonotonicClock.milliseconds() < failure.until { throw failure.error }
+            let now = destination.clock.now()
+            let request = try tokenRequest(now: now)
+            let exchange = HTTP2Exchange(owner: nil, body: request.body)
+            guard request.client.submit(exchange, headers: request.headers) else {
+                throw CodedError(.io, "\(destination.account.tokenURI): the request could not be made")
+            }
+            tokenFetch = (request.client, exchange, now)
+            return false
+        } catch {
+            if let failure = fetchFailure, failure.error.message == error.message, MonotonicClock.milliseconds() < failure.until {
+                throw error
+            }
+            let pause = fetchFailure.map { min(Self.longestFetchPause, $0.pause * 2) } ?? Self.firstFetchPause
+            fetchFailure = (error, MonotonicClock.milliseconds() + pause, pause)
+            throw error
+        }
+    }
+
+    /// The token request: the service account's assertion signed for `now`, on a client of its
+    /// own to the `token_uri`'s origin.
+    private func tokenRequest(now: Int) throws(CodedError) -> (client: HTTP2Client, headers: HTTP2Headers, body: [UInt8]) {
+        let account = destination.account
         let claims = JSONValue.object(
             JSONObject([
                 .init(key: "iss", value: .string(account.clientEmail)), .init(key: "scope", value: .string(Self.scope)),
@@ -212,9 +259,13 @@ final class FCMLink: PlatformLink {
         request.append("content-type", "application/x-www-form-urlencoded")
         request.append("content-length", decimal: body.count)
         request.append("user-agent", "kindly-push/\(KindlyPushRelease.version)")
-        let answered = PushSender.exchangeAlone(on: tokenClient, request, body: body)
-        tokenClient.closeAll("done")
-        guard let exchange = answered else { throw CodedError(.io, "\(account.tokenURI): the request could not be made") }
+        return (tokenClient, request, body)
+    }
+
+    /// The access token of the token endpoint's answer (requested at `requestedAt`), or why there
+    /// is none.
+    private func takeToken(from exchange: HTTP2Exchange, requestedAt now: Int) throws(CodedError) {
+        let account = destination.account
         if case .transport(let reason)? = exchange.failure { throw CodedError(.io, "\(account.tokenURI): \(reason)") }
         if case .noHTTP2? = exchange.failure { throw CodedError(.io, "\(account.tokenURI) does not speak HTTP/2") }
         let answer = (try? JSONReader.parse(exchange.body))?.objectValue
@@ -231,23 +282,13 @@ final class FCMLink: PlatformLink {
         metrics?.refreshedToken(source)
     }
 
-    /// The request: the data-only message of section 9.3, with the access token (fetched when
-    /// there is none or it is due).
+    /// The request: the data-only message of section 9.3, with the access token
+    /// (``readyToRequest()`` saw to it).
     func request(_ transfer: Transfer, on client: HTTP2Client, into fields: inout HTTP2Headers) throws(CodedError) -> [UInt8] {
         guard case .fcm(let push) = transfer.push else { preconditionFailure("an FCM sender takes FCM pushes") }
         let now = destination.clock.now()
-        if accessToken == nil || now >= usedUntil {
-            let moment = MonotonicClock.milliseconds()
-            if let failure = fetchFailure, moment < failure.until { throw failure.error }
-            do throws(CodedError) {
-                try fetchToken()
-                fetchFailure = nil
-            } catch {
-                let pause = fetchFailure.map { min(Self.longestFetchPause, $0.pause * 2) } ?? Self.firstFetchPause
-                fetchFailure = (error, MonotonicClock.milliseconds() + pause, pause)
-                throw error
-            }
-        }
+        // The sender asked ``readyToRequest()`` first.
+        guard let accessToken else { throw CodedError(.io, "\(destination.account.tokenURI): no access token yet") }
         var android: [JSONObject.Member] = [.init(key: "priority", value: .string(push.content.priority >= 10 ? "HIGH" : "NORMAL"))]
         let ttl = push.content.delivery.expiration.map { max(0, $0 - now) } ?? destination.expiration
         if let ttl { android.append(.init(key: "ttl", value: .string("\(ttl)s"))) }
@@ -264,7 +305,7 @@ final class FCMLink: PlatformLink {
         fields.append(":scheme", "https")
         fields.append(":authority", client.configuration.authority)
         fields.append(":path", path)
-        fields.append("authorization", "Bearer ", accessToken!, changes: true)
+        fields.append("authorization", "Bearer ", accessToken, changes: true)
         fields.append("content-type", "application/json")
         fields.append("content-length", decimal: body.count)
         fields.append("user-agent", "kindly-push/\(KindlyPushRelease.version)")

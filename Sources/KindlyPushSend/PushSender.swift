@@ -238,6 +238,11 @@ protocol PlatformLink: AnyObject {
     func deliveredLine(_ push: OutgoingPush, messageName: String?) -> [UInt8]?
     /// `nil` when the push service answers a probe, else why not (``PushSender/probe()``).
     func probe() -> String?
+    /// Whether the link can make a request now: `false` while it waits for something of its own
+    /// (FCM: the access token, fetched on a connection of its own among ``clients``, so that the
+    /// wait is the sender's `poll`, which the other platforms share). Throws what keeps it from
+    /// requests for a while (``pause(after:)`` says how long).
+    func readyToRequest() throws(CodedError) -> Bool
     /// After ``request(_:on:into:)`` threw `error`: in how many milliseconds the link may make
     /// requests again, when the error is the link's for a while and not the push's (FCM: its
     /// access token could not be fetched); the push is then tried again as after a lost
@@ -253,6 +258,8 @@ extension PlatformLink {
     var source: SendMetrics.Source { SendMetrics.Source(app: appLabel, platform: platform.rawValue) }
 
     func pause(after error: CodedError) -> Int? { nil }
+
+    func readyToRequest() throws(CodedError) -> Bool { true }
 
     func messageName(header: String?, body: [UInt8]) -> String? { header }
 }
@@ -423,7 +430,9 @@ package final class PushSender {
         if started > 0 { ready.removeFirst(started) }
         var wait = timeout
         if let next = delayed.map(\.due).min() { wait = min(wait, next - now) }
-        if let first = ready.first, (try? link.client(for: first.push))?.hasRoom ?? true { wait = 0 }
+        if let first = ready.first, (try? link.client(for: first.push))?.hasRoom ?? true, (try? link.readyToRequest()) ?? true {
+            wait = 0
+        }
         polled.removeAll(keepingCapacity: true)
         var shortest = wait
         for client in link.clients {
@@ -451,7 +460,7 @@ package final class PushSender {
         let client: HTTP2Client
         do throws(CodedError) {
             client = try link.client(for: transfer.push)
-            guard client.hasRoom else { return false }
+            guard client.hasRoom, try link.readyToRequest() else { return false }
             fields.removeAll()
             let body = try link.request(transfer, on: client, into: &fields)
             let exchange = HTTP2Exchange(owner: transfer, body: body)

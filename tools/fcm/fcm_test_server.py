@@ -42,6 +42,8 @@ the FCM error codes): HTTP/2 over TLS (ALPN h2 only) on loopback, built on tools
   message, so the next message gets 401 (a sender refreshes its token once on a 401);
   "token_answers": [STEP, ...]: the next token requests answered so ({"status": 500} or
   {"status": 400, "error": "invalid_grant"}), whatever they carry;
+  "token_delay_ms": N: each token request answered N ms late (and recorded then), its
+  connection's other streams served meanwhile;
   and stand_in_http's "delay_ms", "max_streams", "goaway_after", "alpn".
   SIGUSR2 revokes every access token issued so far; SIGUSR1 sends GOAWAY on every connection.
 - everything received recorded, one JSON line per request, in DIR/received.jsonl: {"kind":
@@ -141,6 +143,7 @@ class FCM:
         self.answers = {token: list(steps) for token, steps in script.get("answers", {}).items()}
         self.token_answers = list(script.get("token_answers", []))
         self.lifetime = int(script.get("token_lifetime", 3599))
+        self.token_delay = int(script.get("token_delay_ms", 0))
         self.tokens = {}  # access token -> {"number", "expires", "revoked"}
         self.accepted = 0
         self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
@@ -340,6 +343,12 @@ class FCM:
                  "method": request.method, "path": request.path, "headers": self.recorded_headers(request),
                  "time": self.now()}
         path = request.path.split("?")[0]
+        if path == "/token" and self.token_delay and not getattr(request, "delayed", False):
+            async def later():
+                await asyncio.sleep(self.token_delay / 1000)
+                request.delayed = True
+                return self.handle(request)
+            return later()
         match = re.fullmatch(r"/v1/projects/([^/]+)/messages:send", path)
         extra = []
         if path == "/token":

@@ -12,14 +12,16 @@ struct SendFCMTests {
         try StandIn("fcm/fcm_test_server.py", name: "the FCM test server", answers: script)
     }
 
-    /// A `send --config` file whose app `chat` sends to `server`; its path.
-    static func configuration(_ server: StandIn) throws -> String {
+    /// A `send --config` file whose app `chat` sends to `server`, with the platform `sections`
+    /// after its `fcm` one (YAML lines under the app); its path.
+    static func configuration(_ server: StandIn, beside sections: String = "") throws -> String {
         let path = server.folder.appendingPathComponent("send.yaml").path
         let account = server.folder.appendingPathComponent("service-account.json").path
         try """
         apps:
           chat:
             fcm: {service_account_file: \(account), url: "\(server.url)", ca_file: \(server.certificate)}
+        \(sections)
         """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -156,6 +158,29 @@ struct SendFCMTests {
         // 500, 500 after the first pause (1 s), the token after the second (2 s).
         #expect(try Self.tokenRequests(server).map { $0["status"] as? Int } == [500, 500, 200])
         #expect(elapsed >= 3, "the run took \(elapsed) s with pauses of 1 and 2 s between the fetches")
+    }
+
+    @Test(
+        "a token endpoint that answers late holds back the FCM pushes only: the APNs push of the same run reaches its server while the token request is unanswered"
+    )
+    func slowTokenEndpoint() throws {
+        // Answered after a minute: a sender that waited for it would send nothing meanwhile.
+        let server = try Self.server(["token_delay_ms": 60_000])
+        let apns = try APNsTestServer(script: ["initial_streams": 100])
+        let path = try Self.configuration(
+            server,
+            beside: """
+                    apns: {team_id: \(APNsTestServer.teamID), key_id: \(APNsTestServer.keyID), key_file: \(apns.keyFile),
+                           topic: \(APNsTestServer.topic), url: "\(apns.url)", ca_file: \(apns.certificate)}
+                """)
+        let sender = try RunningCLI(["send", "--jsonl", "--config", path], environment: [:])
+        sender.write(#"{"id":1,"fcm_token":"device-1","push":\#(Self.push)}"# + "\n")
+        sender.write(APNsTestServer.line(APNsTestServer.token(2), push: Self.push, extra: #","id":2"#) + "\n")
+        let delivered = sender.waitUntil(seconds: 30) { ((try? apns.records()) ?? []).contains { $0["status"] as? Int == 200 } }
+        #expect(delivered, "\(sender.stderr)")
+        // The token endpoint records a request once it answers it: none yet.
+        #expect(try Self.tokenRequests(server).isEmpty)
+        kill(sender.process.processIdentifier, SIGKILL)
     }
 
     @Test("--check describes the fcm section without its key; an unknown key is refused with its place")
