@@ -131,14 +131,15 @@ package final class UnifiedPushConnector: @unchecked Sendable {
 
     /// What `Register` answered: `nil` for `REGISTRATION_SUCCEEDED`, else the reason
     /// (`INTERNAL_ERROR`, `NETWORK`, `ACTION_REQUIRED`, `VAPID_REQUIRED`, `UNAUTHORIZED`).
-    package func register(with distributor: String, token: String, description: String?) throws(Failure) -> String? {
+    /// `vapid`: the application server's VAPID public key, for a distributor that asks for one.
+    package func register(with distributor: String, token: String, description: String?, vapid: String? = nil) throws(Failure) -> String? {
         var success: UnsafeMutablePointer<gchar>?
         var reason: UnsafeMutablePointer<gchar>?
         var error: UnsafeMutablePointer<GError>?
         let milliseconds = DesktopDeadline.milliseconds(timeout, roundingUp: true)
         guard
             kpd_connector_register(
-                connector, distributor, Self.busName, token, description, nil, milliseconds, &success, &reason, &error) != 0
+                connector, distributor, Self.busName, token, description, vapid, milliseconds, &success, &reason, &error) != 0
         else {
             throw .unavailable("\(distributor) did not answer Register: \(Self.take(error))")
         }

@@ -27,7 +27,9 @@ org.unifiedpush.Distributor2 on /org/unifiedpush/Distributor:
   body, "id" s, the service's message id); its answer must be {"id": the same id}. Every
   urgency is delivered (the device is taken to be on power and Wi-Fi).
 The distributor never waits for a connector's answer (the spec's rule): its calls are
-asynchronous, their answers or errors recorded when they come.
+asynchronous, their answers or errors recorded when they come. A call to a connector that is
+not on the bus (and cannot be started) is recorded with its error, and the message is not
+delivered again.
 
 Script (--script, JSON): "register_answers": [{"success": "REGISTRATION_FAILED", "reason":
 "NETWORK"}, ...]: the next Register calls answered so (nothing else done); "require_vapid": true:
@@ -154,9 +156,14 @@ class Distributor(dbus.service.Object):
             entry["error"] = f"{failure.get_dbus_name()}: {failure.get_dbus_message()}"
             self.record(entry)
 
-        proxy = self.bus.get_object(service, "/org/unifiedpush/Connector", introspect=False)
-        proxy.get_dbus_method(method, CONNECTOR)(dbus.Dictionary(args, signature="sv"),
-                                                 reply_handler=reply, error_handler=error)
+        try:
+            proxy = self.bus.get_object(service, "/org/unifiedpush/Connector", introspect=False)
+            proxy.get_dbus_method(method, CONNECTOR)(dbus.Dictionary(args, signature="sv"),
+                                                     reply_handler=reply, error_handler=error)
+        except dbus.exceptions.DBusException as failure:
+            # No connector owns the name and none can be started for it: recorded, and the
+            # distributor goes on (an exception here would end the GLib source that called it).
+            error(failure)
         return False
 
     def new_endpoint(self, token):

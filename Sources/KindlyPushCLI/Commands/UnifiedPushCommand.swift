@@ -15,8 +15,11 @@ package struct UnifiedPushCommand: DesktopOnlyCommand {
         prints the registration JSON: platform webpush, the
         subscription (endpoint, p256dh, auth) and the newest
         device key. Registering again keeps the keys and the
-        token. With no distributor, or several and no
-        --distributor, it exits 74 (io) or 64 (usage).
+        token. With --vapid, the distributor is given the
+        backend's VAPID public key (vapid-keygen's), and its push
+        service takes only pushes that key signs. With no
+        distributor, or several and no --distributor, it exits
+        74 (io) or 64 (usage).
         The desktop agent (notify --follow) serves
         org.unifiedpush.Connector2 as ai.kindly.Push and shows
         each message as a followed line. unregister ends the
@@ -31,6 +34,9 @@ package struct UnifiedPushCommand: DesktopOnlyCommand {
     ]
     package static let distributor = Option<String>(
         "--distributor", "NAME", "The distributor's bus name (default: the one on the bus)."
+    ).only("register")
+    package static let vapid = Option<String>(
+        "--vapid", "KEY", "The backend's VAPID public key (vapid-keygen)."
     ).only("register")
     package static let keyring = KeyringOptions.keyring.taken
     package static let verbose = KeyringOptions.verbose.taken

@@ -2,6 +2,7 @@ internal import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushDesktop
+internal import KindlyPushLibcrypto
 
 /// `kindly-push unifiedpush register|unregister`: the desktop's UnifiedPush registration
 /// (wire-format.md sections 9.1 and 9.4), made from the connector's own bus name, which it
@@ -11,7 +12,7 @@ struct UnifiedPushRunner: CommandImplementation {
 
     /// What the command line asked.
     enum Action {
-        case register(distributor: String?)
+        case register(distributor: String?, vapid: String?)
         case unregister
     }
 
@@ -37,7 +38,13 @@ struct UnifiedPushRunner: CommandImplementation {
                 throw CodedError.usage(
                     "--distributor takes a bus name that begins with \(UnifiedPushConnector.distributorPrefix)", command: Self.name)
             }
-            action = .register(distributor: distributor)
+            let vapid = arguments[UnifiedPushCommand.vapid]
+            if let vapid, !Self.isVAPIDKey(vapid) {
+                throw CodedError.usage(
+                    "--vapid takes the VAPID public key vapid-keygen prints: the base64url of an uncompressed P-256 point (87 characters)",
+                    command: Self.name)
+            }
+            action = .register(distributor: distributor, vapid: vapid)
         }
         keyring = KeyringOptions(arguments)
         self.environment = environment
@@ -46,7 +53,7 @@ struct UnifiedPushRunner: CommandImplementation {
     func run() -> Int32 {
         do throws(CodedError) {
             switch action {
-            case .register(let distributor): return try register(distributor)
+            case .register(let distributor, let vapid): return try register(distributor, vapid: vapid)
             case .unregister: return try unregister()
             }
         } catch {
@@ -63,7 +70,14 @@ struct UnifiedPushRunner: CommandImplementation {
         }
     }
 
-    private func register(_ named: String?) throws(CodedError) -> Int32 {
+    /// Whether `text` is a VAPID public key as RFC 8292 gives it (`k`): the unpadded base64url
+    /// of an uncompressed point on P-256.
+    static func isVAPIDKey(_ text: String) -> Bool {
+        guard text.utf8.count == 87, let point = try? Base64.decode(text) else { return false }
+        return point.withUnsafeBytes { bytes in (try? P256.PublicKey(uncompressed: bytes)) != nil }
+    }
+
+    private func register(_ named: String?, vapid: String?) throws(CodedError) -> Int32 {
         // The device key first: the registration carries its public half.
         let keyring = try KeyringChoice.resolve(self.keyring, environment: environment, for: .lookUp)
         let entries: [KeyringEntry]
@@ -111,7 +125,7 @@ struct UnifiedPushRunner: CommandImplementation {
         try store.write(keys)
         let refusal: String?
         do throws(UnifiedPushConnector.Failure) {
-            refusal = try connector.register(with: distributor, token: keys.token, description: "Kindly")
+            refusal = try connector.register(with: distributor, token: keys.token, description: "Kindly", vapid: vapid)
         } catch {
             if existing == nil { Self.forgetNewKeys(store) }
             throw CodedError(.io, error.description)

@@ -212,6 +212,44 @@ struct UnifiedPushTests {
         return run
     }
 
+    @Test(
+        "register --vapid: the distributor is given the backend's VAPID key, and its push service then takes only pushes that key signs; a key that is not one is a usage error and nothing is registered"
+    )
+    func registerWithVAPID() throws {
+        let folder = keys.url.appendingPathComponent("vapid")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let vapid = try SendWebPushTests.vapidKey(in: folder)
+        func registers() throws -> Int { try Self.calls().filter { $0["method"] as? String == "Register" }.count }
+        let before = try registers()
+        // A character of the point changed: the base64url of 65 bytes, not a point on the curve.
+        var characters = Array(vapid.publicKey)
+        characters[40] = characters[40] == "A" ? "B" : "A"
+        for bad in ["abc", String(characters)] {
+            let output = try CLI.run(["unifiedpush", "register", "--keyring", "file", "--vapid", bad], environment: environment)
+            #expect(output.status == 64, "\(output.stderr)")
+            #expect(output.stderr.contains("--vapid takes the VAPID public key vapid-keygen prints"), "\(output.stderr)")
+        }
+        #expect(try registers() == before)
+        let registration = try register(["--vapid", vapid.publicKey])
+        let given = try Self.calls("Register", token: try token()).last?["args"] as? [String: Any]
+        #expect(given?["vapid"] as? String == vapid.publicKey, "\(given ?? [:])")
+        // Its push service takes what that key signs, and refuses another key's.
+        let ca = try #require(Self.variables["KINDLY_PUSH_TEST_WEBPUSH_CA"])
+        let subscription = String(
+            decoding: try JSONSerialization.data(withJSONObject: try #require(registration["subscription"])), as: UTF8.self)
+        let line = #"{"subscription":\#(subscription),"push":{"aps":{"alert":{"title":"New message"}},"kindly":{"v":1}}}"# + "\n"
+        let other = folder.appendingPathComponent("other")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        var statuses: [Int?] = []
+        for key in [vapid, try SendWebPushTests.vapidKey(in: other)] {
+            let config = try SendWebPushTests.configuration(
+                folder, "    webpush: {vapid_key_file: \(key.path), subject: \"mailto:ops@example.com\", ca_file: \(ca)}")
+            let output = try CLI.run(["send", "--jsonl", "--config", config], stdin: line)
+            statuses.append(SendTests.lines(output).first?["status"] as? Int)
+        }
+        #expect(statuses == [201, 403])
+    }
+
     /// A push of `sealing` titled `title` for this device.
     func push(_ sealing: WireParityTests.Sealing, title: String, message: String) throws -> String {
         let payload = try DecryptedPayload(chatId: "c-\(message)", title: title, body: "Lunch?", messageId: message)
