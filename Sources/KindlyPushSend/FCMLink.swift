@@ -201,16 +201,16 @@ final class FCMLink: PlatformLink {
     /// or, once answered, taken. Throws the last fetch's failure while its pause lasts.
     func readyToRequest() throws(CodedError) -> Bool {
         if accessToken != nil, destination.clock.now() < usedUntil { return true }
-        do throws(CodedError) {
-            if let fetch = tokenFetch {
-                guard fetch.exchange.finished else { return false }
-                tokenFetch = nil
-                fetch.client.closeAll("done")
-                try takeToken(from: fetch.exchange, requestedAt: fetch.madeAt)
-                fetchFailure = nil
-                return true
-            }
-            if let failure = fetchFailure, MonotonicClock.milliseconds() < failure.until { throw failure.error }
+        if let fetch = tokenFetch {
+            guard fetch.exchange.finished else { return false }
+            tokenFetch = nil
+            fetch.client.closeAll("done")
+            try pausingAfterFailure { () throws(CodedError) in try takeToken(from: fetch.exchange, requestedAt: fetch.madeAt) }
+            fetchFailure = nil
+            return true
+        }
+        if let failure = fetchFailure, MonotonicClock.milliseconds() < failure.until { throw failure.error }
+        try pausingAfterFailure { () throws(CodedError) in
             let now = destination.clock.now()
             let request = try tokenRequest(now: now)
             let exchange = HTTP2Exchange(owner: nil, body: request.body)
@@ -218,11 +218,16 @@ final class FCMLink: PlatformLink {
                 throw CodedError(.io, "\(destination.account.tokenURI): the request could not be made")
             }
             tokenFetch = (request.client, exchange, now)
-            return false
+        }
+        return false
+    }
+
+    /// Runs a step of a token fetch; its failure starts the next pause (doubled after one that
+    /// failed before it) and is thrown.
+    private func pausingAfterFailure(_ step: () throws(CodedError) -> Void) throws(CodedError) {
+        do throws(CodedError) {
+            try step()
         } catch {
-            if let failure = fetchFailure, failure.error.message == error.message, MonotonicClock.milliseconds() < failure.until {
-                throw error
-            }
             let pause = fetchFailure.map { min(Self.longestFetchPause, $0.pause * 2) } ?? Self.firstFetchPause
             fetchFailure = (error, MonotonicClock.milliseconds() + pause, pause)
             throw error

@@ -26,6 +26,13 @@ package enum VAPID {
         return "vapid t=\(token), k=\(Base64.urlEncoded(key.publicKey))"
     }
 
+    /// Whether `text` is a VAPID public key as the header's `k` and `vapid-keygen` give it: the
+    /// unpadded base64url (87 characters) of an uncompressed point on P-256.
+    package static func isPublicKey(_ text: String) -> Bool {
+        guard text.utf8.count == 87, let point = try? Base64.decode(text) else { return false }
+        return point.withUnsafeBytes { bytes in (try? P256.PublicKey(uncompressed: bytes)) != nil }
+    }
+
     /// The origin of an `https://` (or `http://`, for a test server) URL as RFC 6454 serializes
     /// it: the scheme and host in lower case, then the port unless it is the scheme's default.
     /// Refuses a URL with a user or password, or no host.

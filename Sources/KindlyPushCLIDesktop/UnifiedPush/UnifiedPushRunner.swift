@@ -2,7 +2,7 @@ internal import KindlyPushBase
 internal import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushDesktop
-internal import KindlyPushLibcrypto
+internal import KindlyPushWebPush
 
 /// `kindly-push unifiedpush register|unregister`: the desktop's UnifiedPush registration
 /// (wire-format.md sections 9.1 and 9.4), made from the connector's own bus name, which it
@@ -39,7 +39,7 @@ struct UnifiedPushRunner: CommandImplementation {
                     "--distributor takes a bus name that begins with \(UnifiedPushConnector.distributorPrefix)", command: Self.name)
             }
             let vapid = arguments[UnifiedPushCommand.vapid]
-            if let vapid, !Self.isVAPIDKey(vapid) {
+            if let vapid, !VAPID.isPublicKey(vapid) {
                 throw CodedError.usage(
                     "--vapid takes the VAPID public key vapid-keygen prints: the base64url of an uncompressed P-256 point (87 characters)",
                     command: Self.name)
@@ -68,13 +68,6 @@ struct UnifiedPushRunner: CommandImplementation {
         } catch {
             throw CodedError(.io, error.description)
         }
-    }
-
-    /// Whether `text` is a VAPID public key as RFC 8292 gives it (`k`): the unpadded base64url
-    /// of an uncompressed point on P-256.
-    static func isVAPIDKey(_ text: String) -> Bool {
-        guard text.utf8.count == 87, let point = try? Base64.decode(text) else { return false }
-        return point.withUnsafeBytes { bytes in (try? P256.PublicKey(uncompressed: bytes)) != nil }
     }
 
     private func register(_ named: String?, vapid: String?) throws(CodedError) -> Int32 {

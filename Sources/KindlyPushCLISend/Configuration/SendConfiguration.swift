@@ -228,11 +228,11 @@ package struct SendConfiguration: Sendable {
                 guard case .sequence(let items) = list.value, !items.isEmpty else { throw fail(list, "\(key).allowed_origins", origins) }
                 var patterns: [String] = []
                 for item in items {
-                    guard let text = item.scalar else { throw fail(item, "\(key).allowed_origins", origins) }
+                    // Each one checked alone, so that a refusal names its place.
+                    guard let text = item.scalar, WebPushOrigins([text]) != nil else { throw fail(item, "\(key).allowed_origins", origins) }
                     patterns.append(text)
                 }
-                guard let checked = WebPushOrigins(patterns) else { throw fail(list, "\(key).allowed_origins", origins) }
-                allowedOrigins = checked
+                allowedOrigins = WebPushOrigins(patterns)
             }
             var maximumPushServices = WebPushOrigins.defaultMaximum
             if let node = member("max_push_services") {
