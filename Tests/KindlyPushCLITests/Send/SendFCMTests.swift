@@ -164,8 +164,8 @@ struct SendFCMTests {
         "a token endpoint that answers late holds back the FCM pushes only: the APNs push of the same run reaches its server while the token request is unanswered"
     )
     func slowTokenEndpoint() throws {
-        // Answered after a minute: a sender that waited for it would send nothing meanwhile.
-        let server = try Self.server(["token_delay_ms": 60_000])
+        // Answered after ten minutes: a sender that waited for it would send nothing meanwhile.
+        let server = try Self.server(["token_delay_ms": 600_000])
         let apns = try APNsTestServer(script: ["initial_streams": 100])
         let path = try Self.configuration(
             server,
@@ -176,7 +176,8 @@ struct SendFCMTests {
         let sender = try RunningCLI(["send", "--jsonl", "--config", path], environment: [:])
         sender.write(#"{"id":1,"fcm_token":"device-1","push":\#(Self.push)}"# + "\n")
         sender.write(APNsTestServer.line(APNsTestServer.token(2), push: Self.push, extra: #","id":2"#) + "\n")
-        let delivered = sender.waitUntil(seconds: 30) { ((try? apns.records()) ?? []).contains { $0["status"] as? Int == 200 } }
+        // A guard against a hang, far below the token's delay.
+        let delivered = sender.waitUntil(seconds: 120) { ((try? apns.records()) ?? []).contains { $0["status"] as? Int == 200 } }
         #expect(delivered, "\(sender.stderr)")
         // The token endpoint records a request once it answers it: none yet.
         #expect(try Self.tokenRequests(server).isEmpty)
