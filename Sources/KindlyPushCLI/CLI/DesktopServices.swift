@@ -15,14 +15,3 @@ package protocol DesktopServices: Sendable {
     /// offers it, the file keyring otherwise.
     func autoKeyring(environment: CommandEnvironment, for purpose: KeyringChoice.Purpose) throws(CodedError) -> any Keyring
 }
-
-/// A command that only `kindly-push-desktop` runs (`notify`, `doctor`): declared in this
-/// library, so that help, completions and the man page know it; `kindly-push-desktop`'s table
-/// runs its implementation (a ``CommandImplementation``), every other table hands it to that
-/// binary. The declaration itself never runs.
-package protocol DesktopOnlyCommand: Command {}
-
-extension DesktopOnlyCommand {
-    /// Always: every table but `kindly-push-desktop`'s (and `kindly-push-redis`'s) hands it there.
-    package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { true }
-}

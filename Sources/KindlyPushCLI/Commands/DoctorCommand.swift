@@ -3,9 +3,9 @@ internal import KindlyPushCore
 
 /// `kindly-push doctor`: why nothing decrypts here, one line per check.
 ///
-/// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-desktop` (``DesktopOnlyCommand``).
-package struct DoctorCommand: DesktopOnlyCommand {
+/// Declared here, so that help, completions and the man page know it; `kindly-push-desktop`'s
+/// table runs it by its implementation there (`DoctorRunner`), every other table hands it there.
+package struct DoctorCommand: Command {
     package static let name = "doctor"
     package static let abstract = "Check what decrypting needs here: keyring, session bus, Secret Service, key files, libraries."
     package static let examples = [

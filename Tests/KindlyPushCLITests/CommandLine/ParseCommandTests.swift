@@ -103,9 +103,15 @@ struct ParseCommandTests {
             (["send", "--key-id", "X"], ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"], false),
         ] as [([String], [String: String], Bool)])
     func needsDesktop(_ arguments: [String], _ environment: [String: String], _ expected: Bool) throws {
-        let command = try #require(CommandTable.kindlyPush.commands.first { $0.name == arguments[0] })
-        let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), specs: command.options, command: command.name)
-        #expect(command.needsDesktop(parsed, environment: CommandEnvironment(environment)) == expected)
+        let entry = try #require(CommandTable.kindlyPush.entry(named: arguments[0]))
+        let command = entry.command
+        let parsed = try ParsedArguments.parse(
+            Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
+        var handedToDesktop = false
+        if case .sibling(let sibling) = CommandTable.kindlyPush.runner(for: entry, parsed, environment: CommandEnvironment(environment)) {
+            handedToDesktop = sibling == .desktop
+        }
+        #expect(handedToDesktop == expected)
     }
 
     @Test(

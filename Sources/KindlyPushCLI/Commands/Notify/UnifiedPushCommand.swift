@@ -3,8 +3,9 @@ internal import KindlyPushCore
 
 /// The declaration of `kindly-push unifiedpush register|unregister`, the desktop's UnifiedPush
 /// registration (docs/spec/wire-format.md sections 9.1 and 9.4), for help, completions and the
-/// man page; `kindly-push-desktop` runs it (``DesktopOnlyCommand``).
-package struct UnifiedPushCommand: DesktopOnlyCommand {
+/// man page; `kindly-push-desktop`'s table runs it by its implementation there
+/// (`UnifiedPushRunner`), every other table hands it there.
+package struct UnifiedPushCommand: Command {
     package static let discussion = """
         register makes the device's Web Push keys (a P-256 key
         pair and a 16-byte auth secret; kept beside the device

@@ -4,9 +4,9 @@ internal import KindlyPushCore
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
 /// service), handles taps, and shows a push delivered twice once.
 ///
-/// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-desktop` (``DesktopOnlyCommand``).
-package struct NotifyCommand: DesktopOnlyCommand {
+/// Declared here, so that help, completions and the man page know it; `kindly-push-desktop`'s
+/// table runs it by its implementation there (`NotifyRunner`), every other table hands it there.
+package struct NotifyCommand: Command {
     package static let name = "notify"
     package static let arguments = ["", "--follow [FILE|-]"]
     package static let abstract = "Show a push as a desktop notification (freedesktop Notifications)."
