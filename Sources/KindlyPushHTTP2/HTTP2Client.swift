@@ -49,10 +49,14 @@ package final class HTTP2Client {
         package var maximumBodySize: Int
         /// The answer headers kept (lower-case names), in ``HTTP2Exchange/headers``.
         package var watchedHeaders: [String]
+        /// Connect to global addresses only (``InternetAddress/isGlobal(_:)``): for a server
+        /// that the input names, so that it cannot reach the host's loopback or private network.
+        /// A host that resolves to none fails each request with ``HTTP2Failure/refusedAddress(_:)``.
+        package var globalAddressesOnly: Bool
 
         package init(
             host: String, port: Int, authority: String, caFile: String?, connections: Int, connectTimeout: Int, requestTimeout: Int,
-            maximumStreams: Int, maximumBodySize: Int, watchedHeaders: [String]
+            maximumStreams: Int, maximumBodySize: Int, watchedHeaders: [String], globalAddressesOnly: Bool = false
         ) {
             self.host = host
             self.port = port
@@ -64,6 +68,7 @@ package final class HTTP2Client {
             self.maximumStreams = maximumStreams
             self.maximumBodySize = maximumBodySize
             self.watchedHeaders = watchedHeaders
+            self.globalAddressesOnly = globalAddressesOnly
         }
 
         /// The host and port of `https://HOST[:PORT]` (port 443 when none; an IPv6 address in
@@ -189,7 +194,8 @@ package final class HTTP2Client {
         return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The server's addresses (getaddrinfo), as `sockaddr` bytes.
+    /// The server's addresses (getaddrinfo), as `sockaddr` bytes; only the global ones with
+    /// ``Configuration/globalAddressesOnly``.
     func resolve() throws(HTTP2Failure) -> [[UInt8]] {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -208,7 +214,13 @@ package final class HTTP2Client {
                 addresses.append(Array(UnsafeRawBufferPointer(start: address, count: Int(item.pointee.ai_addrlen))))
             }
         }
-        return addresses
+        guard configuration.globalAddressesOnly else { return addresses }
+        let global = addresses.filter(InternetAddress.isGlobal)
+        if global.isEmpty, let first = addresses.first {
+            throw .refusedAddress(
+                "\(configuration.host) resolves to \(InternetAddress.text(first)), a loopback, private, link-local or reserved address")
+        }
+        return global
     }
 
     /// The least busy connection with room (in flight ÷ limit), or a new one in a free place

@@ -7,6 +7,10 @@ package enum HTTP2Failure: Error, Sendable, Equatable {
     /// past the stream), the stream was reset or refused, or the request timed out. Another
     /// attempt, on another connection, may be answered.
     case transport(String)
+    /// The host resolves only to addresses the client may not connect to
+    /// (``HTTP2Client/Configuration/globalAddressesOnly``): nothing was sent, and no other
+    /// attempt will change that.
+    case refusedAddress(String)
 }
 
 /// One request of an ``HTTP2Client`` and what came back: made by the client's user, handed to

@@ -199,7 +199,7 @@ final class APNsLink: PlatformLink {
         switch exchange.failure {
         case nil: return nil
         case .noHTTP2: return "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2')"
-        case .transport(let reason): return "\(host): \(reason)"
+        case .transport(let reason), .refusedAddress(let reason): return "\(host): \(reason)"
         }
     }
 }

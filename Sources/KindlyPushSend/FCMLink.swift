@@ -271,8 +271,11 @@ final class FCMLink: PlatformLink {
     /// is none.
     private func takeToken(from exchange: HTTP2Exchange, requestedAt now: Int) throws(CodedError) {
         let account = destination.account
-        if case .transport(let reason)? = exchange.failure { throw CodedError(.io, "\(account.tokenURI): \(reason)") }
-        if case .noHTTP2? = exchange.failure { throw CodedError(.io, "\(account.tokenURI) does not speak HTTP/2") }
+        switch exchange.failure {
+        case .transport(let reason)?, .refusedAddress(let reason)?: throw CodedError(.io, "\(account.tokenURI): \(reason)")
+        case .noHTTP2?: throw CodedError(.io, "\(account.tokenURI) does not speak HTTP/2")
+        case nil: break
+        }
         let answer = (try? JSONReader.parse(exchange.body))?.objectValue
         guard exchange.status == 200, let token = answer?["access_token"]?.stringValue, !token.isEmpty,
             token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),

@@ -340,7 +340,9 @@ package final class PushSender {
 
     /// An HTTP/2 client of `serverURL` (`https://HOST[:PORT]`): HTTP/2 only, the connection and
     /// request time-outs, the answer headers `watched`, and with `caFile` only its authorities.
-    static func client(serverURL: String, caFile: String?, connections: Int, watched: [String]) throws(CodedError) -> HTTP2Client {
+    static func client(
+        serverURL: String, caFile: String?, connections: Int, watched: [String], globalAddressesOnly: Bool = false
+    ) throws(CodedError) -> HTTP2Client {
         guard let place = HTTP2Client.Configuration.hostAndPort(ofURL: serverURL) else {
             throw CodedError(.io, "'\(serverURL)' is not https://HOST[:PORT]")
         }
@@ -348,7 +350,7 @@ package final class PushSender {
             host: place.host, port: place.port, authority: place.authority, caFile: caFile, connections: max(1, connections),
             connectTimeout: SendTiming.connectTimeout, requestTimeout: SendTiming.requestTimeout,
             maximumStreams: SendTiming.maximumHandedOver, maximumBodySize: SendTiming.maximumResponseSize,
-            watchedHeaders: watched)
+            watchedHeaders: watched, globalAddressesOnly: globalAddressesOnly)
         do throws(HTTP2SetupError) {
             return try HTTP2Client(configuration)
         } catch {
@@ -511,6 +513,10 @@ package final class PushSender {
             let error = CodedError(
                 .io, "\(host) does not speak HTTP/2 (its TLS handshake chose no 'h2'), as \(platform.service) does: nothing was sent to it")
             fail(transfer, error)
+            return
+        case .refusedAddress(let reason)?:
+            // The subscription leads into this host's own networks: never sent, never retried.
+            fail(transfer, CodedError(.badInput, "\(reason): not sent (webpush.allow_private_addresses allows one)"))
             return
         case .transport(let reason)?:
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or

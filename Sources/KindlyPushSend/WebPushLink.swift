@@ -23,6 +23,10 @@ package struct WebPushDestination: Sendable {
     /// Push services (origins) with connections open at once at most: at a new one, the one
     /// unused longest with nothing in flight is closed.
     package var maximumPushServices: Int
+    /// Whether a push service may resolve to a loopback, private, link-local or reserved address
+    /// (``InternetAddress``); by default it may not, since whoever writes the input would
+    /// otherwise reach this host's own networks.
+    package var allowsPrivateAddresses: Bool
     /// `TTL` for a push that gives no expiration of its own (`--expiration`); nil: 28 days.
     package var expiration: Int?
     /// The Unix clock (the test clock, when given).
@@ -30,8 +34,8 @@ package struct WebPushDestination: Sendable {
 
     package init(
         app: String, vapidKey: ES256Key, subject: String, caFile: String? = nil, connections: Int = 1,
-        allowedOrigins: WebPushOrigins? = nil, maximumPushServices: Int = WebPushOrigins.defaultMaximum, expiration: Int? = nil,
-        clock: SendClock
+        allowedOrigins: WebPushOrigins? = nil, maximumPushServices: Int = WebPushOrigins.defaultMaximum,
+        allowsPrivateAddresses: Bool = false, expiration: Int? = nil, clock: SendClock
     ) {
         self.app = app
         self.vapidKey = vapidKey
@@ -40,6 +44,7 @@ package struct WebPushDestination: Sendable {
         self.connections = connections
         self.allowedOrigins = allowedOrigins
         self.maximumPushServices = maximumPushServices
+        self.allowsPrivateAddresses = allowsPrivateAddresses
         self.expiration = expiration
         self.clock = clock
     }
@@ -93,7 +98,8 @@ package struct WebPushOrigins: Sendable {
 /// each push's document encrypted (RFC 8291, `aes128gcm`) for its subscription's keys, with a
 /// VAPID header per origin (RFC 8292) and `TTL`, `Urgency` and `Topic`; 404 and 410 say the
 /// subscription is gone. An origin the app does not allow is that push's `bad_input`, and no
-/// connection is made.
+/// connection is made; so is a push service that resolves only to loopback, private,
+/// link-local or reserved addresses, unless the app allows private addresses.
 final class WebPushLink: PlatformLink {
     let destination: WebPushDestination
     /// The pools, by origin, with when each was last given a push (``uses``).
@@ -140,7 +146,8 @@ final class WebPushLink: PlatformLink {
             authorizations[origin] = nil
         }
         let client = try PushSender.client(
-            serverURL: push.origin, caFile: destination.caFile, connections: destination.connections, watched: Self.watchedHeaders)
+            serverURL: push.origin, caFile: destination.caFile, connections: destination.connections, watched: Self.watchedHeaders,
+            globalAddressesOnly: !destination.allowsPrivateAddresses)
         pools[push.origin] = (client, uses)
         clients.append(client)
         return client

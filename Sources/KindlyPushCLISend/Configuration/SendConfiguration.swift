@@ -20,7 +20,7 @@ package import KindlyPushSend
 ///     fcm: {service_account_file: /etc/kindly-push/firebase.json, url: https://fcm.googleapis.com, ca_file: /path/ca.pem,
 ///           connections: 2}
 ///     webpush: {vapid_key_file: /etc/kindly-push/vapid.json, subject: "mailto:ops@example.com",
-///               ca_file: /path/ca.pem, connections: 2, max_push_services: 64,
+///               ca_file: /path/ca.pem, connections: 2, max_push_services: 64, allow_private_addresses: false,
 ///               allowed_origins: ["https://fcm.googleapis.com", "https://*.push.services.mozilla.com"]}
 /// ```
 ///
@@ -64,6 +64,8 @@ package struct SendConfiguration: Sendable {
         package var allowedOrigins: WebPushOrigins?
         /// Push services with connections open at once at most.
         package var maximumPushServices: Int
+        /// Whether a push service may resolve to a loopback, private or reserved address.
+        package var allowsPrivateAddresses: Bool
     }
 
     /// An app's FCM section (wire-format section 9.3).
@@ -207,7 +209,11 @@ package struct SendConfiguration: Sendable {
 
         func webPush(_ node: YAMLNode, _ key: String) throws(CodedError) -> WebPush {
             let members = try mapping(
-                node, key, known: ["vapid_key_file", "subject", "ca_file", "connections", "allowed_origins", "max_push_services"])
+                node, key,
+                known: [
+                    "vapid_key_file", "subject", "ca_file", "connections", "allowed_origins", "max_push_services",
+                    "allow_private_addresses",
+                ])
             func member(_ name: String) -> YAMLNode? { members.first { $0.key == name }?.value }
             func required(_ name: String) throws(CodedError) -> (YAMLNode, String) {
                 guard let value = member(name) else { throw fail(node, key, "'\(name)' is missing") }
@@ -241,9 +247,16 @@ package struct SendConfiguration: Sendable {
                 }
                 maximumPushServices = count
             }
+            var allowsPrivateAddresses = false
+            if let node = member("allow_private_addresses") {
+                guard case .scalar(let word, true) = node.value, word == "true" || word == "false" else {
+                    throw fail(node, "\(key).allow_private_addresses", "takes true or false")
+                }
+                allowsPrivateAddresses = word == "true"
+            }
             return WebPush(
                 vapidKeyFile: keyFile, subject: subject, caFile: caFile, connections: try connections(member("connections"), key),
-                allowedOrigins: allowedOrigins, maximumPushServices: maximumPushServices)
+                allowedOrigins: allowedOrigins, maximumPushServices: maximumPushServices, allowsPrivateAddresses: allowsPrivateAddresses)
         }
 
         func apns(_ node: YAMLNode, _ key: String) throws(CodedError) -> APNs {

@@ -84,6 +84,7 @@ package struct PushSendServices: SendServices {
                 let destination = WebPushDestination(
                     app: app.name, vapidKey: key, subject: webPush.subject, caFile: webPush.caFile, connections: webPush.connections,
                     allowedOrigins: webPush.allowedOrigins, maximumPushServices: webPush.maximumPushServices,
+                    allowsPrivateAddresses: webPush.allowsPrivateAddresses,
                     expiration: options.expiration, clock: clock)
                 senders.append(PushSender(webPush: destination))
             }
@@ -179,6 +180,7 @@ package struct PushSendServices: SendServices {
                 text += "\(connections(webPush.connections)) per push service, \(trusting(webPush.caFile)); "
                 text += "at most \(webPush.maximumPushServices) push services at once, "
                 text += webPush.allowedOrigins.map { "only \($0.patterns.joined(separator: ", "))" } ?? "any origin"
+                text += webPush.allowsPrivateAddresses ? ", private addresses too" : ", global addresses only"
                 text += "\n"
             }
         }

@@ -243,7 +243,9 @@ struct UnifiedPushTests {
         var statuses: [Int?] = []
         for key in [vapid, try SendWebPushTests.vapidKey(in: other)] {
             let config = try SendWebPushTests.configuration(
-                folder, "    webpush: {vapid_key_file: \(key.path), subject: \"mailto:ops@example.com\", ca_file: \(ca)}")
+                folder,
+                "    webpush: {vapid_key_file: \(key.path), subject: \"mailto:ops@example.com\", ca_file: \(ca), "
+                    + "allow_private_addresses: true}")
             let output = try CLI.run(["send", "--jsonl", "--config", config], stdin: line)
             statuses.append(SendTests.lines(output).first?["status"] as? Int)
         }
@@ -294,7 +296,9 @@ struct UnifiedPushTests {
             let vapid = try SendWebPushTests.vapidKey(in: folder)
             let ca = try #require(Self.variables["KINDLY_PUSH_TEST_WEBPUSH_CA"])
             let config = try SendWebPushTests.configuration(
-                folder, "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(ca)}")
+                folder,
+                "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(ca), "
+                    + "allow_private_addresses: true}")
             let pushes = try (0..<4).map { try push(sealing, title: "T\(marker)-\($0)", message: "m-\($0)") }
             try send(pushes, to: registration, vapid: vapid, config: config)
             let token = try token()

@@ -30,7 +30,7 @@ struct SendWebPushTests {
 
     /// The `webpush` section for `service` with the VAPID key file `key`.
     static func webPushSection(_ service: WebPushTestService, key: String) -> String {
-        "    webpush: {vapid_key_file: \(key), subject: \"mailto:ops@example.com\", ca_file: \(service.certificate)}"
+        "    webpush: {vapid_key_file: \(key), subject: \"mailto:ops@example.com\", ca_file: \(service.certificate), allow_private_addresses: true}"
     }
 
     /// The result lines of a run, each a JSON object.
@@ -353,7 +353,7 @@ struct SendWebPushTests {
         let (allowed, other, vapid, ca) = try Self.twoServices()
         let section = """
                 webpush: {vapid_key_file: \(vapid.path), subject: "mailto:ops@example.com", ca_file: \(ca),
-                          allowed_origins: ["https://*.push.example.net", "\(allowed.url)/"]}
+                          allowed_origins: ["https://*.push.example.net", "\(allowed.url)/"], allow_private_addresses: true}
             """
         let path = try Self.configuration(allowed.folder, section)
         let push = Self.push
@@ -363,7 +363,9 @@ struct SendWebPushTests {
         ]
         let check = try CLI.run(["send", "--config", path, "--check"])
         #expect(
-            check.stdout.contains("at most 64 push services at once, only https://*.push.example.net, \(allowed.url)\n"), "\(check.stdout)")
+            check.stdout.contains(
+                "at most 64 push services at once, only https://*.push.example.net, \(allowed.url), private addresses too\n"),
+            "\(check.stdout)")
         let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
         let results = Self.results(output)
         try #require(results.count == 2, "\(output.stdout) \(output.stderr)")
@@ -378,6 +380,44 @@ struct SendWebPushTests {
     }
 
     @Test(
+        "a push service that resolves only to a loopback address, by its address or its name, is that line's bad_input and nothing reaches it, unless the app allows private addresses"
+    )
+    func privateAddresses() throws {
+        let service = try WebPushTestService()
+        let vapid = try Self.vapidKey(in: service.folder)
+        let section = "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(service.certificate)}"
+        let path = try Self.configuration(service.folder, section)
+        let byAddress = try service.subscribe("by-address", vapid: vapid.publicKey).line(Self.push, extra: #","id":"a""#)
+        let byName = try service.subscribe("by-name", vapid: vapid.publicKey).line(Self.push, extra: #","id":"n""#)
+            .replacingOccurrences(of: "https://127.0.0.1:", with: "https://localhost:")
+        let check = try CLI.run(["send", "--config", path, "--check"])
+        #expect(check.stdout.contains("at most 64 push services at once, any origin, global addresses only\n"), "\(check.stdout)")
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: byAddress + "\n" + byName + "\n")
+        let results = Self.results(output)
+        try #require(results.count == 2, "\(output.stdout) \(output.stderr)")
+        for (result, host) in zip(results, ["127.0.0.1", "localhost"]) {
+            let error = result["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "bad_input", "\(result)")
+            let message = error?["message"] as? String ?? ""
+            #expect(message.hasPrefix("\(host) resolves to "), "\(message)")
+            #expect(
+                message.hasSuffix(
+                    ", a loopback, private, link-local or reserved address: not sent (webpush.allow_private_addresses allows one)"),
+                "\(message)")
+        }
+        #expect(output.status == 0)
+        #expect(try service.pushes("by-address").isEmpty && service.pushes("by-name").isEmpty)
+        let allowing = try Self.configuration(
+            service.folder, section.replacingOccurrences(of: "}", with: ", allow_private_addresses: true}"), name: "allowing.yaml")
+        let sent = Self.results(try CLI.run(["send", "--jsonl", "--config", allowing], stdin: byAddress + "\n"))
+        #expect(sent.first?["status"] as? Int == 201, "\(sent)")
+        let misspelt = try Self.configuration(
+            service.folder, section.replacingOccurrences(of: "}", with: ", allow_private_addresses: yes}"), name: "misspelt.yaml")
+        let refused = try CLI.run(["send", "--config", misspelt, "--check"])
+        #expect(refused.status == 64 && refused.stderr.contains("apps.chat.webpush.allow_private_addresses: takes true or false"))
+    }
+
+    @Test(
         "webpush.max_push_services: at a new push service the one unused longest is closed once its requests are answered; every push is sent, in input order"
     )
     func pushServiceLimit() throws {
@@ -388,7 +428,8 @@ struct SendWebPushTests {
         func run(_ limit: String, _ prefix: String) throws -> (results: [[String: Any]], connections: [Int]) {
             let path = try Self.configuration(
                 first.folder,
-                "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(authorities)\(limit)}",
+                "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(authorities), "
+                    + "allow_private_addresses: true\(limit)}",
                 name: "\(prefix).yaml")
             let lines = try [(first, "a"), (second, "b"), (first, "c")].map { service, name in
                 try service.subscribe("\(prefix)-\(name)", vapid: vapid.publicKey).line(push, extra: #","id":"\#(name)""#)
