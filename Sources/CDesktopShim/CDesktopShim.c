@@ -657,6 +657,7 @@ static const char distributor_interface[] = "org.unifiedpush.Distributor2";
 static const char distributor_prefix[] = "org.unifiedpush.Distributor.";
 
 void kpd_connector_call_clear(KpdConnectorCall *call) {
+    g_free(call->sender);
     g_free(call->token);
     g_free(call->endpoint);
     g_free(call->id);
@@ -665,7 +666,7 @@ void kpd_connector_call_clear(KpdConnectorCall *call) {
         memset(call->message, 0, call->message_length);
         g_free(call->message);
     }
-    call->token = call->endpoint = call->id = NULL;
+    call->sender = call->token = call->endpoint = call->id = NULL;
     call->message = NULL;
     call->message_length = 0;
 }
@@ -688,7 +689,7 @@ static const char *dictionary_string(GVariant *dictionary, const char *key) {
 static void connector_method_call(GDBusConnection *connection, const gchar *sender, const gchar *object_path,
                                   const gchar *interface, const gchar *method, GVariant *parameters,
                                   GDBusMethodInvocation *invocation, gpointer data) {
-    (void)connection, (void)sender, (void)object_path, (void)interface;
+    (void)connection, (void)object_path, (void)interface;
     KpdConnector *connector = data;
     GVariant *arguments = g_variant_get_child_value(parameters, 0);
     KpdConnectorCall call = {0};
@@ -740,6 +741,7 @@ static void connector_method_call(GDBusConnection *connection, const gchar *send
         return;
     }
     call.token = g_strdup(token);
+    call.sender = g_strdup(sender);
     g_variant_unref(arguments);
     if (!export_queue(&connector->export, &call, sizeof call, invocation)) {
         if (answer != NULL) g_variant_unref(g_variant_ref_sink(answer));
@@ -771,6 +773,18 @@ KpdConnector *kpd_connector_new(const char *address, const char *name, gboolean 
     }
     g_free(connector);
     return NULL;
+}
+
+gchar *kpd_connector_name_owner(KpdConnector *connector, const char *name, gint timeout_ms, GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(connector->export.connection, "org.freedesktop.DBus",
+                                                  "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                                                  g_variant_new("(s)", name), G_VARIANT_TYPE("(s)"),
+                                                  G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL, error);
+    if (reply == NULL) return NULL;
+    gchar *owner = NULL;
+    g_variant_get(reply, "(s)", &owner);
+    g_variant_unref(reply);
+    return owner;
 }
 
 gchar **kpd_connector_distributors(KpdConnector *connector, gint timeout_ms, GError **error) {

@@ -35,6 +35,14 @@ package final class UnifiedPushConnector: @unchecked Sendable {
         case unregistered(token: String)
     }
 
+    /// A call and who made it: its caller's unique bus name, as the bus vouches for it. Any peer
+    /// on the session bus can call the connector; only the registration's distributor is to be
+    /// believed (``isFrom(_:_:)``).
+    package struct Received: Sendable {
+        package let sender: String
+        package let call: Call
+    }
+
     /// Why the connector could not be started (the name is taken, or no bus) or a call failed.
     package typealias Failure = AgentService.Failure
 
@@ -70,15 +78,28 @@ package final class UnifiedPushConnector: @unchecked Sendable {
     /// Readable while the distributors' calls wait; `poll` it with `POLLIN`.
     package var descriptor: Int32 { kpd_connector_fd(connector) }
 
-    /// What distributors called since the last time, oldest first. Never blocks.
-    package func takeCalls() -> [Call] {
-        var taken: [Call] = []
+    /// What was called since the last time, oldest first, with who called it. Never blocks.
+    package func takeCalls() -> [Received] {
+        var taken: [Received] = []
         var next = KpdConnectorCall()
         while kpd_connector_take(connector, &next) != 0 {
-            taken.append(Self.call(next))
+            taken.append(Received(sender: next.sender.map { String(cString: $0) } ?? "", call: Self.call(next)))
             kpd_connector_call_clear(&next)
         }
         return taken
+    }
+
+    /// Whether `received` came from the owner of `distributor` (its well-known bus name) now;
+    /// false when nobody owns it or the bus does not answer.
+    package func isFrom(_ distributor: String, _ received: Received) -> Bool {
+        var error: UnsafeMutablePointer<GError>?
+        guard let owner = kpd_connector_name_owner(connector, distributor, DesktopDeadline.milliseconds(timeout, roundingUp: true), &error)
+        else {
+            _ = Self.take(error)
+            return false
+        }
+        defer { g_free(owner) }
+        return !received.sender.isEmpty && String(cString: owner) == received.sender
     }
 
     /// A queued call in Swift's terms (the message copied into a wiped buffer).
@@ -95,12 +116,14 @@ package final class UnifiedPushConnector: @unchecked Sendable {
         }
     }
 
-    /// The endpoint of the first `NewEndpoint` for `token` within `wait` (other calls are
-    /// dropped meanwhile), or `nil` when none came.
-    package func endpoint(for token: String, within wait: Duration) -> String? {
+    /// The endpoint of the first `NewEndpoint` for `token` from `distributor` within `wait`
+    /// (other calls, and calls from other peers, are dropped meanwhile), or `nil` when none came.
+    package func endpoint(for token: String, from distributor: String, within wait: Duration) -> String? {
         let deadline = ContinuousClock.now.advanced(by: wait)
         while true {
-            for case .newEndpoint(token, let endpoint) in takeCalls() { return endpoint }
+            for received in takeCalls() {
+                if case .newEndpoint(token, let endpoint) = received.call, isFrom(distributor, received) { return endpoint }
+            }
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return nil }
             // A wait that fails (the bus's descriptor gone) ends it: nothing more can come.

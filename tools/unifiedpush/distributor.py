@@ -31,6 +31,10 @@ asynchronous, their answers or errors recorded when they come. A call to a conne
 not on the bus (and cannot be started) is recorded with its error, and the message is not
 delivered again.
 
+For the tests, org.kindlytest.Control on the same path: Deliver(s token, ay message, s id) calls
+the connector's Message for that registration with that body and id, as if the Web Push service
+had accepted it (a body no push service would take, too), from the distributor's own name.
+
 Script (--script, JSON): "register_answers": [{"success": "REGISTRATION_FAILED", "reason":
 "NETWORK"}, ...]: the next Register calls answered so (nothing else done); "require_vapid": true:
 a Register without vapid gets VAPID_REQUIRED. SIGUSR1: every registration is ended by the
@@ -65,6 +69,7 @@ from gi.repository import GLib
 
 INTERFACE = "org.unifiedpush.Distributor2"
 CONNECTOR = "org.unifiedpush.Connector2"
+CONTROL = "org.kindlytest.Control"
 BUS_NAME = re.compile(r"(?=.{1,255}$)[A-Za-z_-][A-Za-z0-9_-]*(\.[A-Za-z_-][A-Za-z0-9_-]*)+")
 REASONS = ("INTERNAL_ERROR", "NETWORK", "ACTION_REQUIRED", "VAPID_REQUIRED", "UNAUTHORIZED")
 
@@ -259,6 +264,15 @@ class Distributor(dbus.service.Object):
             self.end(token)
         self.record(entry)
         return dbus.Dictionary({}, signature="sv")
+
+    @dbus.service.method(CONTROL, in_signature="says", out_signature="")
+    def Deliver(self, token, message, id):
+        registration = self.registrations.get(str(token))
+        if registration is None:
+            raise dbus.exceptions.DBusException("no registration has this token",
+                                                name="org.kindlytest.Control.Error.UnknownToken")
+        self.call_connector(registration["service"], "Message", {
+            "token": dbus.String(token), "message": dbus.ByteArray(bytes(message)), "id": dbus.String(id)})
 
     def end(self, token):
         registration = self.registrations.pop(token)

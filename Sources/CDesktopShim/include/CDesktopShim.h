@@ -158,6 +158,8 @@ typedef enum {
 
 typedef struct {
     KpdConnectorCallKind kind;
+    /// The caller's unique bus name (":1.42"), as the bus daemon vouches for it.
+    gchar *sender;
     /// Every call's token; NewEndpoint's endpoint; Message's id and bytes (wiped and freed with
     /// kpd_connector_call_clear). NULL when the call has none.
     gchar *token;
@@ -189,6 +191,10 @@ int kpd_connector_fd(KpdConnector *connector);
 
 /// Takes the oldest queued call into `call`; FALSE when there is none.
 gboolean kpd_connector_take(KpdConnector *connector, KpdConnectorCall *call);
+
+/// The unique name that owns `name` now (GetNameOwner; g_free), or NULL with `error` set
+/// (org.freedesktop.DBus.Error.NameHasNoOwner when nobody does).
+gchar *kpd_connector_name_owner(KpdConnector *connector, const char *name, gint timeout_ms, GError **error);
 
 /// The bus names that begin with org.unifiedpush.Distributor. (NULL-terminated, g_strfreev),
 /// or NULL with `error` set.

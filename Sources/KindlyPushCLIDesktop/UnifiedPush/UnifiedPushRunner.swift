@@ -127,7 +127,7 @@ struct UnifiedPushRunner: CommandImplementation {
             if existing == nil { Self.forgetNewKeys(store) }
             throw CodedError(.io, "\(distributor) refused the registration: \(refusal)")
         }
-        guard let endpoint = connector.endpoint(for: keys.token, within: Self.endpointWait) else {
+        guard let endpoint = connector.endpoint(for: keys.token, from: distributor, within: Self.endpointWait) else {
             throw CodedError(.io, "\(distributor) sent no endpoint (NewEndpoint) within \(Self.endpointWait)")
         }
         let auth = keys.auth.withUnsafeBytes { Base64.urlEncoded($0) }

@@ -272,7 +272,7 @@ struct UnifiedPushTests {
     }
 
     @Test(
-        "end to end, each wire version (1, 2, 3 base, 3 auth): register while the agent runs (it has ai.kindly.Push back after), send as Web Push, the distributor calls Message, dunst shows the decrypted banners; a push sent twice shows once; a tampered message is dropped with one line and the agent goes on",
+        "end to end, each wire version (1, 2, 3 base, 3 auth): register while the agent runs (it has ai.kindly.Push back after), send as Web Push, the distributor calls Message, dunst shows the decrypted banners; a push sent twice shows once; a tampered message is dropped with one line, a Message or Unregistered from a peer that is not the distributor is not believed, and the agent goes on",
         .enabled(if: DesktopSession.isRunning, "no notification server: run under tools/with-desktop"),
         arguments: WireParityTests.Sealing.allCases
     )
@@ -315,27 +315,50 @@ struct UnifiedPushTests {
             // The first push again: already shown, not shown again.
             try send([pushes[0]], to: registration, vapid: vapid, config: config)
             #expect(agent.waitUntil(seconds: 30) { agent.stderr.contains("already shown") }, "\(agent.stderr)")
-            // A delivered message with one byte changed, called on the connector as a distributor does.
+            // A delivered message with one byte changed, delivered by the distributor.
             let body = try #require(
                 ((try Self.calls("Message", token: token).first?["args"] as? [String: Any])?["message"] as? [String: Any])?["base64"]
                     as? String)
-            var bytes = [UInt8](try #require(Data(base64Encoded: body)))
+            let original = [UInt8](try #require(Data(base64Encoded: body)))
+            var bytes = original
             bytes[bytes.count - 5] ^= 0x01
             let call = try Self.deliver(bytes, token: token, id: "tampered-1")
-            #expect(call.status == 0 && call.stdout.contains("tampered-1"), "\(call.stderr)")
+            #expect(call.status == 0, "\(call.stderr)")
             #expect(
                 agent.waitUntil(seconds: 15) {
                     agent.stderr.contains("kindly-push: authentication_failed: UnifiedPush message tampered-1 dropped")
                 }, "\(agent.stderr)")
+            // The same message for this registration, called on the connector by another program of
+            // the session: not the distributor's, dropped before it is decrypted; its Unregistered
+            // is ignored, and the registration's keys stay.
+            let forged = try Self.deliverAsStranger(original, token: token, id: "forged-1")
+            #expect(forged.status == 0 && forged.stdout.contains("forged-1"), "\(forged.stderr)")
+            #expect(
+                agent.waitUntil(seconds: 15) {
+                    agent.stderr.contains(
+                        "kindly-push: untrusted_sender: UnifiedPush message forged-1 dropped: it came from :")
+                        && agent.stderr.contains(", not from the registration's distributor \(Self.distributor ?? "")\n")
+                }, "\(agent.stderr)")
+            let unregistered = try AgentTests.gdbus(
+                [
+                    "call", "--session", "--dest", "ai.kindly.Push", "--object-path", "/org/unifiedpush/Connector", "--method",
+                    "org.unifiedpush.Connector2.Unregistered", "{'token': <'\(token)'>}",
+                ])
+            #expect(unregistered.status == 0, "\(unregistered.stderr)")
+            #expect(
+                agent.waitUntil(seconds: 15) {
+                    agent.stderr.contains("kindly-push: notify: a UnifiedPush Unregistered from :")
+                        && agent.stderr.contains(", not from \(Self.distributor ?? ""), is ignored\n")
+                }, "\(agent.stderr)")
             // Another registration's token: dropped; an empty or oversized message: refused by the call.
-            let stranger = try Self.deliver(bytes, token: "not-this-device", id: "stranger-1")
+            let stranger = try Self.deliverAsStranger(bytes, token: "not-this-device", id: "stranger-1")
             #expect(stranger.status == 0, "\(stranger.stderr)")
             #expect(
                 agent.waitUntil(seconds: 15) {
                     agent.stderr.contains("kindly-push: key_unavailable: UnifiedPush message stranger-1 dropped")
                 }, "\(agent.stderr)")
             for size in [0, 4097] {
-                let refused = try Self.deliver([UInt8](repeating: 7, count: size), token: token, id: "size-\(size)")
+                let refused = try Self.deliverAsStranger([UInt8](repeating: 7, count: size), token: token, id: "size-\(size)")
                 #expect(refused.status != 0 && refused.stderr.contains("InvalidArgs"), "\(size): \(refused.stderr)")
             }
             // The agent goes on: the next push shows.
@@ -348,8 +371,21 @@ struct UnifiedPushTests {
         }
     }
 
-    /// Calls the agent's `Message` as a distributor does, with `message`; the call's output.
+    /// Has the distributor call the agent's `Message` with `message` for the registration
+    /// `token` (its test control, `Deliver`), as for a message its push service accepted; the
+    /// output of the call to the distributor.
     static func deliver(_ message: [UInt8], token: String, id: String) throws -> CLI.Output {
+        let list = message.map { String(format: "0x%02x", $0) }.joined(separator: ", ")
+        return try AgentTests.gdbus(
+            [
+                "call", "--session", "--dest", distributor ?? "", "--object-path", "/org/unifiedpush/Distributor", "--method",
+                "org.kindlytest.Control.Deliver", token, "@ay [\(list)]", id,
+            ])
+    }
+
+    /// Calls the agent's `Message` from this test, a peer that is not the distributor; the
+    /// call's output.
+    static func deliverAsStranger(_ message: [UInt8], token: String, id: String) throws -> CLI.Output {
         let list = message.map { String(format: "0x%02x", $0) }.joined(separator: ", ")
         return try AgentTests.gdbus(
             [
