@@ -13,6 +13,28 @@ package struct WebPushDestination: Sendable {
     package var vapidKey: ES256Key
     /// The VAPID JWT's `sub`: `mailto:…` or `https:…`.
     package var subject: String
+    /// Where its pushes may go, and over how many connections.
+    package var reach: WebPushReach
+    /// `TTL` for a push that gives no expiration of its own (`--expiration`); nil: 28 days.
+    package var expiration: Int?
+    /// The Unix clock (the test clock, when given).
+    package var clock: SendClock
+
+    package init(
+        app: String, vapidKey: ES256Key, subject: String, reach: WebPushReach = WebPushReach(), expiration: Int? = nil, clock: SendClock
+    ) {
+        self.app = app
+        self.vapidKey = vapidKey
+        self.subject = subject
+        self.reach = reach
+        self.expiration = expiration
+        self.clock = clock
+    }
+}
+
+/// Where an app's Web Push pushes may go and over what: the part of its `webpush` section of
+/// `send --config` besides its VAPID identity.
+package struct WebPushReach: Sendable {
     /// The CA bundle that verifies the push services, instead of the system's.
     package var caFile: String?
     /// HTTP/2 connections to each push service's origin at most.
@@ -27,26 +49,16 @@ package struct WebPushDestination: Sendable {
     /// (``InternetAddress``); by default it may not, since whoever writes the input would
     /// otherwise reach this host's own networks.
     package var allowsPrivateAddresses: Bool
-    /// `TTL` for a push that gives no expiration of its own (`--expiration`); nil: 28 days.
-    package var expiration: Int?
-    /// The Unix clock (the test clock, when given).
-    package var clock: SendClock
 
     package init(
-        app: String, vapidKey: ES256Key, subject: String, caFile: String? = nil, connections: Int = 1,
-        allowedOrigins: WebPushOrigins? = nil, maximumPushServices: Int = WebPushOrigins.defaultMaximum,
-        allowsPrivateAddresses: Bool = false, expiration: Int? = nil, clock: SendClock
+        caFile: String? = nil, connections: Int = 1, allowedOrigins: WebPushOrigins? = nil,
+        maximumPushServices: Int = WebPushOrigins.defaultMaximum, allowsPrivateAddresses: Bool = false
     ) {
-        self.app = app
-        self.vapidKey = vapidKey
-        self.subject = subject
         self.caFile = caFile
         self.connections = connections
         self.allowedOrigins = allowedOrigins
         self.maximumPushServices = maximumPushServices
         self.allowsPrivateAddresses = allowsPrivateAddresses
-        self.expiration = expiration
-        self.clock = clock
     }
 }
 
@@ -132,22 +144,23 @@ final class WebPushLink: PlatformLink {
             pools[push.origin]?.lastUse = uses
             return pool.client
         }
-        if let allowed = destination.allowedOrigins, !allowed.allows(push.origin) {
+        if let allowed = destination.reach.allowedOrigins, !allowed.allows(push.origin) {
             throw CodedError(
                 .badInput,
                 "the subscription's push service \(push.origin) is not among app '\(destination.app)'s webpush.allowed_origins: not sent")
         }
-        if pools.count >= destination.maximumPushServices {
+        if pools.count >= destination.reach.maximumPushServices {
             // The pool unused longest with nothing in flight makes room; none: the push waits.
             guard let (origin, _) = pools.filter({ $0.value.client.inFlight == 0 }).min(by: { $0.value.lastUse < $1.value.lastUse })
-            else { throw Self.busy(destination.maximumPushServices) }
+            else { throw Self.busy(destination.reach.maximumPushServices) }
             let closed = pools.removeValue(forKey: origin)?.client
             clients.removeAll { $0 === closed }
             authorizations[origin] = nil
         }
         let client = try PushSender.client(
-            serverURL: push.origin, caFile: destination.caFile, connections: destination.connections, watched: Self.watchedHeaders,
-            globalAddressesOnly: !destination.allowsPrivateAddresses)
+            serverURL: push.origin, caFile: destination.reach.caFile, connections: destination.reach.connections,
+            watched: Self.watchedHeaders,
+            globalAddressesOnly: !destination.reach.allowsPrivateAddresses)
         pools[push.origin] = (client, uses)
         clients.append(client)
         return client
@@ -162,7 +175,7 @@ final class WebPushLink: PlatformLink {
     /// A push to a new push service while every open one is busy waits a moment, within its
     /// attempts.
     func pause(after error: CodedError) -> Int? {
-        error.message == Self.busy(destination.maximumPushServices).message ? SendTiming.firstRetryDelay : nil
+        error.message == Self.busy(destination.reach.maximumPushServices).message ? SendTiming.firstRetryDelay : nil
     }
 
     /// The request: the document encrypted for the subscription, and the headers of section 9.4.

@@ -57,15 +57,8 @@ package struct SendConfiguration: Sendable {
         package var vapidKeyFile: String
         /// The VAPID JWT's `sub`: `mailto:…` or `https:…`.
         package var subject: String
-        package var caFile: String?
-        /// HTTP/2 connections to each push service (1 when not given).
-        package var connections: Int
-        /// The push services' origins pushes may go to; nil (not given): any.
-        package var allowedOrigins: WebPushOrigins?
-        /// Push services with connections open at once at most.
-        package var maximumPushServices: Int
-        /// Whether a push service may resolve to a loopback, private or reserved address.
-        package var allowsPrivateAddresses: Bool
+        /// The rest of the section, each key's default when not given.
+        package var reach: WebPushReach
     }
 
     /// An app's FCM section (wire-format section 9.3).
@@ -254,9 +247,10 @@ package struct SendConfiguration: Sendable {
                 }
                 allowsPrivateAddresses = word == "true"
             }
-            return WebPush(
-                vapidKeyFile: keyFile, subject: subject, caFile: caFile, connections: try connections(member("connections"), key),
-                allowedOrigins: allowedOrigins, maximumPushServices: maximumPushServices, allowsPrivateAddresses: allowsPrivateAddresses)
+            let reach = WebPushReach(
+                caFile: caFile, connections: try connections(member("connections"), key), allowedOrigins: allowedOrigins,
+                maximumPushServices: maximumPushServices, allowsPrivateAddresses: allowsPrivateAddresses)
+            return WebPush(vapidKeyFile: keyFile, subject: subject, reach: reach)
         }
 
         func apns(_ node: YAMLNode, _ key: String) throws(CodedError) -> APNs {

@@ -82,9 +82,7 @@ package struct PushSendServices: SendServices {
             if let webPush = app.webPush {
                 let key = try keyFile("vapid_key_file") { () throws(PrivateFileError) in try VAPIDKeyFile.read(webPush.vapidKeyFile) }
                 let destination = WebPushDestination(
-                    app: app.name, vapidKey: key, subject: webPush.subject, caFile: webPush.caFile, connections: webPush.connections,
-                    allowedOrigins: webPush.allowedOrigins, maximumPushServices: webPush.maximumPushServices,
-                    allowsPrivateAddresses: webPush.allowsPrivateAddresses,
+                    app: app.name, vapidKey: key, subject: webPush.subject, reach: webPush.reach,
                     expiration: options.expiration, clock: clock)
                 senders.append(PushSender(webPush: destination))
             }
@@ -176,11 +174,12 @@ package struct PushSendServices: SendServices {
                 text += "\(connections(fcm.connections)), \(trusting(fcm.caFile))\n"
             }
             if let webPush = app.webPush {
+                let reach = webPush.reach
                 text += "app '\(app.name)': webpush, subject \(webPush.subject), VAPID key \(webPush.vapidKeyFile) (0600, a P-256 key), "
-                text += "\(connections(webPush.connections)) per push service, \(trusting(webPush.caFile)); "
-                text += "at most \(webPush.maximumPushServices) push services at once, "
-                text += webPush.allowedOrigins.map { "only \($0.patterns.joined(separator: ", "))" } ?? "any origin"
-                text += webPush.allowsPrivateAddresses ? ", private addresses too" : ", global addresses only"
+                text += "\(connections(reach.connections)) per push service, \(trusting(reach.caFile)); "
+                text += "at most \(reach.maximumPushServices) push services at once, "
+                text += reach.allowedOrigins.map { "only \($0.patterns.joined(separator: ", "))" } ?? "any origin"
+                text += reach.allowsPrivateAddresses ? ", private addresses too" : ", global addresses only"
                 text += "\n"
             }
         }
