@@ -3,7 +3,8 @@
 
 APNs cannot be reached from a test machine, so this server behaves as Apple documents it
 ("Sending notification requests to APNs", "Handling notification responses from APNs"): HTTP/2
-over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI), with
+over TLS (ALPN h2) on loopback, built on the `h2` state machine (PyPI) through
+tools/lib/stand_in_http.py, with
 
 - the provider token checked: an `authorization: bearer JWT` whose header is
   {"alg": "ES256", "kid": KEY_ID} and claims {"iss": TEAM_ID, "iat": SECONDS}, its ES256
@@ -41,28 +42,22 @@ The server writes its port to DIR/port once it listens, and stops on SIGTERM. SI
 GOAWAY on every open connection. Nothing but loopback is ever listened on.
 """
 
-import argparse
 import asyncio
-import base64
 import json
 import os
-import signal
-import ssl
 import subprocess
 import sys
 import time
 import uuid
 
-import h2.config
-import h2.connection
-import h2.errors
-import h2.events
-import h2.exceptions
 import h2.settings
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import stand_in_http  # noqa: E402
 
 KEY_ID = "ABC123DEFG"
 TEAM_ID = "DEF123GHIJ"
@@ -81,12 +76,8 @@ REASON_OF = {
 def make_credentials(folder):
     """The server's self-signed certificate (for 127.0.0.1 and localhost) and the team's auth
     key, AuthKey_KEYID.p8 (PKCS#8 PEM, as Apple gives it), made with openssl."""
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    stand_in_http.make_certificate(folder)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
-    subprocess.run([
-        "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", os.path.join(folder, "server.key"), "-out", os.path.join(folder, "server.crt"),
-        "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], **quiet)
     for key_id, _, _ in TEAMS:
         key = os.path.join(folder, f"AuthKey_{key_id}.p8")
         subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key], **quiet)
@@ -94,37 +85,25 @@ def make_credentials(folder):
         subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-out", os.path.join(folder, f"{key_id}.pub.pem")], **quiet)
 
 
-def b64url_decode(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-class Server:
+class Server(stand_in_http.Records):
     def __init__(self, folder, script, clock_file):
         self.folder = folder
         self.script = script
-        self.clock_file = clock_file
         self.team_keys = {}
         for key_id, _, _ in TEAMS:
             with open(os.path.join(folder, f"{key_id}.pub.pem"), "rb") as f:
                 self.team_keys[key_id] = serialization.load_pem_public_key(f.read())
         self.answers = {token: list(steps) for token, steps in script.get("answers", {}).items()}
         self.record_received = bool(script.get("record_received", False))
-        self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
+        super().__init__(folder, clock_file)
         self.connections = []
         self.connection_count = 0
         self.token_changes = []
 
-    def now(self):
-        if self.clock_file:
-            try:
-                with open(self.clock_file) as f:
-                    return int(f.read().strip())
-            except (OSError, ValueError):
-                pass
-        return int(time.time())
-
-    def record(self, entry):
-        self.record_file.write(json.dumps(entry, sort_keys=True) + "\n")
+    async def accept(self, reader, writer):
+        connection = Connection(self, reader, writer)
+        self.connections.append(connection)
+        await connection.run()
 
     def check_token(self, authorization, connection):
         """None when the provider token is good, else (status, reason). A token renewed more
@@ -135,10 +114,7 @@ class Server:
             return 403, "InvalidProviderToken"
         text = authorization[len("bearer "):]
         try:
-            header_b64, claims_b64, signature_b64 = text.split(".")
-            header = json.loads(b64url_decode(header_b64))
-            claims = json.loads(b64url_decode(claims_b64))
-            signature = b64url_decode(signature_b64)
+            signing_input, header, claims, signature = stand_in_http.jws_parts(text, strict=False)
         except ValueError:
             return 403, "InvalidProviderToken"
         team = next((t for t in TEAMS if header == {"alg": "ES256", "kid": t[0]}), None)
@@ -151,7 +127,7 @@ class Server:
             return 403, "InvalidProviderToken"
         der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
         try:
-            self.team_keys[team[0]].verify(der, f"{header_b64}.{claims_b64}".encode(), ec.ECDSA(hashes.SHA256()))
+            self.team_keys[team[0]].verify(der, signing_input, ec.ECDSA(hashes.SHA256()))
         except InvalidSignature:
             return 403, "InvalidProviderToken"
         connection.team = team
@@ -212,46 +188,12 @@ class Server:
         return 200, None
 
 
-class RefusingH2Connection(h2.connection.H2Connection):
-    """h2's server connection with RFC 9113 section 5.1.2's rule for a stream past the advertised
-    SETTINGS_MAX_CONCURRENT_STREAMS: a stream error, REFUSED_STREAM, which the client may send
-    again (h2 makes it a connection error, TooManyStreamsError). Servers on Go's net/http2 and on
-    nghttp2 refuse the stream so; a client meets it when it opens streams before reading the
-    server's SETTINGS, as some clients do on a new connection after a reconnect. The stream is
-    taken in (its header block decoded, so that HPACK stays in step) and its id put in
-    `refused`; the server resets it on its RequestReceived."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.refused = set()
-        self._admitting = False
-
-    @property
-    def open_inbound_streams(self):
-        return 0 if self._admitting else super().open_inbound_streams
-
-    def _receive_headers_frame(self, frame):
-        over = (frame.stream_id not in self.streams
-                and self.open_inbound_streams + 1 > self.local_settings.max_concurrent_streams)
-        if not over:
-            return super()._receive_headers_frame(frame)
-        self.refused.add(frame.stream_id)
-        self._admitting = True
-        try:
-            return super()._receive_headers_frame(frame)
-        finally:
-            self._admitting = False
-
-
-class Connection:
+class Connection(stand_in_http.H2Base):
     def __init__(self, server, reader, writer):
-        self.server = server
-        self.reader = reader
-        self.writer = writer
         server.connection_count += 1
-        self.number = server.connection_count
+        number = server.connection_count
         script = server.script
-        first = self.number == 1
+        first = number == 1
         self.goaway_after = script.get("goaway_after") if first or script.get("faults_every_connection") else None
         self.drop_after = script.get("drop_after") if first or script.get("faults_every_connection") else None
         self.delay = script.get("delay_ms", 0) / 1000
@@ -263,115 +205,55 @@ class Connection:
         if hold is not None and first:
             self.max_streams = 1
             self.delay = hold.get("delay_ms", 500) / 1000
-        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
-        self.h2 = RefusingH2Connection(config=config)
-        self.h2.local_settings = h2.settings.Settings(
-            client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: script.get("initial_streams", 1)})
-        self.streams = {}
-        self.received = 0
+        super().__init__(server, reader, writer, number, script.get("initial_streams", 1))
         self.answered = 0
         self.open_streams = 0
-        self.goaway_sent = None  # the last stream id of our GOAWAY
-        self.last_ended = 0  # the newest stream whose request was received whole
         self.raised = False
-        self.closed = False
         self.last_token = None  # (iat, text) of the newest token accepted on this connection
         self.team = None  # the TEAMS entry of the first token accepted on this connection
-
-    def flush(self):
-        data = self.h2.data_to_send()
-        if data and not self.closed:
-            self.writer.write(data)
-
-    async def run(self):
-        self.h2.initiate_connection()
-        self.flush()
-        try:
-            while not self.closed:
-                data = await self.reader.read(65536)
-                if not data:
-                    break
-                try:
-                    events = self.h2.receive_data(data)
-                except h2.exceptions.ProtocolError as error:
-                    self.server.record({"connection": self.number, "protocol_error": type(error).__name__})
-                    self.flush()
-                    break
-                for event in events:
-                    self.handle(event)
-                self.flush()
-                await self.writer.drain()
-        except (ConnectionError, ssl.SSLError):
-            pass
-        finally:
-            self.close()
-
-    def close(self):
-        if not self.closed:
-            self.closed = True
-            self.writer.close()
-        if self in self.server.connections:
-            self.server.connections.remove(self)
 
     def goaway(self, last):
         """Sends GOAWAY with `last` as its last stream id: the streams above it are declared never
         processed (RFC 9113 section 6.8) and never answered, so the client must send them again
         on a new connection. The connection closes once every stream up to `last` is answered."""
-        self.goaway_sent = last
         # The streams received whole above `last` are recorded unanswered now, not when their
         # delayed answer would have come: by then the connection may be closed (every stream up
         # to `last` answered), and a record made only then would be lost.
         for sid in [sid for sid, stream in self.streams.items() if sid > last and stream.get("ended")]:
             self.record_stream(sid, None, "declared unprocessed by GOAWAY")
             del self.streams[sid]
-        self.h2.close_connection(last_stream_id=last)
-        self.flush()
-        if not any(sid <= last for sid in self.streams):
-            self.close()
+        super().goaway(last)
 
-    def handle(self, event):
-        if isinstance(event, h2.events.RequestReceived) and event.stream_id in self.h2.refused:
-            self.h2.refused.discard(event.stream_id)
-            self.h2.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
-            self.server.record({"connection": self.number, "stream": event.stream_id, "refused": "over the stream limit",
-                                "token": dict(event.headers).get(":path", "").rpartition("/")[2], "time": self.server.now()})
-        elif isinstance(event, h2.events.RequestReceived):
-            self.streams[event.stream_id] = {"headers": dict(event.headers), "body": b""}
-            self.open_streams += 1
-        elif isinstance(event, h2.events.DataReceived):
-            stream = self.streams.get(event.stream_id)
-            if stream is not None:
-                stream["body"] += event.data
-            self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-        elif isinstance(event, h2.events.StreamEnded):
-            stream = self.streams.get(event.stream_id)
-            if stream is None:
-                return
-            stream["ended"] = True
-            self.received += 1
-            stream["open_streams"] = self.open_streams
-            stream["limit"] = self.h2.local_settings.max_concurrent_streams
-            if self.server.record_received:
-                self.record_stream(event.stream_id, None, "received")
-            if self.goaway_sent is not None and event.stream_id > self.goaway_sent:
-                self.record_stream(event.stream_id, None, "after GOAWAY")
-                return
-            if self.drop_after is not None and self.received >= self.drop_after:
-                self.record_stream(event.stream_id, None, "connection dropped")
-                self.writer.transport.abort()
-                self.closed = True
-                return
-            asyncio.get_running_loop().create_task(self.answer(event.stream_id))
-            self.last_ended = max(self.last_ended, event.stream_id)
-            if self.goaway_after is not None and self.received == self.goaway_after:
-                # The request that reached the count is declared unprocessed (and any of a higher
-                # stream already received, should requests end out of order): a resend, whatever
-                # the timing.
-                self.goaway(event.stream_id - 1)
-        elif isinstance(event, h2.events.StreamReset):
-            self.streams.pop(event.stream_id, None)
-        elif isinstance(event, h2.events.ConnectionTerminated):
-            self.close()
+    def opened(self, event):
+        self.open_streams += 1
+        return {"headers": dict(event.headers), "body": b""}
+
+    def refusal(self, event):
+        return {"connection": self.number, "stream": event.stream_id, "refused": "over the stream limit",
+                "token": dict(event.headers).get(":path", "").rpartition("/")[2], "time": self.server.now()}
+
+    def ended(self, stream_id, stream):
+        stream["ended"] = True
+        self.received += 1
+        stream["open_streams"] = self.open_streams
+        stream["limit"] = self.h2.local_settings.max_concurrent_streams
+        if self.server.record_received:
+            self.record_stream(stream_id, None, "received")
+        if self.goaway_sent is not None and stream_id > self.goaway_sent:
+            self.record_stream(stream_id, None, "after GOAWAY")
+            return
+        if self.drop_after is not None and self.received >= self.drop_after:
+            self.record_stream(stream_id, None, "connection dropped")
+            self.writer.transport.abort()
+            self.closed = True
+            return
+        asyncio.get_running_loop().create_task(self.answer(stream_id))
+        self.last_ended = max(self.last_ended, stream_id)
+        if self.goaway_after is not None and self.received == self.goaway_after:
+            # The request that reached the count is declared unprocessed (and any of a higher
+            # stream already received, should requests end out of order): a resend, whatever
+            # the timing.
+            self.goaway(stream_id - 1)
 
     def record_stream(self, stream_id, status, note, reason=None, apns_id=None):
         stream = self.streams[stream_id]
@@ -405,11 +287,7 @@ class Connection:
         if body:
             headers += [("content-type", "application/json"), ("content-length", str(len(body)))]
         self.record_stream(stream_id, status, None, reason, apns_id)
-        try:
-            self.h2.send_headers(stream_id, headers, end_stream=not body)
-            if body:
-                self.h2.send_data(stream_id, body, end_stream=True)
-        except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
+        if not self.send(stream_id, headers, body):
             return
         self.open_streams -= 1
         self.answered += 1
@@ -418,65 +296,18 @@ class Connection:
         if not self.raised:
             self.raised = True
             self.h2.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams})
-        self.flush()
-        if self.goaway_sent is not None and not any(sid <= self.goaway_sent for sid in self.streams):
-            try:
-                await self.writer.drain()
-            except ConnectionError:
-                pass
-            self.close()
+        await self.sent()
 
 
 async def main_async(arguments):
-    script = {}
-    if arguments.script:
-        with open(arguments.script) as f:
-            script = json.load(f)
+    script = stand_in_http.load_script(arguments.script)
     server = Server(arguments.dir, script, arguments.clock_file)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(os.path.join(arguments.dir, "server.crt"), os.path.join(arguments.dir, "server.key"))
     # "alpn": the protocols offered (h2 only by default; ["http/1.1"] for a server without h2).
-    context.set_alpn_protocols(script.get("alpn", ["h2"]))
-
-    async def accept(reader, writer):
-        connection = Connection(server, reader, writer)
-        server.connections.append(connection)
-        await connection.run()
-
-    listener = await asyncio.start_server(accept, "127.0.0.1", arguments.port, ssl=context)
-    port = listener.sockets[0].getsockname()[1]
-    loop = asyncio.get_running_loop()
-    stop = loop.create_future()
-    loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
-    loop.add_signal_handler(signal.SIGINT, lambda: stop.done() or stop.set_result(None))
-    loop.add_signal_handler(signal.SIGUSR1, lambda: [c.goaway(c.last_ended) for c in list(server.connections)])
-    with open(os.path.join(arguments.dir, "port.tmp"), "w") as f:
-        f.write(f"{port}\n")
-    os.rename(os.path.join(arguments.dir, "port.tmp"), os.path.join(arguments.dir, "port"))
-    await stop
-    listener.close()
-    for connection in list(server.connections):
-        connection.close()
+    await stand_in_http.listen(server, arguments.dir, arguments.port, script.get("alpn", ["h2"]))
     with open(os.path.join(arguments.dir, "summary.json"), "w") as f:
         json.dump({"connections": server.connection_count, "token_changes": server.token_changes}, f)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--make-credentials", metavar="DIR")
-    parser.add_argument("--dir", help="the credentials' folder; the port, the records and the summary go there")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--script", help="a JSON file of answers and faults (see the module's text)")
-    parser.add_argument("--clock-file", help="read the Unix time from this file (the test clock of kindly-push send)")
-    arguments = parser.parse_args()
-    if arguments.make_credentials:
-        make_credentials(arguments.make_credentials)
-        return 0
-    if not arguments.dir:
-        parser.error("--dir or --make-credentials")
-    asyncio.run(main_async(arguments))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stand_in_http.command_line(__doc__, "the credentials' folder; the port, the records and the summary go there",
+                                        make_credentials, main_async))

@@ -61,9 +61,7 @@ The server writes DIR/service-account.json, then its port to DIR/port once it li
 on SIGTERM. Nothing but loopback is ever listened on.
 """
 
-import argparse
 import asyncio
-import base64
 import json
 import os
 import re
@@ -98,12 +96,6 @@ ERROR_OF = {
 }
 
 
-def b64url_decode(text):
-    if not re.fullmatch(r"[A-Za-z0-9_-]*", text):
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def make_credentials(folder):
     """The TLS certificate (openssl) and the service account's RSA 2048 key, DIR/service-account.key
     (PKCS#8 PEM, 0600): the server puts it into the JSON key file once it knows its port."""
@@ -130,11 +122,10 @@ class Refusal(Exception):
         self.message = message
 
 
-class FCM:
+class FCM(stand_in_http.Records):
     def __init__(self, folder, script, clock_file):
         self.folder = folder
         self.script = script
-        self.clock_file = clock_file
         with open(os.path.join(folder, "service-account.key"), "rb") as f:
             self.pem = f.read()
         self.public_key = serialization.load_pem_private_key(self.pem, password=None).public_key()
@@ -146,19 +137,7 @@ class FCM:
         self.token_delay = int(script.get("token_delay_ms", 0))
         self.tokens = {}  # access token -> {"number", "expires", "revoked"}
         self.accepted = 0
-        self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
-
-    def now(self):
-        if self.clock_file:
-            try:
-                with open(self.clock_file) as f:
-                    return int(f.read().strip())
-            except (OSError, ValueError):
-                pass
-        return int(time.time())
-
-    def record(self, entry):
-        self.record_file.write(json.dumps(entry, sort_keys=True) + "\n")
+        super().__init__(folder, clock_file)
 
     def write_key_file(self, port):
         """DIR/service-account.json, as the Google Cloud console gives it (mode 0600)."""
@@ -192,10 +171,7 @@ class FCM:
     def check_assertion(self, assertion):
         """(header, claims) of a good assertion; raises Refusal with Google's description."""
         try:
-            header_b64, claims_b64, signature_b64 = assertion.split(".")
-            header = json.loads(b64url_decode(header_b64))
-            claims = json.loads(b64url_decode(claims_b64))
-            signature = b64url_decode(signature_b64)
+            signing_input, header, claims, signature = stand_in_http.jws_parts(assertion)
         except ValueError:
             raise Refusal("Invalid JWT: the assertion is not a JWS of three base64url parts")
         if not isinstance(header, dict) or not isinstance(claims, dict):
@@ -206,7 +182,7 @@ class FCM:
         if "kid" in header and header["kid"] != self.private_key_id:
             raise Refusal("Invalid JWT Signature.")
         try:
-            self.public_key.verify(signature, f"{header_b64}.{claims_b64}".encode(), padding.PKCS1v15(), hashes.SHA256())
+            self.public_key.verify(signature, signing_input, padding.PKCS1v15(), hashes.SHA256())
         except InvalidSignature:
             raise Refusal("Invalid JWT Signature.")
         unknown = set(claims) - {"iss", "scope", "aud", "iat", "exp", "sub"}
@@ -390,32 +366,13 @@ class FCM:
 
 
 async def main_async(arguments):
-    script = {}
-    if arguments.script:
-        with open(arguments.script) as f:
-            script = json.load(f)
+    script = stand_in_http.load_script(arguments.script)
     fcm = FCM(arguments.dir, script, arguments.clock_file)
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, fcm.revoke_all)
     await stand_in_http.serve(arguments.dir, script, fcm.handle, fcm.record, port=arguments.port,
                               alpn=("h2",), on_listening=fcm.write_key_file)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--make-credentials", metavar="DIR")
-    parser.add_argument("--dir", help="the credentials' folder; the key file, the port and the records go there")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--script", help="a JSON file of answers and faults (see the module's text)")
-    parser.add_argument("--clock-file", help="read the Unix time from this file (the test clock of kindly-push send)")
-    arguments = parser.parse_args()
-    if arguments.make_credentials:
-        make_credentials(arguments.make_credentials)
-        return 0
-    if not arguments.dir:
-        parser.error("--dir or --make-credentials")
-    asyncio.run(main_async(arguments))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stand_in_http.command_line(__doc__, "the credentials' folder; the key file, the port and the records go there",
+                                        make_credentials, main_async))

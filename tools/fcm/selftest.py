@@ -16,31 +16,20 @@ Usage: tools/fcm/selftest.py (runs itself inside tools/with-fcm-server with its 
 one line per check, exits 1 on the first failure.
 """
 
-import base64
 import json
 import os
 import signal
 import ssl
-import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from selftest_support import b64url, checker, run  # noqa: E402
+
 SCRIPT = {
     "answers": {"gone-device": [{"status": 404}], "busy-device": [{"status": 429, "retry_after": 7}]},
 }
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def check(condition, what, detail=""):
-    if not condition:
-        print(f"FAIL fcm: {what} {detail}", flush=True)
-        sys.exit(1)
-    print(f"ok   fcm: {what}", flush=True)
+check = checker("fcm")
 
 
 def assertion(account, key=None, **changes):
@@ -166,16 +155,7 @@ def inside():
 
 
 def main():
-    if "KINDLY_PUSH_TEST_FCM_URL" in os.environ:
-        inside()
-        return 0
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(SCRIPT, f)
-    try:
-        return subprocess.run([os.path.join(HERE, "..", "with-fcm-server"), "--script", f.name,
-                               sys.executable, os.path.abspath(__file__)]).returncode
-    finally:
-        os.unlink(f.name)
+    return run(__file__, "with-fcm-server", "KINDLY_PUSH_TEST_FCM_URL", inside, SCRIPT)
 
 
 if __name__ == "__main__":

@@ -30,19 +30,11 @@ import sys
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from selftest_support import b64url, checker, run, vapid_key  # noqa: E402
+
 SERVICE = "ai.kindly.Push.SelfTest"
-
-
-def check(condition, what, detail=""):
-    if not condition:
-        print(f"FAIL unifiedpush: {what} {detail}", flush=True)
-        sys.exit(1)
-    print(f"ok   unifiedpush: {what}", flush=True)
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+check = checker("unifiedpush")
 
 
 def connector(service):
@@ -159,19 +151,12 @@ def inside():
     import requests
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from py_vapid import Vapid
     from pywebpush import WebPushException, webpush
 
     origin = os.environ["KINDLY_PUSH_TEST_WEBPUSH_URL"]
     session = requests.Session()
     session.verify = os.environ["KINDLY_PUSH_TEST_WEBPUSH_CA"]
     session.trust_env = False  # REQUESTS_CA_BUNDLE in the environment would win over verify
-
-    def vapid_key():
-        vapid = Vapid()
-        vapid.generate_keys()
-        raw = vapid.public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-        return vapid, b64url(raw)
 
     vapid, vapid_public = vapid_key()
     private = ec.generate_private_key(ec.SECP256R1())
@@ -251,11 +236,7 @@ def main():
     if sys.argv[1:2] == ["--connector"]:
         connector(sys.argv[2])
         return 0
-    if "KINDLY_PUSH_TEST_UNIFIEDPUSH_DISTRIBUTOR" in os.environ:
-        inside()
-        return 0
-    return subprocess.run([os.path.join(HERE, "..", "with-unifiedpush-distributor"),
-                           sys.executable, os.path.abspath(__file__)]).returncode
+    return run(__file__, "with-unifiedpush-distributor", "KINDLY_PUSH_TEST_UNIFIEDPUSH_DISTRIBUTOR", inside)
 
 
 if __name__ == "__main__":

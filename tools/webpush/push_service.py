@@ -47,8 +47,6 @@ The service writes its port to DIR/port once it listens, and stops on SIGTERM (S
 every HTTP/2 connection). Nothing but loopback is ever listened on.
 """
 
-import argparse
-import asyncio
 import base64
 import json
 import os
@@ -70,15 +68,9 @@ URGENCIES = ("very-low", "low", "normal", "high")
 ERRNO = {400: 110, 401: 109, 403: 109, 404: 102, 410: 103, 413: 104, 415: 110, 429: 999, 500: 999, 503: 999}
 
 
-def b64url_decode(text):
-    if not re.fullmatch(r"[A-Za-z0-9_-]*", text):
-        raise ValueError("not unpadded base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def p256_key(text):
     """The public key of an uncompressed P-256 point in unpadded base64url; raises ValueError."""
-    raw = b64url_decode(text)
+    raw = stand_in_http.b64url_decode(text)
     if len(raw) != 65 or raw[0] != 4:
         raise ValueError("not an uncompressed P-256 point (65 bytes, 0x04 first)")
     return ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), raw)
@@ -91,21 +83,18 @@ class Refusal(Exception):
         self.message = message
 
 
-class PushService:
+class PushService(stand_in_http.Records):
     def __init__(self, folder, script):
         self.folder = folder
         self.script = script
         self.origin = None
         self.subscriptions = {}  # id -> {"vapid": key text or None, "ended": bool, "count": int}
         self.answers = {sid: list(steps) for sid, steps in script.get("answers", {}).items()}
-        self.record_file = open(os.path.join(folder, "received.jsonl"), "a", buffering=1)
+        super().__init__(folder)
         os.makedirs(os.path.join(folder, "messages"), exist_ok=True)
 
     def listening(self, port):
         self.origin = f"https://127.0.0.1:{port}"
-
-    def record(self, entry):
-        self.record_file.write(json.dumps(entry, sort_keys=True) + "\n")
 
     def subscribe(self, request, entry):
         if request.method != "POST":
@@ -151,10 +140,7 @@ class PushService:
         except ValueError as error:
             raise Refusal(401, f"k is not a P-256 public key: {error}")
         try:
-            header_b64, claims_b64, signature_b64 = parameters["t"].split(".")
-            header = json.loads(b64url_decode(header_b64))
-            claims = json.loads(b64url_decode(claims_b64))
-            signature = b64url_decode(signature_b64)
+            signing_input, header, claims, signature = stand_in_http.jws_parts(parameters["t"])
         except ValueError:
             raise Refusal(401, "t is not a JWS of three base64url parts")
         entry["vapid"] = {"header": header, "claims": claims, "k": parameters["k"]}
@@ -165,7 +151,7 @@ class PushService:
             raise Refusal(401, "an ES256 signature is 64 bytes (r || s)")
         der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
         try:
-            key.verify(der, f"{header_b64}.{claims_b64}".encode(), ec.ECDSA(hashes.SHA256()))
+            key.verify(der, signing_input, ec.ECDSA(hashes.SHA256()))
         except InvalidSignature:
             raise Refusal(401, "the JWT's signature is not k's")
         if not isinstance(claims, dict):
@@ -278,30 +264,12 @@ class PushService:
 
 
 async def main_async(arguments):
-    script = {}
-    if arguments.script:
-        with open(arguments.script) as f:
-            script = json.load(f)
+    script = stand_in_http.load_script(arguments.script)
     service = PushService(arguments.dir, script)
     await stand_in_http.serve(arguments.dir, script, service.handle, service.record, port=arguments.port,
                               alpn=("h2", "http/1.1"), on_listening=service.listening)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--make-credentials", metavar="DIR")
-    parser.add_argument("--dir", help="the certificate's folder; the port, the records and the messages go there")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--script", help="a JSON file of answers and faults (see the module's text)")
-    arguments = parser.parse_args()
-    if arguments.make_credentials:
-        stand_in_http.make_certificate(arguments.make_credentials)
-        return 0
-    if not arguments.dir:
-        parser.error("--dir or --make-credentials")
-    asyncio.run(main_async(arguments))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stand_in_http.command_line(__doc__, "the certificate's folder; the port, the records and the messages go there",
+                                        stand_in_http.make_certificate, main_async, clock=False))

@@ -21,24 +21,14 @@ import base64
 import json
 import os
 import ssl
-import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from selftest_support import b64url, checker, run, vapid_key  # noqa: E402
+
 SCRIPT = {"answers": {"scripted-subscription": [{"status": 429, "retry_after": 30}, {"status": 410}]}}
-
-
-def check(condition, what, detail=""):
-    if not condition:
-        print(f"FAIL webpush: {what} {detail}", flush=True)
-        sys.exit(1)
-    print(f"ok   webpush: {what}", flush=True)
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+check = checker("webpush")
 
 
 def subscription_keys():
@@ -48,15 +38,6 @@ def subscription_keys():
     private = ec.generate_private_key(ec.SECP256R1())
     public = private.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
     return private, {"p256dh": b64url(public), "auth": b64url(os.urandom(16))}
-
-
-def vapid_key():
-    from cryptography.hazmat.primitives import serialization
-    from py_vapid import Vapid
-    vapid = Vapid()
-    vapid.generate_keys()
-    raw = vapid.public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-    return vapid, b64url(raw)
 
 
 def es256_jwt(private_key, claims):
@@ -175,16 +156,7 @@ def inside():
 
 
 def main():
-    if "KINDLY_PUSH_TEST_WEBPUSH_URL" in os.environ:
-        inside()
-        return 0
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(SCRIPT, f)
-    try:
-        return subprocess.run([os.path.join(HERE, "..", "with-webpush-service"), "--script", f.name,
-                               sys.executable, os.path.abspath(__file__)]).returncode
-    finally:
-        os.unlink(f.name)
+    return run(__file__, "with-webpush-service", "KINDLY_PUSH_TEST_WEBPUSH_URL", inside, SCRIPT)
 
 
 if __name__ == "__main__":
