@@ -47,7 +47,8 @@ let allTestTargets: [Target] = [
         ]
     ),
     // The Secret Service keyring against a private gnome-keyring (tools/with-secret-service).
-    // Keyring/ links two files of KindlyPushTests (shared helpers and the pinning contract).
+    // Keyring/ links two files of KindlyPushTests (shared helpers and the pinning contract), Bus/
+    // the private D-Bus daemon of KindlyPushCLITests (TestBus).
     .testTarget(
         name: "KindlyPushSecretServiceTests",
         dependencies: ["KindlyPushSecretService", "KindlyPush", "KindlyPushCore", "KindlyPushTesting"]

@@ -293,7 +293,7 @@ struct SecretServiceKeyringUnreachableTests {
 
     @Test("a Secret Service that owns its name but never answers is key_unavailable within 2 s", .needsSecretService)
     func hungService() throws {
-        let bus = try PrivateBus()
+        let bus = try TestBus()
         let service = try HungSecretService(busAddress: bus.address)
         defer { service.stop() }
         let keyring = SecretServiceKeyring(busAddress: bus.address)
@@ -363,45 +363,6 @@ enum SecretServiceControl {
     struct ControlError: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
-    }
-}
-
-/// A message bus of the test's own (dbus-daemon), with no services to activate.
-final class PrivateBus {
-    let folder: TemporaryFolder
-    let process = Process()
-    let address: String
-
-    init() throws {
-        folder = try TemporaryFolder("kindly-push-bus")
-        let config = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(folder.path)/bus</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """
-        try config.write(toFile: "\(folder.path)/bus.conf", atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--nofork", "--print-address=1", "--config-file=\(folder.path)/bus.conf"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        address = try readLine(from: output.fileHandleForReading)
-    }
-
-    deinit {
-        // SIGKILL: a child spawned from a Dispatch thread inherits its blocked signals, SIGTERM included.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
     }
 }
 

@@ -1,0 +1,1 @@
+../../KindlyPushCLITests/Support/TestBus.swift
