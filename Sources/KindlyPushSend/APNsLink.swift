@@ -88,7 +88,7 @@ final class APNsLink: PlatformLink {
 
     func unixTime() -> Int { token.clock.now() }
 
-    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client { client }
+    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client? { client }
 
     /// The request's fields: the path, the provider token (renewed when due) and the `apns-*`
     /// headers of wire-format section 9.2.

@@ -184,7 +184,7 @@ final class FCMLink: PlatformLink {
 
     func unixTime() -> Int { destination.clock.now() }
 
-    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client { client }
+    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client? { client }
 
     /// A fresh access token from the service account's `token_uri`, waited for (the probe, before
     /// a worker says it is ready), or why not.
@@ -197,9 +197,20 @@ final class FCMLink: PlatformLink {
         try takeToken(from: exchange, requestedAt: now)
     }
 
+    /// Ready while the access token is there and not due; else its fetch is made (not waited
+    /// for) or, once answered, taken. Paused for what is left of the pause after a failed fetch.
+    func readiness() -> LinkReadiness {
+        do throws(CodedError) {
+            return try tokenReady() ? .ready : .waiting
+        } catch {
+            // Every failure of a fetch sets `fetchFailure` (pausingAfterFailure).
+            return .paused(error, milliseconds: max(0, (fetchFailure?.until ?? 0) - MonotonicClock.milliseconds()))
+        }
+    }
+
     /// Whether the access token is there and not due; else its fetch is made (not waited for)
     /// or, once answered, taken. Throws the last fetch's failure while its pause lasts.
-    func readyToRequest() throws(CodedError) -> Bool {
+    private func tokenReady() throws(CodedError) -> Bool {
         if accessToken != nil, destination.clock.now() < usedUntil { return true }
         if let fetch = tokenFetch {
             guard fetch.exchange.finished else { return false }
@@ -291,11 +302,11 @@ final class FCMLink: PlatformLink {
     }
 
     /// The request: the data-only message of section 9.3, with the access token
-    /// (``readyToRequest()`` saw to it).
+    /// (``readiness()`` saw to it).
     func request(_ transfer: Transfer, on client: HTTP2Client, into fields: inout HTTP2Headers) throws(CodedError) -> [UInt8] {
         guard case .fcm(let push) = transfer.push else { preconditionFailure("an FCM sender takes FCM pushes") }
         let now = destination.clock.now()
-        // The sender asked ``readyToRequest()`` first.
+        // The sender asked ``readiness()`` first.
         guard let accessToken else { throw CodedError(.io, "\(destination.account.tokenURI): no access token yet") }
         var android: [JSONObject.Member] = [.init(key: "priority", value: .string(push.content.priority >= 10 ? "HIGH" : "NORMAL"))]
         let ttl = push.content.delivery.expiration.map { max(0, $0 - now) } ?? destination.expiration
@@ -350,12 +361,6 @@ final class FCMLink: PlatformLink {
     func extraMembers(status: Int, body: [UInt8]) -> [JSONObject.Member] { [] }
 
     func deliveredLine(_ push: OutgoingPush, messageName: String?) -> [UInt8]? { nil }
-
-    /// A failed token fetch is the link's for its pause: the push waits for the next fetch.
-    func pause(after error: CodedError) -> Int? {
-        guard let failure = fetchFailure, failure.error.message == error.message else { return nil }
-        return max(0, failure.until - MonotonicClock.milliseconds())
-    }
 
     /// An access token fetched: the service account's key and its token endpoint work.
     func probe() -> String? {

@@ -210,6 +210,17 @@ package enum SendOutcome: Sendable {
     case failed(CodedError)
 }
 
+/// Whether a platform's link can make requests now (``PlatformLink/readiness()``).
+enum LinkReadiness {
+    case ready
+    /// Not yet: it waits for something of its own, in the sender's `poll` (FCM: its access token).
+    case waiting
+    /// Not for `milliseconds`, for a reason that is the link's and not the push's (FCM: its access
+    /// token could not be fetched): the push is tried again then, as after a lost connection,
+    /// within its attempts, and ends with `error` when they run out.
+    case paused(CodedError, milliseconds: Int)
+}
+
 /// What one platform adds to ``PushSender``'s pipeline: the connections a push goes on, its
 /// request, and what the platform's answers mean (``APNsLink``, ``WebPushLink``).
 protocol PlatformLink: AnyObject {
@@ -218,8 +229,10 @@ protocol PlatformLink: AnyObject {
     var appLabel: String { get }
     /// Every pool of connections open now (polled together).
     var clients: [HTTP2Client] { get }
-    /// The pool a push goes on (Web Push's are opened at an origin's first push).
-    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client
+    /// The pool a push goes on (Web Push's are opened at an origin's first push); nil when none
+    /// can be opened for it until a request in flight is answered (Web Push at its limit of push
+    /// services). An error ends the push with its error line.
+    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client?
     /// The request of `transfer` on `client`: its header fields appended to `fields`, its body
     /// returned; an error ends the push with its error line.
     func request(_ transfer: Transfer, on client: HTTP2Client, into fields: inout HTTP2Headers) throws(CodedError) -> [UInt8]
@@ -238,16 +251,10 @@ protocol PlatformLink: AnyObject {
     func deliveredLine(_ push: OutgoingPush, messageName: String?) -> [UInt8]?
     /// `nil` when the push service answers a probe, else why not (``PushSender/probe()``).
     func probe() -> String?
-    /// Whether the link can make a request now: `false` while it waits for something of its own
-    /// (FCM: the access token, fetched on a connection of its own among ``clients``, so that the
-    /// wait is the sender's `poll`, which the other platforms share). Throws what keeps it from
-    /// requests for a while (``pause(after:)`` says how long).
-    func readyToRequest() throws(CodedError) -> Bool
-    /// After ``request(_:on:into:)`` threw `error`: in how many milliseconds the link may make
-    /// requests again, when the error is the link's for a while and not the push's (FCM: its
-    /// access token could not be fetched); the push is then tried again as after a lost
-    /// connection. `nil`: the push ends with the error.
-    func pause(after error: CodedError) -> Int?
+    /// Whether the link can make a request now (FCM waits for its access token, fetched on a
+    /// connection of its own among ``clients``, so that the wait is the sender's `poll`, which
+    /// the other platforms share).
+    func readiness() -> LinkReadiness
     /// Unix time in seconds (the test clock, when `send` has one).
     func unixTime() -> Int
     /// What is counted (``SendMetrics``), set by the sender.
@@ -257,9 +264,7 @@ protocol PlatformLink: AnyObject {
 extension PlatformLink {
     var source: SendMetrics.Source { SendMetrics.Source(app: appLabel, platform: platform.rawValue) }
 
-    func pause(after error: CodedError) -> Int? { nil }
-
-    func readyToRequest() throws(CodedError) -> Bool { true }
+    func readiness() -> LinkReadiness { .ready }
 
     func messageName(header: String?, body: [UInt8]) -> String? { header }
 }
@@ -432,9 +437,7 @@ package final class PushSender {
         if started > 0 { ready.removeFirst(started) }
         var wait = timeout
         if let next = delayed.map(\.due).min() { wait = min(wait, next - now) }
-        if let first = ready.first, (try? link.client(for: first.push))?.hasRoom ?? true, (try? link.readyToRequest()) ?? true {
-            wait = 0
-        }
+        if let first = ready.first, canStart(first) { wait = 0 }
         polled.removeAll(keepingCapacity: true)
         var shortest = wait
         for client in link.clients {
@@ -456,24 +459,42 @@ package final class PushSender {
         collect()
     }
 
-    /// Hands `transfer`'s request to a connection; false when none has room (it stays ready).
-    /// A push whose request cannot be made ends with its error line.
+    /// Whether ``start(_:)`` would do something with `transfer` now rather than leave it ready:
+    /// its pool has room and its link is not waiting, or it would end or wait out a pause.
+    private func canStart(_ transfer: Transfer) -> Bool {
+        do throws(CodedError) {
+            guard let client = try link.client(for: transfer.push), client.hasRoom else { return false }
+        } catch {
+            return true
+        }
+        if case .waiting = link.readiness() { return false }
+        return true
+    }
+
+    /// Hands `transfer`'s request to a connection; false when none has room or the link waits
+    /// (it stays ready). A push whose request cannot be made ends with its error line; one whose
+    /// link is paused waits out the pause, within its attempts.
     private func start(_ transfer: Transfer) -> Bool {
         let client: HTTP2Client
         do throws(CodedError) {
-            client = try link.client(for: transfer.push)
-            guard client.hasRoom, try link.readyToRequest() else { return false }
+            guard let found = try link.client(for: transfer.push), found.hasRoom else { return false }
+            client = found
+            switch link.readiness() {
+            case .ready:
+                break
+            case .waiting:
+                return false
+            case .paused(let error, let milliseconds):
+                guard transfer.transportAttempts + 1 < SendTiming.transportAttempts else { throw error }
+                transfer.transportAttempts += 1
+                retryLater(transfer, attempt: transfer.transportAttempts, notBefore: milliseconds)
+                return true
+            }
             fields.removeAll()
             let body = try link.request(transfer, on: client, into: &fields)
             let exchange = HTTP2Exchange(owner: transfer, body: body)
             guard client.submit(exchange, headers: fields) else { return false }
         } catch {
-            // The link's own trouble of the moment: the push waits for it, within its attempts.
-            if let pause = link.pause(after: error), transfer.transportAttempts + 1 < SendTiming.transportAttempts {
-                transfer.transportAttempts += 1
-                retryLater(transfer, attempt: transfer.transportAttempts, notBefore: pause)
-                return true
-            }
             fail(transfer, error)
             return true
         }

@@ -137,7 +137,7 @@ final class WebPushLink: PlatformLink {
 
     func unixTime() -> Int { destination.clock.now() }
 
-    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client {
+    func client(for push: OutgoingPush) throws(CodedError) -> HTTP2Client? {
         guard case .webPush(let push) = push else { preconditionFailure("a Web Push sender takes Web Push pushes") }
         uses += 1
         if let pool = pools[push.origin] {
@@ -150,9 +150,10 @@ final class WebPushLink: PlatformLink {
                 "the subscription's push service \(push.origin) is not among app '\(destination.app)'s webpush.allowed_origins: not sent")
         }
         if pools.count >= destination.reach.maximumPushServices {
-            // The pool unused longest with nothing in flight makes room; none: the push waits.
+            // The pool unused longest with nothing in flight makes room; none: the push waits for
+            // an answer.
             guard let (origin, _) = pools.filter({ $0.value.client.inFlight == 0 }).min(by: { $0.value.lastUse < $1.value.lastUse })
-            else { throw Self.busy(destination.reach.maximumPushServices) }
+            else { return nil }
             let closed = pools.removeValue(forKey: origin)?.client
             clients.removeAll { $0 === closed }
             authorizations[origin] = nil
@@ -164,18 +165,6 @@ final class WebPushLink: PlatformLink {
         pools[push.origin] = (client, uses)
         clients.append(client)
         return client
-    }
-
-    /// The error of a push to a new push service while `maximum` are open, each with requests
-    /// in flight.
-    static func busy(_ maximum: Int) -> CodedError {
-        CodedError(.io, "\(maximum) push services (webpush.max_push_services) have requests in flight: the push waits for one to finish")
-    }
-
-    /// A push to a new push service while every open one is busy waits a moment, within its
-    /// attempts.
-    func pause(after error: CodedError) -> Int? {
-        error.message == Self.busy(destination.reach.maximumPushServices).message ? SendTiming.firstRetryDelay : nil
     }
 
     /// The request: the document encrypted for the subscription, and the headers of section 9.4.

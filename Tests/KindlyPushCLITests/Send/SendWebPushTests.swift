@@ -460,4 +460,29 @@ struct SendWebPushTests {
         #expect(open.results.allSatisfy { $0["status"] as? Int == 201 }, "\(open.results)")
         #expect(open.connections == [1, 1])
     }
+
+    @Test(
+        "webpush.max_push_services: a push to a new push service while every open one has a request in flight waits for an answer, however long, and is sent"
+    )
+    func pushServiceLimitWaits() throws {
+        // The first service answers after 3 s: longer than a push's retries of a lost connection last.
+        let slow = try WebPushTestService(script: ["delay_ms": 3000])
+        let other = try WebPushTestService()
+        let authorities = slow.folder.appendingPathComponent("authorities.pem").path
+        try [slow, other].map { try String(contentsOfFile: $0.certificate, encoding: .utf8) }.joined()
+            .write(toFile: authorities, atomically: true, encoding: .utf8)
+        let vapid = try Self.vapidKey(in: slow.folder)
+        let path = try Self.configuration(
+            slow.folder,
+            "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(authorities), "
+                + "allow_private_addresses: true, max_push_services: 1}")
+        let lines = try [(slow, "a"), (other, "b")].map { service, name in
+            try service.subscribe("waits-\(name)", vapid: vapid.publicKey).line(Self.push, extra: #","id":"\#(name)""#)
+        }
+        let output = try CLI.run(["send", "--jsonl", "--config", path], stdin: lines.map { $0 + "\n" }.joined())
+        let results = Self.results(output)
+        #expect(results.map { $0["id"] as? String } == ["a", "b"], "\(output.stdout) \(output.stderr)")
+        #expect(results.allSatisfy { $0["status"] as? Int == 201 }, "\(results)")
+        #expect(try other.pushes("waits-b").count == 1)
+    }
 }
