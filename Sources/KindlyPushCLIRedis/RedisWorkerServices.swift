@@ -41,7 +41,9 @@ package struct RedisWorkerServices: RedisServices {
                 earlier = (status, now)
                 request.pruneIdle = nil
                 let wake = now + .seconds(seconds)
-                while !StopSignals.requested, ContinuousClock.now < wake { usleep(50_000) }
+                while !StopSignals.requested, ContinuousClock.now < wake {
+                    try? nothingOrErrno(retryOnInterrupt: false) { usleep(50_000) }
+                }
             }
             return 0
         } catch {

@@ -19,14 +19,12 @@ package struct SendClock: Sendable {
         return time(nil)
     }
 
+    /// The seconds the clock file says; nil when it cannot be read or says no number.
     private static func read(_ path: String) -> Int? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { FileDescriptor(rawValue: descriptor).close() }
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = Glibc.read(descriptor, &buffer, buffer.count)
-        guard count > 0 else { return nil }
-        return Int(String(decoding: buffer[0..<count], as: UTF8.self).trimmingASCIIWhitespace())
+        guard let file = try? FileDescriptor.openForReading(path) else { return nil }
+        defer { file.close() }
+        guard let bytes = try? file.readAll(upTo: 32), !bytes.isEmpty, bytes.count <= 32 else { return nil }
+        return Int(String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace())
     }
 }
 

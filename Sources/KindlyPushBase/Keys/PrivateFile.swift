@@ -276,7 +276,7 @@ package enum PrivateFile {
         /// Forgets the file for the signal handler (it was renamed or removed) and closes it.
         package func close() {
             kp_temporary_file_forget(slot)
-            _ = Glibc.close(descriptor)
+            FileDescriptor(rawValue: descriptor).close()
         }
     }
 
@@ -329,12 +329,12 @@ package enum PrivateFile {
             var status = stat()
             guard lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, status.st_uid == geteuid() else { continue }
             if status.st_mode & S_IFMT == S_IFREG {
-                let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-                guard descriptor >= 0 else { continue }
+                // One another process holds (locked) is in use, not left over.
+                guard let descriptor = try? valueOrErrno({ open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }) else { continue }
                 defer { FileDescriptor(rawValue: descriptor).close() }
-                guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
+                guard (try? nothingOrErrno({ flock(descriptor, LOCK_EX | LOCK_NB) })) != nil else { continue }
             }
-            if unlink(path) == 0 { removed.append(path) }
+            if (try? nothingOrErrno({ unlink(path) })) != nil { removed.append(path) }
         }
         if !removed.isEmpty { syncFolder(folder) }
         return removed

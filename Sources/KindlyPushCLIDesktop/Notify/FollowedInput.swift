@@ -71,7 +71,7 @@ struct FollowedInput: ~Copyable, LineSource {
             }
             file = descriptor
             if status.st_mode & S_IFMT == S_IFIFO {
-                fifoWriter = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+                fifoWriter = (try? valueOrErrno { open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }) ?? -1
             } else if status.st_mode & S_IFMT == S_IFREG {
                 isRegularFile = true
                 let folder = PrivateFile.folderName(of: path)
@@ -271,7 +271,7 @@ struct FollowedInput: ~Copyable, LineSource {
                 // It passes the first open's rule too: a file another user put there, or reached
                 // through another user's link, is not read.
                 var freshStatus = stat()
-                let fresh = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                let fresh = (try? valueOrErrno { open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }) ?? -1
                 if fresh >= 0,
                     fstat(fresh, &freshStatus) != 0 || freshStatus.st_mode & S_IFMT != S_IFREG || Self.writableByOthers(path) != nil
                 {

@@ -200,7 +200,8 @@ extension RedisWorker {
         var left = milliseconds
         while left > 0, !StopSignals.requested {
             let step = min(left, 50)
-            usleep(UInt32(step * 1000))
+            // A signal ends the step early; the loop looks at the stop flag again.
+            try? nothingOrErrno(retryOnInterrupt: false) { usleep(UInt32(step * 1000)) }
             left -= step
         }
     }
