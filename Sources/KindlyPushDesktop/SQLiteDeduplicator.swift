@@ -145,7 +145,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             } catch {
                 throw DeduplicationError("\(path).lock: cannot lock: \(error)")
             }
-            defer { flock(lock, LOCK_UN) }
+            defer { try? nothingOrErrno { flock(lock, LOCK_UN) } }
             // The claim is committed, marked pending, before the post; the record removes the
             // mark. A mark found here (the lock is ours) is a process killed in between: present
             // again (see the type's documentation).
@@ -273,7 +273,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             if let existing = try readSecret(secretPath) { return existing }
             let fresh = SecureBytes.random(count: 32)
             let temporary = "\(secretPath).\(Base64.urlEncoded(Sodium.randomBytes(count: 9))).tmp"
-            unlink(temporary)
+            try? nothingOrErrno { unlink(temporary) }
             let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {
                 throw DeduplicationError("\(temporary): cannot create the store's secret: \(Errno.current)")
@@ -281,7 +281,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             let written = fresh.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             let synced = fsync(descriptor) == 0
             FileDescriptor(rawValue: descriptor).close()
-            defer { unlink(temporary) }
+            defer { try? nothingOrErrno { unlink(temporary) } }
             guard written == 32, synced else { throw DeduplicationError("\(temporary): cannot write the store's secret") }
             do throws(Errno) {
                 try nothingOrErrno { link(temporary, secretPath) }
@@ -417,7 +417,7 @@ private final class Database: @unchecked Sendable {
                 guard primary == SQLITE_BUSY || primary == SQLITE_LOCKED, ContinuousClock.now < deadline else {
                     throw error("cannot set up the state store")
                 }
-                usleep(5_000)
+                try? nothingOrErrno(retryOnInterrupt: false) { usleep(5_000) }
             }
         }
         guard try text("PRAGMA journal_mode") == "wal" else {

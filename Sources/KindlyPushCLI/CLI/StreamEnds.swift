@@ -114,10 +114,12 @@ package struct OutputTarget: ~Copyable {
         if PrivateFile.usesNamelessFiles, access("/proc/self/fd", X_OK) == 0,
             let descriptor = PrivateFile.openNameless(in: PrivateFile.folderName(of: path))
         {
-            // Locked while the run lives, so that a sweep never takes the name it gets at the end.
-            _ = flock(descriptor, LOCK_EX)
-            // O_TMPFILE makes the file 0600 before the umask; say so whatever it did.
-            fchmod(descriptor, 0o600)
+            // Locked while the run lives, so that a sweep never takes the name it gets at the end
+            // (a file no one else can have open: the lock cannot wait, nor fail but for memory).
+            try? nothingOrErrno { flock(descriptor, LOCK_EX) }
+            // O_TMPFILE makes the file 0600 before the umask; say so whatever it did (on a file
+            // system that refuses, it stays as created: 0600 or less).
+            try? nothingOrErrno { fchmod(descriptor, 0o600) }
             return (descriptor, nil, path)
         }
         do throws(PrivateFileError) {
@@ -176,7 +178,7 @@ package struct OutputTarget: ~Copyable {
         }
         guard fsync(descriptor) == 0 else {
             let error = failure()
-            if let temporary { unlink(temporary.path) }
+            if let temporary { try? nothingOrErrno { unlink(temporary.path) } }
             return error
         }
         var named = temporary?.path
@@ -199,7 +201,7 @@ package struct OutputTarget: ~Copyable {
         guard let named else { return failure() }
         guard rename(named, path) == 0 else {
             let error = failure()
-            unlink(named)
+            try? nothingOrErrno { unlink(named) }
             return error
         }
         PrivateFile.syncFolder(PrivateFile.folderName(of: path))
@@ -209,7 +211,7 @@ package struct OutputTarget: ~Copyable {
     /// Drops an output that holds nothing, a journal too: PATH keeps what it held before.
     package consuming func discard() {
         if let journal {
-            unlink(journal)
+            try? nothingOrErrno { unlink(journal) }
             FileDescriptor(rawValue: descriptor).close()
             return
         }
@@ -224,7 +226,7 @@ package struct OutputTarget: ~Copyable {
             return
         }
         if let temporary {
-            unlink(temporary.path)
+            try? nothingOrErrno { unlink(temporary.path) }
             temporary.close()
         } else if descriptor != STDOUT_FILENO {
             FileDescriptor(rawValue: descriptor).close()
