@@ -379,7 +379,8 @@ struct UnifiedPushTests {
         return try AgentTests.gdbus(
             [
                 "call", "--session", "--dest", distributor ?? "", "--object-path", "/org/unifiedpush/Distributor", "--method",
-                "org.kindlytest.Control.Deliver", token, "@ay [\(list)]", id,
+                // GVariant text: a token may begin with '-', which gdbus would take for an option.
+                "org.kindlytest.Control.Deliver", "'\(token)'", "@ay [\(list)]", "'\(id)'",
             ])
     }
 
