@@ -194,16 +194,32 @@ package final class HTTP2Client {
         return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// What a connection resolves: the host, its port, and the rules for its addresses.
+    struct Lookup: Sendable {
+        let host: String
+        let port: Int
+        /// The host is an IP address: nothing is asked of a name server.
+        let isAddress: Bool
+        let globalAddressesOnly: Bool
+    }
+
+    var lookup: Lookup {
+        Lookup(
+            host: configuration.host, port: configuration.port, isAddress: hostIsAddress,
+            globalAddressesOnly: configuration.globalAddressesOnly)
+    }
+
     /// The server's addresses (getaddrinfo), as `sockaddr` bytes; only the global ones with
-    /// ``Configuration/globalAddressesOnly``.
-    func resolve() throws(HTTP2Failure) -> [[UInt8]] {
+    /// ``Configuration/globalAddressesOnly``. It blocks while a name server answers: a
+    /// connection asks it on a thread of its own (``HostLookup``) unless the host is an address.
+    static func resolve(_ lookup: Lookup) throws(HTTP2Failure) -> [[UInt8]] {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_ADDRCONFIG | (hostIsAddress ? AI_NUMERICHOST : 0)
+        hints.ai_flags = AI_ADDRCONFIG | (lookup.isAddress ? AI_NUMERICHOST : 0)
         var found: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(configuration.host, String(configuration.port), &hints, &found)
+        let status = getaddrinfo(lookup.host, String(lookup.port), &hints, &found)
         guard status == 0, let first = found else {
-            throw .transport("cannot resolve \(configuration.host): \(String(cString: gai_strerror(status)))")
+            throw .transport("cannot resolve \(lookup.host): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(first) }
         var addresses: [[UInt8]] = []
@@ -214,11 +230,11 @@ package final class HTTP2Client {
                 addresses.append(Array(UnsafeRawBufferPointer(start: address, count: Int(item.pointee.ai_addrlen))))
             }
         }
-        guard configuration.globalAddressesOnly else { return addresses }
+        guard lookup.globalAddressesOnly else { return addresses }
         let global = addresses.filter(InternetAddress.isGlobal)
         if global.isEmpty, let first = addresses.first {
             throw .refusedAddress(
-                "\(configuration.host) resolves to \(InternetAddress.text(first)), a loopback, private, link-local or reserved address")
+                "\(lookup.host) resolves to \(InternetAddress.text(first)), a loopback, private, link-local or reserved address")
         }
         return global
     }

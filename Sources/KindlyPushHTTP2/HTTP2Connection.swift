@@ -14,6 +14,8 @@ internal import KindlyPushCore
 /// handshake has chosen `h2`, and nothing is written before.
 final class HTTP2Connection {
     enum State {
+        /// The host name is being looked up (``HostLookup``, on a thread of its own).
+        case resolving
         /// The TCP connection is being made (`connect` in progress).
         case connecting
         /// The TLS handshake is under way.
@@ -34,6 +36,8 @@ final class HTTP2Connection {
     /// The addresses the host resolved to, as `sockaddr` bytes, and the one tried now.
     private var addresses: [[UInt8]] = []
     private var addressIndex = 0
+    /// The host name's lookup while it is under way.
+    private var lookup: HostLookup?
     /// Why the connection failed before it could wait for anything (resolution, socket): the
     /// client ends it at its next wake-up.
     private(set) var setupFailure: HTTP2Failure?
@@ -68,8 +72,14 @@ final class HTTP2Connection {
         do throws(HTTP2Failure) {
             if let failure = client.trustFailure { throw failure }
             try makeSession()
-            addresses = try client.resolve()
-            try connectNext()
+            let lookup = client.lookup
+            if !lookup.isAddress, let started = HostLookup(lookup) {
+                self.lookup = started
+                state = .resolving
+            } else {
+                addresses = try HTTP2Client.resolve(lookup)
+                try connectNext()
+            }
         } catch {
             setupFailure = error
         }
@@ -226,8 +236,10 @@ final class HTTP2Connection {
 
     /// What `poll` should wait for on the socket; nil when there is no socket.
     var pollEvents: Int16? {
+        if state == .resolving { return lookup == nil ? nil : Int16(POLLIN) }
         guard descriptor >= 0 else { return nil }
         switch state {
+        case .resolving: return Int16(POLLIN)
         case .connecting: return Int16(POLLOUT)
         case .handshaking: return handshakeEvents
         case .open: return Int16(POLLIN) | (outputStart < output.count || readWantsWrite ? Int16(POLLOUT) : 0)
@@ -235,11 +247,12 @@ final class HTTP2Connection {
         }
     }
 
-    var socket: Int32 { descriptor }
+    /// What `poll` watches: the socket, or the lookup's pipe while the host is looked up.
+    var socket: Int32 { state == .resolving ? lookup?.descriptor ?? -1 : descriptor }
 
     /// The earliest deadline of this connection: its connection's, or its oldest request's.
     func nextDeadline() -> Int? {
-        if state == .connecting || state == .handshaking { return connectDeadline }
+        if state == .resolving || state == .connecting || state == .handshaking { return connectDeadline }
         while firstSent < sent.count, sent[firstSent].finished { firstSent += 1 }
         return firstSent < sent.count ? sent[firstSent].deadline : nil
     }
@@ -249,6 +262,13 @@ final class HTTP2Connection {
         do throws(HTTP2Failure) {
             if let setupFailure { throw setupFailure }
             switch state {
+            case .resolving:
+                // Looked at on every wake-up, not only when the pipe is readable: one lock.
+                if let result = lookup?.result {
+                    lookup = nil
+                    addresses = try result.get()
+                    try connectNext()
+                }
             case .connecting:
                 if events != 0 {
                     var error: Int32 = 0
@@ -277,6 +297,9 @@ final class HTTP2Connection {
                 if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || (readWantsWrite && events & Int16(POLLOUT) != 0) { try receive() }
             case .closed:
                 return
+            }
+            if state == .resolving, now >= connectDeadline {
+                throw .transport("cannot resolve \(client.configuration.host): no answer within \(client.configuration.connectTimeout) ms")
             }
             if state == .connecting || state == .handshaking, now >= connectDeadline {
                 throw .transport(
@@ -418,6 +441,8 @@ final class HTTP2Connection {
     }
 
     private func release() {
+        // A lookup under way goes on alone; its thread holds it until the name server answers.
+        lookup = nil
         if let session {
             nghttp2_session_del(session)
             self.session = nil

@@ -462,6 +462,48 @@ struct SendWebPushTests {
     }
 
     @Test(
+        "a push service whose name server does not answer holds no other push: the next subscription's push is sent while the lookup waits, and the held one ends as io when the answer is NXDOMAIN",
+        .enabled(if: HeldNameServer.canRedirect, "needs root and unshare, for a resolv.conf of the command's own")
+    )
+    func slowNameServer() throws {
+        let service = try WebPushTestService()
+        let vapid = try Self.vapidKey(in: service.folder)
+        let server = try HeldNameServer(address: "127.83.0.1")
+        defer { server.stop() }
+        let path = try Self.configuration(
+            service.folder,
+            "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(service.certificate), "
+                + "allow_private_addresses: true}")
+        let held = try service.subscribe("held", vapid: vapid.publicKey).line(Self.push, extra: #","id":"h""#)
+            .replacingOccurrences(of: "https://127.0.0.1:", with: "https://held.kindly-test.invalid:")
+        let free = try service.subscribe("free", vapid: vapid.publicKey).line(Self.push, extra: #","id":"f""#)
+        // The name server answers once the second push reached its service, or after a 15 s
+        // guard: half of what glibc waits for it (30 s, the most resolv.conf allows), so that a
+        // lookup that held the loop cannot end by its own time-out first.
+        let freeFirst = Locked(false)
+        // Only read (its records file) by the watcher while the command runs.
+        nonisolated(unsafe) let observed = service
+        let watcher = Thread {
+            let guardEnd = Date().addingTimeInterval(15)
+            while Date() < guardEnd, (try? observed.pushes("free").isEmpty) ?? true { usleep(20_000) }
+            freeFirst.withLock { $0 = Date() < guardEnd }
+            server.release()
+        }
+        watcher.start()
+        let output = try CLI.run(
+            try server.command([CLI.binary.path, "send", "--jsonl", "--config", path], folder: service.folder),
+            stdin: Array((held + "\n" + free + "\n").utf8), executable: URL(fileURLWithPath: "/usr/bin/unshare"), timeLimit: 120)
+        #expect(server.queried.contains("held.kindly-test.invalid"), "\(server.queried)")
+        #expect(freeFirst.withLock { $0 }, "the free push reached its service only after the name server answered")
+        let results = Self.results(output)
+        try #require(results.count == 2, "\(output.stdout) \(output.stderr)")
+        let error = results[0]["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "io", "\(results[0])")
+        #expect((error?["message"] as? String ?? "").contains("cannot resolve held.kindly-test.invalid"), "\(results[0])")
+        #expect(results[1]["status"] as? Int == 201, "\(results[1])")
+    }
+
+    @Test(
         "webpush.max_push_services: a push to a new push service while every open one has a request in flight waits for an answer, however long, and is sent"
     )
     func pushServiceLimitWaits() throws {
