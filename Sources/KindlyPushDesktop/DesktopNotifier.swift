@@ -346,8 +346,7 @@ public final class DesktopNotifier: @unchecked Sendable {
         }
         guard let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty else { return nil }
         let socketPath = runtime + "/bus"
-        var status = stat()
-        guard stat(socketPath, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        guard let status = try? FileStatus.of(socketPath), status.st_mode & S_IFMT == S_IFSOCK else { return nil }
         return "unix:path=" + socketPath
     }
 

@@ -114,9 +114,11 @@ public final class SQLiteDeduplicator: Deduplicator {
         let milliseconds = DesktopDeadline.milliseconds(busyTimeout, roundingUp: true)
         sqlite3_busy_timeout(handle, milliseconds)
         try database.setUp(within: busyTimeout)
-        let lock = open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw DeduplicationError("\(path).lock: cannot open: \(Errno.current)") }
-        self.lock = lock
+        do throws(Errno) {
+            lock = try valueOrErrno { open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        } catch {
+            throw DeduplicationError("\(path).lock: cannot open: \(error)")
+        }
         self.database = Locked(database)
     }
 
@@ -274,15 +276,20 @@ public final class SQLiteDeduplicator: Deduplicator {
             let fresh = SecureBytes.random(count: 32)
             let temporary = "\(secretPath).\(Base64.urlEncoded(Sodium.randomBytes(count: 9))).tmp"
             try? nothingOrErrno { unlink(temporary) }
-            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                throw DeduplicationError("\(temporary): cannot create the store's secret: \(Errno.current)")
+            let descriptor: Int32
+            do throws(Errno) {
+                descriptor = try valueOrErrno { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            } catch {
+                throw DeduplicationError("\(temporary): cannot create the store's secret: \(error)")
             }
-            let written = fresh.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            let synced = fsync(descriptor) == 0
-            FileDescriptor(rawValue: descriptor).close()
             defer { try? nothingOrErrno { unlink(temporary) } }
-            guard written == 32, synced else { throw DeduplicationError("\(temporary): cannot write the store's secret") }
+            do throws(Errno) {
+                defer { FileDescriptor(rawValue: descriptor).close() }
+                try fresh.withUnsafeBytes { (bytes) throws(Errno) in try FileDescriptor(rawValue: descriptor).writeAll(bytes) }
+                try nothingOrErrno { fsync(descriptor) }
+            } catch {
+                throw DeduplicationError("\(temporary): cannot write the store's secret: \(error)")
+            }
             do throws(Errno) {
                 try nothingOrErrno { link(temporary, secretPath) }
                 return fresh
@@ -305,8 +312,7 @@ public final class SQLiteDeduplicator: Deduplicator {
             throw DeduplicationError("\(path): cannot open the store's secret: \(error)")
         }
         defer { FileDescriptor(rawValue: descriptor).close() }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+        guard let status = try? FileStatus.of(descriptor: descriptor), status.st_mode & S_IFMT == S_IFREG else {
             throw DeduplicationError("\(path): the store's secret is not a regular file")
         }
         guard status.st_mode & 0o077 == 0 else {
@@ -315,9 +321,13 @@ public final class SQLiteDeduplicator: Deduplicator {
         }
         guard status.st_size == 32 else { throw DeduplicationError("\(path): the store's secret is not 32 bytes") }
         return try SecureBytes(count: 32) { buffer throws(DeduplicationError) in
-            guard read(descriptor, buffer.baseAddress, 32) == 32 else {
-                throw DeduplicationError("\(path): cannot read the store's secret")
+            var filled = 0
+            do throws(Errno) {
+                try FileDescriptor(rawValue: descriptor).readAll(into: buffer, filled: &filled)
+            } catch {
+                throw DeduplicationError("\(path): cannot read the store's secret: \(error)")
             }
+            guard filled == 32 else { throw DeduplicationError("\(path): cannot read the store's secret") }
         }
     }
 
@@ -343,9 +353,11 @@ public final class SQLiteDeduplicator: Deduplicator {
             throw DeduplicationError("\(path): cannot open: \(error)")
         }
         defer { FileDescriptor(rawValue: descriptor).close() }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw DeduplicationError("\(path): cannot stat: \(Errno.current)")
+        let status: stat
+        do throws(Errno) {
+            status = try FileStatus.of(descriptor: descriptor)
+        } catch {
+            throw DeduplicationError("\(path): cannot stat: \(error)")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { throw DeduplicationError("\(path): not a regular file") }
         guard status.st_mode & 0o077 == 0 else {

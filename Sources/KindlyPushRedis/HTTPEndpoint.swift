@@ -131,17 +131,22 @@ final class HTTPEndpoint: @unchecked Sendable {
             length = socklen_t(MemoryLayout<sockaddr_in>.size)
         }
         let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        let descriptor = socket(family, kind, 0)
-        guard descriptor >= 0 else { throw CodedError(.io, "\(option): cannot make a socket: \(Errno.current)") }
-        var one: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+        let descriptor: Int32
+        do throws(Errno) {
+            descriptor = try valueOrErrno { socket(family, kind, 0) }
+        } catch {
+            throw CodedError(.io, "\(option): cannot make a socket: \(error)")
         }
-        guard bound == 0, Glibc.listen(descriptor, 128) == 0 else {
-            let reason = Errno.current
+        do throws(Errno) {
+            var one: Int32 = 1
+            try nothingOrErrno { setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
+            try nothingOrErrno {
+                withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) } }
+            }
+            try nothingOrErrno { Glibc.listen(descriptor, 128) }
+        } catch {
             FileDescriptor(rawValue: descriptor).close()
-            throw CodedError(.io, "\(option): cannot listen on \(host):\(port): \(reason)")
+            throw CodedError(.io, "\(option): cannot listen on \(host):\(port): \(error)")
         }
         return descriptor
     }

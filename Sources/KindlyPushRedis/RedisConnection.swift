@@ -122,8 +122,7 @@ final class RedisConnection {
         }
         let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
         let folder = slash.map { $0 == path.utf8.startIndex ? "/" : String(path.utf8[..<$0])! } ?? "."
-        var folderStatus = stat()
-        guard stat(folder, &folderStatus) == 0 else { return }
+        guard let folderStatus = try? FileStatus.of(folder) else { return }
         if folderStatus.st_mode & 0o002 != 0, status.st_uid != geteuid(), status.st_uid != 0 {
             throw RedisConnectionLost(
                 reason: "the socket \(path) belongs to another user (uid \(status.st_uid)) in \(folder), which anyone may write to: "

@@ -1,4 +1,4 @@
-package import KindlyPushCore
+internal import KindlyPushCore
 
 /// Writes JSON compactly, as the wire format measures it: no whitespace between tokens,
 /// UTF-8, `/` and non-ASCII characters not escaped; numbers as they were written.

@@ -236,7 +236,10 @@ public struct FileKeyring: Keyring {
                 bytes.append(0)
                 continue
             }
-            if status.st_mode & S_IFMT == S_IFLNK, stat(path, &status) != 0 { return nil }
+            if status.st_mode & S_IFMT == S_IFLNK {
+                guard let target = try? FileStatus.of(path) else { return nil }
+                status = target
+            }
             let words = [
                 UInt64(status.st_dev), UInt64(status.st_ino), UInt64(status.st_mode), UInt64(status.st_uid),
                 UInt64(bitPattern: Int64(status.st_mtim.tv_sec)), UInt64(bitPattern: Int64(status.st_mtim.tv_nsec)),

@@ -326,8 +326,9 @@ package enum PrivateFile {
         var removed: [String] = []
         for name in names.sorted() {
             let path = "\(folder)/\(name)"
-            var status = stat()
-            guard lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFDIR, status.st_uid == geteuid() else { continue }
+            guard let status = try? FileStatus.ofLink(path), status.st_mode & S_IFMT != S_IFDIR, status.st_uid == geteuid() else {
+                continue
+            }
             if status.st_mode & S_IFMT == S_IFREG {
                 // One another process holds (locked) is in use, not left over.
                 guard let descriptor = try? valueOrErrno({ open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }) else { continue }
@@ -389,10 +390,9 @@ package enum PrivateFile {
 
     /// Makes `path` (and its parents) a folder only its owner can enter, or checks that it is one.
     package static func makePrivateFolder(_ path: String) throws(PrivateFileError) {
-        var status = stat()
-        if stat(path, &status) != 0 {
+        if (try? FileStatus.of(path)) == nil {
             let parent = folderName(of: path)
-            if parent != path, stat(parent, &status) != 0 {
+            if parent != path, (try? FileStatus.of(parent)) == nil {
                 try makeFolder(parent, mode: 0o700)
             }
             try checkParent(of: path)
@@ -417,8 +417,7 @@ package enum PrivateFile {
     }
 
     private static func makeFolder(_ path: String, mode: mode_t) throws(PrivateFileError) {
-        var status = stat()
-        if stat(path, &status) == 0 { return }
+        if (try? FileStatus.of(path)) != nil { return }
         let parent = folderName(of: path)
         if parent != path { try makeFolder(parent, mode: 0o755) }
         try system(path, "mkdir", allowing: [EEXIST]) { mkdir(path, mode) }

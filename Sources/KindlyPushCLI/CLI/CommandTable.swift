@@ -162,8 +162,14 @@ package struct SiblingBinary: Sendable, Equatable {
         let path = folder + "/" + name
         var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        execve(path, &argv, &envp)
-        let reason = Errno.current
+        // execve returns only when it failed.
+        let reason: Errno
+        do throws(Errno) {
+            try nothingOrErrno { execve(path, &argv, &envp) }
+            reason = Errno(ENOEXEC)
+        } catch {
+            reason = error
+        }
         for pointer in argv + envp { free(pointer) }
         Diagnostics.report(
             CodedError(.io, "this needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)"))

@@ -77,16 +77,18 @@ package struct OutputTarget: ~Copyable {
     }
 
     private static func openJournal(_ path: String?) throws(CodedError) -> (Int32, PrivateFile.TemporaryFile?, String?, String?) {
-        var status = stat()
-        guard let path, path != "-", stat(path, &status) != 0 || status.st_mode & S_IFMT == S_IFREG else {
+        // A path that is not there yet is a file to be; one that is, only a regular file.
+        let existing = path.flatMap { try? FileStatus.of($0) }
+        guard let path, path != "-", existing.map({ $0.st_mode & S_IFMT == S_IFREG }) ?? true else {
             // Standard output, a FIFO, a device: written directly.
             let (descriptor, temporary, named) = try open(path)
             return (descriptor, temporary, named, nil)
         }
         let partial = path + ".partial"
-        let opened = Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
-        guard opened >= 0 else {
-            let error = Errno.current
+        let opened: Int32
+        do throws(Errno) {
+            opened = try valueOrErrno { Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600) }
+        } catch {
             if error.rawValue == EEXIST {
                 throw CodedError(
                     .io,
@@ -95,15 +97,15 @@ package struct OutputTarget: ~Copyable {
             }
             throw CodedError(.io, "cannot write '\(partial)': \(error)")
         }
-        fchmod(opened, 0o600)
+        // The umask may have cut the mode; a file system that refuses keeps it as created.
+        try? nothingOrErrno { fchmod(opened, 0o600) }
         return (opened, nil, path, partial)
     }
 
     private static func open(_ path: String?) throws(CodedError) -> (Int32, PrivateFile.TemporaryFile?, String?) {
         guard let path, path != "-" else { return (STDOUT_FILENO, nil, nil) }
         func failure(_ error: Errno) -> CodedError { CodedError(.io, "cannot write '\(path)': \(error)") }
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO || status.st_mode & S_IFMT == S_IFCHR {
+        if let status = try? FileStatus.of(path), status.st_mode & S_IFMT == S_IFIFO || status.st_mode & S_IFMT == S_IFCHR {
             do throws(Errno) {
                 return (try valueOrErrno { Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY) }, nil, nil)
             } catch {
@@ -159,8 +161,11 @@ package struct OutputTarget: ~Copyable {
         if let journal, let path {
             // A journal's lines are on disk already: the rename says the run ended.
             defer { FileDescriptor(rawValue: descriptor).close() }
-            guard fsync(descriptor) == 0, rename(journal, path) == 0 else {
-                return CodedError(.io, "cannot put '\(journal)' in place of '\(path)': \(Errno.current) (the lines are in '\(journal)')")
+            do throws(Errno) {
+                try nothingOrErrno { fsync(descriptor) }
+                try nothingOrErrno { rename(journal, path) }
+            } catch {
+                return CodedError(.io, "cannot put '\(journal)' in place of '\(path)': \(error) (the lines are in '\(journal)')")
             }
             PrivateFile.syncFolder(PrivateFile.folderName(of: path))
             return nil
@@ -172,14 +177,12 @@ package struct OutputTarget: ~Copyable {
         defer {
             if let temporary { temporary.close() } else { FileDescriptor(rawValue: descriptor).close() }
         }
-        func failure() -> CodedError {
-            let error = Errno.current
-            return CodedError(.io, "cannot write '\(path)': \(error)")
-        }
-        guard fsync(descriptor) == 0 else {
-            let error = failure()
+        func failure(_ error: Errno) -> CodedError { CodedError(.io, "cannot write '\(path)': \(error)") }
+        do throws(Errno) {
+            try nothingOrErrno { fsync(descriptor) }
+        } catch {
             if let temporary { try? nothingOrErrno { unlink(temporary.path) } }
-            return error
+            return failure(error)
         }
         var named = temporary?.path
         if named == nil {
@@ -198,11 +201,13 @@ package struct OutputTarget: ~Copyable {
                 }
             }
         }
-        guard let named else { return failure() }
-        guard rename(named, path) == 0 else {
-            let error = failure()
+        // A hundred names taken.
+        guard let named else { return failure(Errno(EEXIST)) }
+        do throws(Errno) {
+            try nothingOrErrno { rename(named, path) }
+        } catch {
             try? nothingOrErrno { unlink(named) }
-            return error
+            return failure(error)
         }
         PrivateFile.syncFolder(PrivateFile.folderName(of: path))
         return nil

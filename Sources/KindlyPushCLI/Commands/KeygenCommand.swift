@@ -152,8 +152,7 @@ extension KeygenCommand {
         let dataDirs = environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
         dataFolders += dataDirs.split(separator: ":").compactMap { absolute(String($0)) }
         return dataFolders.contains { folder in
-            var status = stat()
-            return stat(folder + "/dbus-1/services/" + presenterServiceFile, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+            (try? FileStatus.of(folder + "/dbus-1/services/" + presenterServiceFile)).map { $0.st_mode & S_IFMT == S_IFREG } == true
         }
     }
 

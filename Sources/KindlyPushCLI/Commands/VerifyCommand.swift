@@ -38,9 +38,10 @@ package struct VerifyCommand: RunnableCommand {
         }
         var files: [String] = []
         for path in arguments.positionals {
-            var status = stat()
-            guard stat(path, &status) == 0 else {
-                let error = Errno.current
+            let status: stat
+            do throws(Errno) {
+                status = try FileStatus.of(path)
+            } catch {
                 throw CodedError(.io, "\(path): \(error)")
             }
             if status.st_mode & S_IFMT == S_IFDIR {
@@ -54,8 +55,10 @@ package struct VerifyCommand: RunnableCommand {
     }
 
     package static func jsonFiles(in folder: String) throws(CodedError) -> [String] {
-        guard let directory = opendir(folder) else {
-            let error = Errno.current
+        let directory: OpaquePointer
+        do throws(Errno) {
+            directory = try pointerOrErrno { opendir(folder) }
+        } catch {
             throw CodedError(.io, "\(folder): \(error)")
         }
         defer { closedir(directory) }
@@ -114,17 +117,20 @@ package struct VerifyCommand: RunnableCommand {
     /// without blocking (a FIFO does not wait for a writer) and checked before anything is read:
     /// a device, a FIFO, a folder or a larger file is refused at once.
     package static func read(_ path: String) throws(CodedError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            let error = Errno.current
+        let descriptor: Int32
+        let status: stat
+        do throws(Errno) {
+            descriptor = try valueOrErrno { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+            do throws(Errno) {
+                status = try FileStatus.of(descriptor: descriptor)
+            } catch {
+                FileDescriptor(rawValue: descriptor).close()
+                throw error
+            }
+        } catch {
             throw CodedError(.io, "\(path): \(error)")
         }
         defer { FileDescriptor(rawValue: descriptor).close() }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            let error = Errno.current
-            throw CodedError(.io, "\(path): \(error)")
-        }
         guard status.st_mode & S_IFMT == S_IFREG else { throw CodedError(.io, "\(path): not a regular file") }
         let limitText = "\(maximumFileSize >> 20) MiB"
         guard status.st_size <= maximumFileSize else { throw CodedError(.io, "\(path): over the \(limitText) limit of a vector file") }

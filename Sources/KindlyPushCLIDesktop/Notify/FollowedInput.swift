@@ -116,15 +116,15 @@ struct FollowedInput: ~Copyable, LineSource {
         guard let real = realpath(path, nil) else { return nil }  // open says why
         defer { free(real) }
         var current = String(cString: real)
-        var status = stat()
-        guard stat(current, &status) == 0 else { return nil }
+        guard var status = try? FileStatus.of(current) else { return nil }
         if status.st_uid != geteuid() && status.st_uid != 0 { return "\(path) belongs to another user: it is not followed" }
         if !writableOnlyByOwner(status) {
             return "\(path) can be written by other users (mode \(String(status.st_mode & 0o777, radix: 8))): it is not followed"
         }
         while current != "/" {
             current = PrivateFile.folderName(of: current)
-            guard stat(current, &status) == 0 else { return nil }
+            guard let folder = try? FileStatus.of(current) else { return nil }
+            status = folder
             let mine = status.st_uid == geteuid() || status.st_uid == 0
             let rootSticky = status.st_uid == 0 && status.st_mode & S_ISVTX != 0
             if !mine || (!writableOnlyByOwner(status) && !rootSticky) {
@@ -147,8 +147,7 @@ struct FollowedInput: ~Copyable, LineSource {
         var prefix = ""
         for part in absolute.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + part
-            var status = stat()
-            guard lstat(prefix, &status) == 0 else { return nil }
+            guard let status = try? FileStatus.ofLink(prefix) else { return nil }
             if status.st_mode & S_IFMT == S_IFLNK, status.st_uid != geteuid(), status.st_uid != 0 { return prefix }
         }
         return nil
@@ -194,17 +193,14 @@ struct FollowedInput: ~Copyable, LineSource {
     /// For a FILE: its device and inode, and the offset where the lines handed on so far end
     /// (`nil` while an oversized line is being skipped, or for standard input and a FIFO).
     var position: SQLiteDeduplicator.FollowPosition? {
-        guard isRegularFile, !splitter.isInOversizedLine else { return nil }
-        var status = stat()
-        guard fstat(file, &status) == 0 else { return nil }
+        guard isRegularFile, !splitter.isInOversizedLine, let status = try? FileStatus.of(descriptor: file) else { return nil }
         return .init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), offset: offset - Int64(splitter.partialLineCount))
     }
 
     /// Goes on from `position` when it is this FILE's (same device and inode) and within it;
     /// otherwise the FILE is read from its start, as before.
     mutating func resume(from position: SQLiteDeduplicator.FollowPosition) {
-        var status = stat()
-        guard isRegularFile, offset == 0, fstat(file, &status) == 0, UInt64(status.st_dev) == position.device,
+        guard isRegularFile, offset == 0, let status = try? FileStatus.of(descriptor: file), UInt64(status.st_dev) == position.device,
             UInt64(status.st_ino) == position.inode, position.offset > 0, position.offset <= Int64(status.st_size),
             lseek(file, off_t(position.offset), SEEK_SET) == off_t(position.offset)
         else { return }
@@ -263,18 +259,15 @@ struct FollowedInput: ~Copyable, LineSource {
             return
         }
         if isRegularFile, case .path(let path) = source {
-            var now = stat()
-            var current = stat()
-            if fstat(file, &current) == 0, stat(path, &now) == 0, now.st_ino != current.st_ino || now.st_dev != current.st_dev {
+            let current = try? FileStatus.of(descriptor: file)
+            if let current, let now = try? FileStatus.of(path), now.st_ino != current.st_ino || now.st_dev != current.st_dev {
                 // Rotated: the old file was read to its end above; the new one is read from its start,
                 // when it is a regular file (a link to a device put in its place is not read).
                 // It passes the first open's rule too: a file another user put there, or reached
                 // through another user's link, is not read.
-                var freshStatus = stat()
                 let fresh = (try? valueOrErrno { open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }) ?? -1
-                if fresh >= 0,
-                    fstat(fresh, &freshStatus) != 0 || freshStatus.st_mode & S_IFMT != S_IFREG || Self.writableByOthers(path) != nil
-                {
+                let freshIsRegular = fresh >= 0 && (try? FileStatus.of(descriptor: fresh)).map { $0.st_mode & S_IFMT == S_IFREG } == true
+                if fresh >= 0, !freshIsRegular || Self.writableByOthers(path) != nil {
                     FileDescriptor(rawValue: fresh).close()
                 } else if fresh >= 0 {
                     FileDescriptor(rawValue: file).close()
@@ -282,7 +275,7 @@ struct FollowedInput: ~Copyable, LineSource {
                     offset = 0
                     unread = try !drain(into: &lines, budget: budget)
                 }
-            } else if Int64(current.st_size) < offset {
+            } else if Int64(current?.st_size ?? 0) < offset {
                 // Truncated (copytruncate): read it again from the start.
                 do throws(Errno) {
                     try nothingOrErrno { lseek(file, 0, SEEK_SET) }

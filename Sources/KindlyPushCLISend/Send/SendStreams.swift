@@ -1,5 +1,5 @@
 internal import KindlyPushBase
-package import KindlyPushCLI
+internal import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushSend
 
