@@ -5,6 +5,14 @@ import PackageDescription
 
 let fuzzTargets = ["fuzz-json", "fuzz-decrypt", "fuzz-base64", "fuzz-keyfile", "fuzz-jsonl"]
 
+/// The root package's settings for its own targets (Package.swift, `strictSettings`): their
+/// sources are written for them (an import is internal unless it says otherwise).
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
 let package = Package(
     name: "KindlyPushFuzz",
     targets: [
@@ -13,11 +21,11 @@ let package = Package(
         // no client of the products can see.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .target(name: "CVectorText"),
-        .target(name: "KindlyPushCore", dependencies: ["CSodium", "CVectorText"]),
+        .target(name: "KindlyPushCore", dependencies: ["CSodium", "CVectorText"], swiftSettings: strictSettings),
         .target(name: "CProcessGuard", linkerSettings: [.linkedLibrary("dispatch")]),
-        .target(name: "KindlyPushBase", dependencies: ["KindlyPushCore", "CProcessGuard", "CVectorText"]),
-        .target(name: "KindlyPush", dependencies: ["KindlyPushBase", "KindlyPushCore"]),
-        .target(name: "KindlyPushTesting", dependencies: ["KindlyPush", "KindlyPushCore"]),
+        .target(name: "KindlyPushBase", dependencies: ["KindlyPushCore", "CProcessGuard", "CVectorText"], swiftSettings: strictSettings),
+        .target(name: "KindlyPush", dependencies: ["KindlyPushBase", "KindlyPushCore"], swiftSettings: strictSettings),
+        .target(name: "KindlyPushTesting", dependencies: ["KindlyPush", "KindlyPushCore"], swiftSettings: strictSettings),
         // The libFuzzer entry point (LLVMFuzzerRunDriver), a memfd helper, and libsodium for the
         // independent reference checks.
         .systemLibrary(name: "CFuzzSupport"),
