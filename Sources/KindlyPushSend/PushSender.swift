@@ -433,11 +433,16 @@ package final class PushSender {
             }
         }
         var started = 0
-        while started < ready.count, start(ready[started]) { started += 1 }
+        var stopped = Start.handled
+        while started < ready.count {
+            stopped = start(ready[started])
+            guard stopped == .handled else { break }
+            started += 1
+        }
         if started > 0 { ready.removeFirst(started) }
         var wait = timeout
         if let next = delayed.map(\.due).min() { wait = min(wait, next - now) }
-        if let first = ready.first, canStart(first) { wait = 0 }
+        if stopped == .refused { wait = 0 }
         polled.removeAll(keepingCapacity: true)
         var shortest = wait
         for client in link.clients {
@@ -459,49 +464,48 @@ package final class PushSender {
         collect()
     }
 
-    /// Whether ``start(_:)`` would do something with `transfer` now rather than leave it ready:
-    /// its pool has room and its link is not waiting, or it would end or wait out a pause.
-    private func canStart(_ transfer: Transfer) -> Bool {
-        do throws(CodedError) {
-            guard let client = try link.client(for: transfer.push), client.hasRoom else { return false }
-        } catch {
-            return true
-        }
-        if case .waiting = link.readiness() { return false }
-        return true
+    /// What ``start(_:)`` did with a ready push.
+    private enum Start {
+        /// Handed to a connection, ended with its error, or put off (a pause): no longer ready.
+        case handled
+        /// It stays ready: its pool has no room, or its link waits; an answer or the link's
+        /// descriptor in the `poll` says when to try again.
+        case waits
+        /// It stays ready: the client refused it though its pool had room; tried again at once.
+        case refused
     }
 
-    /// Hands `transfer`'s request to a connection; false when none has room or the link waits
-    /// (it stays ready). A push whose request cannot be made ends with its error line; one whose
-    /// link is paused waits out the pause, within its attempts.
-    private func start(_ transfer: Transfer) -> Bool {
+    /// Hands `transfer`'s request to a connection (``Start``). A push whose request cannot be
+    /// made ends with its error line; one whose link is paused waits out the pause, within its
+    /// attempts.
+    private func start(_ transfer: Transfer) -> Start {
         let client: HTTP2Client
         do throws(CodedError) {
-            guard let found = try link.client(for: transfer.push), found.hasRoom else { return false }
+            guard let found = try link.client(for: transfer.push), found.hasRoom else { return .waits }
             client = found
             switch link.readiness() {
             case .ready:
                 break
             case .waiting:
-                return false
+                return .waits
             case .paused(let error, let milliseconds):
                 guard transfer.transportAttempts + 1 < SendTiming.transportAttempts else { throw error }
                 transfer.transportAttempts += 1
                 retryLater(transfer, attempt: transfer.transportAttempts, notBefore: milliseconds)
-                return true
+                return .handled
             }
             fields.removeAll()
             let body = try link.request(transfer, on: client, into: &fields)
             let exchange = HTTP2Exchange(owner: transfer, body: body)
-            guard client.submit(exchange, headers: fields) else { return false }
+            guard client.submit(exchange, headers: fields) else { return .refused }
         } catch {
             fail(transfer, error)
-            return true
+            return .handled
         }
         transfer.client = client
         metrics?.setInFlight(source, inFlight)
         transfer.sentAt = Self.nanoseconds()
-        return true
+        return .handled
     }
 
     /// Takes the exchanges the clients ended: each push's answer or failure.
