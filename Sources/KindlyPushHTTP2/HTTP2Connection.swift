@@ -234,10 +234,9 @@ final class HTTP2Connection {
         return true
     }
 
-    /// What `poll` should wait for on the socket; nil when there is no socket.
+    /// What `poll` should wait for on ``socket``; nil when there is nothing to watch.
     var pollEvents: Int16? {
-        if state == .resolving { return lookup == nil ? nil : Int16(POLLIN) }
-        guard descriptor >= 0 else { return nil }
+        guard socket >= 0 else { return nil }
         switch state {
         case .resolving: return Int16(POLLIN)
         case .connecting: return Int16(POLLOUT)

@@ -101,12 +101,11 @@ package struct WebPushOrigins: Sendable {
                 && !head.contains(UInt8(ascii: "["))
         }
     }
-
 }
 
 /// Web Push's part of ``PushSender`` (wire-format section 9.4): a pool of connections per push
 /// service's origin, opened at its first push and kept (at most the app's
-/// ``WebPushDestination/maximumPushServices``, the one unused longest closed for a new one);
+/// ``WebPushReach/maximumPushServices``, the one unused longest closed for a new one);
 /// each push's document encrypted (RFC 8291, `aes128gcm`) for its subscription's keys, with a
 /// VAPID header per origin (RFC 8292) and `TTL`, `Urgency` and `Topic`; 404 and 410 say the
 /// subscription is gone. An origin the app does not allow is that push's `bad_input`, and no
