@@ -21,14 +21,10 @@ final class HostLookup: @unchecked Sendable {
     /// Starts the lookup; nil when the system gives no pipe or no thread (the caller then
     /// resolves on its own thread).
     init?(_ lookup: HTTP2Client.Lookup) {
-        var ends: [Int32] = [-1, -1]
-        guard (try? nothingOrErrno({ pipe(&ends) })) != nil else { return nil }
-        descriptor = ends[0]
-        writer = ends[1]
-        let flagsSet = [descriptor, writer].allSatisfy { end in
-            (try? nothingOrErrno({ fcntl(end, F_SETFD, FD_CLOEXEC) })) != nil
-                && (try? FileDescriptor(rawValue: end).setNonBlocking()) != nil
-        }
+        guard let pipe = try? FileDescriptor.pipe() else { return nil }
+        descriptor = pipe.reading.rawValue
+        writer = pipe.writing.rawValue
+        let flagsSet = [pipe.reading, pipe.writing].allSatisfy { end in (try? end.setNonBlocking()) != nil }
         // Failing from here on still runs deinit, which closes both ends.
         guard flagsSet else { return nil }
         let started = WorkerThread.detach { [self] in

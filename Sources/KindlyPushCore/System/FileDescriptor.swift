@@ -41,6 +41,22 @@ package struct FileDescriptor: RawRepresentable, Sendable, Hashable {
         return FileDescriptor(rawValue: descriptor)
     }
 
+    /// A new pipe, both ends close-on-exec (set by `fcntl`: Swift's Glibc has no `pipe2`). The
+    /// descriptors are the caller's to close.
+    package static func pipe() throws(Errno) -> (reading: FileDescriptor, writing: FileDescriptor) {
+        var ends: [Int32] = [-1, -1]
+        try nothingOrErrno { Glibc.pipe(&ends) }
+        let pipe = (reading: FileDescriptor(rawValue: ends[0]), writing: FileDescriptor(rawValue: ends[1]))
+        do throws(Errno) {
+            for end in ends { try nothingOrErrno { fcntl(end, F_SETFD, FD_CLOEXEC) } }
+        } catch {
+            pipe.reading.close()
+            pipe.writing.close()
+            throw error
+        }
+        return pipe
+    }
+
     /// Waits up to `milliseconds` (`-1`: without end) for something to read, an error or a
     /// hang-up (`poll(2)`): whether one came. A signal ends the wait early (`false`), for the
     /// caller's loop to look at its deadline and stop flags.
