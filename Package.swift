@@ -214,7 +214,8 @@ let package = Package(
                 "KindlyPushCLI", "KindlyPush", "KindlyPushCore", "KindlyPushSecretService", "KindlyPushDesktop", "KindlyPushWebPush",
                 "KindlyPushLibcrypto",
             ],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            plugins: ["OptionLists"]
         ),
         // The Redis Streams worker: the library's line engine over the entries of a consumer
         // group (hiredis); it knows no command line. `redis-status`'s reading too.
@@ -227,8 +228,9 @@ let package = Package(
         // KindlyPushRedis's worker, as KindlyPushCLIDesktop is the desktop's glue.
         .target(
             name: "KindlyPushCLIRedis",
-            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushRedis"],
-            swiftSettings: strictSettings
+            dependencies: ["KindlyPushCLI", "KindlyPushBase", "KindlyPushCore", "KindlyPushRedis"],
+            swiftSettings: strictSettings,
+            plugins: ["OptionLists"]
         ),
         // The primitives libsodium lacks, from OpenSSL's libcrypto, as swift-crypto layers its
         // own (C library -> Swift primitives): P-256 keys, ECDH and ES256 (JWTs), AES-128-GCM.
@@ -268,7 +270,8 @@ let package = Package(
                 "KindlyPushCLI", "KindlyPushSend", "KindlyPushBase", "KindlyPushCore", "KindlyPushLibcrypto", "KindlyPushRedis",
                 "KindlyPushWebPush", "CYAML",
             ],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            plugins: ["OptionLists"]
         ),
         // A crash handler that dumps nothing, non-dumpable process, standard streams held open.
         .executableTarget(

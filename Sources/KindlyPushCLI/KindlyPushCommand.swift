@@ -10,8 +10,8 @@ internal import KindlyPushCore
 // each binary's ``CommandTable`` says which it runs and what it links.
 
 /// Reports an unknown subcommand, with a suggestion when it looks like a typo.
-package nonisolated func unknownSubcommand(_ name: String, among commands: [any Command.Type]) -> Int32 {
-    let suggestion = Suggestion.phrase(for: name, among: commands.map { $0.name } + Help.builtins.map { $0.name })
+package nonisolated func unknownSubcommand(_ name: String, among commands: [String]) -> Int32 {
+    let suggestion = Suggestion.phrase(for: name, among: commands + Help.builtins.map { $0.name })
     Diagnostics.report(CodedError(.usage, "unknown subcommand '\(name)'\(suggestion) (see 'kindly-push --help')"))
     return ErrorCode.usage.exitStatus
 }
@@ -48,28 +48,49 @@ package nonisolated func runKindlyPush(_ arguments: [String], environment: Comma
         Diagnostics.report(CodedError(.usage, "missing a subcommand (see 'kindly-push --help')"))
         return ErrorCode.usage.exitStatus
     }
-    if SharedOptions.help.isNamed(by: name) {
-        return Terminal.printText(Help.root(table.commands, width: width))
+    /// Help of every command (the root help), with what the siblings declare.
+    func rootHelp() -> Int32 {
+        do throws(CodedError) {
+            return Terminal.printText(Help.root(try table.declarations(environment: environment), width: width))
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
     }
+    if SharedOptions.help.isNamed(by: name) { return rootHelp() }
     // docs/spec/streams.md, "Input and output": `--version` and `kindly-push version`.
     if SharedOptions.version.isNamed(by: name) || name == "version" {
         return Terminal.printText("kindly-push \(KindlyPushRelease.version)\n")
     }
-    if name == "help" {
-        guard let topic = arguments.dropFirst().first else { return Terminal.printText(Help.root(table.commands, width: width)) }
-        if let builtin = Help.builtin(named: topic, width: width) { return Terminal.printText(builtin) }
-        guard let entry = table.entry(named: topic) else { return unknownSubcommand(topic, among: table.commands) }
-        return Terminal.printText(Help.command(entry.command, width: width))
+    // A binary that asks this one for its declarations (SiblingBinary.declarations).
+    if name == SiblingBinary.declarationsArgument, arguments.count == 1 {
+        return Terminal.printText(table.ownDeclarations.map { String(decoding: $0.jsonLine + [0x0A], as: UTF8.self) }.joined())
     }
-    guard let entry = table.entry(named: name) else { return unknownSubcommand(name, among: table.commands) }
-    let command = entry.command
+    if name == "help" {
+        guard let topic = arguments.dropFirst().first else { return rootHelp() }
+        if let builtin = Help.builtin(named: topic, width: width) { return Terminal.printText(builtin) }
+        guard let entry = table.entry(named: topic) else { return unknownSubcommand(topic, among: table.names) }
+        switch entry.runner {
+        case .here(let command): return Terminal.printText(Help.command(command.declaration, width: width))
+        // Its declaration is the sibling's: so is its help.
+        case .sibling(let sibling): return sibling.exec(arguments, environment: environment)
+        }
+    }
+    guard let entry = table.entry(named: name) else { return unknownSubcommand(name, among: table.names) }
+    let command: any RunnableCommand.Type
+    switch entry.runner {
+    case .here(let declared): command = declared
+    // A command declared by a sibling is parsed there too.
+    case .sibling(let sibling): return sibling.exec(arguments, environment: environment)
+    }
     do throws(CodedError) {
+        let declaration = command.declaration
         let parsed = try ParsedArguments.parse(
-            Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
+            Array(arguments.dropFirst()), specs: declaration.options, command: command.name, forms: declaration.actionWords)
         // Help only where the parser met it as an option: `--placeholder-title --help` is a title.
-        if parsed[SharedOptions.help] { return Terminal.printText(Help.command(command, width: width)) }
+        if parsed[SharedOptions.help] { return Terminal.printText(Help.command(declaration, width: width)) }
         // What this binary does not link runs in a sibling (see CommandTable).
-        switch table.runner(for: entry, parsed, environment: environment) {
+        switch table.runner(for: command, parsed, environment: environment) {
         case .here(let implementation):
             return try implementation.make(parsed, environment: environment).run()
         case .sibling(let sibling):

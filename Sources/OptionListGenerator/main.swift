@@ -275,9 +275,10 @@ func generate(_ declarations: Declarations) -> String {
         // of each type below: do not edit. Each list is in the order its options are declared.
 
         """
-    // Internal: the lists name only this module's types (a package import the lists do not
-    // use is a warning in every build).
-    for module in declarations.modules.sorted() { text += "internal import \(module)\n" }
+    // Internal but for KindlyPushCLI, whose `OptionSpec` and `OptionKey` the lists' types are
+    // (in the modules of the binaries' own commands); the lists name no other module's types (a
+    // package import the lists do not use is a warning in every build).
+    for module in declarations.modules.sorted() { text += "\(module == "KindlyPushCLI" ? "package" : "internal") import \(module)\n" }
     for type in declarations.order {
         let entries = declarations.entries[type]!
         var parts: [String] = []

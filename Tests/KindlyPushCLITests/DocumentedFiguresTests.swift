@@ -77,7 +77,7 @@ struct DocumentedFiguresTests {
             ("docs/operating.md", "within the keyring's \(budget) budget"),
             ("docs/operating.md", "spends at most \(seconds(DoctorContext.busBudget)) on the bus"),
             ("docs/operating.md", "costs the probe's \(probe)"),
-            ("docs/operating.md", "the TTL, \(NotifyRunner.defaultRetention / 86_400) days by default"),
+            ("docs/operating.md", "the TTL, \(NotifyCommand.defaultRetention / 86_400) days by default"),
             ("docs/running-at-scale.md", "\(input), \(bytes(StandardInput.fitDocumentSize)) for `seal --fit`"),
             (
                 "docs/running-at-scale.md",

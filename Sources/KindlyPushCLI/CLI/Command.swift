@@ -2,8 +2,9 @@ package import KindlyPushBase
 internal import KindlyPushCore
 
 /// What every command declares: its name, its help and its options, which help, usage,
-/// completions and the man page derive from, and which binary its run needs. A declaration
-/// alone runs nowhere (`notify`'s, in `kindly-push`): a ``RunnableCommand`` runs.
+/// completions and the man page derive from (as a value: ``declaration``), and which binary its
+/// run needs. Each command is declared in the module of the binary that runs it, as a
+/// ``RunnableCommand``; other binaries know it by name (``CommandTable/Entry``).
 package protocol Command: Sendable {
     static var name: String { get }
     static var abstract: String { get }
@@ -31,9 +32,8 @@ package protocol RunnableCommand: Command {
     func run() -> Int32
 }
 
-/// What runs a command declared by another type (`Declaration`): `notify`'s and `doctor`'s
-/// implementations in `kindly-push-desktop`, `seal --recipients-inline`. Its name, help and
-/// options are the declaration's, not copies.
+/// What runs a command declared by another type (`Declaration`): `seal --recipients-inline`,
+/// `seal`'s other way. Its name, help and options are the declaration's, not copies.
 package protocol CommandImplementation: RunnableCommand {
     associatedtype Declaration: Command
 }
@@ -69,33 +69,10 @@ extension Command {
     package static var arguments: [String] { [""] }
     package static var examples: [Example] { [] }
 
-    /// The action word of each form that has one (`list`, `delete` of `delete <kid>`; `bash`
-    /// of completions), in order; none for a command of one form with operands only.
-    package static var actionWords: [String] { arguments.compactMap(actionWord(of:)) }
-
-    /// The first word of `form` when it is an action (not an operand such as `<path> ...`).
-    package static func actionWord(of form: String) -> String? {
-        guard let first = form.split(separator: " ").first, !first.hasPrefix("<"), !first.hasPrefix("[") else { return nil }
-        return String(first)
-    }
-
-    /// Each form of the usage line as its parts, derived from the declarations: the name, the
-    /// action word with its operands, each option that form takes (`[--name <value>]`) but
-    /// help, then the operands (`<path> ...`). Usage wraps between parts, never inside one.
-    package static var synopsisParts: [[String]] {
-        arguments.map { form in
-            let action = actionWord(of: form)
-            let options = self.options.filter { !$0.declares(SharedOptions.help) && $0.isTaken(byForm: action) }.map(\.synopsisPart)
-            guard !form.isEmpty else { return [name] + options }
-            // An action word (`list`, `delete <kid>`) comes first, as a subcommand does; operands
-            // (`<path> ...`, `[<file> ...]`) come after the options.
-            return action == nil ? [name] + options + [form] : [name, form] + options
-        }
-    }
-
-    /// Each form of the usage line on one line.
-    package static var synopses: [String] {
-        synopsisParts.map { $0.joined(separator: " ") }
+    /// The declaration as a value, for help, usage, completions and the man page.
+    package static var declaration: CommandDeclaration {
+        CommandDeclaration(
+            name: name, abstract: abstract, discussion: discussion, options: options, arguments: arguments, examples: examples)
     }
 
     /// A command that takes `--keyring` needs the desktop services when the keyring it names is

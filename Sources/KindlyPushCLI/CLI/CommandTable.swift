@@ -1,4 +1,4 @@
-internal import KindlyPushBase
+package import KindlyPushBase
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -24,22 +24,25 @@ package struct CommandTable: Sendable {
         case sibling(SiblingBinary)
     }
 
-    /// One command of a binary: its declaration (name, help, options) and how it runs here.
+    /// One command of a binary, by name, and how it runs here. A command run by a sibling only
+    /// is declared there, not here: this binary knows its name, and asks the sibling for its
+    /// declaration when help, completions or the man page list it (``declarations(asking:)``).
     package struct Entry: Sendable {
-        package let command: any Command.Type
+        package let name: String
         package let runner: Runner
 
-        /// `command`, run here.
-        package static func runs(_ command: any RunnableCommand.Type) -> Entry { Entry(command: command, runner: .here(command)) }
-
-        /// `command`'s declaration, run here by `implementation` (of the same name).
-        package static func runs(_ command: any Command.Type, by implementation: any RunnableCommand.Type) -> Entry {
-            Entry(command: command, runner: .here(implementation))
+        /// The command's type, when this binary links it.
+        package var command: (any RunnableCommand.Type)? {
+            guard case .here(let command) = runner else { return nil }
+            return command
         }
 
-        /// `command`, always run by `sibling`.
-        package static func handsOff(_ command: any Command.Type, to sibling: SiblingBinary) -> Entry {
-            Entry(command: command, runner: .sibling(sibling))
+        /// `command`, run here.
+        package static func runs(_ command: any RunnableCommand.Type) -> Entry { Entry(name: command.name, runner: .here(command)) }
+
+        /// The command called `name`, declared and always run by `sibling`.
+        package static func handsOff(_ name: String, to sibling: SiblingBinary) -> Entry {
+            Entry(name: name, runner: .sibling(sibling))
         }
     }
 
@@ -67,15 +70,12 @@ package struct CommandTable: Sendable {
     package struct Services: Sendable {
         /// The Secret Service keyring: `kindly-push-desktop`, `kindly-push-redis`.
         package var desktop: (any DesktopServices)?
-        /// Redis Streams workers and `redis-status`: `kindly-push-redis`, `kindly-push-send`.
+        /// Redis Streams workers: `kindly-push-redis`, `kindly-push-send`.
         package var redis: (any RedisServices)?
-        /// APNs: `kindly-push-send`.
-        package var send: (any SendServices)?
 
-        package init(desktop: (any DesktopServices)? = nil, redis: (any RedisServices)? = nil, send: (any SendServices)? = nil) {
+        package init(desktop: (any DesktopServices)? = nil, redis: (any RedisServices)? = nil) {
             self.desktop = desktop
             self.redis = redis
-            self.send = send
         }
     }
 
@@ -87,43 +87,72 @@ package struct CommandTable: Sendable {
     /// Checked in order before a command runs here; the first that applies runs the sibling.
     package let handOffs: [HandOff]
 
-    /// Every command's declaration, in the order help lists them.
-    package var commands: [any Command.Type] { entries.map(\.command) }
+    /// Every command's name, in the order help lists them.
+    package var names: [String] { entries.map(\.name) }
 
     /// The entry of the command named `name`.
-    package func entry(named name: String) -> Entry? { entries.first { $0.command.name == name } }
+    package func entry(named name: String) -> Entry? { entries.first { $0.name == name } }
 
-    /// How these arguments of `entry`'s command run: its runner, unless a hand-off applies.
-    package func runner(for entry: Entry, _ arguments: ParsedArguments, environment: CommandEnvironment) -> Runner {
-        guard case .here = entry.runner, let handOff = handOffs.first(where: { $0.applies(entry.command, arguments, environment) }) else {
-            return entry.runner
-        }
+    /// How these arguments of `command`, run here, run: here, unless a hand-off applies.
+    package func runner(for command: any RunnableCommand.Type, _ arguments: ParsedArguments, environment: CommandEnvironment) -> Runner {
+        guard let handOff = handOffs.first(where: { $0.applies(command, arguments, environment) }) else { return .here(command) }
         return .sibling(handOff.sibling)
     }
 
     /// This table for `binary`, which links `services` as well and runs `running` itself (each
-    /// in place of the entry of the same command); `handOffs` replace this table's.
+    /// in place of the entry of the same name); `handOffs` replace this table's.
     package func linking(_ binary: SiblingBinary, services added: Services, running: [Entry], handOffs: [HandOff]) -> CommandTable {
         var services = self.services
         services.desktop = added.desktop ?? services.desktop
         services.redis = added.redis ?? services.redis
-        services.send = added.send ?? services.send
-        let entries = entries.map { entry in running.first { $0.command == entry.command } ?? entry }
+        let entries = entries.map { entry in running.first { $0.name == entry.name } ?? entry }
         return CommandTable(binary: binary.name, services: services, entries: entries, handOffs: handOffs)
     }
 
-    /// `kindly-push`'s: no services; what needs nghttp2 or libcrypto (`send`, `vapid-keygen`), GIO and SQLite (`notify`,
-    /// `doctor`), hiredis (`--redis`) or libsecret (the Secret Service keyring) runs in a sibling.
+    /// The declarations of the commands this binary runs here, in the order help lists them:
+    /// what it prints for a sibling that asks (``SiblingBinary/declarationsArgument``).
+    package var ownDeclarations: [CommandDeclaration] { entries.compactMap { $0.command?.declaration } }
+
+    /// Every command's declaration, in the order help lists them: this binary's own, and each
+    /// of the others from `ask`, called once per sibling that declares one.
+    package func declarations(
+        asking ask: (SiblingBinary) throws(CodedError) -> [CommandDeclaration]
+    ) throws(CodedError) -> [CommandDeclaration] {
+        var answers: [String: [CommandDeclaration]] = [:]
+        var declarations: [CommandDeclaration] = []
+        for entry in entries {
+            switch entry.runner {
+            case .here(let command):
+                declarations.append(command.declaration)
+            case .sibling(let sibling):
+                if answers[sibling.name] == nil { answers[sibling.name] = try ask(sibling) }
+                guard let declaration = answers[sibling.name]?.first(where: { $0.name == entry.name }) else {
+                    throw CodedError(.io, "\(sibling.name) does not declare '\(entry.name)': it is not of this kindly-push's version")
+                }
+                declarations.append(declaration)
+            }
+        }
+        return declarations
+    }
+
+    /// Every command's declaration, each sibling's asked of the sibling itself: what help,
+    /// completions and the man page list.
+    package func declarations(environment: CommandEnvironment) throws(CodedError) -> [CommandDeclaration] {
+        try declarations { (sibling) throws(CodedError) in try sibling.declarations(environment: environment) }
+    }
+
+    /// `kindly-push`'s: no services; what needs nghttp2 or libcrypto (`send`, `vapid-keygen`),
+    /// GIO and SQLite (`notify`, `unifiedpush`, `doctor`) or hiredis (`redis-status`,
+    /// `dead-letter`) is declared and run in a sibling, and so is a run with `--redis`
+    /// (hiredis) or the Secret Service keyring (libsecret).
     package static let kindlyPush = CommandTable(
         binary: "kindly-push", services: Services(),
         entries: [
-            .runs(KeygenCommand.self), .runs(KeysCommand.self), .runs(SealCommand.self), .handsOff(SendCommand.self, to: .send),
-            .runs(CheckCommand.self), .runs(DecryptCommand.self), .runs(RouteCommand.self), .handsOff(NotifyCommand.self, to: .desktop),
-            .handsOff(UnifiedPushCommand.self, to: .desktop),
-            .runs(SenderKeygenCommand.self), .handsOff(VAPIDKeygenCommand.self, to: .send), .runs(SendersCommand.self),
-            .runs(VerifyCommand.self),
-            .handsOff(DoctorCommand.self, to: .desktop), .runs(RedisStatusCommand.self), .runs(DeadLetterCommand.self),
-            .runs(CompletionsCommand.self),
+            .runs(KeygenCommand.self), .runs(KeysCommand.self), .runs(SealCommand.self), .handsOff("send", to: .send),
+            .runs(CheckCommand.self), .runs(DecryptCommand.self), .runs(RouteCommand.self), .handsOff("notify", to: .desktop),
+            .handsOff("unifiedpush", to: .desktop), .runs(SenderKeygenCommand.self), .handsOff("vapid-keygen", to: .send),
+            .runs(SendersCommand.self), .runs(VerifyCommand.self), .handsOff("doctor", to: .desktop),
+            .handsOff("redis-status", to: .redis), .handsOff("dead-letter", to: .redis), .runs(CompletionsCommand.self),
             .runs(ManCommand.self),
         ],
         handOffs: [.redisWorker, .desktopKeyring])
@@ -147,19 +176,34 @@ package struct SiblingBinary: Sendable, Equatable {
     /// for; only the sender needs them.
     package static let send = SiblingBinary(name: "kindly-push-send", purpose: "the sender: APNs, Web Push keys")
 
+    /// The argument that makes a binary print the declarations of the commands it runs, one
+    /// JSON line each (``CommandDeclaration/jsonLine``), and exit: how a binary learns the
+    /// declarations of the commands its siblings declare. It is no command, and help lists it
+    /// nowhere.
+    package static let declarationsArgument = "--declarations"
+
+    /// The sibling's path, in the folder of this executable, and that folder.
+    private func location() throws(CodedError) -> (path: String, folder: String) {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { throw CodedError(.io, "cannot find \(name): /proc/self/exe cannot be read") }
+        let executable = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let folder = PrivateFile.folderName(of: executable)
+        return (folder + "/" + name, folder)
+    }
+
     /// Replaces this process with the sibling from the folder of this executable, with
     /// `arguments` and `environment` (the one the decision to run it was made with); returns
     /// only when that fails (an `io` error naming its purpose, reported).
     package func exec(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else {
-            Diagnostics.report(CodedError(.io, "cannot find \(name): /proc/self/exe cannot be read"))
-            return ErrorCode.io.exitStatus
+        let path: String
+        let folder: String
+        do throws(CodedError) {
+            (path, folder) = try location()
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
         }
-        let executable = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let folder = PrivateFile.folderName(of: executable)
-        let path = folder + "/" + name
         var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         // execve returns only when it failed.
@@ -174,5 +218,25 @@ package struct SiblingBinary: Sendable, Equatable {
         Diagnostics.report(
             CodedError(.io, "this needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)"))
         return ErrorCode.io.exitStatus
+    }
+
+    /// The declarations of the commands the sibling runs, as it prints them for
+    /// ``declarationsArgument``; an `io` error when it cannot be run, fails or prints anything else.
+    package func declarations(environment: CommandEnvironment) throws(CodedError) -> [CommandDeclaration] {
+        let (path, folder) = try location()
+        func failure(_ reason: String) -> CodedError {
+            CodedError(.io, "help needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)")
+        }
+        let output: [UInt8]
+        switch ChildProcess.output(of: path, [name, Self.declarationsArgument], environment: environment) {
+        case .success(let bytes): output = bytes
+        case .failure(let error): throw failure(error.description)
+        }
+        var declarations: [CommandDeclaration] = []
+        for line in output.split(separator: 0x0A) {
+            guard let declaration = CommandDeclaration(jsonLine: line) else { throw failure("it printed no declarations") }
+            declarations.append(declaration)
+        }
+        return declarations
     }
 }

@@ -36,7 +36,7 @@ package enum Help {
         return 80
     }
 
-    package static func root(_ commands: [any Command.Type], width: Int = 80) -> String {
+    package static func root(_ commands: [CommandDeclaration], width: Int = 80) -> String {
         var text = wrap("OVERVIEW: " + overview, width: width, indent: 0) + "\n"
         text += "USAGE: kindly-push <subcommand> [<options>]\n\n"
         text += "OPTIONS:\n" + row(SharedOptions.version.spec.label, SharedOptions.version.spec.help, width: width)
@@ -48,7 +48,7 @@ package enum Help {
         return text
     }
 
-    package static func command(_ command: any Command.Type, width: Int = 80) -> String {
+    package static func command(_ command: CommandDeclaration, width: Int = 80) -> String {
         var text = wrap("OVERVIEW: " + command.abstract, width: width, indent: 0)
         if !command.discussion.isEmpty { text += "\n" + paragraphs(command.discussion, width: width) }
         text += "\n" + usage(command, width: width) + "\nOPTIONS:\n"
@@ -62,7 +62,7 @@ package enum Help {
     /// `USAGE: kindly-push NAME SYNOPSIS`, one line per form, wrapped between the parts of the
     /// synopsis (an option and its value stay together) with the continuation under the first
     /// option. A part too long for a line of its own is wrapped between its words.
-    package static func usage(_ command: any Command.Type, width: Int = 80) -> String {
+    package static func usage(_ command: CommandDeclaration, width: Int = 80) -> String {
         var text = ""
         for (index, parts) in command.synopsisParts.enumerated() {
             let lead = index == 0 ? "USAGE: " : "       "

@@ -7,7 +7,7 @@ internal import KindlyPushBase
 /// `groff -man -ww` is silent in any locale; `code` of the declarations is bold. Synopses use
 /// the man macros `.SY`/`.OP`/`.YS`, which roff fills and wraps to the page.
 package enum ManPage {
-    package static func roff(_ commands: [any Command.Type], date: String = "2026-12-01") -> String {
+    package static func roff(_ commands: [CommandDeclaration], date: String = "2026-12-01") -> String {
         var page = """
             .TH KINDLY-PUSH 1 "\(date)" "kindly-push \(KindlyPushRelease.version)" "User Commands"
             .\\" Ragged right and no hyphenation: paths, codes and options stay whole.

@@ -16,8 +16,8 @@ package struct CompletionsCommand: RunnableCommand {
     package static let help = SharedOptions.help.taken
 
     package let shell: Completions.Shell
-    /// The commands of this binary's table.
-    let commands: [any Command.Type]
+    /// Every command's declaration, the siblings' too.
+    let commands: [CommandDeclaration]
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         guard let name = arguments.positionals.first, arguments.positionals.count == 1 else {
@@ -30,7 +30,7 @@ package struct CompletionsCommand: RunnableCommand {
             )
         }
         self.shell = shell
-        commands = environment.table.commands
+        commands = try environment.table.declarations(environment: environment)
     }
 
     package func run() -> Int32 {

@@ -9,12 +9,12 @@ package struct ManCommand: RunnableCommand {
     ]
     package static let help = SharedOptions.help.taken
 
-    /// The commands of this binary's table.
-    let commands: [any Command.Type]
+    /// Every command's declaration, the siblings' too.
+    let commands: [CommandDeclaration]
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        commands = environment.table.commands
+        commands = try environment.table.declarations(environment: environment)
     }
 
     package func run() -> Int32 {

@@ -12,7 +12,7 @@ internal import KindlyPushDesktop
 /// push first needs it, and again after it broke); with `--follow`, the agent's D-Bus service;
 /// the `--on-open` children, and standard output.
 final class NotifySession {
-    let command: NotifyRunner
+    let command: NotifyCommand
     let handler: KindlyNotificationHandler
     let presenter: DesktopPresenter
     /// With `--follow`: `ai.kindly.Push1` on the session bus.
@@ -43,7 +43,7 @@ final class NotifySession {
     /// Why the wait failed, reported at the end as the input's failure.
     var waitFailure: CodedError?
 
-    init(command: NotifyRunner) throws(CodedError) {
+    init(command: NotifyCommand) throws(CodedError) {
         self.command = command
         let opened = Locked<AgentService?>(nil)
         self.opened = opened

@@ -4,7 +4,7 @@ internal import KindlyPushSend
 
 /// `send --redis`: `send` as a ``DocumentCommand`` whose processor is the library's
 /// `PushSendProcessor`, so that the Redis Streams worker runs it as it runs `seal` or `decrypt`.
-/// `send` makes it itself (``PushSendServices``): it is no command of a table.
+/// `send` makes it itself (SendCommand+Run.swift): it is no command of a table.
 struct SendWorkerCommand: DocumentCommand {
     static var name: String { SendCommand.name }
 

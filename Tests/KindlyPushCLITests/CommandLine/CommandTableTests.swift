@@ -6,25 +6,48 @@ import KindlyPushCLIRedis
 import KindlyPushCLISend
 import Testing
 
-/// Each binary's command table: every binary lists every command, in the
-/// same order, and runs each one or hands it to a sibling that does; no command declares an
-/// option twice.
+/// Each binary's command table: every binary lists every command, in the same order, and runs
+/// each one or hands it to a sibling that declares and runs it; the declarations a binary asks
+/// of its siblings come back whole; no command declares an option twice.
 @Suite("Command tables (KindlyPushCLI)", .offThePool)
 struct CommandTableTests {
     /// The tables the four `main`s hand to `kindlyPushMain`.
     static let tables: [CommandTable] = [.kindlyPush, .desktop, .redis(over: .desktop), .send(workers: RedisWorkerServices())]
 
+    /// The table of `sibling`.
+    static func table(of sibling: SiblingBinary) throws -> CommandTable {
+        try #require(tables.first { $0.binary == sibling.name })
+    }
+
+    /// Every command's declaration in help's order, each sibling's read off its table in this
+    /// process (the binaries ask each other: ``CommandLineHelpTests``).
+    static let declarations: [CommandDeclaration] = {
+        do {
+            return try CommandTable.kindlyPush.declarations { (sibling) throws(CodedError) in
+                guard let table = tables.first(where: { $0.binary == sibling.name }) else { throw CodedError(.io, sibling.name) }
+                return table.ownDeclarations
+            }
+        } catch {
+            fatalError("\(error)")
+        }
+    }()
+
     /// The table of the binary that `arguments` end up running in, from `table`, and the
     /// implementation that runs them there; nil when a hand-off leads nowhere or loops.
-    static func destination(of arguments: [String], from table: CommandTable) throws -> (CommandTable, any Command.Type)? {
+    static func destination(of arguments: [String], from table: CommandTable) throws -> (CommandTable, any RunnableCommand.Type)? {
         var table = table
         for _ in 0..<tables.count {
             let entry = try #require(table.entry(named: arguments[0]))
-            let parsed = try ParsedArguments.parse(
-                Array(arguments.dropFirst()), specs: entry.command.options, command: entry.command.name, forms: entry.command.actionWords)
-            switch table.runner(for: entry, parsed, environment: [:]) {
+            var runner = entry.runner
+            if case .here(let command) = entry.runner {
+                let declaration = command.declaration
+                let parsed = try ParsedArguments.parse(
+                    Array(arguments.dropFirst()), specs: declaration.options, command: declaration.name, forms: declaration.actionWords)
+                runner = table.runner(for: command, parsed, environment: [:])
+            }
+            switch runner {
             case .here(let implementation): return (table, implementation)
-            case .sibling(let sibling): table = try #require(tables.first { $0.binary == sibling.name })
+            case .sibling(let sibling): table = try Self.table(of: sibling)
             }
         }
         return nil
@@ -33,32 +56,52 @@ struct CommandTableTests {
     @Test("every binary lists every command of kindly-push's table, in its order, under its own name")
     func sameCommands() {
         #expect(Set(Self.tables.map(\.binary)) == ["kindly-push", "kindly-push-desktop", "kindly-push-redis", "kindly-push-send"])
-        let names = CommandTable.kindlyPush.commands.map { $0.name }
+        let names = CommandTable.kindlyPush.names
         #expect(names.count == Set(names).count)
+        #expect(Self.declarations.map(\.name) == names)
         for table in Self.tables {
-            #expect(table.commands.map { $0.name } == names, "\(table.binary)")
-            #expect(zip(table.commands, CommandTable.kindlyPush.commands).allSatisfy { $0 == $1 }, "\(table.binary)")
+            #expect(table.names == names, "\(table.binary)")
         }
+    }
+
+    @Test("a command is declared in one binary only: the one that runs it, which every other hands it to")
+    func declaredOnce() throws {
+        for name in CommandTable.kindlyPush.names {
+            let declaring = Self.tables.filter { $0.ownDeclarations.contains { $0.name == name } }.map(\.binary)
+            for table in Self.tables {
+                let entry = try #require(table.entry(named: name))
+                switch entry.runner {
+                case .here: #expect(declaring.contains(table.binary), "\(table.binary) \(name)")
+                case .sibling(let sibling): #expect(declaring.contains(sibling.name), "\(table.binary) \(name) -> \(sibling.name)")
+                }
+            }
+        }
+        // What kindly-push links not: declared in the sibling that links it.
+        let kindlyPush = Set(CommandTable.kindlyPush.ownDeclarations.map(\.name))
+        #expect(kindlyPush.isDisjoint(with: ["send", "vapid-keygen", "notify", "unifiedpush", "doctor", "redis-status", "dead-letter"]))
+        #expect(kindlyPush.isSuperset(of: ["keygen", "seal", "decrypt", "route", "check", "verify", "completions", "man"]))
     }
 
     @Test("every binary runs every command, or hands it to a sibling that runs it, with what it needs linked")
     func everyCommandRuns() throws {
         let redis = ["--redis", "redis://127.0.0.1"]
         for table in Self.tables {
-            for command in table.commands {
-                let found = try Self.destination(of: [command.name], from: table)
-                let (runner, implementation) = try #require(found, "\(table.binary) \(command.name)")
-                #expect(implementation.name == command.name)
-                if command == SendCommand.self { #expect(runner.services.send != nil) }
-                // A declaration that cannot run (notify, doctor, unifiedpush) runs by its
-                // implementation, in a binary with the desktop services.
-                if !(command is any RunnableCommand.Type) { #expect(runner.services.desktop != nil, "\(table.binary) \(command.name)") }
+            for name in table.names {
+                let found = try Self.destination(of: [name], from: table)
+                let (runner, implementation) = try #require(found, "\(table.binary) \(name)")
+                #expect(implementation.name == name)
+                switch name {
+                case "send", "vapid-keygen": #expect(runner.binary == SiblingBinary.send.name, "\(table.binary) \(name)")
+                case "notify", "unifiedpush", "doctor": #expect(runner.services.desktop != nil, "\(table.binary) \(name)")
+                case "redis-status", "dead-letter": #expect(runner.services.redis != nil, "\(table.binary) \(name)")
+                default: break
+                }
             }
-            for command in table.commands where command.options.contains(RedisOptions.url) {
+            for command in Self.declarations where command.options.contains(RedisOptions.url) && command.arguments == [""] {
                 let (runner, _) = try #require(try Self.destination(of: [command.name] + redis, from: table))
                 #expect(runner.services.redis != nil, "\(table.binary) \(command.name) --redis")
             }
-            for command in table.commands where command.options.contains(KeyringOptions.keyring) {
+            for command in Self.declarations where command.options.contains(KeyringOptions.keyring) && command.actionWords.isEmpty {
                 let (runner, _) = try #require(try Self.destination(of: [command.name, "--keyring", "secret-service"], from: table))
                 #expect(runner.services.desktop != nil, "\(table.binary) \(command.name) --keyring secret-service")
             }
@@ -75,13 +118,36 @@ struct CommandTableTests {
 
     @Test("no command lists an option twice, by its name or its short name")
     func optionsOnce() {
-        let implementations = Self.tables.flatMap(\.entries).compactMap { entry -> (any Command.Type)? in
-            guard case .here(let implementation) = entry.runner else { return nil }
-            return implementation
-        }
-        for command in CommandTable.kindlyPush.commands + implementations {
+        for command in Self.declarations {
             let names = command.options.map(\.name) + command.options.compactMap(\.shortName)
             #expect(names.count == Set(names).count, "\(command.name): \(names)")
+        }
+    }
+
+    @Test("a declaration passed between binaries as a JSON line comes back whole; any other line is refused")
+    func declarationLines() throws {
+        for declaration in Self.declarations {
+            let line = declaration.jsonLine
+            let read = try #require(CommandDeclaration(jsonLine: line), "\(declaration.name)")
+            #expect(String(decoding: read.jsonLine, as: UTF8.self) == String(decoding: line, as: UTF8.self))
+            #expect(Help.command(read, width: 73) == Help.command(declaration, width: 73))
+            #expect(Completions.script(for: .zsh, commands: [read]) == Completions.script(for: .zsh, commands: [declaration]))
+            #expect(ManPage.roff([read]) == ManPage.roff([declaration]))
+        }
+        // route: a required option with choices, and examples.
+        let route = try #require(Self.declarations.first { $0.name == "route" })
+        let text = String(decoding: route.jsonLine, as: UTF8.self)
+        let mutations = [
+            (#""abstract":"#, #""summary":"#), (#""required":true"#, #""required":"yes""#), (#""choices":["#, #""choices":[1,"#),
+            (#""purpose":"#, #""why":"#), (#""arguments":["#, #""arguments":[null,"#),
+        ]
+        for (original, replacement) in mutations {
+            let broken = text.replacingOccurrences(of: original, with: replacement)
+            #expect(broken != text, "\(original) is in route's line")
+            #expect(CommandDeclaration(jsonLine: Array(broken.utf8)) == nil, "\(replacement)")
+        }
+        for broken in ["", "{}", "[]", String(text.dropLast())] {
+            #expect(CommandDeclaration(jsonLine: Array(broken.utf8)) == nil, "\(broken.prefix(60))")
         }
     }
 }

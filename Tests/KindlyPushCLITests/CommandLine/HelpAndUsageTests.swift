@@ -93,6 +93,60 @@ struct HelpAndUsageTests {
         #expect(try CLI.run(["-h"]).stdout == output.stdout)
     }
 
+    @Test("a command a sibling declares has its help there: send's, notify's and redis-status's, from kindly-push, are the sibling's")
+    func siblingsDeclareTheirCommands() throws {
+        let folder = CLI.binary.deletingLastPathComponent()
+        for (name, sibling) in [("send", "kindly-push-send"), ("notify", "kindly-push-desktop"), ("redis-status", "kindly-push-redis")] {
+            let sibling = folder.appendingPathComponent(sibling)
+            for arguments in [[name, "--help"], ["help", name]] {
+                let here = try CLI.run(arguments, stdin: "")
+                let there = try CLI.run(arguments, executable: sibling)
+                #expect(here.status == 0 && here.stderr.isEmpty, "\(arguments)")
+                #expect(here.stdout.hasPrefix("OVERVIEW: ") && here.stdout == there.stdout, "\(arguments)")
+            }
+        }
+        // What a sibling prints when asked: its own commands' declarations, one JSON line each.
+        let lines = try CLI.run(["--declarations"], executable: folder.appendingPathComponent("kindly-push-send"))
+        #expect(lines.status == 0 && lines.stderr.isEmpty)
+        let names = lines.stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["name"] as? String
+        }
+        #expect(
+            names.contains("send") && names.contains("vapid-keygen") && names.contains("decrypt") && !names.contains("notify"), "\(names)")
+    }
+
+    @Test("kindly-push without its siblings: what it declares runs; help, completions and the man page say what is missing")
+    func withoutSiblings() throws {
+        let folder = try KeyFolder()
+        let lone = folder.url.appendingPathComponent("kindly-push")
+        // Copied by cp: a file this process wrote could still be open in a child another test
+        // forks meanwhile, and then not run (ETXTBSY).
+        #expect(try CLI.run([CLI.binary.path, lone.path], executable: URL(fileURLWithPath: "/bin/cp")).status == 0)
+        let decrypt = try CLI.run(["decrypt", "--help"], executable: lone)
+        #expect(decrypt.status == 0 && decrypt.stdout.hasPrefix("OVERVIEW: Decrypt"))
+        let missing =
+            "kindly-push: io: help needs kindly-push-send (the sender: APNs, Web Push keys) beside kindly-push in \(folder.url.path): "
+        for arguments in [["--help"], ["help"], ["completions", "bash"], ["man"]] {
+            let output = try CLI.run(arguments, executable: lone)
+            #expect(output.status == 74 && output.stdout.isEmpty, "\(arguments)")
+            #expect(output.stderr.hasPrefix(missing), "\(arguments): \(output.stderr)")
+        }
+        let send = try CLI.run(["send", "--help"], executable: lone)
+        #expect(send.status == 74 && send.stdout.isEmpty)
+        #expect(
+            send.stderr.hasPrefix("kindly-push: io: this needs kindly-push-send (the sender: APNs, Web Push keys) beside kindly-push in "))
+        // A sibling that prints something else than declarations is not believed.
+        let impostor = folder.url.appendingPathComponent("kindly-push-send").path
+        #expect(
+            try CLI.run(
+                ["-c", "printf '#!/bin/sh\\necho not a declaration\\n' > \(impostor) && chmod 755 \(impostor)"],
+                executable: URL(fileURLWithPath: "/bin/sh")
+            ).status == 0)
+        let wrong = try CLI.run(["--help"], executable: lone)
+        #expect(wrong.status == 74 && wrong.stdout.isEmpty)
+        #expect(wrong.stderr == missing + "it printed no declarations\n", "\(wrong.stderr)")
+    }
+
     @Test("help help and help version describe the built-ins: exact, exit 0")
     func builtinsHaveHelp() throws {
         let help = try CLI.run(["help", "help"], stdin: "")

@@ -72,18 +72,21 @@ struct ParseCommandTests {
 
     @Test("a suggestion is made only for a near miss")
     func suggestions() {
-        #expect(Suggestion.closest(to: "decyrpt", among: CommandTable.kindlyPush.commands.map { $0.name }) == "decrypt")
-        #expect(Suggestion.closest(to: "snders", among: CommandTable.kindlyPush.commands.map { $0.name }) == "senders")
-        #expect(Suggestion.closest(to: "frobnicate", among: CommandTable.kindlyPush.commands.map { $0.name }) == nil)
+        #expect(Suggestion.closest(to: "decyrpt", among: CommandTable.kindlyPush.names) == "decrypt")
+        #expect(Suggestion.closest(to: "snders", among: CommandTable.kindlyPush.names) == "senders")
+        #expect(Suggestion.closest(to: "frobnicate", among: CommandTable.kindlyPush.names) == nil)
         #expect(Suggestion.distance("ab", "ba") == 1)
     }
 
     @Test("usage is derived: required options unbracketed, repeatable ones marked, operands last, actions first")
     func usage() {
-        #expect(RouteCommand.synopses[0].hasPrefix("route --app-state <state> [--screen <screen>]"))
-        #expect(RouteCommand.synopses[0].hasSuffix("[<file> ...]"))
-        #expect(DecryptCommand.synopses[0].contains("[--sender-key <b64> ...]"))
-        #expect(KeysCommand.synopses == ["keys list [--keyring <kind>] [--verbose]", "keys delete <kid> [--keyring <kind>] [--verbose]"])
+        #expect(RouteCommand.declaration.synopses[0].hasPrefix("route --app-state <state> [--screen <screen>]"))
+        #expect(RouteCommand.declaration.synopses[0].hasSuffix("[<file> ...]"))
+        #expect(DecryptCommand.declaration.synopses[0].contains("[--sender-key <b64> ...]"))
+        #expect(
+            KeysCommand.declaration.synopses == [
+                "keys list [--keyring <kind>] [--verbose]", "keys delete <kid> [--keyring <kind>] [--verbose]",
+            ])
         #expect(Help.wrapLines("one two three four", width: 9) == ["one two", "three", "four"])
     }
 
@@ -104,13 +107,15 @@ struct ParseCommandTests {
         ] as [([String], [String: String], Bool)])
     func needsDesktop(_ arguments: [String], _ environment: [String: String], _ expected: Bool) throws {
         let entry = try #require(CommandTable.kindlyPush.entry(named: arguments[0]))
-        let command = entry.command
-        let parsed = try ParsedArguments.parse(
-            Array(arguments.dropFirst()), specs: command.options, command: command.name, forms: command.actionWords)
-        var handedToDesktop = false
-        if case .sibling(let sibling) = CommandTable.kindlyPush.runner(for: entry, parsed, environment: CommandEnvironment(environment)) {
-            handedToDesktop = sibling == .desktop
+        var runner = entry.runner
+        if case .here(let command) = entry.runner {
+            let declaration = command.declaration
+            let parsed = try ParsedArguments.parse(
+                Array(arguments.dropFirst()), specs: declaration.options, command: command.name, forms: declaration.actionWords)
+            runner = CommandTable.kindlyPush.runner(for: command, parsed, environment: CommandEnvironment(environment))
         }
+        var handedToDesktop = false
+        if case .sibling(let sibling) = runner { handedToDesktop = sibling == .desktop }
         #expect(handedToDesktop == expected)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import KindlyPush
 import KindlyPushCLI
+import KindlyPushCLIRedis
 import KindlyPushCore
 import Testing
 

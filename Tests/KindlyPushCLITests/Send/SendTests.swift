@@ -2,6 +2,7 @@ import Foundation
 import KindlyPush
 import KindlyPushBase
 import KindlyPushCLI
+import KindlyPushCLISend
 import KindlyPushSend
 import Testing
 

@@ -388,7 +388,7 @@ extension RedisOptions.Server {
     /// `rediss://` only, and the last two together; `shared` names those the command also takes
     /// without one); the URL's password, else the environment's
     /// (``RedisOptions/password(_:)``).
-    init(
+    package init(
         _ url: String, _ arguments: ParsedArguments, shared: Set<String>, caFile: Option<String> = RedisOptions.caFile,
         environment: CommandEnvironment, _ usage: (String) -> CodedError
     ) throws(CodedError) {

@@ -8,11 +8,6 @@ package import KindlyPushBase
 package protocol RedisServices: Sendable {
     /// Runs `command` as a worker until `--exit-when-idle` or SIGTERM; the exit status.
     func runWorker<C: DocumentCommand>(_ command: C, options: RedisOptions) -> Int32
-
-    /// Prints `redis-status`'s view of a group; the exit status.
-    func status(_ request: RedisStatusRequest) -> Int32
-    /// Moves dead letters back to their input stream (`dead-letter replay`); the exit status.
-    func replay(_ request: DeadLetterReplayRequest) -> Int32
 }
 
 extension CommandTable.Services {
@@ -23,23 +18,5 @@ extension CommandTable.Services {
             return ErrorCode.io.exitStatus
         }
         return redis.runWorker(command, options: options)
-    }
-
-    /// `redis-status` here, or the `io` error of a binary without hiredis.
-    package func redisStatus(_ request: RedisStatusRequest) -> Int32 {
-        guard let redis else {
-            Diagnostics.report(CodedError(.io, "redis-status needs \(SiblingBinary.redis.name), which was not run"))
-            return ErrorCode.io.exitStatus
-        }
-        return redis.status(request)
-    }
-
-    /// `dead-letter replay` here, or the `io` error of a binary without hiredis.
-    package func replayDeadLetters(_ request: DeadLetterReplayRequest) -> Int32 {
-        guard let redis else {
-            Diagnostics.report(CodedError(.io, "dead-letter needs \(SiblingBinary.redis.name), which was not run"))
-            return ErrorCode.io.exitStatus
-        }
-        return redis.replay(request)
     }
 }

@@ -1,6 +1,6 @@
 internal import KindlyPush
-internal import KindlyPushBase
-internal import KindlyPushCLI
+package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
 
 #if canImport(Glibc)
@@ -12,9 +12,7 @@ internal import KindlyPushCore
 ///
 /// It never prints a secret (it reads names, modes, owners, versions and public key
 /// information), never prompts, and spends at most the keyring's budget (1.5 s) on the bus.
-struct DoctorRunner: CommandImplementation {
-    typealias Declaration = DoctorCommand
-
+extension DoctorCommand {
     /// The checks, in the order they print. Each is independent of the others' printing; they
     /// share what they find through the context (the bus is probed once).
     static let checks: [DoctorChecks] = [
@@ -23,18 +21,14 @@ struct DoctorRunner: CommandImplementation {
         LibraryChecks.libsecret,
     ]
 
-    let choice: KeyringChoice
-    let json: Bool
-    let environment: CommandEnvironment
-
-    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
         choice = KeyringOptions(arguments).keyring ?? .auto
         json = arguments[DoctorCommand.json]
         self.environment = environment
     }
 
-    func run() -> Int32 {
+    package func run() -> Int32 {
         let context = DoctorContext(environment: environment, choice: choice)
         let results = Self.checks.flatMap { $0(context) }
         var stdout = OutputStream(descriptor: STDOUT_FILENO)

@@ -1,8 +1,11 @@
 package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushRedis
 
 /// `kindly-push dead-letter replay --redis URL --from DEAD --to INPUT (--id ID … | --code CODE |
 /// --all)`: moves a workers' dead letters back to their input stream, each exactly once.
+/// Declared and run in `kindly-push-redis` (hiredis); every other binary hands it there.
 package struct DeadLetterCommand: RunnableCommand {
     package static let name = "dead-letter"
     package static let abstract = "Move a Redis Streams workers' dead letters back to their input stream, each exactly once."
@@ -37,8 +40,6 @@ package struct DeadLetterCommand: RunnableCommand {
     package static let help = SharedOptions.help.taken
 
     package let request: DeadLetterReplayRequest
-    /// The services of this binary, that move the entries.
-    let services: CommandTable.Services
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         func usage(_ text: String) -> CodedError { CodedError.usage(text, command: Self.name) }
@@ -67,8 +68,19 @@ package struct DeadLetterCommand: RunnableCommand {
         }
         request = DeadLetterReplayRequest(
             server: server, deadLetter: deadLetter, input: input, ids: ids, code: code, batch: batch, json: arguments[Self.json])
-        services = environment.table.services
     }
 
-    package func run() -> Int32 { services.replayDeadLetters(request) }
+    package func run() -> Int32 {
+        do throws(CodedError) {
+            var status: Int32 = 0
+            try DeadLetterReplay.run(
+                request, print: { line in if status == 0 { status = Terminal.printText(line + "\n") } },
+                note: { Diagnostics.line($0, level: .warning) })
+            return status
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+    }
+
 }

@@ -1,29 +1,22 @@
-internal import KindlyPushBase
-internal import KindlyPushCLI
+package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushDesktop
 internal import KindlyPushWebPush
 
-/// `kindly-push unifiedpush register|unregister`: the desktop's UnifiedPush registration
-/// (wire-format.md sections 9.1 and 9.4), made from the connector's own bus name, which it
+/// `unifiedpush`'s run: the registration made from the connector's own bus name, which it
 /// takes from the agent for as long as it runs.
-struct UnifiedPushRunner: CommandImplementation {
-    typealias Declaration = UnifiedPushCommand
-
+extension UnifiedPushCommand {
     /// What the command line asked.
     enum Action {
         case register(distributor: String?, vapid: String?)
         case unregister
     }
 
-    let action: Action
-    let keyring: KeyringOptions
-    let environment: CommandEnvironment
-
     /// How long register waits for the distributor's `NewEndpoint`.
     static let endpointWait = Duration.seconds(10)
 
-    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         let words = arguments.positionals
         guard let word = words.first else { throw CodedError.usage("missing action: register or unregister", command: Self.name) }
         guard word == "register" || word == "unregister" else {
@@ -50,7 +43,7 @@ struct UnifiedPushRunner: CommandImplementation {
         self.environment = environment
     }
 
-    func run() -> Int32 {
+    package func run() -> Int32 {
         do throws(CodedError) {
             switch action {
             case .register(let distributor, let vapid): return try register(distributor, vapid: vapid)

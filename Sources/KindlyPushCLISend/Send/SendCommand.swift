@@ -1,4 +1,5 @@
 package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
 
 /// `kindly-push send`: the backend's last hop. Reads `{"token", "push"}` documents and POSTs
@@ -6,8 +7,9 @@ internal import KindlyPushCore
 /// provider-token authentication
 /// (docs/running-at-scale.md, "Sending to APNs").
 ///
-/// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-send`, the only binary that links nghttp2 and libcrypto (``SiblingBinary/send``).
+/// Declared and run in `kindly-push-send`, the only binary that links nghttp2 and libcrypto
+/// (``SiblingBinary/send``); every other binary hands it there. Its run is in
+/// SendCommand+Run.swift.
 package struct SendCommand: RunnableCommand {
     package static let name = "send"
     package static let arguments = ["[<file> ...]"]
@@ -118,8 +120,8 @@ package struct SendCommand: RunnableCommand {
     package static let longestExpiration = 30 * 86_400
 
     package let options: SendOptions
-    /// The sender of this binary (``CommandTable/Services/send``).
-    let services: (any SendServices)?
+    /// The services of this binary: the worker of `send --redis` (``CommandTable/Services/redis``).
+    let services: CommandTable.Services
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         func usage(_ text: String) -> CodedError { .usage(text, command: Self.name) }
@@ -182,7 +184,7 @@ package struct SendCommand: RunnableCommand {
             options.expiration = seconds
         }
         self.options = options
-        services = environment.table.services.send
+        services = stream.services
     }
 
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
@@ -247,16 +249,9 @@ package struct SendCommand: RunnableCommand {
             || byte == UInt8(ascii: "-")
     }
 
-    package func run() -> Int32 {
-        guard let services else {
-            Diagnostics.report(CodedError(.io, "'send' runs in \(SiblingBinary.send.name), which was not run"))
-            return ErrorCode.io.exitStatus
-        }
-        return services.send(options)
-    }
 }
 
-/// What `kindly-push send` was asked to do, checked; ``SendServices`` does it.
+/// What `kindly-push send` was asked to do, checked; its run does it.
 package struct SendOptions: Sendable {
     /// The environment variable of the test clock: a file holding the Unix time in seconds,
     /// read instead of the system's clock for the provider token's `iat` and age, and for
@@ -290,14 +285,4 @@ package struct SendOptions: Sendable {
     package var connections = 1
     /// The largest `--connections`.
     package static let mostConnections = 64
-}
-
-/// What only `kindly-push-send` can do, because it links nghttp2 and libcrypto: send, and make
-/// a VAPID key (P-256).
-package protocol SendServices: Sendable {
-    /// Sends every input document and writes the results; the exit status.
-    func send(_ options: SendOptions) -> Int32
-    /// `vapid-keygen`: writes a new VAPID key file at `keyFile` and prints its public key; the
-    /// exit status.
-    func vapidKeygen(keyFile: String) -> Int32
 }

@@ -1,12 +1,14 @@
 package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushDesktop
 
 /// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
 /// service), handles taps, and shows a push delivered twice once.
 ///
-/// Declared here, so that help, completions and the man page know it; `kindly-push-desktop`'s
-/// table runs it by its implementation there (`NotifyRunner`), every other table hands it there.
-package struct NotifyCommand: Command {
+/// Declared and run in `kindly-push-desktop` (GIO, SQLite); every other binary hands it there.
+/// Its run is in NotifyCommand+Run.swift.
+package struct NotifyCommand: RunnableCommand {
     package static let name = "notify"
     package static let arguments = ["", "--follow [FILE|-]"]
     package static let abstract = "Show a push as a desktop notification (freedesktop Notifications)."
@@ -70,4 +72,19 @@ package struct NotifyCommand: Command {
     )
     package static let verbose = KeyringOptions.verbose.help("Say on standard error which keyring is used and what became of each push.")
     package static let help = SharedOptions.help.taken
+
+    let context: RouteContext
+    let decryption: KindlyPushDecryption
+    let options: DesktopPresenter.Options
+    let isLineMode: Bool
+    /// `--follow`: the live agent, on this source.
+    let follow: FollowedInput.Source?
+    let verbose: Bool
+    let onOpen: String?
+    let wait: Duration?
+    let statePath: Result<String, DeduplicationError>
+    let retention: Int64
+    let environment: CommandEnvironment
+    /// How long the store keeps what it showed without `--dedup-ttl`: 7 days.
+    static let defaultRetention: Int64 = 7 * 86_400
 }

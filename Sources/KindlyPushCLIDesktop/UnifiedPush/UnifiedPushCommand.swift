@@ -1,11 +1,11 @@
 internal import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
 
-/// The declaration of `kindly-push unifiedpush register|unregister`, the desktop's UnifiedPush
-/// registration (docs/spec/wire-format.md sections 9.1 and 9.4), for help, completions and the
-/// man page; `kindly-push-desktop`'s table runs it by its implementation there
-/// (`UnifiedPushRunner`), every other table hands it there.
-package struct UnifiedPushCommand: Command {
+/// `kindly-push unifiedpush register|unregister`: the desktop's UnifiedPush registration
+/// (docs/spec/wire-format.md sections 9.1 and 9.4). Declared and run in `kindly-push-desktop`
+/// (GIO); every other binary hands it there. Its run is in UnifiedPushCommand+Run.swift.
+package struct UnifiedPushCommand: RunnableCommand {
     package static let discussion = """
         register makes the device's Web Push keys (a P-256 key
         pair and a 16-byte auth secret; kept beside the device
@@ -42,4 +42,8 @@ package struct UnifiedPushCommand: Command {
     package static let keyring = KeyringOptions.keyring.taken
     package static let verbose = KeyringOptions.verbose.taken
     package static let help = SharedOptions.help.taken
+
+    let action: Action
+    let keyring: KeyringOptions
+    let environment: CommandEnvironment
 }

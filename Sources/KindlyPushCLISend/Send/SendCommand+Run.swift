@@ -1,5 +1,5 @@
 internal import KindlyPushBase
-package import KindlyPushCLI
+internal import KindlyPushCLI
 internal import KindlyPushCore
 internal import KindlyPushLibcrypto
 internal import KindlyPushRedis
@@ -10,26 +10,10 @@ internal import KindlyPushWebPush
     import Glibc
 #endif
 
-extension CommandTable {
-    /// `kindly-push-send`'s: `kindly-push`'s with `send` and `vapid-keygen` run here, on nghttp2, OpenSSL and libcrypto, and
-    /// `--redis` workers on `workers` (hiredis); the Secret Service, `notify` and `doctor` still
-    /// run in `kindly-push-desktop`.
-    package static func send(workers: any RedisServices) -> CommandTable {
-        kindlyPush.linking(
-            .send, services: Services(redis: workers, send: PushSendServices(workers: workers)),
-            running: [.runs(SendCommand.self), .runs(VAPIDKeygenCommand.self)],
-            handOffs: [.desktopKeyring])
-    }
-}
-
-/// The services of `kindly-push-send`: `send` on nghttp2, OpenSSL and libcrypto, `vapid-keygen` on libcrypto.
-package struct PushSendServices: SendServices {
-    /// What runs `send --redis` as a worker.
-    let workers: any RedisServices
-
-    package init(workers: any RedisServices) { self.workers = workers }
-
-    package func send(_ options: SendOptions) -> Int32 {
+/// `send`'s run: the gateway of the command line's one app or of `--config`'s apps, fed by
+/// standard input and files (`--jsonl`) or a Redis consumer group (`--redis`).
+extension SendCommand {
+    package func run() -> Int32 {
         do throws(CodedError) {
             let configuration = try options.configPath.map { (path) throws(CodedError) in try SendConfiguration.load(path) }
             let gateway = try Self.gateway(options, configuration)
@@ -42,7 +26,7 @@ package struct PushSendServices: SendServices {
                 if let address = options.metrics { try CommandMetrics.serve(address) { metrics.text() } }
             }
             if let redis = options.redis {
-                return workers.runWorker(SendWorkerCommand(gateway: gateway, deadLetters: redis.deadLetter != nil), options: redis)
+                return services.runWorker(SendWorkerCommand(gateway: gateway, deadLetters: redis.deadLetter != nil), options: redis)
             }
             return options.isLineMode ? runLines(gateway, options) : try runSingle(gateway, options)
         } catch {
@@ -117,23 +101,6 @@ package struct PushSendServices: SendServices {
         }
         let defaultRoute = configuration.app(named: nil).flatMap { app in routes.firstIndex { $0.name == app.name } }
         return PushGateway(routes: routes, defaultRoute: defaultRoute, configPath: configuration.path)
-    }
-
-    package func vapidKeygen(keyFile: String) -> Int32 {
-        let key: ES256Key
-        do throws(LibcryptoError) {
-            key = try ES256Key.generate()
-        } catch {
-            Diagnostics.report(CodedError(.io, "cannot make a P-256 key: \(error)"))
-            return ErrorCode.io.exitStatus
-        }
-        do throws(PrivateFileError) {
-            try VAPIDKeyFile.write(key, to: keyFile)
-        } catch {
-            Diagnostics.report(CodedError(.io, error.description))
-            return ErrorCode.io.exitStatus
-        }
-        return Terminal.printLine(["public_key": .string(Base64.urlEncoded(key.publicKey))])
     }
 
     /// The auth key, read from its file (regular, the user's, mode 0600) into wiped memory, and

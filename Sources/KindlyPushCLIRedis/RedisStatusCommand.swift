@@ -1,9 +1,16 @@
 package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushRedis
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `kindly-push redis-status --redis URL --from STREAM --group GROUP`: a consumer group's backlog
 /// as an operator reads it: the stream's length, the group's lag and pending
 /// entries, each consumer's pending entries and idle time, the dead-letter stream's length.
+/// Declared and run in `kindly-push-redis` (hiredis); every other binary hands it there.
 package struct RedisStatusCommand: RunnableCommand {
     package static let name = "redis-status"
     package static let abstract = "Show a Redis Streams worker group's backlog: lag, pending entries per consumer, dead letters."
@@ -43,8 +50,6 @@ package struct RedisStatusCommand: RunnableCommand {
     package static let help = SharedOptions.help.taken
 
     package let request: RedisStatusRequest
-    /// The services of this binary, that read the group.
-    let services: CommandTable.Services
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
@@ -68,8 +73,38 @@ package struct RedisStatusCommand: RunnableCommand {
         request = RedisStatusRequest(
             server: server, stream: stream, group: group, deadLetter: arguments[Self.deadLetter], json: arguments[Self.json],
             pruneIdle: try number(Self.pruneIdle, 1...86_400_000 * 30), watch: try number(Self.watch, 1...86_400))
-        services = environment.table.services
     }
 
-    package func run() -> Int32 { services.redisStatus(request) }
+    package func run() -> Int32 {
+        do throws(CodedError) {
+            guard let seconds = request.watch else { return Terminal.printText(try RedisStatus.read(request).text(json: request.json)) }
+            // --watch: read again every SECONDS (idle consumers pruned the first time only),
+            // with the rates over the window, until SIGINT or SIGTERM.
+            StopSignals.install()
+            var request = request
+            var earlier: (status: RedisStatus, at: ContinuousClock.Instant)?
+            while !StopSignals.requested {
+                var status = try RedisStatus.read(request)
+                let now = ContinuousClock.now
+                if let earlier {
+                    let window = now - earlier.at
+                    status.measureRates(
+                        since: earlier.status, seconds: Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18)
+                }
+                let printed = Terminal.printText(status.text(json: request.json) + (request.json ? "" : "\n"))
+                guard printed == 0 else { return printed }
+                earlier = (status, now)
+                request.pruneIdle = nil
+                let wake = now + .seconds(seconds)
+                while !StopSignals.requested, ContinuousClock.now < wake {
+                    try? nothingOrErrno(retryOnInterrupt: false) { usleep(50_000) }
+                }
+            }
+            return 0
+        } catch {
+            Diagnostics.report(error)
+            return error.code.exitStatus
+        }
+    }
+
 }

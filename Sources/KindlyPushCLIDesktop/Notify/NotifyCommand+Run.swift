@@ -1,32 +1,15 @@
-internal import KindlyPushBase
-internal import KindlyPushCLI
+package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushDesktop
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// `kindly-push notify`: shows pushes as desktop notifications (the freedesktop Notifications
-/// service), handles taps, and shows a push delivered twice once.
-struct NotifyRunner: CommandImplementation {
-    typealias Declaration = NotifyCommand
-
-    let context: RouteContext
-    let decryption: KindlyPushDecryption
-    let options: DesktopPresenter.Options
-    let isLineMode: Bool
-    /// `--follow`: the live agent, on this source.
-    let follow: FollowedInput.Source?
-    let verbose: Bool
-    let onOpen: String?
-    let wait: Duration?
-    let statePath: Result<String, DeduplicationError>
-    let retention: Int64
-    let environment: CommandEnvironment
-    /// How long the store keeps what it showed without `--dedup-ttl`: 7 days.
-    static let defaultRetention: Int64 = 7 * 86_400
-
-    init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
+/// `notify`'s run: its options checked, then one push, `--jsonl` or the agent (`--follow`)
+/// on a ``NotifySession``.
+extension NotifyCommand {
+    package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         func usage(_ text: String) -> CodedError { CodedError(.usage, "\(text) (see 'kindly-push notify --help')") }
         if arguments[NotifyCommand.follow] {
             guard arguments.positionals.count <= 1 else {
@@ -62,7 +45,7 @@ struct NotifyRunner: CommandImplementation {
             wait = nil
         }
         if let text = arguments[NotifyCommand.dedupTTL] {
-            guard let seconds = NotifyRunner.seconds(text) else {
+            guard let seconds = Self.seconds(text) else {
                 throw usage("'--dedup-ttl' takes a whole number with an optional unit s, m, h or d, such as 7d")
             }
             retention = seconds
@@ -86,8 +69,8 @@ struct NotifyRunner: CommandImplementation {
         decryption = try KeyringChoice.decryption(KeyringOptions(arguments), environment: environment)
         options = DesktopPresenter.Options(
             appName: arguments[NotifyCommand.appName] ?? "Kindly",
-            desktopEntry: arguments[NotifyCommand.desktopEntry] ?? NotifyRunner.desktopEntry,
-            icon: arguments[NotifyCommand.icon] ?? NotifyRunner.desktopEntry,
+            desktopEntry: arguments[NotifyCommand.desktopEntry] ?? Self.defaultDesktopEntry,
+            icon: arguments[NotifyCommand.icon] ?? Self.defaultDesktopEntry,
             // A click is only handled while notify runs: a banner posted by a run that exits at
             // once carries no action that would do nothing.
             offersOpenAction: isLineMode || (wait ?? .zero) > .zero, deduplicates: !arguments[NotifyCommand.noDedup],
@@ -96,7 +79,7 @@ struct NotifyRunner: CommandImplementation {
 
     /// The name of the `.desktop` file (without `.desktop`) and of the icon that tools/install
     /// installs: the default `desktop-entry` hint and `app_icon` of every banner.
-    static let desktopEntry = "ai.kindly.Push"
+    static let defaultDesktopEntry = "ai.kindly.Push"
 
     /// `N`, `Ns`, `Nm`, `Nh` or `Nd` in seconds.
     static func seconds(_ text: String) -> Int64? {
@@ -112,7 +95,7 @@ struct NotifyRunner: CommandImplementation {
         return overflow ? nil : seconds
     }
 
-    func run() -> Int32 {
+    package func run() -> Int32 {
         let session: NotifySession
         do throws(CodedError) {
             session = try NotifySession(command: self)

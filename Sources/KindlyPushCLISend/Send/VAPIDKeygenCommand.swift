@@ -1,11 +1,13 @@
 package import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
+internal import KindlyPushLibcrypto
+internal import KindlyPushWebPush
 
 /// `kindly-push vapid-keygen --key-file PATH`: the backend's VAPID key for Web Push
 /// (docs/spec/wire-format.md section 9.4; RFC 8292).
 ///
-/// Declared here, so that help, completions and the man page know it; it runs in
-/// `kindly-push-send`, the binary that links libcrypto (P-256), as `send` does.
+/// Declared and run in `kindly-push-send`, the binary that links libcrypto (P-256), as `send` is.
 package struct VAPIDKeygenCommand: RunnableCommand {
     package static let name = "vapid-keygen"
     package static let abstract = "Create a VAPID key for Web Push in a 0600 key file and print its public key."
@@ -24,8 +26,6 @@ package struct VAPIDKeygenCommand: RunnableCommand {
     package static let help = SharedOptions.help.taken
 
     package let path: String
-    /// The key maker of this binary (``CommandTable/Services/send``).
-    let services: (any SendServices)?
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
@@ -33,16 +33,24 @@ package struct VAPIDKeygenCommand: RunnableCommand {
             throw CodedError.usage("missing '--key-file PATH'", command: Self.name)
         }
         self.path = path
-        services = environment.table.services.send
     }
 
     package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
 
     package func run() -> Int32 {
-        guard let services else {
-            Diagnostics.report(CodedError(.io, "'\(Self.name)' runs in \(SiblingBinary.send.name), which was not run"))
+        let key: ES256Key
+        do throws(LibcryptoError) {
+            key = try ES256Key.generate()
+        } catch {
+            Diagnostics.report(CodedError(.io, "cannot make a P-256 key: \(error)"))
             return ErrorCode.io.exitStatus
         }
-        return services.vapidKeygen(keyFile: path)
+        do throws(PrivateFileError) {
+            try VAPIDKeyFile.write(key, to: path)
+        } catch {
+            Diagnostics.report(CodedError(.io, error.description))
+            return ErrorCode.io.exitStatus
+        }
+        return Terminal.printLine(["public_key": .string(Base64.urlEncoded(key.publicKey))])
     }
 }

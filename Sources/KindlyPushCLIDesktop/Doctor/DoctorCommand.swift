@@ -1,11 +1,12 @@
 internal import KindlyPushBase
+package import KindlyPushCLI
 internal import KindlyPushCore
 
 /// `kindly-push doctor`: why nothing decrypts here, one line per check.
 ///
-/// Declared here, so that help, completions and the man page know it; `kindly-push-desktop`'s
-/// table runs it by its implementation there (`DoctorRunner`), every other table hands it there.
-package struct DoctorCommand: Command {
+/// Declared and run in `kindly-push-desktop` (libsecret, GIO); every other binary hands it there.
+/// Its checks are in this folder, its run in DoctorCommand+Run.swift.
+package struct DoctorCommand: RunnableCommand {
     package static let name = "doctor"
     package static let abstract = "Check what decrypting needs here: keyring, session bus, Secret Service, key files, libraries."
     package static let examples = [
@@ -19,4 +20,8 @@ package struct DoctorCommand: Command {
     package static let keyring = KeyringOptions.keyring.taken
     package static let json = Flag("--json", "Print one JSON object per check: {\"check\", \"status\", \"message\", \"action\", ...}.")
     package static let help = SharedOptions.help.taken
+
+    let choice: KeyringChoice
+    let json: Bool
+    let environment: CommandEnvironment
 }
