@@ -142,7 +142,7 @@ struct FollowedInput: ~Copyable, LineSource {
         if !absolute.hasPrefix("/") {
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             guard getcwd(&buffer, buffer.count) != nil else { return nil }
-            absolute = String(cString: buffer) + "/" + path
+            absolute = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
         }
         var prefix = ""
         for part in absolute.split(separator: "/", omittingEmptySubsequences: true) {
