@@ -33,7 +33,10 @@ delivered again.
 
 For the tests, org.kindlytest.Control on the same path: Deliver(s token, ay message, s id) calls
 the connector's Message for that registration with that body and id, as if the Web Push service
-had accepted it (a body no push service would take, too), from the distributor's own name.
+had accepted it (a body no push service would take, too), from the distributor's own name;
+HoldEndpoints(b hold) holds every NewEndpoint call from then on (true) until it is released
+(false), when the held ones are made in order, so that a test can act between a Register and
+its endpoint.
 
 Script (--script, JSON): "register_answers": [{"success": "REGISTRATION_FAILED", "reason":
 "NETWORK"}, ...]: the next Register calls answered so (nothing else done); "require_vapid": true:
@@ -118,6 +121,8 @@ class Distributor(dbus.service.Object):
         self.register_answers = list(script.get("register_answers", []))
         self.require_vapid = bool(script.get("require_vapid", False))
         self.registrations = {}  # token -> {"service", "endpoint", "subscription", "vapid", "next"}
+        self.holding_endpoints = False
+        self.held_endpoints = []  # tokens whose NewEndpoint waits for HoldEndpoints(false)
         self.calls = open(os.path.join(arguments.dir, "calls.jsonl"), "a", buffering=1)
         GLib.timeout_add(50, self.poll)
 
@@ -172,7 +177,12 @@ class Distributor(dbus.service.Object):
         return False
 
     def new_endpoint(self, token):
-        registration = self.registrations[token]
+        if self.holding_endpoints:
+            self.held_endpoints.append(token)
+            return False
+        registration = self.registrations.get(token)
+        if registration is None:
+            return False
         self.call_connector(registration["service"], "NewEndpoint",
                             {"token": dbus.String(token), "endpoint": dbus.String(registration["endpoint"])})
         return False
@@ -273,6 +283,14 @@ class Distributor(dbus.service.Object):
                                                 name="org.kindlytest.Control.Error.UnknownToken")
         self.call_connector(registration["service"], "Message", {
             "token": dbus.String(token), "message": dbus.ByteArray(bytes(message)), "id": dbus.String(id)})
+
+    @dbus.service.method(CONTROL, in_signature="b", out_signature="")
+    def HoldEndpoints(self, hold):
+        self.holding_endpoints = bool(hold)
+        if not self.holding_endpoints:
+            held, self.held_endpoints = self.held_endpoints, []
+            for token in held:
+                self.new_endpoint(token)
 
     def end(self, token):
         registration = self.registrations.pop(token)

@@ -163,6 +163,44 @@ struct UnifiedPushTests {
         #expect(second.status == 74 && second.stderr.contains("none in the Secret Service"), "\(second.stderr)")
     }
 
+    /// Calls the distributor stand-in's test control `method` with `arguments` (GVariant text).
+    static func control(_ method: String, _ arguments: String...) throws -> CLI.Output {
+        try AgentTests.gdbus(
+            [
+                "call", "--session", "--dest", distributor ?? "", "--object-path", "/org/unifiedpush/Distributor", "--method",
+                "org.kindlytest.Control." + method,
+            ] + arguments)
+    }
+
+    @Test("register takes its endpoint only from its distributor: another peer's NewEndpoint, made first, is not believed")
+    func strangersEndpoint() throws {
+        let service = try #require(Self.variables["KINDLY_PUSH_TEST_WEBPUSH_URL"])
+        let before = try Self.calls().count
+        #expect(try Self.control("HoldEndpoints", "true").status == 0)
+        defer { _ = try? Self.control("HoldEndpoints", "false") }
+        let run = try RunningCLI(["unifiedpush", "register", "--keyring", "file"], environment: environment)
+        // The token of its Register, once the distributor has it (and holds its NewEndpoint).
+        var token: String?
+        #expect(
+            run.waitUntil {
+                let register = try? Self.calls().dropFirst(before).first { $0["method"] as? String == "Register" }
+                token = (register?["args"] as? [String: Any])?["token"] as? String
+                return token != nil
+            })
+        let forged = try AgentTests.gdbus(
+            [
+                "call", "--session", "--dest", "ai.kindly.Push", "--object-path", "/org/unifiedpush/Connector", "--method",
+                "org.unifiedpush.Connector2.NewEndpoint",
+                "{'token': <'\(try #require(token))'>, 'endpoint': <'https://forged.example/push/1'>}",
+            ])
+        #expect(forged.status == 0, "\(forged.stderr)")
+        #expect(try Self.control("HoldEndpoints", "false").status == 0)
+        #expect(run.finish() == 0, "\(run.stderr)")
+        let registration = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let endpoint = try Self.subscription(registration).endpoint
+        #expect(endpoint.hasPrefix(service + "/push/"), "\(endpoint)")
+    }
+
     @Test("register without a device key, with a distributor that is not there, or with a bad --distributor fails with its code")
     func registerFailures() throws {
         let missing = try CLI.run(
