@@ -418,6 +418,44 @@ struct SendWebPushTests {
     }
 
     @Test(
+        "send --redis: a subscription whose push service is at a loopback address is dead-lettered as bad_input, never retried, and the worker goes on to the next entry",
+        .enabled(if: WireParityTests.redis != nil, "needs tools/with-redis")
+    )
+    func privateAddressesThroughAWorker() throws {
+        let redis = try #require(WireParityTests.redis)
+        let service = try WebPushTestService()
+        let vapid = try Self.vapidKey(in: service.folder)
+        let path = try Self.configuration(
+            service.folder,
+            "    webpush: {vapid_key_file: \(vapid.path), subject: \"mailto:ops@example.com\", ca_file: \(service.certificate)}")
+        let stream = "private:\(UUID().uuidString.prefix(8))"
+        func redisCLI(_ arguments: [String]) throws -> String {
+            let output = try CLI.run(
+                ["-h", "127.0.0.1", "-p", redis.port, "--raw"] + arguments, environment: ["REDISCLI_AUTH": redis.password],
+                executable: URL(fileURLWithPath: "/usr/bin/redis-cli"))
+            try #require(output.status == 0, "redis-cli \(arguments): \(output.stderr)")
+            return output.stdout
+        }
+        let line = try service.subscribe("worker", vapid: vapid.publicKey).line(Self.push, extra: #","id":"private-1""#)
+        _ = try redisCLI(["XADD", stream + ":in", "*", "doc", line])
+        // The next entry, not a push at all: the worker reaches it, so the refusal stopped nothing.
+        _ = try redisCLI(["XADD", stream + ":in", "*", "doc", #"{"id":"after","push":{}}"#])
+        let worker = try CLI.run(
+            [
+                "send", "--config", path, "--redis", "redis://127.0.0.1:\(redis.port)", "--from", stream + ":in", "--group", "g", "--to",
+                stream + ":out", "--dead-letter", stream + ":dead", "--exit-when-idle", "300",
+            ], stdin: "", environment: ["KINDLY_PUSH_REDIS_PASSWORD": redis.password])
+        #expect(worker.status == 0, "\(worker.stderr)")
+        let dead = try redisCLI(["XRANGE", stream + ":dead", "-", "+"])
+        #expect(dead.contains("bad_input") && dead.contains("private-1") && dead.contains("after"), "\(dead)")
+        #expect(dead.contains("resolves to 127.0.0.1, a loopback, private, link-local or reserved address"), "\(dead)")
+        #expect(try redisCLI(["XLEN", stream + ":out"]).trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        // Acknowledged, not left pending for another delivery.
+        #expect(try redisCLI(["XPENDING", stream + ":in", "g"]).hasPrefix("0\n"))
+        #expect(try service.pushes("worker").isEmpty)
+    }
+
+    @Test(
         "webpush.max_push_services: at a new push service the one unused longest is closed once its requests are answered; every push is sent, in input order"
     )
     func pushServiceLimit() throws {
