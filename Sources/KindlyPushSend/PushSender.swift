@@ -91,6 +91,11 @@ package enum SendPlatform: String, Sendable {
         }
     }
 
+    /// The configuration key that lets this platform's pushes reach private addresses, which a
+    /// refusal names: Web Push's (its push service is the subscription's); APNs and FCM are
+    /// reached at their own servers, never refused so.
+    var privateAddressesKey: String? { self == .webPush ? "webpush.allow_private_addresses" : nil }
+
     /// The result line's member naming the message: APNs's `apns-id`, FCM's `name`, Web Push's
     /// `Location`.
     var messageNameKey: String {
@@ -540,8 +545,9 @@ package final class PushSender {
             fail(transfer, error)
             return
         case .refusedAddress(let reason)?:
-            // The subscription leads into this host's own networks: never sent, never retried.
-            fail(transfer, CodedError(.badInput, "\(reason): not sent (webpush.allow_private_addresses allows one)"))
+            // The host resolves only to private or reserved addresses: never sent, never retried.
+            let allowing = platform.privateAddressesKey.map { " (\($0) allows one)" } ?? ""
+            fail(transfer, CodedError(.badInput, "\(reason): not sent\(allowing)"))
             return
         case .transport(let reason)?:
             // No answer: the connection failed, went away (GOAWAY past this stream, a reset) or
