@@ -15,8 +15,7 @@ package struct FCMServiceAccount: Sendable {
 
     /// Reads and checks the key file at `path` (regular, the user's, mode 0600).
     package static func read(_ path: String) throws(PrivateFileError) -> FCMServiceAccount {
-        let contents = try PrivateFile.read(path)
-        return try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try parse(bytes, path: path) }
+        try PrivateFile.read(path) { (bytes, path) throws(PrivateFileError) in try parse(bytes, path: path) }
     }
 
     /// Parses a key file's text (`path` names it in errors): the private key's PEM is unescaped

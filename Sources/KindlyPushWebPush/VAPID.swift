@@ -84,8 +84,7 @@ package enum VAPIDKeyFile {
 
     /// Reads and checks the VAPID key file at `path`.
     package static func read(_ path: String) throws(PrivateFileError) -> ES256Key {
-        let contents = try PrivateFile.read(path)
-        return try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try parse(bytes, path: path) }
+        try PrivateFile.read(path) { (bytes, path) throws(PrivateFileError) in try parse(bytes, path: path) }
     }
 
     /// Parses and checks VAPID key file text (`path` names it in errors): the secret key is

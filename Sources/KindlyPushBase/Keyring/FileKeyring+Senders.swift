@@ -160,9 +160,8 @@ extension FileKeyring {
         for sid in sids {
             let path = senderPath(for: sid)
             do throws(PrivateFileError) {
-                let contents = try PrivateFile.read(path)
                 pinned.append(
-                    try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try Self.parsePin(bytes, path: path, sid: sid) })
+                    try PrivateFile.read(path) { (bytes, path) throws(PrivateFileError) in try Self.parsePin(bytes, path: path, sid: sid) })
             } catch .missing {
                 continue  // unpinned by another process since the folder was read
             } catch {

@@ -121,8 +121,7 @@ public struct FileKeyring: Keyring {
         do throws(PrivateFileError) {
             try PrivateFile.checkPrivateFolder(folder)
             if sweeping { sweep() }
-            let contents = try PrivateFile.read(path)
-            let parsed = try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in try KeyFile.parse(bytes, path: path) }
+            let parsed = try PrivateFile.read(path) { (bytes, path) throws(PrivateFileError) in try KeyFile.parse(bytes, path: path) }
             guard parsed.key.kid == kid else { throw PrivateFileError.malformed(path: path, reason: "holds another kid") }
             return parsed
         } catch .missing {

@@ -9,10 +9,7 @@ internal import KindlyPushCore
 public enum KeyFile {
     /// Reads and checks the key file at `path`.
     public static func read(_ path: String) throws(PrivateFileError) -> DeviceKey {
-        let contents = try PrivateFile.read(path)
-        return try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in
-            try parse(bytes, path: path).key
-        }
+        try PrivateFile.read(path) { (bytes, path) throws(PrivateFileError) in try parse(bytes, path: path).key }
     }
 
     /// Parses and checks key-file text (`path` names it in errors); `object` is the file's

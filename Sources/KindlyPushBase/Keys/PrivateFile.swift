@@ -155,6 +155,15 @@ package enum PrivateFile {
         try read(path).withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// What `parse` makes of the contents of `path`, read as ``read(_:)`` reads them (into a
+    /// buffer wiped once `parse` returns); `parse` is given the path too, for its errors. The one
+    /// shape of every key file's reader.
+    package static func read<Value>(
+        _ path: String, parsing parse: (UnsafeRawBufferPointer, String) throws(PrivateFileError) -> Value
+    ) throws(PrivateFileError) -> Value {
+        try read(path).withUnsafeBytes { (bytes) throws(PrivateFileError) in try parse(bytes, path) }
+    }
+
     /// The contents of `path` in a wiped buffer, after checking that it is a regular file that
     /// only its owner can access.
     package static func read(_ path: String) throws(PrivateFileError) -> SecureBytes {

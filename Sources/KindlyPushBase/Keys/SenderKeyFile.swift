@@ -10,10 +10,7 @@ internal import KindlyPushCore
 public enum SenderKeyFile {
     /// Reads and checks the sender key file at `path`.
     public static func read(_ path: String) throws(PrivateFileError) -> SenderKey {
-        let contents = try PrivateFile.read(path)
-        return try contents.withUnsafeBytes { (bytes) throws(PrivateFileError) in
-            try parse(bytes, path: path).key
-        }
+        try PrivateFile.read(path) { (bytes, path) throws(PrivateFileError) in try parse(bytes, path: path).key }
     }
 
     /// Parses and checks sender-key-file text (`path` names it in errors): the three members
