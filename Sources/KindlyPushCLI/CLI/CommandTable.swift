@@ -6,8 +6,8 @@ internal import KindlyPushCore
 #endif
 
 /// What one binary (`kindly-push`, `kindly-push-desktop`, `kindly-push-redis`,
-/// `kindly-push-send`) runs: every command, in the order help lists them, each run here or
-/// handed to a sibling binary; the services it links; and the hand-offs a run of a command it
+/// `kindly-push-send`) runs: every command, in the order help lists them, each declared and run
+/// here or handed by name to the sibling binary that declares it; the services it links; and the hand-offs a run of a command it
 /// runs can still need (`--redis`, the Secret Service). Its `main` hands it to
 /// ``kindlyPushMain(_:)``, and commands read it in ``CommandEnvironment/table``.
 ///
@@ -17,10 +17,11 @@ internal import KindlyPushCore
 package struct CommandTable: Sendable {
     /// How a binary runs one command.
     package enum Runner: Sendable {
-        /// Made here by this type's ``Command/make(_:environment:)``: the command itself, or the
-        /// implementation a binary links (`notify` in `kindly-push-desktop`).
+        /// Declared here, and made here by this type's ``Command/make(_:environment:)``: the
+        /// command itself, or another way of doing its job (`seal --recipients-inline`).
         case here(any RunnableCommand.Type)
-        /// Run by this sibling, with the same arguments: this binary does not link what it needs.
+        /// Run by this sibling, with the same arguments: this binary does not link what it needs
+        /// (for an entry, the sibling declares the command too).
         case sibling(SiblingBinary)
     }
 
