@@ -250,15 +250,18 @@ public final class DesktopNotifier: @unchecked Sendable {
         let budget = DesktopDeadline(timeout)
         var error: UnsafeMutablePointer<GError>?
         var server: UnsafeMutablePointer<gchar>?
-        let id = withCStringArray(actionStrings) { actions in
-            withOptionalCString(notification.category) { category in
-                withOptionalCString(notification.desktopEntry) { desktopEntry in
-                    withOptionalCString(notification.stackTag) { stackTag in
-                        withOptionalCString(notification.imagePath) { imagePath in
-                            kpd_notify(
-                                gConnection, notification.appName, notification.replacesID, notification.icon, notification.summary,
-                                body, actions, category, desktopEntry, stackTag, imagePath, notification.expireTimeout,
-                                budget.milliseconds, budget.cancellable, &server, &error)
+        let id = withCStringArray(actionStrings) { list in
+            // GLib's `const char *const *`: the same pointers, read only.
+            list.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: actionStrings.count + 1) { actions in
+                withOptionalCString(notification.category) { category in
+                    withOptionalCString(notification.desktopEntry) { desktopEntry in
+                        withOptionalCString(notification.stackTag) { stackTag in
+                            withOptionalCString(notification.imagePath) { imagePath in
+                                kpd_notify(
+                                    gConnection, notification.appName, notification.replacesID, notification.icon, notification.summary,
+                                    body, actions, category, desktopEntry, stackTag, imagePath, notification.expireTimeout,
+                                    budget.milliseconds, budget.cancellable, &server, &error)
+                            }
                         }
                     }
                 }
@@ -415,16 +418,6 @@ package final class DesktopDeadline {
         if roundingUp, attoseconds % 1_000_000_000_000_000 != 0 { total.partialValue += 1 }
         return Int32(clamping: max(0, total.partialValue))
     }
-}
-
-/// Runs `body` with a NULL-terminated array of C strings.
-private func withCStringArray<Result>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Result) -> Result {
-    let copies = strings.map { strdup($0) }
-    defer {
-        for copy in copies { free(copy) }
-    }
-    let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
 /// Runs `body` with `text` as a C string, or NULL.

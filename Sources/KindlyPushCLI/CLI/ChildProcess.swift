@@ -1,4 +1,4 @@
-internal import KindlyPushCore
+package import KindlyPushCore
 
 #if canImport(Glibc)
     package import Glibc
@@ -26,7 +26,7 @@ package enum ChildProcess {
         do throws(Errno) {
             pipe = try FileDescriptor.pipe()
         } catch {
-            return .failure(SpawnError(code: error.rawValue))
+            return .failure(.system(error))
         }
         let started = spawn(path, arguments, environment: environment, standardOutput: pipe.writing.rawValue)
         pipe.writing.close()
@@ -44,20 +44,18 @@ package enum ChildProcess {
         do throws(Errno) {
             _ = try valueOrErrno { waitpid(pid, &status, 0) }
         } catch {
-            return .failure(SpawnError(code: error.rawValue))
+            return .failure(.system(error))
         }
         let output: [UInt8]
         switch read {
         case .success(let bytes) where bytes.count <= Self.mostOutput: output = bytes
-        case .success: return .failure(SpawnError(code: 0, text: "it printed more than \(Self.mostOutput) bytes"))
-        case .failure(let error): return .failure(SpawnError(code: error.rawValue))
+        case .success: return .failure(.ended("it printed more than \(Self.mostOutput) bytes"))
+        case .failure(let error): return .failure(.system(error))
         }
         // WIFEXITED, WEXITSTATUS and WTERMSIG, which Swift's Glibc does not export: the low 7
         // bits are the signal that ended it (0: it exited), the next 8 its exit status.
-        guard status & 0x7F == 0 else { return .failure(SpawnError(code: 0, text: "it was ended by signal \(status & 0x7F)")) }
-        guard (status >> 8) & 0xFF == 0 else {
-            return .failure(SpawnError(code: 0, text: "it exited with status \((status >> 8) & 0xFF)"))
-        }
+        guard status & 0x7F == 0 else { return .failure(.ended("it was ended by signal \(status & 0x7F)")) }
+        guard (status >> 8) & 0xFF == 0 else { return .failure(.ended("it exited with status \((status >> 8) & 0xFF)")) }
         return .success(output)
     }
 
@@ -71,7 +69,7 @@ package enum ChildProcess {
     ) -> Result<pid_t, SpawnError> {
         var actions = posix_spawn_file_actions_t()
         let initialized = posix_spawn_file_actions_init(&actions)
-        guard initialized == 0 else { return .failure(SpawnError(code: initialized)) }
+        guard initialized == 0 else { return .failure(.system(Errno(rawValue: initialized))) }
         defer {
             // It only frees what the actions hold: glibc's never fails.
             let destroyed = posix_spawn_file_actions_destroy(&actions)
@@ -86,19 +84,12 @@ package enum ChildProcess {
             // stays open in a program that may run for long after us.
             addCloseFrom?(&actions, STDERR_FILENO + 1) ?? 0,
         ]
-        if let failed = added.first(where: { $0 != 0 }) { return .failure(SpawnError(code: failed)) }
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { (text: String) in strdup(text) }
-        let variables: [UnsafeMutablePointer<CChar>?] = environment.map { (name, value) in strdup("\(name)=\(value)") }
-        defer {
-            for copy in argv + variables { free(copy) }
-        }
+        if let failed = added.first(where: { $0 != 0 }) { return .failure(.system(Errno(rawValue: failed))) }
         var pid: pid_t = 0
-        let status = (argv + [nil]).withUnsafeBufferPointer { argv in
-            (variables + [nil]).withUnsafeBufferPointer { envp in
-                posix_spawn(&pid, path, &actions, nil, argv.baseAddress!, envp.baseAddress!)
-            }
+        let status = withCStringArray(arguments) { argv in
+            withCStringArray(environment.assignments) { envp in posix_spawn(&pid, path, &actions, nil, argv, envp) }
         }
-        guard status == 0 else { return .failure(SpawnError(code: status)) }
+        guard status == 0 else { return .failure(.system(Errno(rawValue: status))) }
         return .success(pid)
     }
 
@@ -118,10 +109,17 @@ package enum ChildProcess {
     }
 
     /// Why a program did not start or did not finish well.
-    package struct SpawnError: Error, CustomStringConvertible {
-        /// The errno value, or 0 when ``text`` says what happened.
-        let code: Int32
-        var text: String? = nil
-        package var description: String { text ?? Errno(code).description }
+    package enum SpawnError: Error, CustomStringConvertible {
+        /// A call to start it, read what it printed or wait for it failed.
+        case system(Errno)
+        /// It ran, and ended otherwise than the caller needs (a signal, a status, too much output).
+        case ended(String)
+
+        package var description: String {
+            switch self {
+            case .system(let error): error.description
+            case .ended(let why): why
+            }
+        }
     }
 }

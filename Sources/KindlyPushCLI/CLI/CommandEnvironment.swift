@@ -57,6 +57,9 @@ package struct CommandEnvironment: Sendable, Sequence, ExpressibleByDictionaryLi
     }
 
     /// The same variables as a dictionary, for the library's API (the first entry of a name wins).
+    /// Each variable as `NAME=value`, in order: the environment of a program this one starts.
+    package var assignments: [String] { entries.map { "\($0.key)=\($0.value)" } }
+
     package var dictionary: [String: String] {
         var dictionary: [String: String] = [:]
         for (name, value) in entries where dictionary[name] == nil { dictionary[name] = value }

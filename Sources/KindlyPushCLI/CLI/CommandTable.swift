@@ -205,17 +205,17 @@ package struct SiblingBinary: Sendable, Equatable {
             Diagnostics.report(error)
             return error.code.exitStatus
         }
-        var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         // execve returns only when it failed.
-        let reason: Errno
-        do throws(Errno) {
-            try nothingOrErrno { execve(path, &argv, &envp) }
-            reason = Errno(ENOEXEC)
-        } catch {
-            reason = error
+        let failure = withCStringArray([path] + arguments) { argv in
+            withCStringArray(environment.assignments) { envp in
+                Result { () throws(Errno) in try nothingOrErrno { execve(path, argv, envp) } }
+            }
         }
-        for pointer in argv + envp { free(pointer) }
+        let reason: Errno
+        switch failure {
+        case .failure(let error): reason = error
+        case .success: reason = Errno(rawValue: ENOEXEC)
+        }
         Diagnostics.report(
             CodedError(.io, "this needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)"))
         return ErrorCode.io.exitStatus
