@@ -6,8 +6,8 @@ internal import KindlyPushSecretService
 
 extension CommandTable {
     /// `kindly-push-desktop`'s: `kindly-push`'s with the Secret Service keyring (libsecret) and
-    /// the commands that need GIO and SQLite (`notify`, `unifiedpush`, `doctor`) declared and run here; `send` and `--redis`
-    /// still run in their siblings (nghttp2, hiredis).
+    /// the commands that need GIO and SQLite (`notify`, `unifiedpush`, `doctor`) declared and run
+    /// here; `send` and `--redis` still run in their siblings (nghttp2, hiredis).
     package static let desktop = kindlyPush.linking(
         .desktop, services: Services(desktop: DesktopServicesImplementation()),
         running: [.runs(NotifyCommand.self), .runs(DoctorCommand.self), .runs(UnifiedPushCommand.self)],

@@ -82,5 +82,4 @@ package struct DeadLetterCommand: RunnableCommand {
             return error.code.exitStatus
         }
     }
-
 }

@@ -106,5 +106,4 @@ package struct RedisStatusCommand: RunnableCommand {
             return error.code.exitStatus
         }
     }
-
 }

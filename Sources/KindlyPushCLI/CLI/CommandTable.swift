@@ -7,8 +7,8 @@ internal import KindlyPushCore
 
 /// What one binary (`kindly-push`, `kindly-push-desktop`, `kindly-push-redis`,
 /// `kindly-push-send`) runs: every command, in the order help lists them, each declared and run
-/// here or handed by name to the sibling binary that declares it; the services it links; and the hand-offs a run of a command it
-/// runs can still need (`--redis`, the Secret Service). Its `main` hands it to
+/// here or handed by name to the sibling binary that declares it; the services it links; and
+/// the hand-offs a run of a command it runs can still need (`--redis`, the Secret Service). Its `main` hands it to
 /// ``kindlyPushMain(_:)``, and commands read it in ``CommandEnvironment/table``.
 ///
 /// Why siblings at all: `kindly-push` links neither libsecret, GIO and SQLite, nor hiredis, nor

@@ -187,8 +187,6 @@ package struct SendCommand: RunnableCommand {
         services = stream.services
     }
 
-    package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
-
     /// Whether `text` is one of Apple's 10-character IDs (a Team ID, a Key ID): capital letters
     /// and digits.
     package static func isAppleID(_ text: String) -> Bool {
@@ -248,7 +246,6 @@ package struct SendCommand: RunnableCommand {
         (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: ".")
             || byte == UInt8(ascii: "-")
     }
-
 }
 
 /// What `kindly-push send` was asked to do, checked; its run does it.

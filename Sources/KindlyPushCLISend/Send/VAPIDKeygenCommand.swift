@@ -35,8 +35,6 @@ package struct VAPIDKeygenCommand: RunnableCommand {
         self.path = path
     }
 
-    package static func needsDesktop(_ arguments: ParsedArguments, environment: CommandEnvironment) -> Bool { false }
-
     package func run() -> Int32 {
         let key: ES256Key
         do throws(LibcryptoError) {

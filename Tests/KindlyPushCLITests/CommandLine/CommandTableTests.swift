@@ -20,7 +20,7 @@ struct CommandTableTests {
     }
 
     /// Every command's declaration in help's order, each sibling's read off its table in this
-    /// process (the binaries ask each other: ``CommandLineHelpTests``).
+    /// process (the binaries ask each other: ``HelpAndUsageTests``).
     static let declarations: [CommandDeclaration] = {
         do {
             return try CommandTable.kindlyPush.declarations { (sibling) throws(CodedError) in
