@@ -226,7 +226,7 @@ package struct SiblingBinary: Sendable, Equatable {
     package func declarations(environment: CommandEnvironment) throws(CodedError) -> [CommandDeclaration] {
         let (path, folder) = try location()
         func failure(_ reason: String) -> CodedError {
-            CodedError(.io, "help needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)")
+            CodedError(.io, "listing the commands needs \(name) (\(purpose)) beside kindly-push in \(folder): \(reason)")
         }
         let output: [UInt8]
         switch ChildProcess.output(of: path, [name, Self.declarationsArgument], environment: environment) {

@@ -125,7 +125,7 @@ struct HelpAndUsageTests {
         let decrypt = try CLI.run(["decrypt", "--help"], executable: lone)
         #expect(decrypt.status == 0 && decrypt.stdout.hasPrefix("OVERVIEW: Decrypt"))
         let missing =
-            "kindly-push: io: help needs kindly-push-send (the sender: APNs, Web Push keys) beside kindly-push in \(folder.url.path): "
+            "kindly-push: io: listing the commands needs kindly-push-send (the sender: APNs, Web Push keys) beside kindly-push in \(folder.url.path): "
         for arguments in [["--help"], ["help"], ["completions", "bash"], ["man"]] {
             let output = try CLI.run(arguments, executable: lone)
             #expect(output.status == 74 && output.stdout.isEmpty, "\(arguments)")
