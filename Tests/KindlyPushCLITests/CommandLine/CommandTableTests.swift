@@ -20,17 +20,14 @@ struct CommandTableTests {
     }
 
     /// Every command's declaration in help's order, each sibling's read off its table in this
-    /// process (the binaries ask each other: ``HelpAndUsageTests``).
-    static let declarations: [CommandDeclaration] = {
-        do {
-            return try CommandTable.kindlyPush.declarations { (sibling) throws(CodedError) in
-                guard let table = tables.first(where: { $0.binary == sibling.name }) else { throw CodedError(.io, sibling.name) }
-                return table.ownDeclarations
-            }
-        } catch {
-            fatalError("\(error)")
+    /// process (the binaries ask each other: ``HelpAndUsageTests``); a table that names a command
+    /// no sibling declares is this call's error.
+    static func declarations() throws -> [CommandDeclaration] {
+        try CommandTable.kindlyPush.declarations { (sibling) throws(CodedError) in
+            guard let table = tables.first(where: { $0.binary == sibling.name }) else { throw CodedError(.io, sibling.name) }
+            return table.ownDeclarations
         }
-    }()
+    }
 
     /// The table of the binary that `arguments` end up running in, from `table`, and the
     /// implementation that runs them there; nil when a hand-off leads nowhere or loops.
@@ -58,7 +55,7 @@ struct CommandTableTests {
         #expect(Set(Self.tables.map(\.binary)) == ["kindly-push", "kindly-push-desktop", "kindly-push-redis", "kindly-push-send"])
         let names = CommandTable.kindlyPush.names
         #expect(names.count == Set(names).count)
-        #expect(Self.declarations.map(\.name) == names)
+        #expect(try Self.declarations().map(\.name) == names)
         for table in Self.tables {
             #expect(table.names == names, "\(table.binary)")
         }
@@ -97,11 +94,11 @@ struct CommandTableTests {
                 default: break
                 }
             }
-            for command in Self.declarations where command.options.contains(RedisOptions.url) && command.arguments == [""] {
+            for command in try Self.declarations() where command.options.contains(RedisOptions.url) && command.arguments == [""] {
                 let (runner, _) = try #require(try Self.destination(of: [command.name] + redis, from: table))
                 #expect(runner.services.redis != nil, "\(table.binary) \(command.name) --redis")
             }
-            for command in Self.declarations where command.options.contains(KeyringOptions.keyring) && command.actionWords.isEmpty {
+            for command in try Self.declarations() where command.options.contains(KeyringOptions.keyring) && command.actionWords.isEmpty {
                 let (runner, _) = try #require(try Self.destination(of: [command.name, "--keyring", "secret-service"], from: table))
                 #expect(runner.services.desktop != nil, "\(table.binary) \(command.name) --keyring secret-service")
             }
@@ -117,8 +114,8 @@ struct CommandTableTests {
     }
 
     @Test("no command lists an option twice, by its name or its short name")
-    func optionsOnce() {
-        for command in Self.declarations {
+    func optionsOnce() throws {
+        for command in try Self.declarations() {
             let names = command.options.map(\.name) + command.options.compactMap(\.shortName)
             #expect(names.count == Set(names).count, "\(command.name): \(names)")
         }
@@ -126,7 +123,7 @@ struct CommandTableTests {
 
     @Test("a declaration passed between binaries as a JSON line comes back whole; any other line is refused")
     func declarationLines() throws {
-        for declaration in Self.declarations {
+        for declaration in try Self.declarations() {
             let line = declaration.jsonLine
             let read = try #require(CommandDeclaration(jsonLine: line), "\(declaration.name)")
             #expect(String(decoding: read.jsonLine, as: UTF8.self) == String(decoding: line, as: UTF8.self))
@@ -135,7 +132,7 @@ struct CommandTableTests {
             #expect(ManPage.roff([read]) == ManPage.roff([declaration]))
         }
         // route: a required option with choices, and examples.
-        let route = try #require(Self.declarations.first { $0.name == "route" })
+        let route = try #require(try Self.declarations().first { $0.name == "route" })
         let text = String(decoding: route.jsonLine, as: UTF8.self)
         let mutations = [
             (#""abstract":"#, #""summary":"#), (#""required":true"#, #""required":"yes""#), (#""choices":["#, #""choices":[1,"#),

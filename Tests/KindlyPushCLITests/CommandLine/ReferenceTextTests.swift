@@ -22,8 +22,8 @@ struct ReferenceTextTests {
     }
 
     @Test("usage wraps at every width from 40 to 200 columns without repeating or losing a word, within the width")
-    func usageAtEveryWidth() {
-        for command in CommandTableTests.declarations {
+    func usageAtEveryWidth() throws {
+        for command in try CommandTableTests.declarations() {
             for width in 40...200 {
                 let block = Self.usageBlock(Help.usage(command, width: width))
                 let words = block.flatMap { $0.split(separator: " ") }
@@ -39,7 +39,7 @@ struct ReferenceTextTests {
         "the binary's help wraps usage at $COLUMNS without repeating or losing a word",
         arguments: ReferenceTextTests.names)
     func usageThroughTheBinary(_ name: String) throws {
-        let command = try #require(CommandTableTests.declarations.first { $0.name == name })
+        let command = try #require(try CommandTableTests.declarations().first { $0.name == name })
         for width in [40, 60, 80, 100, 137, 200] {
             let output = try CLI.run([name, "--help"], environment: ["COLUMNS": String(width)])
             #expect(output.status == 0)
@@ -70,7 +70,7 @@ struct ReferenceTextTests {
             #expect(output.stderr == "kindly-push: usage: senders \(form[0]) takes no \(option) (see 'kindly-push senders --help')\n")
         }
         // Every form of every command: an option its usage line shows is one it takes.
-        for command in CommandTableTests.declarations {
+        for command in try CommandTableTests.declarations() {
             for (form, parts) in zip(command.arguments, command.synopsisParts) {
                 let action = CommandDeclaration.actionWord(of: form)
                 for option in command.options where parts.contains(option.synopsisPart) {
@@ -114,7 +114,7 @@ struct ReferenceTextTests {
 
     @Test("every command's help ends with EXAMPLES, each a command line of that command", arguments: ReferenceTextTests.names)
     func examples(_ name: String) throws {
-        let command = try #require(CommandTableTests.declarations.first { $0.name == name })
+        let command = try #require(try CommandTableTests.declarations().first { $0.name == name })
         #expect(!command.examples.isEmpty)
         let output = try CLI.run([name, "--help"], environment: ["COLUMNS": "200"])
         let examples = try #require(output.stdout.range(of: "\nEXAMPLES:\n")).upperBound
@@ -206,7 +206,7 @@ struct ReferenceTextTests {
         #expect(!page[seeAlso...].contains(".md"))
         // Every example of every command is in EXAMPLES.
         let examples = try #require(page.range(of: ".SH EXAMPLES")).upperBound
-        for example in CommandTableTests.declarations.flatMap({ $0.examples }) {
+        for example in try CommandTableTests.declarations().flatMap({ $0.examples }) {
             #expect(page[examples...].contains(ManPage.escape(example.purpose)), "\(example.purpose)")
         }
     }
