@@ -46,10 +46,7 @@ package struct DeadLetterCommand: RunnableCommand {
         guard arguments.positionals == ["replay"] else {
             throw usage(arguments.positionals.isEmpty ? "missing action: replay" : "unknown dead-letter action; expected replay")
         }
-        func required(_ key: Option<String>) throws(CodedError) -> String {
-            guard let value = arguments[key], !value.isEmpty else { throw usage("missing '\(key.name)'") }
-            return value
-        }
+        func required(_ key: Option<String>) throws(CodedError) -> String { try arguments.required(key, command: Self.name) }
         let server = try RedisOptions.Server(try required(Self.url), arguments, shared: [], environment: environment, usage)
         let deadLetter = try required(Self.from)
         let input = try required(Self.to)

@@ -53,10 +53,7 @@ package struct RedisStatusCommand: RunnableCommand {
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         try SharedOptions.noPositionals(arguments, command: Self.name)
-        func required(_ key: Option<String>) throws(CodedError) -> String {
-            guard let value = arguments[key], !value.isEmpty else { throw CodedError.usage("missing '\(key.name)'", command: Self.name) }
-            return value
-        }
+        func required(_ key: Option<String>) throws(CodedError) -> String { try arguments.required(key, command: Self.name) }
         let server = try RedisOptions.Server(try required(Self.url), arguments, shared: [], environment: environment) {
             CodedError.usage($0, command: Self.name)
         }

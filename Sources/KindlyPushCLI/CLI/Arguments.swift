@@ -243,6 +243,13 @@ package struct ParsedArguments: Sendable {
         return has(name) || text(name) != nil || repeatedValues.contains { $0.name == name }
     }
 
+    /// The value of an option `command` cannot run without; missing or empty, the usage error
+    /// `missing '--name'`.
+    package func required(_ key: Option<String>, command: String) throws(CodedError) -> String {
+        guard let value = self[key], !value.isEmpty else { throw CodedError.usage("missing '\(key.name)'", command: command) }
+        return value
+    }
+
     /// Parses `arguments` against `specs`; `--` ends options. Throws a usage error naming the
     /// offending argument. `forms` are the command's action words (`add`, `list`): an option
     /// that the form named by the first operand does not take (``OptionSpec/only(_:)``) is refused.

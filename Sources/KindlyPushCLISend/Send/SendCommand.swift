@@ -125,10 +125,7 @@ package struct SendCommand: RunnableCommand {
 
     package init(_ arguments: ParsedArguments, environment: CommandEnvironment) throws(CodedError) {
         func usage(_ text: String) -> CodedError { .usage(text, command: Self.name) }
-        func required(_ key: Option<String>) throws(CodedError) -> String {
-            guard let value = arguments[key], !value.isEmpty else { throw usage("missing '\(key.name)'") }
-            return value
-        }
+        func required(_ key: Option<String>) throws(CodedError) -> String { try arguments.required(key, command: Self.name) }
         func identifier(_ key: Option<String>) throws(CodedError) -> String {
             let value = try required(key)
             guard Self.isAppleID(value) else { throw usage("'\(key.name)' takes Apple's 10-character ID (capital letters and digits)") }
