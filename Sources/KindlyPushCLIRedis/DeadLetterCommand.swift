@@ -24,9 +24,7 @@ package struct DeadLetterCommand: RunnableCommand {
         moved (with --json, {"dead_letter_id", "id"}), then how many were moved; an id that is
         not in the dead letters is said and skipped. The password as for a worker.
         """
-    package static let url = Option<String>(
-        "--redis", "URL",
-        "The server: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS), unix://[USER@]/PATH or redis+sentinel://… (as a worker takes it).")
+    package static let url = RedisServerOptions.url.taken
     package static let from = Option<String>("--from", "STREAM", "The dead-letter stream (the workers' --dead-letter).")
     package static let to = Option<String>("--to", "STREAM", "The input stream the entries go back to (the workers' --from).")
     package static let id = RepeatableOption("--id", "ID", "Move this dead letter (repeatable).")

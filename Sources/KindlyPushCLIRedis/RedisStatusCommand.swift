@@ -32,9 +32,7 @@ package struct RedisStatusCommand: RunnableCommand {
         KINDLY_PUSH_REDIS_PASSWORD or the file KINDLY_PUSH_REDIS_PASSWORD_FILE names, as for a
         worker. A group that does not exist is an io error (74).
         """
-    package static let url = Option<String>(
-        "--redis", "URL",
-        "The server: redis://[USER@]HOST[:PORT][/DB], rediss://… (TLS) or unix://[USER@]/PATH (the password as a worker takes it).")
+    package static let url = RedisServerOptions.url.taken
     package static let from = Option<String>("--from", "STREAM", "The workers' input stream.")
     package static let group = Option<String>("--group", "GROUP", "The workers' consumer group.")
     package static let deadLetter = Option<String>("--dead-letter", "STREAM", "The workers' dead-letter stream, whose length is shown.")
