@@ -51,7 +51,7 @@ struct CommandTableTests {
     }
 
     @Test("every binary lists every command of kindly-push's table, in its order, under its own name")
-    func sameCommands() {
+    func sameCommands() throws {
         #expect(Set(Self.tables.map(\.binary)) == ["kindly-push", "kindly-push-desktop", "kindly-push-redis", "kindly-push-send"])
         let names = CommandTable.kindlyPush.names
         #expect(names.count == Set(names).count)
